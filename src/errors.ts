@@ -1,0 +1,84 @@
+/*
+ * One catalog of every error execgate raises. A code is a stable string that callers, the CLI,
+ * MCP clients and ops tooling match on; it is never reused for another meaning and never
+ * renamed. Each code is documented in docs/errors.md (a test checks both directions).
+ *
+ * Messages are written at the throw site (they say what was wrong and how to fix it); the
+ * catalog holds the one-line summary. A message must never contain a resolved secret value:
+ * errors name references (`<<secret:NAME>>`), never what they resolve to.
+ */
+
+export const ERROR_CATALOG = {
+  // --- request validation (exec/options) ---
+  EXECGATE_ERR_INVALID_REQUEST: 'The request is not an object.',
+  EXECGATE_ERR_INVALID_COMMAND: 'The `command` is not a non-empty string.',
+  EXECGATE_ERR_COMMAND_NUL: 'The `command` contains a NUL byte, which no shell can receive.',
+  EXECGATE_ERR_COMMAND_TOO_LONG: 'The `command` is longer than the system allows for one argument.',
+  EXECGATE_ERR_UNKNOWN_OPTION: 'The request has an option execgate does not know.',
+  EXECGATE_ERR_INVALID_MODE: 'The `mode` is not one of the supported modes.',
+  EXECGATE_ERR_MODE_UNAVAILABLE: 'The requested mode is known but not available in this build or configuration.',
+  EXECGATE_ERR_INVALID_TIMEOUT: 'The `timeout` is not a non-negative finite number of milliseconds.',
+  EXECGATE_ERR_INVALID_ENV: 'The `env` is not an object of string values with valid names.',
+  EXECGATE_ERR_INVALID_CWD: 'The `cwd` is not a non-empty string.',
+  EXECGATE_ERR_CWD_NOT_FOUND: 'The working directory does not exist.',
+  EXECGATE_ERR_CWD_NOT_DIRECTORY: 'The working directory is not a directory.',
+  EXECGATE_ERR_INVALID_SHELL: 'The `shell` is not an absolute path to an executable file.',
+  EXECGATE_ERR_INVALID_OPTION: 'A gateway or request option has an invalid value.',
+
+  // --- reference tokens (refs) ---
+  EXECGATE_ERR_REF_SOURCE_FAILED: 'A secret source could not answer for a reference; nothing was run.',
+  EXECGATE_ERR_REF_UNSAFE_CONTEXT: 'A reference sits where no shell expansion can carry its value safely.',
+  EXECGATE_ERR_REF_INVALID: 'A reference kind, name or value given to the RefStore is invalid.',
+  EXECGATE_ERR_REF_TOO_SHORT: 'A reference resolved to a value shorter than the minimum maskable length.',
+
+  // --- execution (exec) ---
+  EXECGATE_ERR_SPAWN_FAILED: 'The shell could not be started.',
+  EXECGATE_ERR_GATEWAY_CLOSED: 'The gateway was closed; it accepts no new requests.',
+  EXECGATE_ERR_STATE_DIR: 'The state directory ($EXECGATE_HOME) could not be created or written.',
+
+  // --- policy ---
+  EXECGATE_ERR_POLICY_UNSUPPORTED: 'Policy files are not supported by this build.',
+
+  // --- CLI ---
+  EXECGATE_ERR_CLI_USAGE: 'The command line is not valid.',
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+export class ExecgateError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(code: ErrorCode, message: string, details: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ExecgateError';
+    this.code = code;
+    this.details = Object.freeze({ ...details });
+  }
+
+  /** The one-line form the CLI and tool results print. */
+  toLine(): string {
+    return `${this.code}: ${this.message}`;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { name: this.name, code: this.code, message: this.message, details: this.details };
+  }
+}
+
+export function isExecgateError(value: unknown): value is ExecgateError {
+  return value instanceof ExecgateError;
+}
+
+/** Describe a value for an error message without echoing long or secret-bearing input. */
+export function describeValue(value: unknown): string {
+  if (value === null) return '`null`';
+  if (Array.isArray(value)) return 'an array';
+  const type = typeof value;
+  if (type === 'string') {
+    const text = value as string;
+    return text.length > 40 ? `a string of ${text.length} characters` : `\`${JSON.stringify(text)}\` (string)`;
+  }
+  if (type === 'number' || type === 'boolean' || type === 'bigint') return `\`${String(value)}\` (${type})`;
+  return `a value of type ${type}`;
+}

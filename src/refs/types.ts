@@ -1,0 +1,40 @@
+/*
+ * Types shared by the token scanner, the RefStore and every secret source.
+ *
+ * A source answers one question: "do you hold a value for this reference?". It answers
+ * `{found: false}` when it simply does not know the name (resolution goes on to the next
+ * source, and an unknown token stays literal in the command). It throws when it cannot answer
+ * at all (keyring locked, vault key wrong, vault corrupt): the request then fails closed.
+ */
+
+export type RefKind = 'secret' | 'decrypt';
+
+export const REF_KINDS: readonly RefKind[] = Object.freeze(['secret', 'decrypt']);
+
+/** One reference token found in a command. Offsets are UTF-16 indexes into the command. */
+export interface RefToken {
+  readonly kind: RefKind;
+  readonly id: string;
+  /** The token exactly as written, e.g. `<<secret:github-token>>` or `{{decrypt:7f3a}}`. */
+  readonly raw: string;
+  readonly start: number;
+  /** Index one past the token's last character. */
+  readonly end: number;
+  /** True for the `{{kind:id}}` spelling. */
+  readonly alias: boolean;
+}
+
+export type SourceAnswer = { readonly found: false } | { readonly found: true; readonly value: string };
+
+export interface RefSource {
+  /** Short stable name used in results and audit records: `memory`, `env`, `keyring`, `vault`, or a host's own. */
+  readonly name: string;
+  /** The kinds this source can answer; the store asks it about no other kind. */
+  readonly kinds: readonly RefKind[];
+  /**
+   * Look a reference up. Return `{found: false}` for a name this source does not hold. Throw
+   * (preferably an ExecgateError with code EXECGATE_ERR_REF_SOURCE_FAILED) when the source
+   * cannot answer; the error message must name the reference, never a value.
+   */
+  lookup(kind: RefKind, id: string): Promise<SourceAnswer> | SourceAnswer;
+}
