@@ -30,6 +30,24 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_REF_UNSAFE_CONTEXT: 'A reference sits where no shell expansion can carry its value safely.',
   EXECGATE_ERR_REF_INVALID: 'A reference kind, name or value given to the RefStore is invalid.',
   EXECGATE_ERR_REF_TOO_SHORT: 'A reference resolved to a value shorter than the minimum maskable length.',
+  EXECGATE_ERR_REF_REPLACEMENT_INVALID: 'A replacement given to reference substitution does not fit the command.',
+
+  // --- secret stores (keyring, vault) ---
+  EXECGATE_ERR_SECRET_NAME_INVALID: 'A secret name, blob id, entry kind or label is not valid.',
+  EXECGATE_ERR_SECRET_VALUE_INVALID: 'A secret value is empty, holds a NUL byte, is not UTF-8 or is too long.',
+  EXECGATE_ERR_SECRET_NOT_FOUND: 'No store holds a secret by that name.',
+  EXECGATE_ERR_KEYRING_UNAVAILABLE: 'No OS keyring is reachable (no D-Bus session or Secret Service).',
+  EXECGATE_ERR_KEYRING_FAILED: 'The OS keyring was reachable but refused the operation (locked, access denied).',
+  EXECGATE_ERR_VAULT_CORRUPT: 'The vault file is not a valid vault document (truncated, corrupt or foreign).',
+  EXECGATE_ERR_VAULT_VERSION: 'The vault file has a format version this execgate does not read.',
+  EXECGATE_ERR_VAULT_TAMPERED: 'The vault file failed authentication: an entry or the entry list was changed outside execgate.',
+  EXECGATE_ERR_VAULT_WRONG_KEY: 'The vault key at hand is not the key the vault was written with.',
+  EXECGATE_ERR_VAULT_KEY_MISSING: 'The vault exists but its key cannot be found.',
+  EXECGATE_ERR_VAULT_KEY_INVALID: 'A vault key is not base64 of exactly 32 bytes.',
+  EXECGATE_ERR_VAULT_KEY_PERMISSIONS: 'The vault key file may be read by other users, is a symlink or is not owned by the user.',
+  EXECGATE_ERR_VAULT_KEY_EXTERNAL: 'The vault key comes from EXECGATE_VAULT_KEY, so execgate cannot rotate it.',
+  EXECGATE_ERR_VAULT_LOCKED: 'Another process held the vault lock for longer than the wait allows.',
+  EXECGATE_ERR_VAULT_IO: 'The vault or its key file could not be read or written.',
 
   // --- execution (exec) ---
   EXECGATE_ERR_SPAWN_FAILED: 'The shell could not be started.',
@@ -39,8 +57,12 @@ export const ERROR_CATALOG = {
   // --- policy ---
   EXECGATE_ERR_POLICY_UNSUPPORTED: 'Policy files are not supported by this build.',
 
+  // --- redaction (redact) ---
+  EXECGATE_ERR_REDACT_INVALID_INPUT: 'A value, label or option given to the redactor has the wrong type or range.',
+
   // --- CLI ---
   EXECGATE_ERR_CLI_USAGE: 'The command line is not valid.',
+  EXECGATE_ERR_UNEXPECTED: 'An unexpected internal error; please report it with the command that caused it.',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

@@ -1,0 +1,61 @@
+/*
+ * `execgate demo`: the main job on embedded defaults, end to end. A secret arrives through the
+ * environment source, a command references it, the shell receives the real value (proved by
+ * hashing it inside the shell), the output shows it masked, and the audit records of the run
+ * are printed.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { createGateway, getCurrentUser } from '../../gateway';
+import { getEnvSecretName } from '../../refs/sources/env';
+import type { CliIo } from '../io';
+
+const DEMO_SECRET = 'demo-token';
+
+export function registerDemoCommand(program: Command, io: CliIo): void {
+  program
+    .command('demo')
+    .description(`Show the main job: resolve <<secret:${DEMO_SECRET}>> from ${getEnvSecretName(DEMO_SECRET)}, run, mask, audit`)
+    .action(async () => {
+      await demoAction(io);
+    });
+}
+
+async function demoAction(io: CliIo): Promise<void> {
+  const variable = getEnvSecretName(DEMO_SECRET);
+  const env = { ...io.env };
+  let generated = false;
+  if (!env[variable]) {
+    env[variable] = `demo-${randomBytes(12).toString('base64url')}`;
+    generated = true;
+  }
+  const expected = createHash('sha256').update(env[variable] as string).digest('hex');
+  const gateway = createGateway({ env, cwd: io.cwd });
+  const command = `echo "the shell received: <<secret:${DEMO_SECRET}>>"; printf %s <<secret:${DEMO_SECRET}>> | sha256sum`;
+  const say = (line = ''): void => { io.stdout.write(`${line}\n`); };
+  try {
+    say(`secret source : ${variable} (${generated ? 'a random value generated for this demo' : 'from your environment'})`);
+    say(`command       : ${command}`);
+    const result = await gateway.exec({ command, actor: `cli:${getCurrentUser()}` });
+    say('');
+    say('--- output as the caller sees it ---');
+    io.stdout.write(result.output);
+    say('------------------------------------');
+    const hashInShell = result.stdout.match(/\b[0-9a-f]{64}\b/)?.[0];
+    say(`exit code     : ${result.exitCode}`);
+    say(`redactions    : ${result.redactions}`);
+    say(`value intact  : ${hashInShell === expected ? 'yes (sha256 computed inside the shell matches)' : 'NO'}`);
+    say(`env withheld  : ${result.env.withheld.join(', ') || '(none)'}`);
+    say(`env removed   : ${result.env.removed.join(', ') || '(none)'}`);
+    say('');
+    say(`--- audit records for ${result.id} (${gateway.home}/audit.log) ---`);
+    await gateway.close();
+    const records = readFileSync(`${gateway.home}/audit.log`, 'utf8')
+      .split('\n')
+      .filter((line) => line.includes(`"runId":"${result.id}"`));
+    for (const line of records) say(line);
+  } finally {
+    await gateway.close();
+  }
+}

@@ -1,0 +1,157 @@
+/*
+ * `execgate run [options] -- COMMAND`: one request through the gateway's one path.
+ */
+import type { Command } from 'commander';
+import { createGateway, getCurrentUser } from '../../gateway';
+import { ExecgateError } from '../../errors';
+import type { ExecResult } from '../../exec/result';
+import { CliExit, EXIT_TIMEOUT, type CliIo, usageError } from '../io';
+import { constants as osConstants } from 'node:os';
+
+interface RunFlags {
+  json?: boolean;
+  mode?: string;
+  cwd?: string;
+  timeout?: string;
+  env: string[];
+  shell?: string;
+  policy?: string;
+  envReplace?: boolean;
+  keep?: boolean;
+}
+
+const TOKEN_HELP = `
+Reference tokens:
+  <<secret:NAME>>   a named secret, from (first hit wins) values the host registered,
+                    EXECGATE_SECRET_<NAME> in execgate's environment (NAME upper-cased,
+                    - . / as _), the OS keyring, and the encrypted vault.
+  <<decrypt:ID>>    an encrypted value from the vault, by id (see \`execgate encrypt\`).
+  {{secret:NAME}}, {{decrypt:ID}} are accepted as aliases.
+  NAME/ID: 1-128 characters of A-Z a-z 0-9 . _ - /, starting with a letter or digit.
+  A token no source knows stays in the command as written. Resolved values are passed to the
+  shell through its environment (never its argv or the command text), and every occurrence of a
+  value in the output is replaced by [REDACTED:secret:NAME].
+
+Exit status: the command's own; 124 when it timed out; 128+N when killed by signal N;
+125 when execgate refused or failed (a one-line coded error on stderr).
+With --json: one JSON object on stdout; exit 0 unless execgate itself failed.
+
+Examples:
+  execgate run -- 'curl -sH "Authorization: Bearer <<secret:api-token>>" https://example.com'
+  execgate run --json --timeout 5 --cwd /tmp -- ls -la
+`;
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+export function registerRunCommand(program: Command, io: CliIo): void {
+  program
+    .command('run')
+    .description('Run a shell command through the gateway: policy, token resolution, sanitized environment, redacted output')
+    .usage('[options] -- COMMAND')
+    .argument('<command...>', 'the shell command (words after -- are joined with spaces)')
+    .option('--json', 'print one JSON object with the whole result instead of streaming output')
+    .option('--mode <mode>', 'sync, pty or background', 'sync')
+    .option('--cwd <dir>', 'working directory (default: the current directory)')
+    .option('--timeout <seconds>', 'kill the command after this many seconds (default: the policy default)')
+    .option('--env <KEY=VALUE>', 'set a variable for the command (repeatable)', collect, [])
+    .option('--env-replace', 'start from the --env variables alone instead of inheriting the environment')
+    .option('--shell <path>', 'absolute path of the shell (default /bin/bash)')
+    .option('--policy <file>', 'policy file (YAML or JSON)')
+    .option('--keep', 'leave processes the command started in the background running after it exits')
+    .passThroughOptions()
+    .addHelpText('after', TOKEN_HELP)
+    .action(async (words: string[], flags: RunFlags) => {
+      await runAction(words, flags, io);
+    });
+}
+
+function parseEnv(pairs: string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw usageError(`Expected --env KEY=VALUE, got \`${pair}\`.`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return env;
+}
+
+function parseTimeout(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const seconds = Number(text);
+  if (text.trim() === '' || !Number.isFinite(seconds) || seconds < 0) {
+    throw new ExecgateError('EXECGATE_ERR_INVALID_TIMEOUT', `Expected --timeout to be a non-negative number of seconds, got \`${text}\`.`);
+  }
+  return Math.round(seconds * 1000);
+}
+
+async function runAction(words: string[], flags: RunFlags, io: CliIo): Promise<void> {
+  if (flags.policy !== undefined) {
+    throw new ExecgateError('EXECGATE_ERR_POLICY_UNSUPPORTED', `--policy is not supported by this version of execgate; the embedded default policy applies. Remove --policy ${flags.policy}.`);
+  }
+  const command = words.join(' ');
+  const gateway = createGateway({ env: io.env, cwd: io.cwd });
+  const stopOnSignal = (): void => { void gateway.close(); };
+  process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
+  let result: ExecResult;
+  try {
+    result = await gateway.exec(
+      {
+        command,
+        mode: flags.mode as 'sync',
+        cwd: flags.cwd,
+        env: parseEnv(flags.env),
+        envMode: flags.envReplace ? 'replace' : 'merge',
+        timeout: parseTimeout(flags.timeout),
+        shell: flags.shell,
+        actor: `cli:${getCurrentUser()}`,
+        leftovers: flags.keep ? 'keep' : 'kill',
+      },
+      flags.json ? {} : { onOutput: (stream, chunk) => { (stream === 'stdout' ? io.stdout : io.stderr).write(chunk); } },
+    );
+  } finally {
+    process.removeListener('SIGINT', stopOnSignal);
+    process.removeListener('SIGTERM', stopOnSignal);
+    await gateway.close();
+  }
+  if (flags.json) {
+    io.stdout.write(`${JSON.stringify(toJsonResult(result), null, 2)}\n`);
+    return;
+  }
+  if (result.timedOut) io.stderr.write(`execgate: ${result.message}\n`);
+  throw new CliExit(getExitStatus(result));
+}
+
+export function getExitStatus(result: ExecResult): number {
+  if (result.timedOut) return EXIT_TIMEOUT;
+  if (result.exitCode !== null) return result.exitCode;
+  const number = result.signal ? (osConstants.signals as Record<string, number>)[result.signal] : undefined;
+  return 128 + (number ?? 0);
+}
+
+/** The CLI's JSON shape (snake_case, stable). */
+export function toJsonResult(result: ExecResult): Record<string, unknown> {
+  return {
+    id: result.id,
+    command: result.command,
+    mode: result.mode,
+    cwd: result.cwd,
+    stdout: result.stdout,
+    stderr: result.stderr,
+    output: result.output,
+    exit_code: result.exitCode,
+    signal: result.signal,
+    timed_out: result.timedOut,
+    killed: result.killed,
+    truncated: result.truncated,
+    duration_ms: result.durationMs,
+    redactions: result.redactions,
+    env_removed: result.env.removed,
+    env_withheld: result.env.withheld,
+    refs: result.refs,
+    message: result.message,
+    ...(result.fullOutputPath ? { full_output_path: result.fullOutputPath } : {}),
+  };
+}

@@ -1,0 +1,182 @@
+/*
+ * The one path. Every mode (sync, pty, background) goes through `preparePlan`; executors only
+ * adapt I/O. Order matters and is the security argument of execgate:
+ *   validate -> policy decision -> resolve references -> build the child environment ->
+ *   build the redactor -> SpawnPlan.
+ * Nothing is spawned before the plan exists, and a plan exists only if every step succeeded.
+ * The plan holds resolved values only inside the child environment and the redactor; the
+ * command it carries for display, logs and audit is the unresolved one.
+ */
+import { randomBytes } from 'node:crypto';
+import { ExecgateError } from '../errors';
+import { sanitizeEnv } from '../env';
+import type { EffectivePolicy, ExecMode } from '../policy/effective';
+import { Redactor } from '../redact';
+import type { RefStore } from '../refs/store';
+import { substituteTokens, type Replacement } from '../refs/substitute';
+import type { RefKind } from '../refs/types';
+import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
+import { RUN_ID_VARIABLE } from './terminate';
+
+export interface RefUse {
+  readonly kind: RefKind;
+  readonly id: string;
+  readonly ref: string;
+  readonly found: boolean;
+  readonly source?: string;
+}
+
+export interface EnvReport {
+  readonly removed: readonly string[];
+  readonly withheld: readonly string[];
+  readonly reported: readonly string[];
+}
+
+export interface SpawnPlan {
+  readonly runId: string;
+  readonly request: NormalizedRequest;
+  /** The unresolved command: the only form shown in results, logs and audit records. */
+  readonly displayCommand: string;
+  readonly shell: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  readonly redactor: Redactor;
+  readonly refs: readonly RefUse[];
+  readonly envReport: EnvReport;
+  readonly limits: {
+    readonly timeout: number;
+    readonly grace: number;
+    readonly drainTimeout: number;
+    readonly maxOutput: number;
+    readonly maxFileBytes: number;
+  };
+}
+
+export interface PrepareContext {
+  readonly refs: RefStore;
+  readonly policy: EffectivePolicy;
+  /** The gateway's own environment: inherited by children (sanitized) and the env source. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly cwd: string;
+  readonly shell: string;
+  /** Modes this gateway has an executor for. */
+  readonly supportedModes: ReadonlySet<ExecMode>;
+  /** Called once the request is normalized, before anything is resolved (audit, policy). */
+  readonly onNormalized?: (request: NormalizedRequest, runId: string) => void;
+}
+
+export function createRunId(): string {
+  return `run_${Date.now().toString(36)}_${randomBytes(6).toString('hex')}`;
+}
+
+const REF_ENV_PREFIX = 'EXECGATE_REF_';
+
+export async function preparePlan(context: PrepareContext, input: unknown, runId = createRunId()): Promise<SpawnPlan> {
+  const { policy } = context;
+  const request = normalizeRequest(input, { cwd: context.cwd, shell: context.shell, policy });
+  context.onNormalized?.(request, runId);
+
+  if (!context.supportedModes.has(request.mode)) {
+    throw new ExecgateError(
+      'EXECGATE_ERR_MODE_UNAVAILABLE',
+      `The \`${request.mode}\` mode is not available in this version of execgate; use ${[...context.supportedModes].map((m) => `\`${m}\``).join(' or ')}.`,
+      { mode: request.mode },
+    );
+  }
+  if (!policy.modes[request.mode].allowed) {
+    throw new ExecgateError(
+      'EXECGATE_ERR_MODE_UNAVAILABLE',
+      `The \`${request.mode}\` mode is turned off by the policy (${policy.source}).`,
+      { mode: request.mode },
+    );
+  }
+
+  const resolution = await context.refs.resolve(request.command, { alias: policy.secrets.alias });
+
+  const redactor = new Redactor({ minLength: policy.secrets.minLength });
+  const replacements: Replacement[] = [];
+  const injected: Record<string, string> = {};
+  const envNames = new Map<string, string>();
+  resolution.refs.forEach((ref, index) => {
+    if (!ref.found || !ref.value) return;
+    const value = ref.value.reveal();
+    if (value.length < policy.secrets.minLength) {
+      throw new ExecgateError(
+        'EXECGATE_ERR_REF_TOO_SHORT',
+        `${ref.ref} resolved (from ${ref.source}) to a value shorter than ${policy.secrets.minLength} characters. ` +
+          'Values that short cannot be masked reliably in output and masking them would reveal them; ' +
+          'store a longer secret or lower `secrets.minLength` in the policy. Nothing was run.',
+        { reference: ref.ref, minLength: policy.secrets.minLength },
+      );
+    }
+    if (value.includes('\0')) {
+      throw new ExecgateError(
+        'EXECGATE_ERR_REF_SOURCE_FAILED',
+        `${ref.ref} resolved (from ${ref.source}) to a value holding a NUL byte, which cannot be passed to a process. Nothing was run.`,
+        { reference: ref.ref },
+      );
+    }
+    const envName = `${REF_ENV_PREFIX}${index}`;
+    envNames.set(`${ref.kind}:${ref.id}`, envName);
+    injected[envName] = value;
+    redactor.add(value, `${ref.kind}:${ref.id}`);
+  });
+  for (const token of resolution.tokens) {
+    const envName = envNames.get(`${token.kind}:${token.id}`);
+    if (envName) replacements.push({ token, envName });
+  }
+  const script = replacements.length > 0 ? substituteTokens(request.command, replacements) : request.command;
+  validateCommandLength(script);
+
+  const sanitized = sanitizeEnv({
+    inherited: context.env,
+    requested: request.env,
+    replace: request.envMode === 'replace',
+    mode: policy.env.mode,
+    allowlist: policy.env.allowlist,
+    allowSecrets: policy.env.allowSecrets,
+    strip: policy.env.strip,
+    secretNamePatterns: policy.env.secretNamePatterns,
+    secretValuePatterns: policy.env.secretValuePatterns,
+    set: policy.env.set,
+    path: policy.env.path,
+    pty: request.mode === 'pty',
+  });
+  for (const { name, value } of sanitized.passedSecrets) {
+    if (value.length >= policy.secrets.minLength) redactor.add(value, `env:${name}`);
+  }
+  // Withheld values never reach the child, but the child may meet them another way (a file,
+  // a second reference); mask them too when they are long enough to mask meaningfully.
+  const inheritedOrRequested = { ...(request.envMode === 'replace' ? {} : context.env), ...request.env };
+  for (const name of sanitized.withheld) {
+    const value = inheritedOrRequested[name];
+    if (typeof value === 'string' && value.length >= policy.secrets.minLength) redactor.add(value, `env:${name}`);
+  }
+
+  const env: Record<string, string> = { ...sanitized.env, ...injected, [RUN_ID_VARIABLE]: runId };
+
+  return Object.freeze({
+    runId,
+    request,
+    displayCommand: request.command,
+    shell: request.shell,
+    args: Object.freeze(['-c', script]),
+    env: Object.freeze(env),
+    cwd: request.cwd,
+    redactor,
+    refs: Object.freeze(resolution.refs.map(({ kind, id, ref, found, source }) => Object.freeze({ kind, id, ref, found, source }))),
+    envReport: Object.freeze({
+      removed: Object.freeze([...sanitized.removed]),
+      withheld: Object.freeze([...sanitized.withheld]),
+      reported: Object.freeze([...sanitized.reported]),
+    }),
+    limits: Object.freeze({
+      timeout: request.timeout,
+      grace: request.grace,
+      drainTimeout: policy.drainTimeout,
+      maxOutput: request.maxOutput,
+      maxFileBytes: policy.output.maxFileBytes,
+    }),
+  });
+}

@@ -1,0 +1,52 @@
+/*
+ * The one result shape for sync and PTY runs, success and failure alike. Every text field is
+ * already redacted; `command` is the unresolved command.
+ */
+import type { ExecMode } from '../policy/effective';
+import type { RefUse } from './prepare';
+
+export interface ExecResult {
+  readonly id: string;
+  readonly command: string;
+  readonly mode: ExecMode;
+  readonly cwd: string;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** stdout and stderr combined in arrival order. */
+  readonly output: string;
+  /** The exit code, or null when the process was ended by a signal. */
+  readonly exitCode: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly timedOut: boolean;
+  /** True when execgate ended the run (timeout or gateway shutdown). */
+  readonly killed: boolean;
+  readonly truncated: { readonly stdout: boolean; readonly stderr: boolean; readonly output: boolean };
+  readonly bytes: { readonly stdout: number; readonly stderr: number };
+  readonly durationMs: number;
+  /** Number of secret occurrences replaced in the output. */
+  readonly redactions: number;
+  readonly env: { readonly removed: readonly string[]; readonly withheld: readonly string[] };
+  readonly refs: readonly RefUse[];
+  /** Path of the full redacted combined output, present when any capture was cut. */
+  readonly fullOutputPath?: string;
+  /** One line describing how the run ended. */
+  readonly message: string;
+}
+
+export function describeEnding(options: {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  timeout: number;
+  shutdown: boolean;
+}): string {
+  const how = options.signal ? `was killed by ${options.signal}` : `exited with code ${options.exitCode}`;
+  if (options.timedOut) return `Command timed out after ${options.timeout} ms and ${how}; its process group was killed.`;
+  if (options.shutdown) return `Command was stopped because the gateway closed and ${how}.`;
+  return `Command ${how}.`;
+}
+
+export function formatCutNotice(cutBytes: number, fullOutputPath: string | undefined): string {
+  const where = fullOutputPath ? `; full output: ${fullOutputPath}` : '';
+  return `\n[... execgate cut ${cutBytes} bytes from the middle of this output${where} ...]\n`;
+}

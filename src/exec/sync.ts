@@ -1,0 +1,195 @@
+/*
+ * The sync executor: pipes, no TTY, stdin from /dev/null. It adapts I/O only; everything
+ * about what runs and with which environment was settled by preparePlan.
+ *
+ * Reading after exit is bounded: when the shell has exited but a process it left behind still
+ * holds a pipe open, the call waits at most `drainTimeout` before it stops reading, instead of
+ * hanging until that process exits.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { ExecgateError } from '../errors';
+import { BoundedCapture } from './capture';
+import type { SpawnPlan } from './prepare';
+import { describeEnding, formatCutNotice, type ExecResult } from './result';
+import { OutputSpill } from './spill';
+import { isGroupAlive, terminateRun } from './terminate';
+
+export type OutputListener = (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
+
+export interface RunHooks {
+  /** State directory; full-output files go to `<home>/runs/`. */
+  readonly home: string;
+  /** Receives redacted bytes as they become safe to emit (the CLI streams them live). */
+  readonly onOutput?: OutputListener;
+  /** Aborting stops the run like a timeout does (gateway shutdown). */
+  readonly signal?: AbortSignal;
+  /** Called with the pid once the shell has started. */
+  readonly onSpawn?: (pid: number) => void;
+}
+
+export function spawnFailed(plan: SpawnPlan, error: unknown): ExecgateError {
+  const code = (error as NodeJS.ErrnoException)?.code ?? 'unknown';
+  return new ExecgateError(
+    'EXECGATE_ERR_SPAWN_FAILED',
+    `Could not start \`${plan.shell}\` in \`${plan.cwd}\` (${code}). Check that the shell exists and is executable.`,
+    { shell: plan.shell, errno: code },
+    { cause: error },
+  );
+}
+
+export function runSync(plan: SpawnPlan, hooks: RunHooks): Promise<ExecResult> {
+  return new Promise<ExecResult>((resolve, reject) => {
+    const started = performance.now();
+    let child: ChildProcess;
+    try {
+      child = spawn(plan.shell, plan.args as string[], {
+        cwd: plan.cwd,
+        env: plan.env,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+    } catch (error) {
+      reject(spawnFailed(plan, error));
+      return;
+    }
+    if (child.pid === undefined) {
+      child.once('error', (error) => reject(spawnFailed(plan, error)));
+      return;
+    }
+    const pid = child.pid;
+    hooks.onSpawn?.(pid);
+
+    const { limits } = plan;
+    const captures = {
+      stdout: new BoundedCapture(limits.maxOutput),
+      stderr: new BoundedCapture(limits.maxOutput),
+    };
+    const combined = new BoundedCapture(limits.maxOutput * 2);
+    const spill = new OutputSpill({
+      dir: join(hooks.home, 'runs'),
+      runId: plan.runId,
+      maxFileBytes: limits.maxFileBytes,
+      pendingLimit: limits.maxOutput * 2 + 65_536,
+    });
+    const redactors = { stdout: plan.redactor.createStream(), stderr: plan.redactor.createStream() };
+
+    const emit = (stream: 'stdout' | 'stderr', bytes: Buffer): void => {
+      if (bytes.length === 0) return;
+      captures[stream].push(bytes);
+      combined.push(bytes);
+      spill.write(bytes);
+      if (!spill.active && (captures[stream].truncated || combined.truncated)) spill.activate();
+      hooks.onOutput?.(stream, bytes);
+    };
+
+    let timedOut = false;
+    let shutdown = false;
+    let terminating: Promise<unknown> | undefined;
+    const stop = (): void => {
+      terminating ??= terminateRun({ pgid: pid, runId: plan.runId, grace: limits.grace });
+    };
+    const timer = limits.timeout > 0
+      ? setTimeout(() => { timedOut = true; stop(); }, limits.timeout)
+      : undefined;
+    const onAbort = (): void => { shutdown = true; stop(); };
+    hooks.signal?.addEventListener('abort', onAbort, { once: true });
+    if (hooks.signal?.aborted) onAbort();
+
+    let exitCode: number | null = null;
+    let exitSignal: NodeJS.Signals | null = null;
+    let exited = false;
+    let openStreams = 2;
+    let drainTimer: NodeJS.Timeout | undefined;
+    let drained = true;
+    let finished = false;
+
+    const onStreamEnd = (): void => {
+      openStreams -= 1;
+      if (openStreams === 0 && exited) void finish();
+    };
+    for (const name of ['stdout', 'stderr'] as const) {
+      const stream = child[name]!;
+      stream.on('data', (chunk: Buffer) => emit(name, redactors[name].push(chunk)));
+      stream.once('close', onStreamEnd);
+      stream.on('error', () => { /* reported through exit */ });
+    }
+
+    child.once('error', (error) => {
+      // Spawn errors after a pid was assigned are rare (exec failure surfaces as exit 126/127).
+      if (!exited) {
+        exited = true;
+        exitCode = null;
+        hooks.signal?.removeEventListener('abort', onAbort);
+        if (timer) clearTimeout(timer);
+        reject(spawnFailed(plan, error));
+        finished = true;
+      }
+    });
+
+    child.once('exit', (code, signal) => {
+      exited = true;
+      exitCode = code;
+      exitSignal = signal;
+      if (timer) clearTimeout(timer);
+      if (openStreams === 0) {
+        void finish();
+        return;
+      }
+      drainTimer = setTimeout(() => {
+        drained = false;
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        void finish();
+      }, limits.drainTimeout);
+    });
+
+    const finish = async (): Promise<void> => {
+      if (finished) return;
+      finished = true;
+      if (drainTimer) clearTimeout(drainTimer);
+      hooks.signal?.removeEventListener('abort', onAbort);
+      emit('stdout', redactors.stdout.flush());
+      emit('stderr', redactors.stderr.flush());
+      try {
+        if (terminating) {
+          await terminating;
+        } else if (plan.request.leftovers === 'kill' && (!drained || isGroupAlive(pid))) {
+          // The shell is gone; whatever it left behind in its group, or whatever still held
+          // its pipes, is ended the same way a timeout would end it.
+          await terminateRun({ pgid: pid, runId: plan.runId, grace: limits.grace });
+        }
+      } catch {
+        // Containment is best effort past this point; the result still reports the exit.
+      }
+      const fullOutputPath = spill.close(`[execgate: ${describeEnding({ exitCode, signal: exitSignal, timedOut, timeout: limits.timeout, shutdown })}]`);
+      const notice = (cut: number): string => formatCutNotice(cut, fullOutputPath);
+      const redactions = redactors.stdout.count + redactors.stderr.count;
+      resolve({
+        id: plan.runId,
+        command: plan.displayCommand,
+        mode: plan.request.mode,
+        cwd: plan.cwd,
+        stdout: captures.stdout.toText(notice),
+        stderr: captures.stderr.toText(notice),
+        output: combined.toText(notice),
+        exitCode,
+        signal: exitSignal,
+        timedOut,
+        killed: timedOut || shutdown,
+        truncated: {
+          stdout: captures.stdout.truncated,
+          stderr: captures.stderr.truncated,
+          output: combined.truncated,
+        },
+        bytes: { stdout: captures.stdout.totalBytes, stderr: captures.stderr.totalBytes },
+        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+        redactions,
+        env: { removed: plan.envReport.removed, withheld: plan.envReport.withheld },
+        refs: plan.refs,
+        ...(fullOutputPath ? { fullOutputPath } : {}),
+        message: describeEnding({ exitCode, signal: exitSignal, timedOut, timeout: limits.timeout, shutdown }),
+      });
+    };
+  });
+}

@@ -1,0 +1,22 @@
+/*
+ * The public API of execgate. Named exports only; each one is deliberate and documented in the
+ * README. Heavy optional modules (node-pty, the keyring, libsodium, the MCP SDK) are not
+ * imported from here; they load on first use.
+ */
+export { createGateway, Gateway } from './gateway';
+export type { GatewayOptions, ExecOptions } from './gateway';
+export type { ExecRequest } from './exec/options';
+export type { ExecResult } from './exec/result';
+export type { RefUse } from './exec/prepare';
+export { ExecgateError, ERROR_CATALOG, isExecgateError } from './errors';
+export type { ErrorCode } from './errors';
+export { RefStore } from './refs/store';
+export type { ResolvedRef, Resolution } from './refs/store';
+export { SecretValue } from './refs/secret-value';
+export type { RefKind, RefSource, RefToken, SourceAnswer } from './refs/types';
+export { scanTokens, isValidRefId } from './refs/tokens';
+export { Redactor } from './redact';
+export { sanitizeEnv } from './env';
+export { DEFAULT_POLICY } from './policy/effective';
+export type { EffectivePolicy, ExecMode } from './policy/effective';
+export { getHome } from './home';

@@ -1,0 +1,50 @@
+/*
+ * Every spelling under which a value is registered. The value itself is always kept, whatever
+ * its length; derived spellings (encodings, single lines of a multi-line value) shorter than
+ * `minLength` are dropped, because masking short strings destroys output and reveals which
+ * strings are secret. Spellings equal to the value or to an earlier spelling are dropped.
+ */
+import { getBase64Forms, getHexForms } from './binary';
+import { getJsonForms, getMarkupForms, getQuoteForms, getTerminalForms, getUriForms } from './escapes';
+import { getShellForms } from './shell';
+import type { EncodedForm } from './types';
+
+export type { EncodedForm } from './types';
+export { quoteLikePrintf } from './shell';
+
+export interface EncodedFormsOptions {
+  readonly minLength: number;
+  readonly encodings: boolean;
+}
+
+export function getEncodedForms(value: string, options: EncodedFormsOptions): EncodedForm[] {
+  if (value.length === 0) return [];
+  const candidates: EncodedForm[] = [{ form: 'value', text: value }, ...getLineForms(value)];
+  if (options.encodings) candidates.push(...getTransformedForms(value));
+  const seen = new Set<string>();
+  return candidates.filter(({ form, text }) => {
+    if (seen.has(text)) return false;
+    if (form !== 'value' && text.length < options.minLength) return false;
+    seen.add(text);
+    return true;
+  });
+}
+
+function getLineForms(value: string): EncodedForm[] {
+  if (!value.includes('\n')) return [];
+  return value.split('\n').map((line, index) => ({ form: `line[${index}]`, text: line.replace(/^\r+|\r+$/g, '') }));
+}
+
+function getTransformedForms(value: string): EncodedForm[] {
+  const bytes = Buffer.from(value, 'utf8');
+  return [
+    ...getBase64Forms(bytes),
+    ...getHexForms(bytes),
+    ...getUriForms(value),
+    ...getJsonForms(value),
+    ...getShellForms(value),
+    ...getQuoteForms(value),
+    ...getMarkupForms(value),
+    ...getTerminalForms(value),
+  ];
+}

@@ -1,0 +1,7 @@
+/*
+ * Streaming, chunk-safe, multi-pattern redaction of secret values (and their encoded forms) from
+ * bytes and text.
+ */
+export { Redactor, type AddOptions, type RedactorOptions } from './redactor';
+export type { RedactStream } from './stream';
+export { getEncodedForms, quoteLikePrintf, type EncodedForm, type EncodedFormsOptions } from './encoders';

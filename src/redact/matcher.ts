@@ -1,0 +1,168 @@
+/*
+ * Multi-pattern byte matcher: finds every occurrence (overlapping ones included) of a fixed set
+ * of byte strings.
+ *
+ * Why not Aho-Corasick or one RegExp: both look at every byte through a state machine, which in
+ * JavaScript runs at a few hundred MB/s at best. Here the buffer is read as 32-bit words at
+ * 4-byte-aligned positions only. Any occurrence of a pattern of at least 7 bytes fully contains
+ * one such word, at offset 0..3 of the pattern; so the four 4-byte windows at offsets 0..3 of each
+ * pattern are hashed into a bitmap, and the scan touches one word per 4 bytes with a multiply,
+ * a shift and a bit test. Only words that hit the bitmap are looked up exactly and verified.
+ * Shorter patterns (values the caller chose to register below the usual minimum) use the native
+ * Buffer#indexOf, one pass each.
+ *
+ * Redaction only needs the union of all occurrences and, where a region of that union starts, the
+ * longest pattern starting there. Output that repeats a secret's own bytes (a run of `a` against
+ * values like `aaaaaaaa`, `aaaaaaaaa`, ...) holds an occurrence at every position; keeping each
+ * one would cost memory and a sort per byte. So an occurrence that starts inside (or right after)
+ * the last recorded one is folded into it, and a candidate it already covers is not even verified.
+ */
+
+/** A run of overlapping or touching occurrences: `pattern` is the longest one starting at `start`. */
+export interface Match {
+  start: number;
+  /** End of the run (at least the end of `pattern`). */
+  end: number;
+  pattern: number;
+  /** End of `pattern` itself. */
+  patternEnd: number;
+}
+
+// A pattern of this length contains a whole aligned word wherever it starts.
+const MIN_WINDOWED_LENGTH = 7;
+const HASH_MULTIPLIER = 0x9e3779b1;
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+export class Matcher {
+  readonly maxLength: number;
+  readonly #patterns: readonly Buffer[];
+  readonly #short: number[] = [];
+  // window word -> flat list of (pattern index, offset of the window in the pattern) pairs
+  readonly #windows = new Map<number, number[]>();
+  readonly #bitmap: Int32Array;
+  readonly #hashShift: number;
+
+  constructor(patterns: readonly Buffer[]) {
+    this.#patterns = patterns;
+    this.maxLength = patterns.reduce((max, pattern) => Math.max(max, pattern.length), 0);
+    patterns.forEach((pattern, index) => {
+      if (pattern.length < MIN_WINDOWED_LENGTH) {
+        if (pattern.length > 0) this.#short.push(index);
+        return;
+      }
+      for (let offset = 0; offset < 4; offset++) this.#addWindow(readWord(pattern, offset), index, offset);
+    });
+    // About 256 bits per window keeps false hits well under 1% while the bitmap stays in L2.
+    const bits = Math.min(22, Math.max(10, Math.ceil(Math.log2(this.#windows.size * 256 + 1))));
+    this.#hashShift = 32 - bits;
+    this.#bitmap = new Int32Array(1 << (bits - 5));
+    for (const [word, list] of this.#windows) {
+      const hash = Math.imul(word, HASH_MULTIPLIER) >>> this.#hashShift;
+      this.#bitmap[hash >>> 5] |= 1 << (hash & 31);
+      this.#windows.set(word, sortByReach(list, patterns));
+    }
+  }
+
+  /**
+   * Runs covering exactly the occurrences that start at or before `lastStart` and end within
+   * `buffer`; sorted by start, then by the length of their pattern, longest first.
+   */
+  findCover(buffer: Buffer, lastStart: number): Match[] {
+    const matches: Match[] = [];
+    if (lastStart < 0 || buffer.length === 0) return matches;
+    if (this.#windows.size > 0) this.#scanWords(buffer, lastStart, matches);
+    for (const index of this.#short) this.#scanShort(buffer, lastStart, index, matches);
+    if (matches.length > 1) {
+      matches.sort((a, b) => a.start - b.start || b.patternEnd - a.patternEnd || a.pattern - b.pattern);
+    }
+    return matches;
+  }
+
+  #scanWords(buffer: Buffer, lastStart: number, matches: Match[]): void {
+    const padding = (4 - (buffer.byteOffset & 3)) & 3;
+    if (buffer.length - padding < 4) return;
+    const words = new Int32Array(buffer.buffer, buffer.byteOffset + padding, (buffer.length - padding) >>> 2);
+    // An occurrence starting at s holds the aligned word starting in s..s+3.
+    const end = Math.min(words.length, Math.floor((lastStart + 3 - padding) / 4) + 1);
+    const bitmap = this.#bitmap;
+    const shift = this.#hashShift;
+    for (let index = 0; index < end; index++) {
+      const hash = Math.imul(words[index], HASH_MULTIPLIER) >>> shift;
+      if ((bitmap[hash >>> 5] & (1 << (hash & 31))) === 0) continue;
+      this.#verify(buffer, words[index], padding + index * 4, lastStart, matches);
+    }
+  }
+
+  #verify(buffer: Buffer, word: number, position: number, lastStart: number, matches: Match[]): void {
+    const candidates = this.#windows.get(word);
+    if (candidates === undefined) return;
+    for (let index = 0; index < candidates.length; index += 2) {
+      const pattern = candidates[index];
+      const start = position - candidates[index + 1];
+      const bytes = this.#patterns[pattern];
+      const end = start + bytes.length;
+      // Candidates reach less and less far, and all start after position - 4: once the last run
+      // starts before them and already reaches this far, it covers the rest.
+      const last = matches[matches.length - 1];
+      if (last !== undefined && last.start < position - 3 && end <= last.end) return;
+      if (start < 0 || start > lastStart || end > buffer.length) continue;
+      if (isCovered(matches, start, end, pattern)) continue;
+      if (equalsAt(buffer, start, bytes)) record(matches, start, end, pattern);
+    }
+  }
+
+  #scanShort(buffer: Buffer, lastStart: number, pattern: number, matches: Match[]): void {
+    const bytes = this.#patterns[pattern];
+    for (let start = buffer.indexOf(bytes); start !== -1 && start <= lastStart; start = buffer.indexOf(bytes, start + 1)) {
+      record(matches, start, start + bytes.length, pattern);
+    }
+  }
+
+  #addWindow(word: number, pattern: number, offset: number): void {
+    const list = this.#windows.get(word);
+    if (list === undefined) this.#windows.set(word, [pattern, offset]);
+    else list.push(pattern, offset);
+  }
+}
+
+/** (pattern, offset) pairs ordered by how far past the window the pattern reaches, farthest first. */
+function sortByReach(list: number[], patterns: readonly Buffer[]): number[] {
+  const pairs: Array<[number, number]> = [];
+  for (let index = 0; index < list.length; index += 2) pairs.push([list[index], list[index + 1]]);
+  const reach = ([pattern, offset]: [number, number]) => patterns[pattern].length - offset;
+  pairs.sort((a, b) => reach(b) - reach(a) || a[0] - b[0] || a[1] - b[1]);
+  return pairs.flat();
+}
+
+/** True when recording this occurrence would change nothing: the last run already covers it. */
+function isCovered(matches: Match[], start: number, end: number, pattern: number): boolean {
+  const last = matches[matches.length - 1];
+  if (last === undefined || start < last.start || end > last.end) return false;
+  return start > last.start || end < last.patternEnd || (end === last.patternEnd && pattern > last.pattern);
+}
+
+function record(matches: Match[], start: number, end: number, pattern: number): void {
+  const last = matches[matches.length - 1];
+  if (last === undefined || start < last.start || start > last.end) {
+    matches.push({ start, end, pattern, patternEnd: end });
+    return;
+  }
+  if (start === last.start && (end > last.patternEnd || (end === last.patternEnd && pattern < last.pattern))) {
+    last.pattern = pattern;
+    last.patternEnd = end;
+  }
+  if (end > last.end) last.end = end;
+}
+
+/** The 4 bytes at `offset` as the platform's Int32Array would read them. */
+function readWord(bytes: Buffer, offset: number): number {
+  return LITTLE_ENDIAN ? bytes.readInt32LE(offset) : bytes.readInt32BE(offset);
+}
+
+function equalsAt(buffer: Buffer, start: number, bytes: Buffer): boolean {
+  if (bytes.length > 64) return buffer.compare(bytes, 0, bytes.length, start, start + bytes.length) === 0;
+  for (let index = 0; index < bytes.length; index++) {
+    if (buffer[start + index] !== bytes[index]) return false;
+  }
+  return true;
+}

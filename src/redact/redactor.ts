@@ -1,0 +1,116 @@
+/*
+ * The registry of secret values for one run, and the entry points that redact with it. Values are
+ * registered as bytes (UTF-8) in every spelling from ./encoders; the compiled matcher is rebuilt
+ * lazily after a change, so registering many values costs one build.
+ */
+import { describeValue, ExecgateError } from '../errors';
+import { getEncodedForms } from './encoders';
+import { Matcher } from './matcher';
+import { createRegionState, redactRange, type CompiledPatterns } from './regions';
+import { RedactionStream, toBytes, type RedactStream } from './stream';
+
+export interface RedactorOptions {
+  /** Encoded forms and single lines shorter than this are not registered; a whole value always is. Default 8. */
+  minLength?: number;
+}
+
+export interface AddOptions {
+  /** Also register the encoded forms (base64, hex, URL, JSON, shell, ...). Default true. */
+  encodings?: boolean;
+}
+
+const DEFAULT_MIN_LENGTH = 8;
+
+export class Redactor {
+  readonly #minLength: number;
+  readonly #values = new Set<string>();
+  // pattern bytes (as latin1 text, a lossless key) -> pattern index; the first label registered wins
+  readonly #patternIndex = new Map<string, number>();
+  readonly #patterns: Buffer[] = [];
+  readonly #replacements: Buffer[] = [];
+  #compiled: CompiledPatterns | undefined;
+
+  constructor(options: RedactorOptions = {}) {
+    this.#minLength = normalizeMinLength(options?.minLength);
+  }
+
+  /** Register a secret value under `label`; its occurrences become `[REDACTED:${label}]`. */
+  add(value: string, label: string, options: AddOptions = {}): void {
+    validateString(value, 'value');
+    validateString(label, 'label');
+    if (value.length === 0) return;
+    this.#values.add(value);
+    const replacement = Buffer.from(`[REDACTED:${label}]`, 'utf8');
+    const forms = getEncodedForms(value, { minLength: this.#minLength, encodings: options?.encodings !== false });
+    for (const { text } of forms) {
+      const bytes = Buffer.from(text, 'utf8');
+      const key = bytes.toString('latin1');
+      if (this.#patternIndex.has(key)) continue;
+      this.#patternIndex.set(key, this.#patterns.length);
+      this.#patterns.push(bytes);
+      this.#replacements.push(replacement);
+      this.#compiled = undefined;
+    }
+  }
+
+  /** Number of registered values (not patterns). */
+  get size(): number {
+    return this.#values.size;
+  }
+
+  /** Every registered value as given (not its encodings). */
+  values(): string[] {
+    return [...this.#values];
+  }
+
+  /** Number of byte patterns the values expanded to. */
+  get patternCount(): number {
+    return this.#patterns.length;
+  }
+
+  /** A new independent stream state, one per output stream. */
+  createStream(): RedactStream {
+    return new RedactionStream(() => this.#getCompiled());
+  }
+
+  redactString(text: string): { text: string; count: number } {
+    const source = typeof text === 'string' ? text : String(text);
+    if (this.#patterns.length === 0 || source.length === 0) return { text: source, count: 0 };
+    const { buffer, count } = this.redactBuffer(Buffer.from(source, 'utf8'));
+    // Untouched text is returned as given, so lone surrogates survive when nothing matched.
+    return { text: count === 0 ? source : buffer.toString('utf8'), count };
+  }
+
+  redactBuffer(buffer: Buffer): { buffer: Buffer; count: number } {
+    const bytes = toBytes(buffer);
+    if (this.#patterns.length === 0 || bytes.length === 0) return { buffer: bytes, count: 0 };
+    const state = createRegionState();
+    const output = redactRange(this.#getCompiled(), bytes, bytes.length - 1, state);
+    return { buffer: state.count === 0 ? bytes : output, count: state.count };
+  }
+
+  #getCompiled(): CompiledPatterns {
+    this.#compiled ??= { matcher: new Matcher([...this.#patterns]), replacements: [...this.#replacements] };
+    return this.#compiled;
+  }
+}
+
+function normalizeMinLength(value: unknown): number {
+  if (value === undefined) return DEFAULT_MIN_LENGTH;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 1) return value;
+  throw new ExecgateError(
+    'EXECGATE_ERR_REDACT_INVALID_INPUT',
+    `Expected the redactor's \`minLength\` option to be a positive integer, got ${describeValue(value)}.`,
+    { argument: 'minLength' },
+  );
+}
+
+// Fails closed: a value silently ignored because of its type would be a value silently leaked.
+function validateString(value: unknown, name: 'value' | 'label'): void {
+  if (typeof value === 'string') return;
+  throw new ExecgateError(
+    'EXECGATE_ERR_REDACT_INVALID_INPUT',
+    `Expected the redaction \`${name}\` to be a string, got a value of type ${value === null ? 'null' : typeof value}.`,
+    { argument: name },
+  );
+}

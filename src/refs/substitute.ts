@@ -1,0 +1,195 @@
+/*
+ * Substitution without injection.
+ *
+ * Pasting a resolved value into the text given to `bash -c` lets the value be parsed as shell
+ * syntax (a value like `'; rm -rf ~ #` runs) and exposes it in /proc/PID/cmdline to every local
+ * user. Instead the caller puts each value in the child's environment under a variable name of
+ * its choosing, and this module rewrites each token into an expansion of that variable.
+ *
+ * The shell expands a variable exactly once and never parses the result as syntax; the only
+ * things that can still happen to an expansion are word splitting and globbing, which double
+ * quotes turn off. So the rewrite depends only on the quoting context at the token's position:
+ *
+ *   unquoted word         "${NAME}"      one word, no splitting or globbing; joins adjacent text
+ *   inside "..."          ${NAME}
+ *   inside '...'          '"${NAME}"'    close the single quotes, expand in double quotes, reopen
+ *   unquoted heredoc body ${NAME}       (quotes are literal text in a heredoc body)
+ *   word of ${VAR:-...}   "${NAME}"      quoted, so a pattern (${VAR#...}) matches it literally
+ *
+ * Only POSIX `${NAME}` expansions are written, so the script is the same for bash and sh. The
+ * script text holds variable names and never a value. Where no expansion fits (a quoted heredoc
+ * body, `$'...'`) or where bash would evaluate the value as code (arithmetic, and
+ * `[[ -eq ]]`), or where the lexer cannot be sure of the context, substitution refuses with
+ * EXECGATE_ERR_REF_UNSAFE_CONTEXT instead of guessing. What a command itself does with a value
+ * it receives as data (`eval`, `let`, `bash -c "$x"`) is that command's meaning, not substitution's.
+ */
+
+import { ExecgateError, describeValue } from '../errors';
+import { placeTokens, type Placement, type RefusedContext } from './shell-lexer';
+import { isTokenText } from './tokens';
+import type { RefToken } from './types';
+
+export interface Replacement {
+  readonly token: RefToken;
+  /** The child environment variable that holds the resolved value, e.g. `EXECGATE_REF_0`. */
+  readonly envName: string;
+}
+
+const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Rewrite each token in `replacements` into an expansion of its `envName`, fitting the quoting
+ * context at its position. Other tokens and all other text stay byte for byte the same. Throws
+ * EXECGATE_ERR_REF_UNSAFE_CONTEXT (naming the reference, never a value) when a token sits where
+ * no expansion is safe.
+ */
+export function substituteTokens(command: string, replacements: readonly Replacement[]): string {
+  const sorted = validateReplacements(command, replacements);
+  if (sorted.length === 0) return command;
+
+  const result = placeTokens(
+    command,
+    sorted.map(({ token }) => token),
+  );
+  sorted.forEach((replacement, index) => {
+    const placement = result.placements[index] as Placement;
+    if (placement.kind === 'refuse') throw unsafeContextError(replacement.token, placement.context, placement.reason);
+  });
+  if (result.problem) {
+    const { reason, offset } = result.problem;
+    const token = (sorted.find(({ token: each }) => each.start >= offset) ?? sorted[0])!.token;
+    throw unsafeContextError(token, 'uncertain', reason);
+  }
+
+  let script = '';
+  let cursor = 0;
+  sorted.forEach(({ token, envName }, index) => {
+    const placement = result.placements[index] as Placement;
+    script += command.slice(cursor, token.start);
+    script += placement.kind === 'expand' ? expansionFor(placement.context, envName) : token.raw;
+    cursor = token.end;
+  });
+  return script + command.slice(cursor);
+}
+
+function expansionFor(context: Extract<Placement, { kind: 'expand' }>['context'], envName: string): string {
+  switch (context) {
+    case 'unquoted':
+    case 'parameter-word':
+      return `"\${${envName}}"`;
+    case 'double-quoted':
+    case 'heredoc':
+      return `\${${envName}}`;
+    case 'single-quoted':
+      return `'"\${${envName}}"'`;
+  }
+}
+
+function validateReplacements(command: string, replacements: readonly Replacement[]): Replacement[] {
+  if (typeof command !== 'string') {
+    throw new ExecgateError(
+      'EXECGATE_ERR_INVALID_COMMAND',
+      `Expected the command to substitute references in to be a string, got ${describeValue(command)}.`,
+    );
+  }
+  if (!Array.isArray(replacements)) {
+    throw invalid(`Expected \`replacements\` to be an array, got ${describeValue(replacements)}.`);
+  }
+  const sorted = [...(replacements as Replacement[])];
+  sorted.forEach((replacement, index) => validateReplacement(command, replacement, index));
+  sorted.sort((a, b) => a.token.start - b.token.start);
+  for (let index = 1; index < sorted.length; index += 1) {
+    const previous = (sorted[index - 1] as Replacement).token;
+    const current = (sorted[index] as Replacement).token;
+    if (current.start < previous.end) {
+      throw invalid(
+        `Expected replacements for non-overlapping tokens, got \`${previous.raw}\` at offset ${previous.start} and \`${current.raw}\` at offset ${current.start}.`,
+      );
+    }
+  }
+  return sorted;
+}
+
+function validateReplacement(command: string, replacement: Replacement, index: number): void {
+  if (replacement === null || typeof replacement !== 'object') {
+    throw invalid(`Expected replacement ${index} to be an object, got ${describeValue(replacement)}.`);
+  }
+  const { token, envName } = replacement;
+  if (typeof envName !== 'string' || !ENV_NAME_PATTERN.test(envName)) {
+    throw invalid(
+      `Expected the \`envName\` of replacement ${index} to be a shell variable name ([A-Za-z_][A-Za-z0-9_]*), got ${describeValue(envName)}.`,
+    );
+  }
+  const fits =
+    token !== null &&
+    typeof token === 'object' &&
+    typeof token.raw === 'string' &&
+    Number.isSafeInteger(token.start) &&
+    token.start >= 0 &&
+    token.end === token.start + token.raw.length &&
+    command.slice(token.start, token.end) === token.raw &&
+    isTokenText(token.raw);
+  if (!fits) {
+    throw invalid(
+      `Expected the \`token\` of replacement ${index} to be a reference token of the command at its \`start\` and \`end\` offsets (as scanTokens returns it).`,
+    );
+  }
+}
+
+function invalid(message: string): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_REF_REPLACEMENT_INVALID', message);
+}
+
+const REFUSALS: Record<RefusedContext, { where: string; fix: string }> = {
+  'quoted-heredoc': {
+    where: "the body of a quoted heredoc (<<'EOF', <<\"EOF\" or <<\\EOF), where the shell expands nothing",
+    fix: 'use an unquoted delimiter (<<EOF) or move the reference out of the heredoc',
+  },
+  'heredoc-delimiter': {
+    where: 'a heredoc delimiter (right after <<), which the shell never expands',
+    fix: 'give the heredoc a delimiter word, or for a here-string write <<< followed by a space and the reference',
+  },
+  'ansi-c-string': {
+    where: "a $'...' string, where the shell expands nothing",
+    fix: "close the $'...' string before the reference, or use a \"...\" string instead",
+  },
+  'locale-string': {
+    where: 'a $"..." string, which bash may replace with a translation',
+    fix: 'use a plain "..." string (drop the $)',
+  },
+  arithmetic: {
+    where:
+      'an arithmetic context ($(( )), (( )), $[ ], an array subscript or ${var:offset:length}), where bash evaluates the value as an expression that can run commands',
+    fix: 'move the reference out of the arithmetic; compare numbers with [ ... -eq ... ], which does not evaluate its operands',
+  },
+  'conditional-arithmetic': {
+    where: 'a [[ ... ]] test with -eq, -ne, -lt, -le, -gt or -ge, where bash evaluates the operands as expressions that can run commands',
+    fix: 'use [ ... -eq ... ] (the test command compares numbers without evaluating them)',
+  },
+  'parameter-name': {
+    where: 'the name part of a ${...} expansion, and a reference cannot name a variable',
+    fix: 'put the reference after an operator, as in ${VAR:-<<secret:NAME>>}, or outside the braces',
+  },
+  escaped: {
+    where: 'a position right after a backslash, which would escape the start of the expansion',
+    fix: 'remove the backslash or separate it from the reference',
+  },
+  'after-dollar': {
+    where: 'a position right after a bare $, which would join with the expansion',
+    fix: 'remove the $ or write it as \\$',
+  },
+  uncertain: {
+    where: 'a spot whose quoting execgate cannot determine with confidence',
+    fix: 'fix or simplify the shell syntax around the reference',
+  },
+};
+
+function unsafeContextError(token: RefToken, context: RefusedContext, reason?: string): ExecgateError {
+  const { where, fix } = REFUSALS[context];
+  const because = reason ? ` (${reason})` : '';
+  return new ExecgateError(
+    'EXECGATE_ERR_REF_UNSAFE_CONTEXT',
+    `The reference ${token.raw} sits in ${where}${because}, so execgate cannot pass its value safely and refuses to run the command. To fix it, ${fix}.`,
+    reason ? { reference: token.raw, context, reason, offset: token.start } : { reference: token.raw, context, offset: token.start },
+  );
+}

@@ -1,0 +1,418 @@
+/*
+ * The vault: named secrets and encrypted blobs in `$EXECGATE_HOME/vault.json`.
+ *
+ * A Vault object holds no state between calls: every operation reads the file afresh, so many
+ * processes can share one vault. Reads need no lock (writers replace the file by atomic
+ * rename). Every write takes the lock file, re-reads and re-verifies the vault inside it, applies
+ * its change, bumps the generation, and commits by atomic rename: concurrent writers are
+ * serialized and never lose each other's entries, and a writer killed at any instant leaves the
+ * previous or the new vault, never a mix.
+ *
+ * Nothing is trusted before the file MAC verifies under the right key: a lookup of a name the
+ * vault does not hold still fails closed when the vault cannot be verified.
+ */
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { ExecgateError } from '../errors';
+import { ensureDir } from '../home';
+import type { RefKind } from '../refs/types';
+import { removeStaleTemps, writeFileAtomic } from './atomic';
+import {
+  canOpen,
+  computeMac,
+  deriveKeys,
+  generateId,
+  generateKey,
+  openValue,
+  sealValue,
+  verifyMac,
+  wipeKeys,
+  type DerivedKeys,
+} from './crypto';
+import {
+  getMacInput,
+  parseVault,
+  serializeVault,
+  sortEntries,
+  type KeyStoreKind,
+  type VaultDocument,
+  type VaultEntry,
+  type VaultHeader,
+} from './format';
+import {
+  ENV_KEY,
+  createKey,
+  discardPendingKey,
+  hasEnvKey,
+  loadKey,
+  promotePendingKey,
+  storeKey,
+  type KeyConfig,
+  type LoadedKey,
+} from './keys';
+import { withLock } from './lock';
+import { formatEntryRef, validateKind, validateLabel, validateSecretName, validateSecretValue } from './names';
+import { createKeyringClient } from './os-keyring';
+import { loadSodium, type Sodium } from './sodium';
+
+export const VAULT_FILE = 'vault.json';
+export const KEY_FILE = 'vault.key';
+
+export interface VaultOptions {
+  /** `$EXECGATE_HOME`: the directory holding vault.json (created 0700 on first write). */
+  home: string;
+  /** Where `EXECGATE_VAULT_KEY` is read from (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  /** Keep the vault key in the OS keyring when reachable (default), or never (`false`). */
+  keyring?: false | { service?: string; timeoutMs?: number };
+  /** How long a writer waits for another writer's lock, in milliseconds (default 10 s). */
+  lockTimeoutMs?: number;
+}
+
+export interface VaultEntryInfo {
+  readonly kind: RefKind;
+  /** The secret's name, or the blob's id. */
+  readonly name: string;
+  readonly label?: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export interface VaultStatus {
+  readonly exists: boolean;
+  readonly path: string;
+  readonly entries: number;
+  readonly keyId?: string;
+  readonly keyStore?: KeyStoreKind;
+}
+
+export interface RotateResult {
+  readonly entries: number;
+  readonly oldKeyId: string;
+  readonly newKeyId: string;
+  readonly keyStore: KeyStoreKind;
+}
+
+interface OpenVault {
+  readonly sodium: Sodium;
+  readonly document: VaultDocument;
+  readonly loaded: LoadedKey;
+  readonly keys: DerivedKeys;
+}
+
+type EntryChange = (entries: Map<string, VaultEntry>, seal: (kind: RefKind, name: string, value: string, label?: string) => VaultEntry) => void;
+
+function getEntryKey(kind: RefKind, name: string): string {
+  return `${kind}:${name}`;
+}
+
+export class Vault {
+  readonly home: string;
+  readonly path: string;
+  readonly keyPath: string;
+  readonly #lockPath: string;
+  readonly #env: NodeJS.ProcessEnv;
+  readonly #keyConfig: KeyConfig;
+  readonly #lockTimeoutMs: number | undefined;
+
+  constructor(options: VaultOptions) {
+    if (options === null || typeof options !== 'object' || typeof options.home !== 'string' || options.home === '') {
+      throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', 'Expected the vault `home` option to be a non-empty directory path.');
+    }
+    this.home = options.home;
+    this.path = join(options.home, VAULT_FILE);
+    this.keyPath = join(options.home, KEY_FILE);
+    this.#lockPath = `${this.path}.lock`;
+    this.#env = options.env ?? process.env;
+    const keyring = options.keyring === false ? undefined : createKeyringClient(options.keyring ?? {});
+    this.#keyConfig = Object.freeze({ env: this.#env, keyPath: this.keyPath, keyring });
+    this.#lockTimeoutMs = options.lockTimeoutMs;
+  }
+
+  /** Whether vault.json exists (no key or libsodium needed). */
+  async exists(): Promise<boolean> {
+    return (await this.#readDocument()) !== undefined;
+  }
+
+  /** The value of one entry, or undefined when the vault does not hold it. */
+  async get(kind: RefKind, name: string): Promise<string | undefined> {
+    validateKind(kind);
+    validateSecretName(name, kind === 'secret' ? 'secret name' : 'blob id');
+    const open = await this.#readAndOpen();
+    if (open === undefined) return undefined;
+    const { document } = open;
+    try {
+      const entry = document.entries.find((candidate) => candidate.kind === kind && candidate.name === name);
+      if (entry === undefined) return undefined;
+      const value = openValue(open.sodium, open.keys, { vaultId: document.vaultId, ...entry }, entry);
+      if (value === undefined) throw this.#tampered([formatEntryRef(kind, name)]);
+      return value;
+    } finally {
+      this.#close(open);
+    }
+  }
+
+  /** Whether the vault holds the entry (after verifying the vault; nothing is decrypted). */
+  async has(kind: RefKind, name: string): Promise<boolean> {
+    validateKind(kind);
+    validateSecretName(name, kind === 'secret' ? 'secret name' : 'blob id');
+    const open = await this.#readAndOpen();
+    if (open === undefined) return false;
+    this.#close(open);
+    return open.document.entries.some((entry) => entry.kind === kind && entry.name === name);
+  }
+
+  /** Every entry's kind, name, label and dates (never a value), after verifying the vault. */
+  async list(): Promise<VaultEntryInfo[]> {
+    const open = await this.#readAndOpen();
+    if (open === undefined) return [];
+    this.#close(open);
+    return open.document.entries.map(({ kind, name, label, createdAt, updatedAt }) =>
+      label === undefined ? { kind, name, createdAt, updatedAt } : { kind, name, label, createdAt, updatedAt },
+    );
+  }
+
+  /** Decrypt every entry (values discarded): proves the key and every entry are intact. */
+  async verify(): Promise<VaultStatus> {
+    const open = await this.#readAndOpen();
+    if (open === undefined) return { exists: false, path: this.path, entries: 0 };
+    const { document } = open;
+    try {
+      const bad = document.entries
+        .filter((entry) => !canOpen(open.sodium, open.keys, { vaultId: document.vaultId, ...entry }, entry))
+        .map((entry) => formatEntryRef(entry.kind, entry.name));
+      if (bad.length > 0) throw this.#tampered(bad);
+      return { exists: true, path: this.path, entries: document.entries.length, keyId: document.keyId, keyStore: document.keyStore };
+    } finally {
+      this.#close(open);
+    }
+  }
+
+  /** Store (or replace) the named secret. Returns true when it was new. */
+  async set(name: string, value: string): Promise<boolean> {
+    validateSecretName(name);
+    validateSecretValue(value, formatEntryRef('secret', name));
+    let created = false;
+    await this.#mutate((entries, seal) => {
+      created = !entries.has(getEntryKey('secret', name));
+      entries.set(getEntryKey('secret', name), seal('secret', name, value));
+    });
+    return created;
+  }
+
+  /** Store `value` as an encrypted blob under a new random id; returns the id (for `<<decrypt:ID>>`). */
+  async encrypt(value: string, options: { label?: string } = {}): Promise<string> {
+    validateLabel(options.label);
+    validateSecretValue(value, 'the blob');
+    const sodium = await loadSodium();
+    const id = generateId(sodium);
+    await this.#mutate((entries, seal) => {
+      entries.set(getEntryKey('decrypt', id), seal('decrypt', id, value, options.label));
+    });
+    return id;
+  }
+
+  /** Remove an entry. Returns false when the vault did not hold it. */
+  async remove(kind: RefKind, name: string): Promise<boolean> {
+    validateKind(kind);
+    validateSecretName(name, kind === 'secret' ? 'secret name' : 'blob id');
+    if ((await this.#readDocument()) === undefined) return false;
+    let removed = false;
+    await this.#mutate((entries) => {
+      removed = entries.delete(getEntryKey(kind, name));
+    }, { createIfMissing: false });
+    return removed;
+  }
+
+  /**
+   * Re-encrypt every entry under a new random key, atomically. The new key is stored as pending
+   * before the vault is replaced and promoted after; see keys.ts for the crash analysis.
+   */
+  async rotateKey(): Promise<RotateResult | undefined> {
+    if (hasEnvKey(this.#env)) {
+      throw new ExecgateError(
+        'EXECGATE_ERR_VAULT_KEY_EXTERNAL',
+        `The vault key comes from ${ENV_KEY}, which execgate cannot change. If the vault's key is stored by execgate (key file or keyring), unset ${ENV_KEY} and rotate that key; otherwise the key is managed where the variable is set.`,
+      );
+    }
+    ensureDir(this.home);
+    return this.#withLock(async () => {
+      const document = await this.#readDocument();
+      if (document === undefined) return undefined;
+      const open = await this.#open(document);
+      if (open.loaded.pending) {
+        // Finish an interrupted rotation first: the pending slot is about to be reused.
+        await promotePendingKey(open.sodium, this.#keyConfig, open.loaded, document.vaultId).catch((error: unknown) => {
+          this.#close(open);
+          throw error;
+        });
+      }
+      const newKey = generateKey(open.sodium);
+      const newKeys = deriveKeys(open.sodium, newKey);
+      try {
+        const store = document.keyStore;
+        const entries = document.entries.map((entry) => {
+          const value = openValue(open.sodium, open.keys, { vaultId: document.vaultId, ...entry }, entry);
+          if (value === undefined) throw this.#tampered([formatEntryRef(entry.kind, entry.name)]);
+          return { ...entry, ...sealValue(open.sodium, newKeys, { vaultId: document.vaultId, ...entry }, value) };
+        });
+        await storeKey(open.sodium, this.#keyConfig, store, document.vaultId, newKey, true);
+        const header: VaultHeader = { vaultId: document.vaultId, keyId: newKeys.keyId, keyStore: store, generation: document.generation + 1 };
+        try {
+          await this.#commit(open.sodium, newKeys, header, entries);
+        } catch (error) {
+          // Not committed: the vault is still under the old key; the staged key is useless.
+          await discardPendingKey(this.#keyConfig, store, document.vaultId).catch(() => undefined);
+          throw error;
+        }
+        await promotePendingKey(open.sodium, this.#keyConfig, { key: newKey, keyId: newKeys.keyId, store, pending: true }, document.vaultId);
+        return { entries: entries.length, oldKeyId: document.keyId, newKeyId: newKeys.keyId, keyStore: store };
+      } finally {
+        wipeKeys(open.sodium, newKeys);
+        open.sodium.memzero(newKey);
+        this.#close(open);
+      }
+    });
+  }
+
+  async #withLock<T>(fn: () => Promise<T>): Promise<T> {
+    return withLock(
+      this.#lockPath,
+      async () => {
+        await removeStaleTemps(this.path);
+        await removeStaleTemps(this.keyPath);
+        return fn();
+      },
+      this.#lockTimeoutMs === undefined ? {} : { timeoutMs: this.#lockTimeoutMs },
+    );
+  }
+
+  async #mutate(change: EntryChange, options: { createIfMissing?: boolean } = {}): Promise<void> {
+    ensureDir(this.home);
+    await this.#withLock(async () => {
+      const document = await this.#readDocument();
+      if (document === undefined && options.createIfMissing === false) return;
+      const open = document === undefined ? await this.#create() : await this.#open(document);
+      try {
+        if (open.loaded.pending) {
+          // A rotation committed the vault but crashed before promoting its key: finish it.
+          await promotePendingKey(open.sodium, this.#keyConfig, open.loaded, open.document.vaultId);
+        }
+        const now = new Date().toISOString();
+        const entries = new Map(open.document.entries.map((entry) => [getEntryKey(entry.kind, entry.name), entry]));
+        change(entries, (kind, name, value, label) => {
+          const previous = entries.get(getEntryKey(kind, name));
+          const sealed = sealValue(open.sodium, open.keys, { vaultId: open.document.vaultId, kind, name, label }, value);
+          const entry = { kind, name, ...sealed, createdAt: previous?.createdAt ?? now, updatedAt: now };
+          return label === undefined ? entry : { ...entry, label };
+        });
+        const header: VaultHeader = {
+          vaultId: open.document.vaultId,
+          keyId: open.document.keyId,
+          keyStore: open.document.keyStore,
+          generation: open.document.generation + 1,
+        };
+        await this.#commit(open.sodium, open.keys, header, [...entries.values()]);
+      } finally {
+        this.#close(open);
+      }
+    });
+  }
+
+  async #commit(sodium: Sodium, keys: DerivedKeys, header: VaultHeader, entries: readonly VaultEntry[]): Promise<void> {
+    const sorted = sortEntries(entries);
+    const mac = computeMac(sodium, keys, getMacInput(header, sorted));
+    try {
+      await writeFileAtomic(this.path, serializeVault({ ...header, entries: sorted, mac }), 0o600);
+    } catch (error) {
+      throw new ExecgateError(
+        'EXECGATE_ERR_VAULT_IO',
+        `Cannot write the vault \`${this.path}\`: ${(error as NodeJS.ErrnoException).code ?? String(error)}. The previous vault is unchanged.`,
+        { path: this.path },
+        { cause: error },
+      );
+    }
+  }
+
+  /** A new, empty vault with a new id and key (nothing written yet). */
+  async #create(): Promise<OpenVault> {
+    const sodium = await loadSodium();
+    const vaultId = generateId(sodium);
+    const loaded = await createKey(sodium, this.#keyConfig, vaultId);
+    const keys = deriveKeys(sodium, loaded.key);
+    const document: VaultDocument = { vaultId, keyId: keys.keyId, keyStore: loaded.store, generation: 0, entries: [], mac: '' };
+    return { sodium, document, loaded, keys };
+  }
+
+  async #readDocument(): Promise<VaultDocument | undefined> {
+    let text: string;
+    try {
+      text = await fs.readFile(this.path, 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return undefined;
+      throw new ExecgateError('EXECGATE_ERR_VAULT_IO', `Cannot read the vault \`${this.path}\`: ${code ?? String(error)}.`, { path: this.path }, { cause: error });
+    }
+    return parseVault(text, this.path);
+  }
+
+  /**
+   * Read and verify the vault for a reader (no lock). A rotation committing between our read
+   * of the file and our read of the key shows up as a wrong key; then the file has a new key
+   * id, and reading it again gives a consistent pair.
+   */
+  async #readAndOpen(): Promise<OpenVault | undefined> {
+    for (let attempt = 0; ; attempt += 1) {
+      const document = await this.#readDocument();
+      if (document === undefined) return undefined;
+      try {
+        return await this.#open(document);
+      } catch (error) {
+        if (attempt < 3 && error instanceof ExecgateError && error.code === 'EXECGATE_ERR_VAULT_WRONG_KEY') {
+          const current = await this.#readDocument();
+          if (current !== undefined && current.keyId !== document.keyId) continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  /** Load the key and verify the whole file; on a MAC failure, name the entries that fail. */
+  async #open(document: VaultDocument): Promise<OpenVault> {
+    const sodium = await loadSodium();
+    const loaded = await loadKey(sodium, this.#keyConfig, document, this.path);
+    const keys = deriveKeys(sodium, loaded.key);
+    const open = { sodium, document, loaded, keys };
+    if (!verifyMac(sodium, keys, getMacInput(document, document.entries), document.mac)) {
+      const bad = document.entries
+        .filter((entry) => !canOpen(sodium, keys, { vaultId: document.vaultId, ...entry }, entry))
+        .map((entry) => formatEntryRef(entry.kind, entry.name));
+      this.#close(open);
+      throw this.#tampered(bad);
+    }
+    return open;
+  }
+
+  #close(open: OpenVault): void {
+    wipeKeys(open.sodium, open.keys);
+    open.sodium.memzero(open.loaded.key);
+  }
+
+  #tampered(refs: readonly string[]): ExecgateError {
+    const what =
+      refs.length > 0
+        ? `${refs.length === 1 ? 'entry' : 'entries'} ${refs.join(', ')} failed authentication (changed, or moved from another name)`
+        : 'its header or list of entries was changed (an entry removed, reordered or reverted)';
+    return new ExecgateError(
+      'EXECGATE_ERR_VAULT_TAMPERED',
+      `The vault \`${this.path}\` was modified outside execgate: ${what}. Nothing was decrypted. Restore the vault from a backup.`,
+      { path: this.path, entries: [...refs] },
+    );
+  }
+}
+
+/** A Vault for `options.home`; nothing is read until a method is called. */
+export function openVault(options: VaultOptions): Vault {
+  return new Vault(options);
+}
+

@@ -1,0 +1,101 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createGateway, type Gateway } from '../../src/gateway';
+import { findByCookie } from '../../src/exec/terminate';
+import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
+
+let tmp: ReturnType<typeof makeTempDir>;
+let gateway: Gateway;
+
+beforeEach(() => {
+  tmp = makeTempDir();
+  gateway = createGateway({ home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir });
+});
+afterEach(async () => {
+  await gateway.close();
+  tmp.cleanup();
+});
+
+function readPids(file: string): number[] {
+  return readFileSync(file, 'utf8').split(/\s+/).filter(Boolean).map(Number);
+}
+
+describe('timeouts and containment', () => {
+  test('a timeout returns the output so far, flags it, and kills the whole group', async () => {
+    const started = Date.now();
+    const result = await gateway.exec({ command: 'echo before; sleep 300 & echo $! > pids; sleep 300', timeout: 500, grace: 300 });
+    const elapsed = Date.now() - started;
+    expect(result.timedOut).toBe(true);
+    expect(result.killed).toBe(true);
+    expect(result.stdout).toBe('before\n');
+    expect(result.exitCode).toBeNull();
+    expect(result.signal).toBe('SIGTERM');
+    expect(result.message).toMatch(/timed out after 500 ms/);
+    expect(elapsed).toBeLessThan(4000);
+    for (const pid of readPids(join(tmp.dir, 'pids'))) expect(isAlive(pid)).toBe(false);
+  });
+
+  test('setsid-ed, set -m and double-forked children are gone after a timeout', async () => {
+    const command = [
+      'setsid sleep 301 & echo $! >> pids',
+      "bash -c 'set -m; sleep 302 & echo $! >> pids'",
+      "( setsid sh -c 'sleep 303 & echo $! >> pids' & )",
+      'nohup sleep 304 >/dev/null 2>&1 & echo $! >> pids',
+      '( sleep 305 & echo $! >> pids )',
+      'sleep 0.3; echo started; sleep 300',
+    ].join('\n');
+    const result = await gateway.exec({ command, timeout: 1000, grace: 300 });
+    expect(result.timedOut).toBe(true);
+    expect(result.stdout).toBe('started\n');
+    const pids = readPids(join(tmp.dir, 'pids'));
+    expect(pids).toHaveLength(5);
+    for (const pid of pids) expect(isAlive(pid)).toBe(false);
+    expect(findByCookie(result.id)).toEqual([]);
+  });
+
+  test('SIGTERM is tried first; a process that ignores it is killed after the grace period', async () => {
+    const command = "trap 'echo got-term' TERM; echo ready; while :; do sleep 0.05; done";
+    const started = Date.now();
+    const result = await gateway.exec({ command, timeout: 300, grace: 700 });
+    const elapsed = Date.now() - started;
+    expect(result.timedOut).toBe(true);
+    expect(result.stdout).toContain('got-term');
+    expect(result.signal).toBe('SIGKILL');
+    expect(elapsed).toBeGreaterThanOrEqual(900);
+  });
+
+  test('an escaped process holding the pipe cannot hang the call (bounded drain), and is then killed', async () => {
+    const started = Date.now();
+    const result = await gateway.exec({ command: 'setsid sleep 60 & echo $! > pid; echo done' });
+    const elapsed = Date.now() - started;
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toBe('done\n');
+    expect(elapsed).toBeLessThan(gateway.policy.drainTimeout + 3000);
+    const [pid] = readPids(join(tmp.dir, 'pid'));
+    expect(await waitFor(() => !isAlive(pid), 3000)).toBe(true);
+  });
+
+  test('leftovers: keep leaves background processes running', async () => {
+    const result = await gateway.exec({ command: 'sleep 60 > /dev/null 2>&1 & echo $! > pid', leftovers: 'keep' });
+    expect(result.exitCode).toBe(0);
+    const [pid] = readPids(join(tmp.dir, 'pid'));
+    try {
+      expect(isAlive(pid)).toBe(true);
+    } finally {
+      process.kill(pid, 'SIGKILL');
+    }
+  });
+
+  test('leftovers in the group are killed by default after the shell exits', async () => {
+    const result = await gateway.exec({ command: 'sleep 60 > /dev/null 2>&1 & echo $! > pid' });
+    expect(result.exitCode).toBe(0);
+    const [pid] = readPids(join(tmp.dir, 'pid'));
+    expect(await waitFor(() => !isAlive(pid), 3000)).toBe(true);
+  });
+
+  test('a program waiting on stdin does not hang (stdin is /dev/null)', async () => {
+    const result = await gateway.exec({ command: 'read -r line; echo "read returned $?"', timeout: 5000 });
+    expect(result.timedOut).toBe(false);
+    expect(result.stdout).toBe('read returned 1\n');
+  });
+});
