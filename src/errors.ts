@@ -55,6 +55,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_STATE_DIR: 'The state directory ($EXECGATE_HOME) could not be created or written.',
 
   // --- policy ---
+  EXECGATE_ERR_POLICY_DENIED: 'The policy refused the request.',
   EXECGATE_ERR_POLICY_UNSUPPORTED: 'Policy files are not supported by this build.',
 
   // --- redaction (redact) ---

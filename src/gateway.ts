@@ -15,6 +15,9 @@ import { runSync, type OutputListener } from './exec/sync';
 import { getHome } from './home';
 import { DEFAULT_POLICY, type EffectivePolicy, type ExecMode } from './policy/effective';
 import { createEnvSource } from './refs/sources/env';
+import { createKeyringSource } from './refs/sources/keyring';
+import { createVaultSource } from './refs/sources/vault';
+import { isKeyringDisabled } from './vault/os-keyring';
 import { RefStore } from './refs/store';
 import type { RefSource } from './refs/types';
 
@@ -37,6 +40,13 @@ export interface GatewayOptions {
   sources?: readonly RefSource[];
   /** Include the `EXECGATE_SECRET_<NAME>` environment source (default true). */
   envSource?: boolean;
+  /**
+   * The OS keyring source (service `execgate`): `false` leaves it out. Default: included unless
+   * `EXECGATE_KEYRING=off` is in the environment.
+   */
+  keyring?: false | { service?: string };
+  /** The encrypted vault under `home`: `false` leaves it out. Default: included. */
+  vault?: false;
   /** A pino logger for operational messages; default silent. */
   logger?: pino.Logger;
 }
@@ -54,6 +64,7 @@ export class Gateway {
   readonly #cwd: string;
   readonly #shell: string;
   readonly #audit: AuditSink;
+  readonly #logger: pino.Logger | undefined;
   readonly #shutdown = new AbortController();
   readonly #running = new Set<Promise<unknown>>();
   #closed = false;
@@ -64,11 +75,21 @@ export class Gateway {
     this.#cwd = options.cwd ?? process.cwd();
     this.#shell = options.shell ?? getDefaultShell();
     this.policy = options.policy ?? DEFAULT_POLICY;
+    this.#logger = options.logger;
     const sources: RefSource[] = [];
     if (options.envSource !== false) sources.push(createEnvSource(this.#env));
+    const keyringEnabled = options.keyring !== false && !isKeyringDisabled(this.#env);
+    if (keyringEnabled) {
+      const service = options.keyring ? options.keyring.service : undefined;
+      sources.push(createKeyringSource({ service, logger: { warn: (obj, msg) => this.#warn(obj, msg) } }));
+    }
+    if (options.vault !== false) {
+      sources.push(createVaultSource({ home: this.home, env: this.#env, keyring: keyringEnabled ? (options.keyring || {}) : false }));
+    }
     sources.push(...(options.sources ?? []));
     this.refs = new RefStore(sources);
     this.#audit = createAudit(options.audit, this.home);
+    this.#audit.write('gateway.started', { pid: process.pid, policy: this.policy.source, sources: this.refs.sourceNames });
   }
 
   /** Validate, decide, resolve, spawn, and return the redacted result. */
@@ -87,6 +108,7 @@ export class Gateway {
           cwd: this.#cwd,
           shell: this.#shell,
           supportedModes: SUPPORTED_MODES,
+          fingerprint: this.#audit.fingerprint?.bind(this.#audit),
           onNormalized: (normalized) => {
             this.#audit.write('exec.request', {
               runId,
@@ -102,12 +124,14 @@ export class Gateway {
         runId,
       );
     } catch (error) {
-      this.#audit.write('exec.rejected', {
+      const denied = isExecgateError(error) && error.code === 'EXECGATE_ERR_POLICY_DENIED';
+      this.#audit.write(denied ? 'exec.denied' : 'exec.rejected', {
         runId,
         actor: typeof request?.actor === 'string' ? request.actor : 'library',
         command: typeof request?.command === 'string' ? request.command : undefined,
-        code: isExecgateError(error) ? error.code : 'UNEXPECTED',
-        reason: error instanceof Error ? error.message : String(error),
+        code: isExecgateError(error) ? error.code : 'EXECGATE_ERR_UNEXPECTED',
+        ...(denied ? { rule: (error as ExecgateError).details.rule, reason: (error as ExecgateError).details.reason } : {}),
+        message: error instanceof Error ? error.message : String(error),
       });
       throw error;
     }
@@ -117,7 +141,8 @@ export class Gateway {
       command: plan.displayCommand,
       cwd: plan.cwd,
       mode: plan.request.mode,
-      refs: plan.refs,
+      decision: plan.decision,
+      refs: plan.auditRefs,
       env: plan.envReport,
     });
     const run = runSync(plan, { home: this.home, onOutput: options.onOutput, signal: this.#shutdown.signal });
@@ -152,12 +177,19 @@ export class Gateway {
     }
   }
 
+  #warn(obj: object, msg: string): void {
+    if (this.#logger) this.#logger.warn(obj, msg);
+    else process.emitWarning(msg, { code: 'EXECGATE_WARNING' });
+  }
+
   /** Stop accepting requests, stop every run in progress, and close the audit log. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#shutdown.abort();
+    const stopped = this.#running.size;
     await Promise.allSettled([...this.#running]);
+    this.#audit.write('gateway.stopped', { pid: process.pid, runsStopped: stopped });
     this.#audit.close();
   }
 

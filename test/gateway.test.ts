@@ -173,6 +173,7 @@ describe('audit', () => {
     await gateway.exec({ command: 'true', cwd: '/definitely/not/here' }).catch(() => undefined);
     await gateway.close();
     const records = readFileSync(join(gateway.home, 'audit.log'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
-    expect(records.at(-1)).toMatchObject({ event: 'exec.rejected', code: 'EXECGATE_ERR_CWD_NOT_FOUND', command: 'true' });
+    expect(records.map((r) => r.event)).toEqual(['gateway.started', 'exec.rejected', 'gateway.stopped']);
+    expect(records[1]).toMatchObject({ event: 'exec.rejected', code: 'EXECGATE_ERR_CWD_NOT_FOUND', command: 'true' });
   });
 });

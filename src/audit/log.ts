@@ -13,6 +13,8 @@ export type AuditFields = Record<string, unknown>;
 export interface AuditSink {
   write(event: string, fields: AuditFields): void;
   close(): void;
+  /** Keyed fingerprint of a resolved value, proving which version was used without revealing it. */
+  fingerprint?(value: string): string;
 }
 
 export interface AuditOptions {

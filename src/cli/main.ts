@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { ExecgateError } from '../errors';
 import { registerDemoCommand } from './commands/demo';
 import { registerRunCommand } from './commands/run';
+import { registerSecretCommands } from './commands/secret';
 import { CliExit, EXIT_EXECGATE_ERROR, formatCliError, type CliIo } from './io';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -17,8 +18,8 @@ export function buildProgram(io: CliIo): Command {
   program
     .name('execgate')
     .description(
-      'A security-hardened exec gateway: runs shell commands for agents with policy checks,\n' +
-        '<<secret:NAME>> / <<decrypt:ID>> reference tokens resolved just before spawn, a sanitized\n' +
+      'A security-hardened exec gateway: runs shell commands for agents with policy checks, ' +
+        '<<secret:NAME>> / <<decrypt:ID>> reference tokens resolved just before spawn, a sanitized ' +
         'environment, containment of everything the command starts, and redacted output.',
     )
     .version(version)
@@ -31,6 +32,7 @@ export function buildProgram(io: CliIo): Command {
     });
   registerRunCommand(program, io);
   registerDemoCommand(program, io);
+  registerSecretCommands(program, io);
   return program;
 }
 

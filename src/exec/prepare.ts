@@ -14,6 +14,8 @@ import type { EffectivePolicy, ExecMode } from '../policy/effective';
 import { Redactor } from '../redact';
 import type { RefStore } from '../refs/store';
 import { substituteTokens, type Replacement } from '../refs/substitute';
+import { scanTokens } from '../refs/tokens';
+import { decideRequest, type Decision } from '../policy/decide';
 import type { RefKind } from '../refs/types';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
 import { RUN_ID_VARIABLE } from './terminate';
@@ -24,6 +26,11 @@ export interface RefUse {
   readonly ref: string;
   readonly found: boolean;
   readonly source?: string;
+}
+
+/** A RefUse as the audit log records it: with a keyed fingerprint of the value used. */
+export interface AuditedRefUse extends RefUse {
+  readonly fingerprint?: string;
 }
 
 export interface EnvReport {
@@ -43,6 +50,9 @@ export interface SpawnPlan {
   readonly cwd: string;
   readonly redactor: Redactor;
   readonly refs: readonly RefUse[];
+  /** The references with value fingerprints, for the audit log only. */
+  readonly auditRefs: readonly AuditedRefUse[];
+  readonly decision: Decision;
   readonly envReport: EnvReport;
   readonly limits: {
     readonly timeout: number;
@@ -64,6 +74,10 @@ export interface PrepareContext {
   readonly supportedModes: ReadonlySet<ExecMode>;
   /** Called once the request is normalized, before anything is resolved (audit, policy). */
   readonly onNormalized?: (request: NormalizedRequest, runId: string) => void;
+  /** Called with the policy decision, allowed or not, before anything is resolved. */
+  readonly onDecision?: (decision: Decision, request: NormalizedRequest, runId: string) => void;
+  /** Keyed fingerprint of a resolved value for the audit log (never the value itself). */
+  readonly fingerprint?: (value: string) => string;
 }
 
 export function createRunId(): string {
@@ -92,15 +106,30 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     );
   }
 
-  const resolution = await context.refs.resolve(request.command, { alias: policy.secrets.alias });
+  // The policy decides on the unresolved command and the references it names, before any
+  // source is asked for a value.
+  const tokens = scanTokens(request.command, { alias: policy.secrets.alias });
+  const decision = decideRequest(policy, request, tokens);
+  context.onDecision?.(decision, request, runId);
+  if (!decision.allowed) {
+    throw new ExecgateError(
+      'EXECGATE_ERR_POLICY_DENIED',
+      `The policy (${policy.source}) refused this command: ${decision.reason ?? 'no rule allows it'}${decision.rule ? ` (rule \`${decision.rule}\`)` : ''}. Nothing was run.`,
+      { rule: decision.rule, reason: decision.reason },
+    );
+  }
+
+  const resolution = await context.refs.resolveTokens(tokens);
 
   const redactor = new Redactor({ minLength: policy.secrets.minLength });
   const replacements: Replacement[] = [];
   const injected: Record<string, string> = {};
   const envNames = new Map<string, string>();
+  const fingerprints = new Map<string, string>();
   resolution.refs.forEach((ref, index) => {
     if (!ref.found || !ref.value) return;
     const value = ref.value.reveal();
+    if (context.fingerprint) fingerprints.set(ref.ref, context.fingerprint(value));
     if (value.length < policy.secrets.minLength) {
       throw new ExecgateError(
         'EXECGATE_ERR_REF_TOO_SHORT',
@@ -166,6 +195,12 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     cwd: request.cwd,
     redactor,
     refs: Object.freeze(resolution.refs.map(({ kind, id, ref, found, source }) => Object.freeze({ kind, id, ref, found, source }))),
+    auditRefs: Object.freeze(
+      resolution.refs.map(({ kind, id, ref, found, source }) =>
+        Object.freeze({ kind, id, ref, found, source, ...(fingerprints.has(ref) ? { fingerprint: fingerprints.get(ref) } : {}) }),
+      ),
+    ),
+    decision,
     envReport: Object.freeze({
       removed: Object.freeze([...sanitized.removed]),
       withheld: Object.freeze([...sanitized.withheld]),

@@ -131,7 +131,11 @@ export class RefStore {
     if (typeof command !== 'string') {
       throw new ExecgateError('EXECGATE_ERR_INVALID_COMMAND', `Expected a command string, got ${describeValue(command)}.`);
     }
-    const tokens = scanTokens(command, { alias: options.alias ?? true });
+    return this.resolveTokens(scanTokens(command, { alias: options.alias ?? true }));
+  }
+
+  /** Resolve already scanned tokens, each distinct reference once. */
+  async resolveTokens(tokens: readonly RefToken[]): Promise<Resolution> {
     const refs: ResolvedRef[] = [];
     const seen = new Set<string>();
     for (const token of tokens) {

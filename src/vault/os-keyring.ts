@@ -51,7 +51,10 @@ function loadKeyring(): Keyring {
 /** Sort a keyring-rs error into unavailable / failed. */
 export function classifyKeyringError(error: unknown): KeyringUnavailableError | KeyringFailedError {
   if (error instanceof KeyringUnavailableError || error instanceof KeyringFailedError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+  // Errors from the native module may come from another realm (test runners' VM contexts), where
+  // `instanceof Error` is false; read `.message` structurally and tolerate an "Error: " prefix.
+  const raw = typeof (error as { message?: unknown } | null)?.message === 'string' ? (error as { message: string }).message : String(error);
+  const message = raw.replace(/^(?:Error: )+/, '');
   const noBus = /^Platform failure: (DBus error: .*)$/s.exec(message);
   if (noBus) return new KeyringUnavailableError(noBus[1]!.trim(), { cause: error });
   const storage = /^Couldn't access platform storage: (.*)$/s.exec(message);

@@ -8,9 +8,12 @@ export function makeTempDir(prefix = 'execgate-test-'): { dir: string; cleanup: 
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** A minimal, predictable environment for gateways under test. */
+/**
+ * A minimal, predictable environment for gateways under test. The OS keyring is switched off
+ * (EXECGATE_KEYRING=off): the keyring suites in test/stores start their own private one.
+ */
 export function baseEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', LANG: 'C.UTF-8', ...extra };
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', LANG: 'C.UTF-8', EXECGATE_KEYRING: 'off', ...extra };
 }
 
 export function isAlive(pid: number): boolean {
