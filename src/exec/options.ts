@@ -30,6 +30,13 @@ export interface ExecRequest {
   actor?: string;
   /** Processes the command leaves behind when its shell exits: `kill` (default) or `keep`. */
   leftovers?: 'kill' | 'keep';
+  /**
+   * Host-supplied shell text run before / after the command in the same shell (for example a
+   * trap that prints the final working directory). Not shown in results, audit records or policy
+   * decisions, which see `command` alone; never given to an agent to set.
+   */
+  prologue?: string;
+  epilogue?: string;
 }
 
 export interface NormalizedRequest {
@@ -44,10 +51,13 @@ export interface NormalizedRequest {
   readonly maxOutput: number;
   readonly actor: string;
   readonly leftovers: 'kill' | 'keep';
+  readonly prologue: string;
+  readonly epilogue: string;
 }
 
 const KNOWN_OPTIONS = new Set([
   'command', 'mode', 'cwd', 'env', 'envMode', 'timeout', 'shell', 'grace', 'maxOutput', 'actor', 'leftovers',
+  'prologue', 'epilogue',
 ]);
 
 /*
@@ -97,8 +107,10 @@ export function normalizeRequest(request: unknown, defaults: OptionDefaults): No
   const shell = normalizeShell(options.shell, defaults.shell);
   const cwd = normalizeCwd(options.cwd, defaults.cwd);
   const actor = normalizeActor(options.actor);
+  const prologue = normalizeScriptPart('prologue', options.prologue);
+  const epilogue = normalizeScriptPart('epilogue', options.epilogue);
 
-  return Object.freeze({ command, mode, cwd, env, envMode, timeout, shell, grace, maxOutput, actor, leftovers });
+  return Object.freeze({ command, mode, cwd, env, envMode, timeout, shell, grace, maxOutput, actor, leftovers, prologue, epilogue });
 }
 
 export function validateCommand(command: unknown): string {
@@ -273,6 +285,18 @@ function normalizeCwd(cwd: unknown, fallback: string): string {
     );
   }
   return absolute;
+}
+
+function normalizeScriptPart(name: string, value: unknown): string {
+  if (value === undefined) return '';
+  if (typeof value !== 'string' || value.includes('\0')) {
+    throw new ExecgateError(
+      'EXECGATE_ERR_INVALID_OPTION',
+      `Expected the \`${name}\` option to be a string without NUL bytes, got ${describeValue(value)}.`,
+      { option: name },
+    );
+  }
+  return value;
 }
 
 function normalizeActor(actor: unknown): string {

@@ -155,7 +155,9 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     const envName = envNames.get(`${token.kind}:${token.id}`);
     if (envName) replacements.push({ token, envName });
   }
-  const script = replacements.length > 0 ? substituteTokens(request.command, replacements) : request.command;
+  const body = replacements.length > 0 ? substituteTokens(request.command, replacements) : request.command;
+  // Newlines keep host text out of the command's own last line (a trailing comment, say).
+  const script = `${request.prologue ? `${request.prologue}\n` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
   const sanitized = sanitizeEnv({

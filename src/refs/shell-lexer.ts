@@ -103,6 +103,8 @@ interface CommandFrame {
   /** The current word while it is plain literal text (for reserved words), else null. */
   word: string | null;
   wordAtCommandStart: boolean;
+  /** The next word names a function (`function NAME { ... }`); the body after it is a command. */
+  functionName: boolean;
   patternStart: boolean;
   readonly cases: CaseState[];
   readonly pending: Heredoc[];
@@ -393,7 +395,16 @@ class Lexer {
       if (word === 'esac') frame.cases.pop();
       return;
     }
+    if (frame.functionName) {
+      frame.functionName = false;
+      frame.commandStart = true;
+      return;
+    }
     if (word === null) return;
+    if (atCommandStart && word === 'function') {
+      frame.functionName = true;
+      return;
+    }
     if (atCommandStart && word === 'case') {
       frame.cases.push('subject');
       return;
@@ -496,8 +507,12 @@ class Lexer {
     }
     this.stack.pop();
     const parent = this.top();
-    // After `( ... )` a new word starts; after `$( ... )` the word goes on.
-    if (parent.kind === 'cmd' && frame.origin === 'subshell') parent.wordStart = true;
+    // After `( ... )` a new word starts (and after `name()` the function body, a command); after
+    // `$( ... )` the word goes on.
+    if (parent.kind === 'cmd' && frame.origin === 'subshell') {
+      parent.wordStart = true;
+      parent.commandStart = true;
+    }
   }
 
   private redirection(frame: CommandFrame, i: number, c: string): number {
@@ -897,6 +912,7 @@ function newCommandFrame(origin: CommandFrame['origin'], start: number): Command
     commandStart: true,
     word: null,
     wordAtCommandStart: false,
+    functionName: false,
     patternStart: false,
     cases: [],
     pending: [],

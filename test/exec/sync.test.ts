@@ -116,3 +116,11 @@ describe('sync mode', () => {
     expect(result.signal).toBe('SIGTERM');
   });
 });
+
+describe('host prologue and epilogue', () => {
+  test('run in the same shell around the command, but results and audit show the command alone', async () => {
+    const result = await gateway.exec({ command: 'cd /tmp; echo body', prologue: "trap 'echo \"final:$PWD\"' EXIT", epilogue: 'echo after' });
+    expect(result.stdout).toBe('body\nafter\nfinal:/tmp\n');
+    expect(result.command).toBe('cd /tmp; echo body');
+  });
+});
