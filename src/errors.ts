@@ -53,13 +53,41 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_SPAWN_FAILED: 'The shell could not be started.',
   EXECGATE_ERR_GATEWAY_CLOSED: 'The gateway was closed; it accepts no new requests.',
   EXECGATE_ERR_STATE_DIR: 'The state directory ($EXECGATE_HOME) could not be created or written.',
+  EXECGATE_ERR_BACKGROUND_NOT_FOUND: 'No background process has that id.',
+  EXECGATE_ERR_BACKGROUND_ENDED: 'The background process has ended (or closed its input); nothing was written.',
+  EXECGATE_ERR_BACKGROUND_LIMIT: 'The maximum number of concurrent background processes is reached.',
+  EXECGATE_ERR_BACKGROUND_RUNNING: 'The background process is still running; kill it before removing it.',
 
   // --- policy ---
   EXECGATE_ERR_POLICY_DENIED: 'The policy refused the request.',
-  EXECGATE_ERR_POLICY_UNSUPPORTED: 'Policy files are not supported by this build.',
+  EXECGATE_ERR_POLICY_INVALID: 'A policy file is not valid (syntax, schema, or contradicting settings); it was not loaded.',
+  EXECGATE_ERR_POLICY_NOT_FOUND: 'A policy file, or a policy it extends, cannot be read.',
+  EXECGATE_ERR_POLICY_EXTENDS_CYCLE: 'Policy files extend each other in a circle.',
+  EXECGATE_ERR_POLICY_TOO_LARGE: 'A policy file is larger than execgate reads.',
 
   // --- redaction (redact) ---
   EXECGATE_ERR_REDACT_INVALID_INPUT: 'A value, label or option given to the redactor has the wrong type or range.',
+
+  // --- tools and agent ---
+  EXECGATE_ERR_TOOL_INVALID: 'A tool given to the registry has an invalid name or schema.',
+  EXECGATE_ERR_TOOL_DUPLICATE: 'A tool with that name is already registered.',
+  EXECGATE_ERR_TOOL_UNKNOWN: 'No tool with that name is registered.',
+  EXECGATE_ERR_TOOL_ARGS_INVALID: 'The arguments of a tool call do not match the tool\'s schema.',
+  EXECGATE_ERR_PATH_INVALID: 'A file tool was given a path that is empty, not a string or holds a NUL byte.',
+  EXECGATE_ERR_PATH_OUTSIDE_ROOT: 'A file tool path leads outside the allowed root directories.',
+  EXECGATE_ERR_FILE_TOO_LARGE: 'A file to read or content to write is larger than the file tools allow.',
+  EXECGATE_ERR_FILE_OP_FAILED: 'A file tool operation failed (missing file, wrong type, already exists, permission).',
+  EXECGATE_ERR_SEARCH_PATTERN_INVALID: 'A search pattern is not a valid regular expression or glob.',
+  EXECGATE_ERR_AGENT_MAX_ITERATIONS: 'The agent reached its limit of model calls for one message.',
+
+  // --- audit ---
+  EXECGATE_ERR_AUDIT_KEY_MISSING: 'No audit key was found (EXECGATE_AUDIT_KEY, the key file or --key-file) to verify the audit log.',
+  EXECGATE_ERR_AUDIT_KEY_INVALID: 'An audit key is not base64 of exactly 32 bytes.',
+  EXECGATE_ERR_AUDIT_KEY_PERMISSIONS: 'The audit key file may be read by other users, is a symlink or is not owned by the user.',
+  EXECGATE_ERR_AUDIT_IO: 'The audit log, its key file or its chain state could not be read or written.',
+  EXECGATE_ERR_AUDIT_LOCKED: 'Another process held the audit log lock for longer than the wait allows.',
+  EXECGATE_ERR_AUDIT_TAIL_INVALID: 'The end of the audit log does not verify under the audit key, so the chain cannot be extended.',
+  EXECGATE_ERR_AUDIT_NOT_FOUND: 'There is no audit log file to read, or no record of the requested run.',
 
   // --- CLI ---
   EXECGATE_ERR_CLI_USAGE: 'The command line is not valid.',

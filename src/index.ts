@@ -7,6 +7,9 @@ export { createGateway, Gateway } from './gateway';
 export type { GatewayOptions, ExecOptions } from './gateway';
 export type { ExecRequest } from './exec/options';
 export type { ExecResult } from './exec/result';
+export type { BackgroundManager } from './exec/background/manager';
+export type { BackgroundProcess, BackgroundState, BackgroundStatus, OutputSlice, StatusOptions, KillOptions } from './exec/background/types';
+export { stripAnsi } from './exec/ansi';
 export type { RefUse } from './exec/prepare';
 export { ExecgateError, ERROR_CATALOG, isExecgateError } from './errors';
 export type { ErrorCode } from './errors';
@@ -20,3 +23,9 @@ export { sanitizeEnv } from './env';
 export { DEFAULT_POLICY } from './policy/effective';
 export type { EffectivePolicy, ExecMode } from './policy/effective';
 export { getHome } from './home';
+
+// tools and agent
+export { ToolRegistry, createDefaultToolRegistry, BUILT_IN_TOOL_NAMES, DISABLED_BY_DEFAULT, RunBashTool, SaveSessionContextTool, DEFAULT_FILE_LIMITS, RUN_BASH_DEFAULT_TIMEOUT, RUN_BASH_MAX_STREAM_BYTES } from './tools';
+export type { ExecutableTool, ChatTool, ChatToolFunction, JsonSchema, RegisterOptions, DefaultToolRegistryOptions, RunBashOptions, RunBashResult, SessionContextProvider, SaveSessionContextOptions, FileToolLimits } from './tools';
+export { Agent } from './agent';
+export type { AgentOptions, AgentContext } from './agent';

@@ -1,12 +1,50 @@
 /*
- * The audit log: one JSON line per event, written with pino through a synchronous destination,
- * so a record is on its way to the kernel before the call that produced it continues (the
- * request record is written before the command spawns). Records carry unresolved commands,
- * reference names and environment variable names only, never values.
+ * The audit log: one sealed JSON line per event (pino's JSON-lines format, canonical member
+ * order), each linked into a keyed hash chain (chain.ts), so edits, deletions, reorderings and
+ * insertions are detected by `execgate audit verify`. Records carry unresolved commands,
+ * reference names, value fingerprints and environment variable names, never values.
+ *
+ * Durability. `write` returns only after the whole line was handed to the kernel with a
+ * synchronous write(2) (file) or to the destination stream: a record is acknowledged once the
+ * call returns, and a crash of the process after that loses nothing (the page cache survives
+ * the process). The `fsync` option decides what also survives a power loss: `before-spawn`
+ * (default) fdatasyncs the record that precedes each spawn (`exec.started`), so a run can never
+ * have happened without its record on disk; `always` fdatasyncs every record; `never` leaves it
+ * to the kernel.
+ *
+ * Chain state is read back from the end of the file (tail.ts) whenever the file changed under
+ * us (another process wrote, rotated, or this is the first write), under a lock file, so several
+ * processes can share one log. Rotation moves the active file aside when the next record would
+ * make it larger than `maxBytes`; the chain continues in the new file, whose first record also
+ * names the key id. With a non-file destination there is no file to read back, so the state
+ * lives in a small state file beside the key.
  */
-import { dirname } from 'node:path';
-import pino from 'pino';
-import { ensureDir } from '../home';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fdatasyncSync,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { ExecgateError } from '../errors';
+import { ensureDir, getHome } from '../home';
+import { RESERVED_KEYS } from './canonical';
+import { EMPTY_CHAIN, GENESIS_HASH, RECORD_VERSION, sealRecord, type ChainState, type SealedRecord } from './chain';
+import { closeAuditStream, isAuditStream, isAuditTransport, openAuditStream, type AuditDestination, type AuditStream, type AuditTransport } from './destination';
+import { getRotatedPath, listRotatedFiles } from './files';
+import { fingerprintValue, getAuditKeyPath, loadAuditKeys, type AuditKeys } from './key';
+import { withLockSync } from './lock';
+import { readTail, type Leftover } from './tail';
 
 export type AuditFields = Record<string, unknown>;
 
@@ -17,39 +55,408 @@ export interface AuditSink {
   fingerprint?(value: string): string;
 }
 
-export interface AuditOptions {
-  /** File path (JSON lines, created 0600). */
-  readonly path: string;
+export type FsyncPolicy = 'always' | 'before-spawn' | 'never';
+
+/** What a host may set (the gateway's `audit` option). */
+export interface AuditConfig {
+  /** The audit file; default `<home>/audit.log` (JSON lines, created 0600). */
+  path?: string;
+  /** `file` (default), `stdout`, a pino transport config, or a stream. The chain is computed either way. */
+  destination?: AuditDestination;
+  /** A copy of every sealed line, besides the file: `stdout`, a pino transport or a stream (best effort, asynchronous). */
+  forward?: Exclude<AuditDestination, 'file'>;
+  /** The audit key (32 bytes or base64); default `EXECGATE_AUDIT_KEY`, else `<home>/audit.key`. */
+  key?: Uint8Array | string;
+  /** The audit key file; default `<home>/audit.key`. */
+  keyPath?: string;
+  /** Chain state for non-file destinations; default `<home>/audit.chain`. */
+  statePath?: string;
+  /** Rotate the file before it would exceed this many bytes; 0 turns rotation off. Default 64 MiB. */
+  maxBytes?: number;
+  /** Rotated files kept (oldest removed first); 0 keeps all. Default 0. */
+  maxFiles?: number;
+  /** Default `before-spawn`. */
+  fsync?: FsyncPolicy;
+  /**
+   * Take the cross-process lock for each record (default true). Turn it off only when nothing
+   * else writes this log (bulk generators); two unlocked writers fork the chain.
+   */
+  lock?: boolean;
 }
 
-export class AuditLog implements AuditSink {
-  readonly path: string;
-  readonly #logger: pino.Logger;
-  readonly #destination: pino.DestinationStream & { flushSync?: () => void; end?: () => void };
+export interface AuditOptions extends AuditConfig {
+  /** State directory holding the key (and default paths); default the directory of `path`, else `$EXECGATE_HOME`. */
+  home?: string;
+  /** Environment consulted for EXECGATE_AUDIT_KEY; default process.env. */
+  env?: NodeJS.ProcessEnv;
+}
 
-  constructor(options: AuditOptions) {
-    this.path = options.path;
-    ensureDir(dirname(options.path));
-    this.#destination = pino.destination({ dest: options.path, sync: true, mkdir: true, mode: 0o600 } as Parameters<typeof pino.destination>[0]);
-    this.#logger = pino(
-      {
-        base: null,
-        messageKey: 'message',
-        // The time is the record's first field (written below), not pino's epoch number.
-        timestamp: false,
-        // Every record opens with the record format version instead of pino's numeric level.
-        formatters: { level: () => ({ v: 1 }) },
-      },
-      this.#destination,
-    );
+export interface WrittenRecord {
+  readonly seq: number;
+  readonly hash: string;
+}
+
+/** Records whose loss would hide a spawn: fdatasynced under the `before-spawn` policy. */
+const SPAWN_EVENTS: ReadonlySet<string> = new Set(['exec.started']);
+export const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+/** A record longer than this has its long strings shortened, so every line stays readable back. */
+const MAX_LINE_BYTES = 512 * 1024;
+const LONG_STRING = 16 * 1024;
+
+function invalidOption(name: string, expected: string, value: unknown): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the audit \`${name}\` option to be ${expected}, got ${JSON.stringify(value) ?? typeof value}.`, { option: name });
+}
+
+function ioError(path: string, doing: string, error: unknown): ExecgateError {
+  return new ExecgateError(
+    'EXECGATE_ERR_AUDIT_IO',
+    `Cannot ${doing} the audit log \`${path}\`: ${(error as NodeJS.ErrnoException).code ?? String(error)}. Nothing is run while the audit log cannot be written.`,
+    { path },
+    { cause: error },
+  );
+}
+
+function fsyncDirSync(dir: string): void {
+  try {
+    const fd = openSync(dir, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // platforms that cannot fsync a directory
+  }
+}
+
+function shortenStrings(value: unknown): unknown {
+  if (typeof value === 'string') return value.length > LONG_STRING ? `${value.slice(0, LONG_STRING)}…[${value.length - LONG_STRING} characters cut]` : value;
+  if (Array.isArray(value)) return value.map(shortenStrings);
+  if (value !== null && typeof value === 'object' && !ArrayBuffer.isView(value)) {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) out[key] = shortenStrings(item);
+    return out;
+  }
+  return value;
+}
+
+/** A place the chain is appended to, and where it left off. */
+interface ChainStore {
+  /** Bring the state up to date (under the lock); returns leftover to set aside, if any. */
+  refresh(): { state: ChainState; firstInFile: boolean; leftover?: Leftover };
+  /** Whether a line of `bytes` should go to a fresh file first. */
+  wantsRotation(bytes: number): boolean;
+  rotate(): void;
+  append(text: string, record: SealedRecord, durable: boolean): void;
+  close(): void;
+}
+
+class FileStore implements ChainStore {
+  readonly #path: string;
+  readonly #keys: AuditKeys;
+  readonly #maxBytes: number;
+  readonly #maxFiles: number;
+  #fd = -1;
+  #ino = -1;
+  #dev = -1;
+  #size = 0;
+  #state: ChainState = EMPTY_CHAIN;
+  #firstInFile = true;
+
+  constructor(path: string, keys: AuditKeys, maxBytes: number, maxFiles: number) {
+    this.#path = path;
+    this.#keys = keys;
+    this.#maxBytes = maxBytes;
+    this.#maxFiles = maxFiles;
   }
 
-  write(event: string, fields: AuditFields): void {
-    this.#logger.info({ time: new Date().toISOString(), event, ...fields });
+  #open(): void {
+    ensureDir(dirname(this.#path));
+    const created = !existsSync(this.#path);
+    try {
+      this.#fd = openSync(this.#path, constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0), 0o600);
+    } catch (error) {
+      throw ioError(this.#path, 'open', error);
+    }
+    const stat = fstatSync(this.#fd);
+    this.#ino = stat.ino;
+    this.#dev = stat.dev;
+    if (created) fsyncDirSync(dirname(this.#path));
+  }
+
+  #closeFd(): void {
+    if (this.#fd >= 0) closeSync(this.#fd);
+    this.#fd = -1;
+  }
+
+  refresh(): { state: ChainState; firstInFile: boolean; leftover?: Leftover } {
+    let current: { ino: number; dev: number; size: number } | undefined;
+    try {
+      current = statSync(this.#path);
+    } catch {
+      current = undefined;
+    }
+    if (this.#fd >= 0 && current !== undefined && current.ino === this.#ino && current.dev === this.#dev && current.size === this.#size) {
+      return { state: this.#state, firstInFile: this.#firstInFile };
+    }
+    // First write, or another process wrote or rotated: read where the chain is now.
+    if (this.#fd >= 0 && (current === undefined || current.ino !== this.#ino || current.dev !== this.#dev)) this.#closeFd();
+    if (this.#fd < 0) this.#open();
+    this.#size = fstatSync(this.#fd).size;
+    const tail = readTail(this.#path, this.#fd, this.#size, this.#keys.chain);
+    if (tail.kind === 'record') {
+      this.#state = tail.state;
+      this.#firstInFile = false;
+      return { state: this.#state, firstInFile: false, ...(tail.leftover ? { leftover: tail.leftover } : {}) };
+    }
+    // Nothing intact in this file: the chain continues from the newest rotated file, if any.
+    this.#state = this.#previousFileState();
+    this.#firstInFile = true;
+    return { state: this.#state, firstInFile: true, ...(tail.kind === 'no-record' ? { leftover: tail.leftover } : {}) };
+  }
+
+  #previousFileState(): ChainState {
+    const rotated = listRotatedFiles(this.#path);
+    for (let index = rotated.length - 1; index >= 0; index--) {
+      const path = rotated[index]!;
+      let fd: number;
+      try {
+        fd = openSync(path, 'r');
+      } catch {
+        continue;
+      }
+      try {
+        const tail = readTail(path, fd, fstatSync(fd).size, this.#keys.chain);
+        if (tail.kind === 'record') return tail.state;
+      } finally {
+        closeSync(fd);
+      }
+    }
+    return EMPTY_CHAIN;
+  }
+
+  wantsRotation(bytes: number): boolean {
+    return this.#maxBytes > 0 && this.#size > 0 && this.#size + bytes > this.#maxBytes;
+  }
+
+  rotate(): void {
+    const target = getRotatedPath(this.#path, new Date(), existsSync);
+    try {
+      renameSync(this.#path, target);
+    } catch (error) {
+      throw ioError(this.#path, 'rotate', error);
+    }
+    this.#closeFd();
+    this.#open();
+    this.#size = 0;
+    this.#firstInFile = true;
+    if (this.#maxFiles > 0) {
+      const rotated = listRotatedFiles(this.#path);
+      for (const old of rotated.slice(0, Math.max(0, rotated.length - this.#maxFiles))) {
+        try {
+          unlinkSync(old);
+        } catch {
+          // already gone
+        }
+      }
+    }
+  }
+
+  append(text: string, record: SealedRecord, durable: boolean): void {
+    const buffer = Buffer.from(text, 'utf8');
+    let done = 0;
+    try {
+      while (done < buffer.length) done += writeSync(this.#fd, buffer, done, buffer.length - done);
+      if (durable) fdatasyncSync(this.#fd);
+    } catch (error) {
+      // Part of the line may be in the file: make the next write read the tail again.
+      this.#size = -1;
+      throw ioError(this.#path, 'write', error);
+    }
+    this.#size += buffer.length;
+    this.#state = { seq: record.seq, hash: record.hash };
+    this.#firstInFile = false;
   }
 
   close(): void {
-    this.#destination.end?.();
+    this.#closeFd();
+  }
+}
+
+/** Chain state for destinations that cannot be read back: one small file, replaced atomically. */
+class StateStore implements ChainStore {
+  readonly #statePath: string;
+  readonly #keys: AuditKeys;
+  readonly #stream: AuditStream;
+  readonly #owned: boolean;
+  #state: ChainState = EMPTY_CHAIN;
+
+  constructor(statePath: string, keys: AuditKeys, stream: AuditStream, owned: boolean) {
+    this.#statePath = statePath;
+    this.#keys = keys;
+    this.#stream = stream;
+    this.#owned = owned;
+  }
+
+  refresh(): { state: ChainState; firstInFile: boolean } {
+    let text: string | undefined;
+    try {
+      text = readFileSync(this.#statePath, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError(this.#statePath, 'read the chain state of', error);
+    }
+    if (text === undefined) {
+      this.#state = EMPTY_CHAIN;
+      return { state: this.#state, firstInFile: true };
+    }
+    let saved: { seq?: unknown; hash?: unknown; keyId?: unknown } = {};
+    try {
+      saved = JSON.parse(text) as typeof saved;
+    } catch {
+      // damaged: refused below
+    }
+    if (saved === null || saved.keyId !== this.#keys.keyId || !Number.isSafeInteger(saved.seq) || typeof saved.hash !== 'string') {
+      throw new ExecgateError(
+        'EXECGATE_ERR_AUDIT_TAIL_INVALID',
+        `The audit chain state \`${this.#statePath}\` was written under another audit key or is damaged; move it aside to start a new chain.`,
+        { path: this.#statePath },
+      );
+    }
+    this.#state = { seq: saved.seq as number, hash: saved.hash };
+    return { state: this.#state, firstInFile: false };
+  }
+
+  wantsRotation(): boolean {
+    return false;
+  }
+
+  rotate(): void {
+    // streams do not rotate
+  }
+
+  append(text: string, record: SealedRecord): void {
+    this.#stream.write(text);
+    const temp = `${this.#statePath}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+    try {
+      writeFileSync(temp, JSON.stringify({ seq: record.seq, hash: record.hash, keyId: this.#keys.keyId }), { mode: 0o600 });
+      renameSync(temp, this.#statePath);
+    } catch (error) {
+      throw ioError(this.#statePath, 'save the chain state of', error);
+    }
+    this.#state = { seq: record.seq, hash: record.hash };
+  }
+
+  close(): void {
+    closeAuditStream(this.#stream, this.#owned);
+  }
+}
+
+export class AuditLog implements AuditSink {
+  /** The audit file (with a non-file destination: where it would be). */
+  readonly path: string;
+  /** The key id records are sealed under. */
+  readonly keyId: string;
+  readonly #keys: AuditKeys;
+  readonly #store: ChainStore;
+  readonly #lockPath: string | undefined;
+  readonly #fsync: FsyncPolicy;
+  readonly #forward: { stream: AuditStream; owned: boolean } | undefined;
+  #closed = false;
+
+  constructor(options: AuditOptions = {}) {
+    const env = options.env ?? process.env;
+    const home = options.home ?? (options.path !== undefined ? dirname(options.path) : getHome(env));
+    this.path = options.path ?? join(home, 'audit.log');
+    const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw invalidOption('maxBytes', 'a non-negative integer', maxBytes);
+    const maxFiles = options.maxFiles ?? 0;
+    if (!Number.isSafeInteger(maxFiles) || maxFiles < 0) throw invalidOption('maxFiles', 'a non-negative integer', maxFiles);
+    this.#fsync = options.fsync ?? 'before-spawn';
+    if (!['always', 'before-spawn', 'never'].includes(this.#fsync)) throw invalidOption('fsync', '`always`, `before-spawn` or `never`', options.fsync);
+    const destination = options.destination ?? 'file';
+    if (destination !== 'file' && destination !== 'stdout' && !isAuditStream(destination) && !isAuditTransport(destination)) {
+      throw invalidOption('destination', '`file`, `stdout`, a pino transport ({target}, {targets} or {pipeline}) or a stream', destination);
+    }
+    ensureDir(home);
+    this.#keys = loadAuditKeys({ key: options.key, env, keyPath: options.keyPath ?? getAuditKeyPath(home), create: true });
+    this.keyId = this.#keys.keyId;
+    if (destination === 'file') {
+      this.#store = new FileStore(this.path, this.#keys, maxBytes, maxFiles);
+      this.#lockPath = `${this.path}.lock`;
+    } else {
+      const statePath = options.statePath ?? join(home, 'audit.chain');
+      const owned = !isAuditStream(destination);
+      this.#store = new StateStore(statePath, this.#keys, openAuditStream(destination as 'stdout' | AuditTransport | AuditStream), owned && destination !== 'stdout');
+      this.#lockPath = `${statePath}.lock`;
+    }
+    if (options.lock === false) this.#lockPath = undefined;
+    if (options.forward !== undefined) {
+      const forward = options.forward;
+      if (forward !== 'stdout' && !isAuditStream(forward) && !isAuditTransport(forward)) {
+        throw invalidOption('forward', '`stdout`, a pino transport or a stream', forward);
+      }
+      this.#forward = { stream: openAuditStream(forward), owned: !isAuditStream(forward) && forward !== 'stdout' };
+    }
+  }
+
+  /** Seal and write one record; returns its place in the chain once it is written. */
+  write(event: string, fields: AuditFields = {}): WrittenRecord {
+    if (this.#closed) throw new ExecgateError('EXECGATE_ERR_AUDIT_IO', `The audit log \`${this.path}\` is closed.`, { path: this.path });
+    const lines: string[] = [];
+    const run = (): WrittenRecord => {
+      const { state, firstInFile, leftover } = this.#store.refresh();
+      let previous = state;
+      let first = firstInFile;
+      if (leftover !== undefined) {
+        // Set aside what a crash left (see tail.ts) and say exactly which bytes.
+        const prefix = leftover.terminated ? '' : '\n';
+        const resumed = this.#seal(previous, 'chain.resumed', {
+          recovered: { offset: leftover.offset, bytes: leftover.bytes + prefix.length },
+          reason: 'the end of the file was not an intact record (a write cut short by a crash or a full disk)',
+        }, first);
+        this.#store.append(prefix + resumed.line, resumed, true);
+        lines.push(resumed.line);
+        previous = resumed;
+        first = false;
+      }
+      let sealed = this.#seal(previous, event, fields, first);
+      if (this.#store.wantsRotation(Buffer.byteLength(sealed.line))) {
+        this.#store.rotate();
+        sealed = this.#seal(previous, event, fields, true);
+      }
+      this.#store.append(sealed.line, sealed, this.#fsync === 'always' || (this.#fsync === 'before-spawn' && SPAWN_EVENTS.has(event)));
+      lines.push(sealed.line);
+      return { seq: sealed.seq, hash: sealed.hash };
+    };
+    const written = this.#lockPath === undefined ? run() : withLockSync(this.#lockPath, run);
+    if (this.#forward !== undefined) for (const line of lines) this.#forward.stream.write(line);
+    return written;
+  }
+
+  #seal(previous: ChainState, event: string, fields: AuditFields, firstInFile: boolean): SealedRecord {
+    const record: Record<string, unknown> = { v: RECORD_VERSION, seq: previous.seq + 1, time: new Date().toISOString(), event };
+    for (const key of Object.keys(fields)) if (!RESERVED_KEYS.has(key) && key !== 'keyId') record[key] = fields[key];
+    if (firstInFile) record.keyId = this.#keys.keyId;
+    record.prev = previous.seq === 0 ? GENESIS_HASH : previous.hash;
+    let sealed = sealRecord(this.#keys.chain, record);
+    if (sealed.line.length > MAX_LINE_BYTES) {
+      for (const key of Object.keys(record)) if (!RESERVED_KEYS.has(key)) record[key] = shortenStrings(record[key]);
+      record.shortened = true;
+      sealed = sealRecord(this.#keys.chain, record);
+    }
+    return sealed;
+  }
+
+  /** `hmac-sha256:` + 32 hex: a keyed fingerprint of a resolved value (the same value always gives the same fingerprint under one key). */
+  fingerprint(value: string): string {
+    return fingerprintValue(this.#keys, value);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#store.close();
+    if (this.#forward !== undefined) closeAuditStream(this.#forward.stream, this.#forward.owned);
   }
 }
 

@@ -5,8 +5,10 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ExecgateError } from '../errors';
+import { registerAuditCommands } from './commands/audit';
 import { registerDemoCommand } from './commands/demo';
 import { registerRunCommand } from './commands/run';
+import { registerBackgroundCommands } from './commands/background';
 import { registerSecretCommands } from './commands/secret';
 import { CliExit, EXIT_EXECGATE_ERROR, formatCliError, type CliIo } from './io';
 
@@ -31,8 +33,10 @@ export function buildProgram(io: CliIo): Command {
       outputError: () => { /* printed as a coded line by main() */ },
     });
   registerRunCommand(program, io);
+  registerBackgroundCommands(program, io);
   registerDemoCommand(program, io);
   registerSecretCommands(program, io);
+  registerAuditCommands(program, io);
   return program;
 }
 

@@ -37,6 +37,13 @@ export interface ExecRequest {
    */
   prologue?: string;
   epilogue?: string;
+  /** PTY mode (and background with `pty: true`): terminal size. Default 120 x 30. */
+  cols?: number;
+  rows?: number;
+  /** PTY output: `keep` escape sequences (default) or `strip` them (and turn `\r\n` into `\n`). */
+  ansi?: 'keep' | 'strip';
+  /** Background mode: run on a pseudo-terminal instead of pipes (so `write` can answer prompts). */
+  pty?: boolean;
 }
 
 export interface NormalizedRequest {
@@ -53,11 +60,15 @@ export interface NormalizedRequest {
   readonly leftovers: 'kill' | 'keep';
   readonly prologue: string;
   readonly epilogue: string;
+  readonly cols: number;
+  readonly rows: number;
+  readonly ansi: 'keep' | 'strip';
+  readonly pty: boolean;
 }
 
 const KNOWN_OPTIONS = new Set([
   'command', 'mode', 'cwd', 'env', 'envMode', 'timeout', 'shell', 'grace', 'maxOutput', 'actor', 'leftovers',
-  'prologue', 'epilogue',
+  'prologue', 'epilogue', 'cols', 'rows', 'ansi', 'pty',
 ]);
 
 /*
@@ -110,7 +121,21 @@ export function normalizeRequest(request: unknown, defaults: OptionDefaults): No
   const prologue = normalizeScriptPart('prologue', options.prologue);
   const epilogue = normalizeScriptPart('epilogue', options.epilogue);
 
-  return Object.freeze({ command, mode, cwd, env, envMode, timeout, shell, grace, maxOutput, actor, leftovers, prologue, epilogue });
+  const cols = normalizeTerminalSize('cols', options.cols, 120);
+  const rows = normalizeTerminalSize('rows', options.rows, 30);
+  const ansi = normalizeEnum('ansi', options.ansi, ['keep', 'strip'] as const, 'keep');
+  const pty = normalizeBoolean('pty', options.pty, mode === 'pty');
+  if (pty && mode === 'sync') {
+    throw new ExecgateError(
+      'EXECGATE_ERR_INVALID_OPTION',
+      'The `pty` option applies to `background` runs; for a foreground run on a terminal use `mode: \'pty\'`.',
+      { option: 'pty' },
+    );
+  }
+
+  return Object.freeze({
+    command, mode, cwd, env, envMode, timeout, shell, grace, maxOutput, actor, leftovers, prologue, epilogue, cols, rows, ansi, pty,
+  });
 }
 
 export function validateCommand(command: unknown): string {
@@ -285,6 +310,26 @@ function normalizeCwd(cwd: unknown, fallback: string): string {
     );
   }
   return absolute;
+}
+
+function normalizeTerminalSize(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 10_000) {
+    throw new ExecgateError(
+      'EXECGATE_ERR_INVALID_OPTION',
+      `Expected the \`${name}\` option to be an integer from 1 to 10000, got ${describeValue(value)}.`,
+      { option: name },
+    );
+  }
+  return value;
+}
+
+function normalizeBoolean(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the \`${name}\` option to be a boolean, got ${describeValue(value)}.`, { option: name });
+  }
+  return value;
 }
 
 function normalizeScriptPart(name: string, value: unknown): string {

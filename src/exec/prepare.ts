@@ -80,6 +80,17 @@ export interface PrepareContext {
   readonly fingerprint?: (value: string) => string;
 }
 
+/*
+ * The (value, label) pairs a plan's redactor was built from. Kept beside the plan rather than
+ * on it, so that serialising or logging a plan can never carry them; only code that must
+ * rebuild the redactor in another process (the background supervisor) reads them.
+ */
+const planSecrets = new WeakMap<SpawnPlan, ReadonlyArray<{ readonly value: string; readonly label: string }>>();
+
+export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value: string; readonly label: string }> {
+  return planSecrets.get(plan) ?? [];
+}
+
 export function createRunId(): string {
   return `run_${Date.now().toString(36)}_${randomBytes(6).toString('hex')}`;
 }
@@ -122,6 +133,11 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const resolution = await context.refs.resolveTokens(tokens);
 
   const redactor = new Redactor({ minLength: policy.secrets.minLength });
+  const secrets: Array<{ value: string; label: string }> = [];
+  const mask = (value: string, label: string): void => {
+    redactor.add(value, label);
+    secrets.push({ value, label });
+  };
   const replacements: Replacement[] = [];
   const injected: Record<string, string> = {};
   const envNames = new Map<string, string>();
@@ -149,7 +165,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     const envName = `${REF_ENV_PREFIX}${index}`;
     envNames.set(`${ref.kind}:${ref.id}`, envName);
     injected[envName] = value;
-    redactor.add(value, `${ref.kind}:${ref.id}`);
+    mask(value, `${ref.kind}:${ref.id}`);
   });
   for (const token of resolution.tokens) {
     const envName = envNames.get(`${token.kind}:${token.id}`);
@@ -172,22 +188,22 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     secretValuePatterns: policy.env.secretValuePatterns,
     set: policy.env.set,
     path: policy.env.path,
-    pty: request.mode === 'pty',
+    pty: request.pty,
   });
   for (const { name, value } of sanitized.passedSecrets) {
-    if (value.length >= policy.secrets.minLength) redactor.add(value, `env:${name}`);
+    if (value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
   }
   // Withheld values never reach the child, but the child may meet them another way (a file,
   // a second reference); mask them too when they are long enough to mask meaningfully.
   const inheritedOrRequested = { ...(request.envMode === 'replace' ? {} : context.env), ...request.env };
   for (const name of sanitized.withheld) {
     const value = inheritedOrRequested[name];
-    if (typeof value === 'string' && value.length >= policy.secrets.minLength) redactor.add(value, `env:${name}`);
+    if (typeof value === 'string' && value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
   }
 
   const env: Record<string, string> = { ...sanitized.env, ...injected, [RUN_ID_VARIABLE]: runId };
 
-  return Object.freeze({
+  const plan: SpawnPlan = Object.freeze({
     runId,
     request,
     displayCommand: request.command,
@@ -216,4 +232,6 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       maxFileBytes: policy.output.maxFileBytes,
     }),
   });
+  planSecrets.set(plan, Object.freeze(secrets));
+  return plan;
 }

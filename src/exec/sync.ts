@@ -7,12 +7,10 @@
  * hanging until that process exits.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { ExecgateError } from '../errors';
-import { BoundedCapture } from './capture';
+import { OutputCollector } from './collect';
 import type { SpawnPlan } from './prepare';
-import { describeEnding, formatCutNotice, type ExecResult } from './result';
-import { OutputSpill } from './spill';
+import type { ExecResult } from './result';
 import { isGroupAlive, terminateRun } from './terminate';
 
 export type OutputListener = (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
@@ -61,27 +59,9 @@ export function runSync(plan: SpawnPlan, hooks: RunHooks): Promise<ExecResult> {
     hooks.onSpawn?.(pid);
 
     const { limits } = plan;
-    const captures = {
-      stdout: new BoundedCapture(limits.maxOutput),
-      stderr: new BoundedCapture(limits.maxOutput),
-    };
-    const combined = new BoundedCapture(limits.maxOutput * 2);
-    const spill = new OutputSpill({
-      dir: join(hooks.home, 'runs'),
-      runId: plan.runId,
-      maxFileBytes: limits.maxFileBytes,
-      pendingLimit: limits.maxOutput * 2 + 65_536,
-    });
+    const collector = new OutputCollector(plan, hooks.home, hooks.onOutput);
     const redactors = { stdout: plan.redactor.createStream(), stderr: plan.redactor.createStream() };
-
-    const emit = (stream: 'stdout' | 'stderr', bytes: Buffer): void => {
-      if (bytes.length === 0) return;
-      captures[stream].push(bytes);
-      combined.push(bytes);
-      spill.write(bytes);
-      if (!spill.active && (captures[stream].truncated || combined.truncated)) spill.activate();
-      hooks.onOutput?.(stream, bytes);
-    };
+    const emit = (stream: 'stdout' | 'stderr', bytes: Buffer): void => collector.push(stream, bytes);
 
     let timedOut = false;
     let shutdown = false;
@@ -162,34 +142,13 @@ export function runSync(plan: SpawnPlan, hooks: RunHooks): Promise<ExecResult> {
       } catch {
         // Containment is best effort past this point; the result still reports the exit.
       }
-      const fullOutputPath = spill.close(`[execgate: ${describeEnding({ exitCode, signal: exitSignal, timedOut, timeout: limits.timeout, shutdown })}]`);
-      const notice = (cut: number): string => formatCutNotice(cut, fullOutputPath);
-      const redactions = redactors.stdout.count + redactors.stderr.count;
-      resolve({
-        id: plan.runId,
-        command: plan.displayCommand,
-        mode: plan.request.mode,
-        cwd: plan.cwd,
-        stdout: captures.stdout.toText(notice),
-        stderr: captures.stderr.toText(notice),
-        output: combined.toText(notice),
+      resolve(collector.finish({
         exitCode,
         signal: exitSignal,
         timedOut,
-        killed: timedOut || shutdown,
-        truncated: {
-          stdout: captures.stdout.truncated,
-          stderr: captures.stderr.truncated,
-          output: combined.truncated,
-        },
-        bytes: { stdout: captures.stdout.totalBytes, stderr: captures.stderr.totalBytes },
-        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
-        redactions,
-        env: { removed: plan.envReport.removed, withheld: plan.envReport.withheld },
-        refs: plan.refs,
-        ...(fullOutputPath ? { fullOutputPath } : {}),
-        message: describeEnding({ exitCode, signal: exitSignal, timedOut, timeout: limits.timeout, shutdown }),
-      });
+        shutdown,
+        redactions: redactors.stdout.count + redactors.stderr.count,
+      }));
     };
   });
 }

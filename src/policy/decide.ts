@@ -1,21 +1,112 @@
 /*
  * The policy decision for one request, made on the unresolved command and the references it
- * names, before any value is resolved or anything spawns.
+ * names, before any value is resolved or anything spawns. In order:
+ *   1. the mode must be allowed;
+ *   2. the working directory (symlinks resolved) must be inside a root, when roots are set;
+ *   3. the first command rule that matches decides, else `rules.default`;
+ *   4. every reference must be allowed, and meet every restriction that applies to it.
+ * The first check that fails is the decision, with the rule that made it and a reason for the
+ * caller. Matching shell text is defence in depth, not a sandbox (see SECURITY.md).
  */
+import { realpathSync } from 'node:fs';
+import { sep } from 'node:path';
 import type { NormalizedRequest } from '../exec/options';
 import type { RefToken } from '../refs/types';
 import type { EffectivePolicy } from './effective';
+import { describeMatch, matchesAny, matchesEvery } from './match';
+import { parseCommandText, type ParsedCommand } from './shell-words';
 
 export interface Decision {
   readonly allowed: boolean;
-  /** The rule that decided (its id or index), when one did. */
+  /** The rule that decided (its id, or the policy key for built-in checks). */
   readonly rule?: string;
   /** Why, in words the caller is shown. */
   readonly reason?: string;
 }
 
-const ALLOW_BY_DEFAULT: Decision = Object.freeze({ allowed: true, rule: 'default', reason: 'no policy rule matched; the default allows' });
+/** The parts of a request a decision reads. */
+export type DecisionInput = Pick<NormalizedRequest, 'command' | 'mode' | 'cwd'>;
 
-export function decideRequest(_policy: EffectivePolicy, _request: NormalizedRequest, _tokens: readonly RefToken[]): Decision {
-  return ALLOW_BY_DEFAULT;
+const allow = (rule: string, reason: string): Decision => Object.freeze({ allowed: true, rule, reason });
+const deny = (rule: string, reason: string): Decision => Object.freeze({ allowed: false, rule, reason });
+
+export function decideRequest(policy: EffectivePolicy, request: DecisionInput, tokens: readonly RefToken[]): Decision {
+  const { command, mode } = request;
+  if (!policy.modes[mode].allowed) {
+    return deny(`exec.modes.${mode}.allowed`, `the \`${mode}\` mode is turned off by the policy`);
+  }
+
+  if (policy.cwd.roots.length > 0) {
+    const cwd = realpathOrUndefined(request.cwd);
+    const roots = policy.cwd.roots.map(realpathOrUndefined).filter((root): root is string => root !== undefined);
+    if (cwd === undefined || !roots.some((root) => isInside(cwd, root))) {
+      return deny('cwd.roots', `the working directory \`${cwd ?? request.cwd}\` is outside the directories this policy allows (${policy.cwd.roots.map((root) => `\`${root}\``).join(', ')})`);
+    }
+  }
+
+  let parsed: ParsedCommand | undefined;
+  const getParsed = (): ParsedCommand => (parsed ??= parseCommandText(command, tokens));
+
+  let decision: Decision | undefined;
+  for (const rule of policy.rules.list) {
+    if (rule.action === 'deny') {
+      if (matchesAny(rule.match, command, getParsed())) {
+        return deny(rule.id, rule.reason ?? `the command matches deny rule \`${rule.id}\` (${describeMatch(rule.match)})`);
+      }
+    } else if (matchesEvery(rule.match, command, getParsed())) {
+      decision = allow(rule.id, rule.reason ?? `allowed by rule \`${rule.id}\` (${describeMatch(rule.match)})`);
+      break;
+    }
+  }
+  if (!decision) {
+    if (policy.rules.default === 'deny') {
+      return deny('rules.default', policy.rules.reason ?? 'no rule of the policy allows this command, and the policy denies by default');
+    }
+    decision = allow('rules.default', 'no rule matched; the policy allows by default');
+  }
+
+  for (const token of tokens) {
+    const ref = `${token.kind}:${token.id}`;
+    if (!policy.secrets.allow.some((pattern) => matchesRef(pattern, ref))) {
+      return deny('secrets.allow', `${token.raw} is not a reference this policy allows`);
+    }
+    for (const restriction of policy.secrets.restrict) {
+      if (!restriction.refs.some((pattern) => matchesRef(pattern, ref))) continue;
+      if (!matchesEvery(restriction.match, command, getParsed())) {
+        const rule = `\`${restriction.id}\``;
+        return deny(
+          restriction.id,
+          restriction.reason
+            ? `${restriction.reason} (${token.raw}, rule ${rule})`
+            : `${token.raw} may only be used in commands matching ${describeMatch(restriction.match)}, and every command in this text must`,
+        );
+      }
+    }
+  }
+  return decision;
+}
+
+function realpathOrUndefined(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function isInside(path: string, root: string): boolean {
+  if (path === root) return true;
+  return path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
+}
+
+const refPatterns = new Map<string, RegExp>();
+
+/** `secret:ci/*` against `secret:ci/deploy-key`: `*` matches any characters, all else literally. */
+export function matchesRef(pattern: string, ref: string): boolean {
+  let regex = refPatterns.get(pattern);
+  if (!regex) {
+    regex = new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')).join('.*')}$`);
+    if (refPatterns.size < 1024) refPatterns.set(pattern, regex);
+  }
+  return regex.test(ref);
 }

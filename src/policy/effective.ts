@@ -4,6 +4,8 @@
  * re-validates configuration.
  */
 
+import type { CommandMatch } from './match';
+
 export type ExecMode = 'sync' | 'pty' | 'background';
 
 export const EXEC_MODES: readonly ExecMode[] = Object.freeze(['sync', 'pty', 'background']);
@@ -16,7 +18,26 @@ export interface ModeLimits {
   readonly maxTimeout: number;
 }
 
+/** One ordered command rule (`rules.list`). */
+export interface CommandRule {
+  /** Shown in decisions and audit records: the author's id, or `FILE:rules.list[N]`. */
+  readonly id: string;
+  readonly action: 'allow' | 'deny';
+  readonly match: CommandMatch;
+  readonly reason?: string;
+}
+
+/** Which commands may use some references (`secrets.restrict`). */
+export interface SecretRestriction {
+  readonly id: string;
+  /** Reference patterns (`secret:github-token`, `secret:ci/*`). */
+  readonly refs: readonly string[];
+  readonly match: CommandMatch;
+  readonly reason?: string;
+}
+
 export interface EffectivePolicy {
+  /** Where the policy came from: a file path, or `<embedded default>`. */
   readonly source: string;
   readonly modes: Readonly<Record<ExecMode, ModeLimits>>;
   /** Milliseconds between SIGTERM and SIGKILL when a run is stopped. */
@@ -39,11 +60,46 @@ export interface EffectivePolicy {
     readonly set: Readonly<Record<string, string>>;
     readonly path?: string;
   };
+  /** Background runs (the runtime limit is `modes.background.defaultTimeout` / `maxTimeout`). */
+  readonly background: {
+    /** Running background processes per gateway; one more is refused. */
+    readonly maxConcurrent: number;
+    /** Cap of each background output file, in bytes (cut with a notice). */
+    readonly maxFileBytes: number;
+    /** Recent output kept in memory per process, in bytes. */
+    readonly ringBytes: number;
+    /** What `gateway.close()` does with running background processes. */
+    readonly onClose: 'kill' | 'keep';
+  };
   readonly secrets: {
     /** Accept the `{{kind:id}}` alias spelling. */
     readonly alias: boolean;
     /** Shortest resolved value that may be used; shorter ones fail closed. */
     readonly minLength: number;
+    /** Reference patterns that may be used at all (`secret:*`, `decrypt:*`, `secret:github-token`). */
+    readonly allow: readonly string[];
+    /** Per-reference command restrictions; every one that applies to a reference must be met. */
+    readonly restrict: readonly SecretRestriction[];
+  };
+  /** Working directories: a request's cwd (symlinks resolved) must be inside a root; empty = anywhere. */
+  readonly cwd: {
+    readonly roots: readonly string[];
+  };
+  /** Command rules, first match wins; `default` decides when none matches. */
+  readonly rules: {
+    readonly default: 'allow' | 'deny';
+    readonly reason?: string;
+    readonly list: readonly CommandRule[];
+  };
+  /** The audit log. `enabled` and `path` are read when a gateway starts. */
+  readonly audit: {
+    readonly enabled: boolean;
+    /** Default `$EXECGATE_HOME/audit.log`. */
+    readonly path?: string;
+    /** Record keyed fingerprints of resolved values. */
+    readonly fingerprints: boolean;
+    /** Record the names of variables removed or withheld. */
+    readonly env: boolean;
   };
 }
 
@@ -75,7 +131,11 @@ export const DEFAULT_POLICY: EffectivePolicy = deepFreeze({
     secretValuePatterns: [],
     set: {},
   },
-  secrets: { alias: true, minLength: 8 },
+  background: { maxConcurrent: 64, maxFileBytes: 256 * 1024 * 1024, ringBytes: 64 * 1024, onClose: 'kill' },
+  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [] },
+  cwd: { roots: [] },
+  rules: { default: 'allow', list: [] },
+  audit: { enabled: true, fingerprints: true, env: true },
 });
 
 export { deepFreeze };

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { ExecgateError } from '../../src/errors';
 import { Redactor, type RedactStream } from '../../src/redact';
 import { expectNoLeak } from '../helpers/leak';
@@ -166,6 +167,22 @@ describe('never throws', () => {
     expect(redactor.redactBuffer(null as unknown as Buffer).count).toBe(0);
     expect(redactor.redactString('lone \ud800 odd-input-secret').text).toBe('lone \ufffd [REDACTED:secret:odd]');
     expect(redactor.redactString('lone \ud800 surrogate, no match').text).toBe('lone \ud800 surrogate, no match');
+  });
+
+  test('on any UTF-16 value, lone surrogates included, and any bytes', () => {
+    const anyUnit = fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code));
+    fc.assert(
+      fc.property(fc.string({ unit: anyUnit, maxLength: 30 }), fc.uint8Array({ maxLength: 100 }), (value, bytes) => {
+        const redactor = new Redactor({ minLength: 1 });
+        redactor.add(value, 'secret:fuzz');
+        const input = Buffer.concat([Buffer.from(bytes), Buffer.from(value, 'utf8'), Buffer.from(bytes)]);
+        const stream = redactor.createStream();
+        const streamed = Buffer.concat([stream.push(input.subarray(0, 7)), stream.push(input.subarray(7)), stream.flush()]);
+        expect(streamed.equals(redactor.redactBuffer(input).buffer)).toBe(true);
+        expect(redactor.redactString(value).count).toBe(value.length === 0 ? 0 : 1);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   test('an empty redactor passes everything through', () => {

@@ -52,6 +52,13 @@ const { cmd } = fc.letrec<{ cmd: string; word: string; dq: string; sq: string; h
     { weight: 1, arbitrary: tie('word').map((w) => `cat <<<${w}`) },
     { weight: 1, arbitrary: tie('word').map((w) => `for i in ${w}; do printf '{%s}' "$i"; done`) },
     { weight: 1, arbitrary: tie('cmd').map((c) => `f() { ${c}; }; f`) },
+    { weight: 1, arbitrary: tie('cmd').map((c) => `function g { ${c}; }; g`) },
+    { weight: 2, arbitrary: fc.tuple(fc.constantFrom('echo $(( W ))', '(( y = W )); echo $y', 'a[W]=1; echo ${a[@]}', 'echo ${a[W]}', 'x=abcdef; echo ${x:W}', 'x=abc; echo ${x:1:W}', '[[ W -eq 1 ]] && echo y', '[[ 1 -lt W ]]; echo $?', 'echo $[ W ]', 'arr=([W]=1); echo ${arr[@]}', 'echo "$(( 1 + W ))"', 'for (( i=0; i<W; i++ )); do echo $i; done', 'x=abc; echo "${x:W:1}"', 'unset a[W]', 'echo $(( $(echo W) ))', 'echo $(( `echo W` ))', 'declare a[W]=1'), tie('word')).map(([t, w]) => t.replace(/W/g, w)) },
+    { weight: 1, arbitrary: fc.tuple(tie('hd'), fc.constantFrom('\t', '\t\t', '')).map(([h, tab]) => `cat <<-EOF\n${tab}${h.replace(/\n/g, '\n' + tab)}\n${tab}EOF\n`) },
+    { weight: 1, arbitrary: fc.tuple(tie('hd')).map(([h]) => `printf '[%s]' "$(cat <<EOF\n${h}\nEOF\n)"`) },
+    { weight: 1, arbitrary: fc.tuple(tie('word'), tie('word')).map(([a, b]) => `printf '[%s]' ${a}\\\n${b}`) },
+    { weight: 1, arbitrary: tie('sq').map((q) => `printf '[%s]' $'${q.replace(/'/g, "\\'")}'`) },
+    { weight: 1, arbitrary: tie('word').map((w) => `x=aXb; printf '[%s]' "\${x/X/${w}}" \${x//X/${w}} "\${x%${w}}" \${#x}`) },
   ),
 }));
 function run(script: string, env: Record<string,string>) {
@@ -72,9 +79,9 @@ test('fuzz2', () => {
     const evil = `a[$(touch ${PW})]\`touch ${PW}\`'"$(touch ${PW}) *`;
     run(script, { N: evil });
     if (existsSync(PW)) { rmSync(PW); bad.push('INJECT ' + JSON.stringify(command) + ' => ' + JSON.stringify(script)); }
-    const a = run(script, { N: '.Vq9.' });
-    const b = run(command.split(T).join('.Vq9.'), {});
-    if (a.out !== b.out || a.status !== b.status) { mism++; if (process.env.FAILDIFF) throw new Error('DIFF ' + JSON.stringify(command) + ' => ' + JSON.stringify(script) + ` ${JSON.stringify(a)} vs ${JSON.stringify(b)}`); if (bad.length < 40) bad.push('DIFF ' + JSON.stringify(command) + ' => ' + JSON.stringify(script) + ` ${JSON.stringify(a)} vs ${JSON.stringify(b)}`); }
+    const a = run(script, { N: '+Vq9+' });
+    const b = run(command.split(T).join('+Vq9+'), {});
+    if (a.out !== b.out || a.status !== b.status) { mism++; if (process.env.FAILDIFF) require('fs').writeFileSync('/tmp/fail.txt', command); if (process.env.FAILDIFF) throw new Error('DIFF ' + JSON.stringify(command) + ' => ' + JSON.stringify(script) + ` ${JSON.stringify(a)} vs ${JSON.stringify(b)}`); if (bad.length < 40) bad.push('DIFF ' + JSON.stringify(command) + ' => ' + JSON.stringify(script) + ` ${JSON.stringify(a)} vs ${JSON.stringify(b)}`); }
   }), { numRuns: Number(process.env.FUZZ_RUNS ?? 3000), seed: Number(process.env.FUZZ_SEED ?? 1) });
   console.log({ ran, refused, mism, noTok }, [...reasons], bad.join('\n'));
 });

@@ -3,6 +3,7 @@
  * vault and print the `<<decrypt:ID>>` token that stands for it.
  */
 import type { Command } from 'commander';
+import { recordCliEvent } from '../../audit/cli-events';
 import type { CliIo } from '../io';
 import { readSecretValue } from './secret-input';
 import { getCliStores } from './secret-stores';
@@ -16,6 +17,7 @@ export function registerEncryptCommand(program: Command, io: CliIo): void {
       const { vault } = getCliStores(io);
       const value = await readSecretValue(io, 'the blob');
       const id = await vault.encrypt(value, flags.label === undefined ? {} : { label: flags.label });
+      recordCliEvent(io.env, 'secret.set', { kind: 'decrypt', name: id, store: 'vault' });
       io.stdout.write(`<<decrypt:${id}>>\n`);
     });
 }

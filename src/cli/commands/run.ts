@@ -18,6 +18,10 @@ interface RunFlags {
   policy?: string;
   envReplace?: boolean;
   keep?: boolean;
+  pty?: boolean;
+  cols?: string;
+  rows?: string;
+  ansi?: string;
 }
 
 const TOKEN_HELP = `
@@ -58,8 +62,12 @@ export function registerRunCommand(program: Command, io: CliIo): void {
     .option('--env <KEY=VALUE>', 'set a variable for the command (repeatable)', collect, [])
     .option('--env-replace', 'start from the --env variables alone instead of inheriting the environment')
     .option('--shell <path>', 'absolute path of the shell (default /bin/bash)')
-    .option('--policy <file>', 'policy file (YAML or JSON)')
+    .option('--policy <file>', 'policy file (YAML or JSON; default $EXECGATE_POLICY, else the embedded default)')
     .option('--keep', 'leave processes the command started in the background running after it exits')
+    .option('--pty', 'background mode: run on a pseudo-terminal instead of pipes')
+    .option('--cols <n>', 'pty: terminal columns (default 120)')
+    .option('--rows <n>', 'pty: terminal rows (default 30)')
+    .option('--ansi <keep|strip>', 'pty: keep or strip terminal escape sequences (default keep)')
     .passThroughOptions()
     .addHelpText('after', TOKEN_HELP)
     .action(async (words: string[], flags: RunFlags) => {
@@ -77,6 +85,12 @@ function parseEnv(pairs: string[]): Record<string, string> {
   return env;
 }
 
+function parseInteger(flag: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value)) throw usageError(`Expected ${flag} to be an integer, got \`${text}\`.`);
+  return value;
+}
+
 function parseTimeout(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const seconds = Number(text);
@@ -87,28 +101,48 @@ function parseTimeout(text: string | undefined): number | undefined {
 }
 
 async function runAction(words: string[], flags: RunFlags, io: CliIo): Promise<void> {
-  if (flags.policy !== undefined) {
-    throw new ExecgateError('EXECGATE_ERR_POLICY_UNSUPPORTED', `--policy is not supported by this version of execgate; the embedded default policy applies. Remove --policy ${flags.policy}.`);
-  }
+  // --policy, else $EXECGATE_POLICY, else the embedded default. An invalid file stops here.
+  const policyFile = flags.policy ?? (io.env.EXECGATE_POLICY || undefined);
   const command = words.join(' ');
-  const gateway = createGateway({ env: io.env, cwd: io.cwd });
+  const background = flags.mode === 'background';
+  // A CLI process is short-lived: background runs get their own supervisor and outlive it.
+  const gateway = createGateway({
+    env: io.env,
+    cwd: io.cwd,
+    ...(policyFile !== undefined ? { policyFile } : {}),
+    ...(background ? { backgroundLauncher: 'detached' as const, backgroundOnClose: 'keep' as const } : {}),
+  });
   const stopOnSignal = (): void => { void gateway.close(); };
   process.once('SIGINT', stopOnSignal);
   process.once('SIGTERM', stopOnSignal);
+  const request = {
+    command,
+    mode: flags.mode as 'sync',
+    cwd: flags.cwd,
+    env: parseEnv(flags.env),
+    envMode: flags.envReplace ? 'replace' as const : 'merge' as const,
+    timeout: parseTimeout(flags.timeout),
+    shell: flags.shell,
+    actor: `cli:${getCurrentUser()}`,
+    leftovers: flags.keep ? 'keep' as const : 'kill' as const,
+    ...(flags.pty ? { pty: true } : {}),
+    ...(flags.cols !== undefined ? { cols: parseInteger('--cols', flags.cols) } : {}),
+    ...(flags.rows !== undefined ? { rows: parseInteger('--rows', flags.rows) } : {}),
+    ...(flags.ansi !== undefined ? { ansi: flags.ansi as 'keep' } : {}),
+  };
+  if (background) {
+    try {
+      const started = await gateway.exec({ ...request, mode: 'background' });
+      io.stdout.write(flags.json ? `${JSON.stringify(started, null, 2)}\n` : `${started.id}\n`);
+    } finally {
+      await gateway.close();
+    }
+    return;
+  }
   let result: ExecResult;
   try {
     result = await gateway.exec(
-      {
-        command,
-        mode: flags.mode as 'sync',
-        cwd: flags.cwd,
-        env: parseEnv(flags.env),
-        envMode: flags.envReplace ? 'replace' : 'merge',
-        timeout: parseTimeout(flags.timeout),
-        shell: flags.shell,
-        actor: `cli:${getCurrentUser()}`,
-        leftovers: flags.keep ? 'keep' : 'kill',
-      },
+      request,
       flags.json ? {} : { onOutput: (stream, chunk) => { (stream === 'stdout' ? io.stdout : io.stderr).write(chunk); } },
     );
   } finally {

@@ -4,6 +4,7 @@
  * This module also registers `execgate encrypt` and `execgate vault rotate-key`.
  */
 import { Option, type Command } from 'commander';
+import { recordCliEvent } from '../../audit/cli-events';
 import { ExecgateError } from '../../errors';
 import { KeyringUnavailableError, isValidSecretName, validateSecretName } from '../../vault';
 import { CliExit, type CliIo } from '../io';
@@ -55,6 +56,7 @@ export function registerSecretCommands(program: Command, io: CliIo): void {
       const value = await readSecretValue(io, `<<secret:${name}>>`);
       if (store === 'keyring') await callKeyring(`storing <<secret:${name}>>`, () => stores.keyring.set(name, value));
       else await stores.vault.set(name, value);
+      recordCliEvent(io.env, 'secret.set', { kind: 'secret', name, store });
       io.stdout.write(`${name}: stored in the ${store}\n`);
       // Say so when an earlier source would shadow what was just stored.
       const location = await findSecretSource(name, { env: io.env, home: stores.home, keyring: stores.keyring, vault: stores.vault }).catch(
@@ -121,6 +123,7 @@ export function registerSecretCommands(program: Command, io: CliIo): void {
           { name },
         );
       }
+      recordCliEvent(io.env, 'secret.removed', { kind: 'secret', name, stores: removed });
       io.stdout.write(`${name}: removed from the ${removed.join(' and the ')}\n`);
     });
 

@@ -4,6 +4,7 @@
  * with the old key or the new one (see src/vault/keys.ts).
  */
 import type { Command } from 'commander';
+import { recordCliEvent } from '../../audit/cli-events';
 import type { CliIo } from '../io';
 import { getCliStores, getOrAddCommand } from './secret-stores';
 
@@ -19,6 +20,7 @@ export function registerVaultCommands(program: Command, io: CliIo): void {
         io.stdout.write(`No vault at ${vault.path}; nothing to rotate.\n`);
         return;
       }
+      recordCliEvent(io.env, 'vault.rotated', { entries: result.entries, keyStore: result.keyStore, oldKeyId: result.oldKeyId.slice(0, 12), newKeyId: result.newKeyId.slice(0, 12) });
       const where = result.keyStore === 'keyring' ? 'the OS keyring' : `the key file ${vault.keyPath}`;
       io.stdout.write(
         `Rotated the vault key: ${result.entries} ${result.entries === 1 ? 'entry' : 'entries'} re-encrypted ` +

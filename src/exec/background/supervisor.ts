@@ -1,0 +1,52 @@
+/*
+ * Entry point of the detached background supervisor (see detached.ts). It reads one JSON plan
+ * from stdin, starts the run, replies with one JSON line on stdout, then stays alive, reading
+ * and redacting the run's output into its file, until the run has ended.
+ */
+import { Redactor } from '../../redact';
+import { isExecgateError } from '../../errors';
+import type { SpawnPlan } from '../prepare';
+import type { SupervisorInput } from './detached';
+import { BackgroundRun } from './run';
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function main(): Promise<void> {
+  const input = JSON.parse(await readStdin()) as SupervisorInput;
+  const redactor = new Redactor({ minLength: input.minLength });
+  for (const { value, label } of input.secrets) redactor.add(value, label);
+  const plan = { ...input.plan, redactor } as SpawnPlan;
+  const run = new BackgroundRun(plan, {
+    home: input.home,
+    ringBytes: input.ringBytes,
+    maxFileBytes: input.maxFileBytes,
+    maxRuntime: plan.limits.timeout,
+  });
+  let started;
+  try {
+    started = run.start(process.pid);
+  } catch (error) {
+    const code = isExecgateError(error) ? error.code : 'EXECGATE_ERR_SPAWN_FAILED';
+    process.stdout.write(`${JSON.stringify({ error: { code, message: (error as Error).message } })}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  process.stdout.write(`${JSON.stringify({ started })}\n`);
+  process.stdout.destroy();
+  // SIGTERM/SIGINT to the supervisor ends the run the way `kill` would, then the supervisor.
+  const stop = (): void => { void run.kill({}, { state: 'killed', reason: 'supervisor stopped' }); };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  // SIGUSR2 is how `execgate kill` (another process) asks for the run to be stopped.
+  process.on('SIGUSR2', () => { void run.kill({}, { state: 'killed', reason: 'killed on request' }); });
+  process.on('SIGHUP', () => { /* detached: a closing terminal does not end the run */ });
+  await run.done;
+}
+
+main().catch(() => {
+  process.exitCode = 1;
+});

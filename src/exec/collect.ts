@@ -1,0 +1,82 @@
+/*
+ * What sync and PTY runs share after the bytes leave the redactor: bounded per-stream captures,
+ * the combined capture, the full-output file, and the result shape. Executors push redacted
+ * bytes in; `finish` builds the ExecResult.
+ */
+import { join } from 'node:path';
+import { BoundedCapture } from './capture';
+import type { SpawnPlan } from './prepare';
+import { describeEnding, formatCutNotice, type ExecResult } from './result';
+import { OutputSpill } from './spill';
+
+export type StreamName = 'stdout' | 'stderr';
+
+export interface Ending {
+  readonly exitCode: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly timedOut: boolean;
+  readonly shutdown: boolean;
+  readonly redactions: number;
+}
+
+export class OutputCollector {
+  readonly #plan: SpawnPlan;
+  readonly #captures: Record<StreamName, BoundedCapture>;
+  readonly #combined: BoundedCapture;
+  readonly #spill: OutputSpill;
+  readonly #onOutput?: (stream: StreamName, chunk: Buffer) => void;
+  readonly #started = performance.now();
+
+  constructor(plan: SpawnPlan, home: string, onOutput?: (stream: StreamName, chunk: Buffer) => void) {
+    this.#plan = plan;
+    const { limits } = plan;
+    this.#captures = { stdout: new BoundedCapture(limits.maxOutput), stderr: new BoundedCapture(limits.maxOutput) };
+    this.#combined = new BoundedCapture(limits.maxOutput * 2);
+    this.#spill = new OutputSpill({
+      dir: join(home, 'runs'),
+      runId: plan.runId,
+      maxFileBytes: limits.maxFileBytes,
+      pendingLimit: limits.maxOutput * 2 + 65_536,
+    });
+    this.#onOutput = onOutput;
+  }
+
+  push(stream: StreamName, bytes: Buffer): void {
+    if (bytes.length === 0) return;
+    const capture = this.#captures[stream];
+    capture.push(bytes);
+    this.#combined.push(bytes);
+    this.#spill.write(bytes);
+    if (!this.#spill.active && (capture.truncated || this.#combined.truncated)) this.#spill.activate();
+    this.#onOutput?.(stream, bytes);
+  }
+
+  finish(ending: Ending): ExecResult {
+    const plan = this.#plan;
+    const message = describeEnding({ ...ending, timeout: plan.limits.timeout });
+    const fullOutputPath = this.#spill.close(`[execgate: ${message}]`);
+    const notice = (cut: number): string => formatCutNotice(cut, fullOutputPath);
+    const { stdout, stderr } = this.#captures;
+    return {
+      id: plan.runId,
+      command: plan.displayCommand,
+      mode: plan.request.mode,
+      cwd: plan.cwd,
+      stdout: stdout.toText(notice),
+      stderr: stderr.toText(notice),
+      output: this.#combined.toText(notice),
+      exitCode: ending.exitCode,
+      signal: ending.signal,
+      timedOut: ending.timedOut,
+      killed: ending.timedOut || ending.shutdown,
+      truncated: { stdout: stdout.truncated, stderr: stderr.truncated, output: this.#combined.truncated },
+      bytes: { stdout: stdout.totalBytes, stderr: stderr.totalBytes },
+      durationMs: Math.round((performance.now() - this.#started) * 1000) / 1000,
+      redactions: ending.redactions,
+      env: { removed: plan.envReport.removed, withheld: plan.envReport.withheld },
+      refs: plan.refs,
+      ...(fullOutputPath ? { fullOutputPath } : {}),
+      message,
+    };
+  }
+}

@@ -1,0 +1,79 @@
+/*
+ * An EffectivePolicy written back as a policy document (the file format): what
+ * `execgate policy show` prints. The result validates against the schema and loads to the same
+ * policy, so it can be saved and used as a flattened policy file.
+ */
+import type { EffectivePolicy, ExecMode } from './effective';
+import { EXEC_MODES } from './effective';
+import type { CommandMatch } from './match';
+import { formatDuration, formatSize } from './units';
+
+function matchToDocument(match: CommandMatch): Record<string, unknown> {
+  if (match.kind === 'command') {
+    const commands = match.commands.map((words) => words.join(' '));
+    return { command: commands.length === 1 ? commands[0] : commands };
+  }
+  if (match.kind === 'prefix') return { prefix: match.prefixes.length === 1 ? match.prefixes[0] : [...match.prefixes] };
+  return { regex: match.regex.source };
+}
+
+export function policyToDocument(policy: EffectivePolicy): Record<string, unknown> {
+  const modes: Record<string, unknown> = {};
+  for (const mode of EXEC_MODES as readonly ExecMode[]) {
+    const limits = policy.modes[mode];
+    modes[mode] = { allowed: limits.allowed, timeout: formatDuration(limits.defaultTimeout), maxTimeout: formatDuration(limits.maxTimeout) };
+  }
+  return {
+    version: 1,
+    exec: {
+      modes,
+      grace: formatDuration(policy.grace),
+      drainTimeout: formatDuration(policy.drainTimeout),
+      output: { maxBytes: formatSize(policy.output.maxBytes), maxFileBytes: formatSize(policy.output.maxFileBytes) },
+      background: {
+        maxConcurrent: policy.background.maxConcurrent,
+        maxFileBytes: formatSize(policy.background.maxFileBytes),
+        ringBytes: formatSize(policy.background.ringBytes),
+        onClose: policy.background.onClose,
+      },
+    },
+    cwd: { roots: [...policy.cwd.roots] },
+    env: {
+      mode: policy.env.mode,
+      allowlist: [...policy.env.allowlist],
+      allowSecrets: [...policy.env.allowSecrets],
+      strip: [...policy.env.strip],
+      secretNamePatterns: policy.env.secretNamePatterns.map((pattern) => pattern.source),
+      secretValuePatterns: policy.env.secretValuePatterns.map((pattern) => pattern.source),
+      set: { ...policy.env.set },
+      ...(policy.env.path !== undefined ? { path: policy.env.path } : {}),
+    },
+    rules: {
+      default: policy.rules.default,
+      ...(policy.rules.reason !== undefined ? { reason: policy.rules.reason } : {}),
+      list: policy.rules.list.map((rule) => ({
+        id: rule.id,
+        action: rule.action,
+        ...matchToDocument(rule.match),
+        ...(rule.reason !== undefined ? { reason: rule.reason } : {}),
+      })),
+    },
+    secrets: {
+      alias: policy.secrets.alias,
+      minLength: policy.secrets.minLength,
+      allow: [...policy.secrets.allow],
+      restrict: policy.secrets.restrict.map((restriction) => ({
+        id: restriction.id,
+        ref: restriction.refs.length === 1 ? restriction.refs[0] : [...restriction.refs],
+        ...matchToDocument(restriction.match),
+        ...(restriction.reason !== undefined ? { reason: restriction.reason } : {}),
+      })),
+    },
+    audit: {
+      enabled: policy.audit.enabled,
+      ...(policy.audit.path !== undefined ? { path: policy.audit.path } : {}),
+      fingerprints: policy.audit.fingerprints,
+      env: policy.audit.env,
+    },
+  };
+}

@@ -1,0 +1,274 @@
+/*
+ * Validation against policies/schema.json, the one source of truth for the policy format.
+ *
+ * The validator is built once, on first use: from the code generated ahead of time from the
+ * schema (schema-validator.js, checked against the schema's digest), or else by compiling the
+ * schema with ajv. Either way a gateway that is given no policy file never pays for it.
+ *
+ * ajv's errors are then turned into one precise problem per mistake: positioned at the offending
+ * key or value, naming its JSON path and what was expected, with a suggestion for a misspelled
+ * key or value.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describeJson, formatPath, suggest, type PathSegment, type PolicyProblem } from './problems';
+import { locate, type PolicySource } from './source';
+
+export const SCHEMA_PATH = join(__dirname, '..', '..', 'policies', 'schema.json');
+
+interface SchemaError {
+  readonly instancePath: string;
+  readonly schemaPath: string;
+  readonly keyword: string;
+  readonly params: Record<string, unknown>;
+  readonly message?: string;
+  readonly propertyName?: string;
+}
+
+type Validate = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
+type Schema = Record<string, unknown>;
+
+let schemaText: string | undefined;
+let schema: Schema | undefined;
+let validator: Validate | undefined;
+
+export function getSchemaText(): string {
+  schemaText ??= readFileSync(SCHEMA_PATH, 'utf8');
+  return schemaText;
+}
+
+export function getSchema(): Schema {
+  schema ??= JSON.parse(getSchemaText()) as Schema;
+  return schema;
+}
+
+export function getSchemaDigest(): string {
+  return createHash('sha256').update(getSchemaText()).digest('hex');
+}
+
+/** The ajv options the validator is compiled with (ahead of time too). */
+export const AJV_OPTIONS = Object.freeze({ allErrors: true, strict: true, unicodeRegExp: true });
+
+export function getValidator(): Validate {
+  if (validator) return validator;
+  const generated = loadGenerated();
+  if (generated) {
+    validator = generated;
+    return validator;
+  }
+  validator = compileWithAjv() as Validate;
+  return validator;
+}
+
+/** Compile the schema with ajv (draft 2020-12). Used when no matching generated code exists. */
+export function compileWithAjv(options: Record<string, unknown> = {}): unknown {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { default: Ajv2020 } = require('ajv/dist/2020') as { default: new (options: object) => { compile(schema: object): Validate } };
+  const ajv = new Ajv2020({ ...AJV_OPTIONS, ...options });
+  return ajv.compile(getSchema());
+}
+
+function loadGenerated(): Validate | undefined {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const module = require('./schema-validator.js') as { validate: Validate; SCHEMA_SHA256: string };
+    return module.SCHEMA_SHA256 === getSchemaDigest() ? module.validate : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every schema problem of one parsed file (empty when it is valid). */
+export function validateSource(source: PolicySource): PolicyProblem[] {
+  const validate = getValidator();
+  if (validate(source.value)) return [];
+  const errors = reduceErrors(validate.errors ?? [], source.value);
+  const problems: PolicyProblem[] = [];
+  const seen = new Set<string>();
+  for (const error of errors) {
+    const problem = toProblem(error, source);
+    const key = `${problem.line}:${problem.column}:${problem.path ?? ''}:${problem.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    problems.push(problem);
+  }
+  return problems.sort((a, b) => a.line - b.line || a.column - b.column);
+}
+
+function parsePointer(pointer: string): PathSegment[] {
+  if (pointer === '') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((part) => (/^(0|[1-9][0-9]*)$/.test(part) ? Number(part) : part));
+}
+
+function valueAt(root: unknown, path: readonly PathSegment[]): unknown {
+  let value = root;
+  for (const segment of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string | number, unknown>)[segment];
+  }
+  return value;
+}
+
+/** The schema object a schemaPath's keyword belongs to (`#/$defs/mode/additionalProperties` -> the mode schema). */
+function parentSchemaOf(schemaPath: string): Schema {
+  const parts = schemaPath.replace(/^#/, '').split('/').slice(1, -1);
+  let node: unknown = getSchema();
+  for (const part of parts) node = (node as Record<string, unknown>)?.[part.replace(/~1/g, '/').replace(/~0/g, '~')];
+  return (node ?? {}) as Schema;
+}
+
+function resolveRef(node: Schema): Schema {
+  let current = node;
+  for (let i = 0; i < 8 && typeof current.$ref === 'string'; i++) {
+    const ref = current.$ref as string;
+    const parts = ref.replace(/^#/, '').split('/').slice(1);
+    let next: unknown = getSchema();
+    for (const part of parts) next = (next as Record<string, unknown>)?.[part];
+    current = (next ?? {}) as Schema;
+  }
+  return current;
+}
+
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+}
+
+function typeMatches(schemaType: unknown, valueType: string): boolean {
+  const types = Array.isArray(schemaType) ? schemaType : [schemaType];
+  return types.some((type) => type === valueType || (type === 'number' && valueType === 'integer'));
+}
+
+/*
+ * ajv reports every failed branch of an `anyOf`. Keep what a person needs: when the value's type
+ * picks one branch (a list where "a string or a list" is allowed), the errors inside that branch;
+ * otherwise one "expected <title>" error for the whole `anyOf`.
+ */
+function reduceErrors(errors: readonly SchemaError[], root: unknown): SchemaError[] {
+  let kept = [...errors];
+  for (const error of errors) {
+    if (error.keyword !== 'anyOf' && error.keyword !== 'oneOf') continue;
+    const branches = (parentSchemaOf(`${error.schemaPath}/x`)[error.keyword] ?? []) as Schema[];
+    const value = valueAt(root, parsePointer(error.instancePath));
+    if (error.keyword === 'oneOf' && branches.every((branch) => Array.isArray(branch.required))) {
+      // "exactly one of these keys": the failed `required` branches say nothing useful.
+      kept = kept.filter((other) => !(other.keyword === 'required' && other.instancePath === error.instancePath && /\/oneOf\/\d+\/required$/.test(other.schemaPath)));
+      continue;
+    }
+    const valueType = jsonType(value);
+    const matching = branches.map(resolveRef).filter((branch) => typeMatches(branch.type, valueType));
+    const structured = matching.length === 1 && (valueType === 'array' || valueType === 'object');
+    if (structured) {
+      kept = kept.filter((other) => other !== error && !(other.instancePath === error.instancePath && other.keyword === 'type'));
+    } else {
+      kept = kept.filter((other) => other === error || !(other.instancePath === error.instancePath || other.instancePath.startsWith(`${error.instancePath}/`)));
+    }
+  }
+  return kept;
+}
+
+const TYPE_WORDS: Readonly<Record<string, string>> = {
+  integer: 'a whole number',
+  number: 'a number',
+  string: 'a string',
+  boolean: '`true` or `false`',
+  array: 'a list',
+  object: 'a mapping',
+  null: 'nothing',
+};
+
+function expected(parent: Schema, fallback: string): string {
+  return typeof parent.title === 'string' ? parent.title : fallback;
+}
+
+function toProblem(error: SchemaError, source: PolicySource): PolicyProblem {
+  const path = parsePointer(error.instancePath);
+  const value = valueAt(source.value, path);
+  const parent = parentSchemaOf(error.schemaPath);
+  const make = (message: string, at: readonly PathSegment[] = path, key?: string): PolicyProblem => {
+    const where = locate(source, at, key);
+    const fullPath = key === undefined ? at : [...at, key];
+    return {
+      code: 'EXECGATE_ERR_POLICY_INVALID',
+      file: source.file,
+      line: where.line,
+      column: where.column,
+      ...(fullPath.length > 0 ? { path: formatPath(fullPath) } : {}),
+      message,
+    };
+  };
+
+  if (error.propertyName !== undefined && error.keyword !== 'propertyNames') {
+    return make(`invalid key \`${error.propertyName}\`: expected ${expected(parent, 'a valid key')}`, path, error.propertyName);
+  }
+  switch (error.keyword) {
+    case 'additionalProperties': {
+      const key = String(error.params.additionalProperty);
+      const known = Object.keys((parent.properties ?? {}) as object).filter((name) => name !== '$schema');
+      const hint = suggest(key, known);
+      const tail = hint ? `did you mean \`${hint}\`?` : `expected one of ${known.map((name) => `\`${name}\``).join(', ')}`;
+      return make(`unknown key; ${tail}`, path, key);
+    }
+    case 'required': {
+      const missing = String(error.params.missingProperty);
+      if (path.length === 0 && missing === 'version') return make('missing `version`; a policy starts with `version: 1`');
+      return make(`missing required key \`${missing}\``);
+    }
+    case 'const':
+      if (path.length === 1 && path[0] === 'version') {
+        return make(`this execgate reads policy format version 1, got ${describeJson(value)}; check which execgate release the file was written for`);
+      }
+      return make(`expected \`${JSON.stringify(error.params.allowedValue)}\`, got ${describeJson(value)}`);
+    case 'enum': {
+      const allowed = (error.params.allowedValues as unknown[]).map(String);
+      const hint = typeof value === 'string' ? suggest(value, allowed) : undefined;
+      return make(`expected one of ${allowed.map((v) => `\`${v}\``).join(', ')}, got ${describeJson(value)}${hint ? `; did you mean \`${hint}\`?` : ''}`);
+    }
+    case 'type':
+      return make(`expected ${expected(parent, TYPE_WORDS[String(error.params.type)] ?? String(error.params.type))}, got ${describeJson(value)}`);
+    case 'anyOf':
+      return make(`expected ${expected(parent, 'a value of another form')}, got ${describeJson(value)}`);
+    case 'oneOf': {
+      const branches = (parent.oneOf ?? []) as Schema[];
+      const keys = branches.flatMap((branch) => (Array.isArray(branch.required) ? branch.required : [])) as string[];
+      if (keys.length === branches.length) {
+        const present = keys.filter((key) => value !== null && typeof value === 'object' && key in (value as object));
+        const list = keys.map((key) => `\`${key}\``).join(', ');
+        return present.length === 0 ? make(`give one of ${list}: what the entry matches`) : make(`give only one of ${list}, not ${present.map((key) => `\`${key}\``).join(' and ')}`);
+      }
+      return make(`expected ${expected(parent, 'exactly one of the allowed forms')}, got ${describeJson(value)}`);
+    }
+    case 'pattern':
+      return make(`expected ${expected(parent, `text matching \`${String(error.params.pattern)}\``)}, got ${describeJson(value)}`);
+    case 'minimum':
+    case 'exclusiveMinimum':
+    case 'maximum':
+    case 'exclusiveMaximum': {
+      const word = { minimum: 'at least', exclusiveMinimum: 'more than', maximum: 'at most', exclusiveMaximum: 'less than' }[error.keyword];
+      return make(`expected ${word} ${String(error.params.limit)}, got ${describeJson(value)}`);
+    }
+    case 'minLength':
+      return make(error.params.limit === 1 ? 'must not be empty' : `expected at least ${String(error.params.limit)} characters`);
+    case 'maxLength':
+      return make(`expected at most ${String(error.params.limit)} characters, got ${(value as string).length}`);
+    case 'minItems':
+      return make(`expected at least ${String(error.params.limit)} ${error.params.limit === 1 ? 'entry' : 'entries'}, got an empty list`);
+    case 'maxItems':
+      return make(`expected at most ${String(error.params.limit)} entries`);
+    case 'maxProperties':
+      return make(`expected at most ${String(error.params.limit)} keys`);
+    case 'uniqueItems':
+      return make(`entries ${String(error.params.j)} and ${String(error.params.i)} are the same; list each value once`, [...path, Number(error.params.i)]);
+    case 'propertyNames':
+      return make(`invalid key \`${String(error.params.propertyName)}\``, path, String(error.params.propertyName));
+    default:
+      return make(error.message ?? `invalid (${error.keyword})`);
+  }
+}

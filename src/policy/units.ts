@@ -1,0 +1,51 @@
+/*
+ * Durations and sizes as a policy file writes them: whole milliseconds / bytes, or a number with
+ * a unit (`30s`, `64MiB`). The schema checks the spelling; these turn it into numbers and back.
+ */
+
+const DURATION = /^([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d)$/;
+const SIZE = /^([0-9]+(?:\.[0-9]+)?)\s*(B|KB|KiB|MB|MiB|GB|GiB)$/;
+
+const DURATION_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const SIZE_UNITS: Readonly<Record<string, number>> = {
+  B: 1, KB: 1000, KiB: 1024, MB: 1000 ** 2, MiB: 1024 ** 2, GB: 1000 ** 3, GiB: 1024 ** 3,
+};
+
+/** The longest delay a Node.js timer accepts (about 24.8 days); longer ones fire at once. */
+export const MAX_DURATION_MS = 2_147_483_647;
+
+/** Milliseconds for a schema-valid duration, or undefined when the text has no valid form. */
+export function parseDuration(value: number | string): number | undefined {
+  if (typeof value === 'number') return value;
+  const match = DURATION.exec(value);
+  if (!match) return undefined;
+  return Math.round(Number(match[1]) * (DURATION_UNITS[match[2] as string] as number));
+}
+
+/** Bytes for a schema-valid size, or undefined when the text has no valid form. */
+export function parseSize(value: number | string): number | undefined {
+  if (typeof value === 'number') return value;
+  const match = SIZE.exec(value);
+  if (!match) return undefined;
+  return Math.round(Number(match[1]) * (SIZE_UNITS[match[2] as string] as number));
+}
+
+/** The shortest exact spelling of a duration (`120000` -> `2m`); 0 stays 0. */
+export function formatDuration(ms: number): number | string {
+  if (ms === 0) return 0;
+  for (const unit of ['d', 'h', 'm', 's'] as const) {
+    const size = DURATION_UNITS[unit] as number;
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+/** The shortest exact binary spelling of a size (`1048576` -> `1MiB`). */
+export function formatSize(bytes: number): number | string {
+  if (bytes === 0) return 0;
+  for (const unit of ['GiB', 'MiB', 'KiB'] as const) {
+    const size = SIZE_UNITS[unit] as number;
+    if (bytes % size === 0) return `${bytes / size}${unit}`;
+  }
+  return bytes;
+}

@@ -1,0 +1,183 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createGateway, type Gateway } from '../../src/gateway';
+import { findByCookie } from '../../src/exec/terminate';
+import { DEFAULT_POLICY } from '../../src/policy/effective';
+import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
+
+let tmp: ReturnType<typeof makeTempDir>;
+let gateway: Gateway;
+const PASSWORD = 'db-password-value-0123456789';
+
+beforeEach(() => {
+  tmp = makeTempDir();
+  gateway = createGateway({ home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir });
+  gateway.refs.set('secret', 'db-password', PASSWORD);
+});
+afterEach(async () => {
+  await gateway.close();
+  tmp.cleanup();
+});
+
+function readPids(file: string): number[] {
+  return readFileSync(file, 'utf8').split(/\s+/).filter(Boolean).map(Number);
+}
+
+function countZombieChildren(): number {
+  let count = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z' && Number(fields[1]) === process.pid) count++;
+    } catch { /* gone */ }
+  }
+  return count;
+}
+
+describe('background mode', () => {
+  test('returns at once with the BackgroundProcess; the command stays unresolved; output is redacted in the file', async () => {
+    const started = Date.now();
+    const bg = await gateway.exec({ command: 'sleep 0.3; echo "pw=<<secret:db-password>>"; exit 3', mode: 'background' });
+    expect(Date.now() - started).toBeLessThan(250);
+    expect(bg).toMatchObject({ command: 'sleep 0.3; echo "pw=<<secret:db-password>>"; exit 3', state: 'running', exitCode: null, pty: false });
+    expect(bg.pgid).toBe(bg.pid);
+    expect(bg.outputPath).toBe(join(gateway.home, 'bg', `${bg.id}.log`));
+    const ended = await gateway.background.wait(bg.id, 5000);
+    expect(ended).toMatchObject({ state: 'exited', exitCode: 3 });
+    const file = readFileSync(bg.outputPath, 'utf8');
+    expect(file).toBe('pw=[REDACTED:secret:db-password]\n\n[background process completed with exit code 3]\n');
+    expect(file).not.toContain(PASSWORD);
+    const status = gateway.background.status(bg.id);
+    expect(status.output.text).toContain('[REDACTED:secret:db-password]');
+    expect(status.output.eof).toBe(true);
+    expect(status.runtimeMs).toBeGreaterThanOrEqual(250);
+  });
+
+  test('a PTY session answers a prompt via write(); the secret typed and echoed back is masked', async () => {
+    const bg = await gateway.exec({ command: 'read -r -p "Password: " pw; echo "you typed: $pw"; printf %s "$pw" | sha256sum', mode: 'background', pty: true });
+    expect(bg.pty).toBe(true);
+    expect(await waitFor(() => gateway.background.status(bg.id).output.text.includes('Password:'), 10_000)).toBe(true);
+    await gateway.background.write(bg.id, '<<secret:db-password>>\n');
+    const ended = await gateway.background.wait(bg.id, 5000);
+    expect(ended.exitCode).toBe(0);
+    const text = gateway.background.status(bg.id, { offset: 0 }).output.text;
+    expect(text).not.toContain(PASSWORD);
+    expect(text).toContain('you typed: [REDACTED:secret:db-password]');
+    const { createHash } = await import('node:crypto');
+    expect(text).toContain(createHash('sha256').update(PASSWORD).digest('hex'));
+  });
+
+  test('write() to a pipe-mode process reaches its stdin; ending the input ends a reader', async () => {
+    const bg = await gateway.exec({ command: 'cat', mode: 'background' });
+    await gateway.background.write(bg.id, 'line one\n');
+    await gateway.background.write(bg.id, 'line two\n', { end: true });
+    const ended = await gateway.background.wait(bg.id, 5000);
+    expect(ended.exitCode).toBe(0);
+    expect(readFileSync(bg.outputPath, 'utf8')).toContain('line one\nline two\n');
+    await expect(gateway.background.write(bg.id, 'late')).rejects.toMatchObject({ code: 'EXECGATE_ERR_BACKGROUND_ENDED' });
+  });
+
+  test('kill() ends the group, setsid-ed and double-forked children included, and records why', async () => {
+    const command = [
+      'setsid sleep 301 & echo $! >> pids',
+      "( setsid sh -c 'sleep 302 & echo $! >> pids' & )",
+      'sleep 303 & echo $! >> pids',
+      'echo started; sleep 300',
+    ].join('\n');
+    const bg = await gateway.exec({ command, mode: 'background' });
+    await waitFor(() => existsSync(join(tmp.dir, 'pids')) && readPids(join(tmp.dir, 'pids')).length === 3, 3000);
+    const killed = await gateway.background.kill(bg.id, { grace: 300 });
+    expect(killed.state).toBe('killed');
+    expect(killed.reason).toBe('killed on request');
+    for (const pid of readPids(join(tmp.dir, 'pids'))) expect(isAlive(pid)).toBe(false);
+    expect(findByCookie(bg.id)).toEqual([]);
+    expect(readFileSync(bg.outputPath, 'utf8')).toMatch(/\[background process killed \(killed on request\); ended by SIGTERM\]\n$/);
+  });
+
+  test('a maximum runtime ends the run as timed_out', async () => {
+    const bg = await gateway.exec({ command: 'echo begin; sleep 30', mode: 'background', timeout: 300, grace: 100 });
+    const ended = await gateway.background.wait(bg.id, 5000);
+    expect(ended.state).toBe('timed_out');
+    expect(readFileSync(bg.outputPath, 'utf8')).toMatch(/timed out after 300 ms/);
+  });
+
+  test('paging by offsets returns every byte exactly once, multi-byte characters never split', async () => {
+    const bg = await gateway.exec({ command: 'for i in $(seq 1 3000); do echo "line $i é€😀"; done', mode: 'background' });
+    await gateway.background.wait(bg.id, 10_000);
+    const whole = readFileSync(bg.outputPath);
+    let offset = 0;
+    const parts: string[] = [];
+    for (let guard = 0; guard < 10_000; guard++) {
+      const { output } = gateway.background.status(bg.id, { offset, length: 1000 + (guard % 7) });
+      expect(output.offset).toBe(offset);
+      parts.push(output.text);
+      offset = output.nextOffset;
+      if (output.eof) break;
+    }
+    expect(Buffer.from(parts.join('')).equals(whole)).toBe(true);
+    expect(parts.join('')).not.toContain('\ufffd');
+  });
+
+  test('the concurrency limit is a coded error and nothing starts', async () => {
+    const limited = createGateway({
+      home: join(tmp.dir, 'h2'),
+      env: baseEnv(),
+      cwd: tmp.dir,
+      policy: { ...DEFAULT_POLICY, background: { ...DEFAULT_POLICY.background, maxConcurrent: 2 } },
+    });
+    try {
+      await limited.exec({ command: 'sleep 30', mode: 'background' });
+      await limited.exec({ command: 'sleep 30', mode: 'background' });
+      await expect(limited.exec({ command: `touch ${join(tmp.dir, 'third')}`, mode: 'background' })).rejects.toMatchObject({ code: 'EXECGATE_ERR_BACKGROUND_LIMIT' });
+      expect(existsSync(join(tmp.dir, 'third'))).toBe(false);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  test('unknown ids and removing a running process are coded errors', async () => {
+    expect(() => gateway.background.status('run_nope_00')).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_BACKGROUND_NOT_FOUND' }));
+    expect(() => gateway.background.status('../../etc/passwd')).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_BACKGROUND_NOT_FOUND' }));
+    const bg = await gateway.exec({ command: 'sleep 30', mode: 'background' });
+    expect(() => gateway.background.remove(bg.id)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_BACKGROUND_RUNNING' }));
+    await gateway.background.kill(bg.id, { grace: 100 });
+    gateway.background.remove(bg.id);
+    expect(existsSync(bg.outputPath)).toBe(false);
+    expect(gateway.background.list().map((p) => p.id)).not.toContain(bg.id);
+  });
+
+  test('close() kills running background processes by default and records it', async () => {
+    const bg = await gateway.exec({ command: 'sleep 30', mode: 'background' });
+    await gateway.close();
+    expect(isAlive(bg.pid)).toBe(false);
+    const record = JSON.parse(readFileSync(join(gateway.home, 'bg', `${bg.id}.json`), 'utf8'));
+    expect(record).toMatchObject({ state: 'killed', reason: 'gateway closed' });
+    expect(readFileSync(bg.outputPath, 'utf8')).toContain('[background process killed (gateway closed)');
+  });
+
+  test('100 concurrent background processes: started, listed, read, killed; no leaked fds or zombies', async () => {
+    await gateway.close();
+    gateway = createGateway({
+      home: join(tmp.dir, 'home100'),
+      // A plain PATH: tool-version-manager shims on developer machines print noise under load.
+      env: baseEnv({ PATH: '/usr/bin:/bin' }),
+      cwd: tmp.dir,
+      policy: { ...DEFAULT_POLICY, background: { ...DEFAULT_POLICY.background, maxConcurrent: 100 } },
+    });
+    const fdsBefore = readdirSync('/proc/self/fd').length;
+    const many = await Promise.all(Array.from({ length: 100 }, (_, i) => gateway.exec({ command: `echo proc-${i}; sleep 60`, mode: 'background' })));
+    expect(new Set(many.map((p) => p.id)).size).toBe(100);
+    const listed = gateway.background.list().filter((p) => p.state === 'running');
+    expect(listed).toHaveLength(100);
+    // Generous: on a loaded 2-core machine a hundred shells take seconds to start.
+    expect(await waitFor(() => many.every((p) => gateway.background.status(p.id).output.text.length > 0), 45_000, 100)).toBe(true);
+    many.forEach((p, i) => expect(gateway.background.status(p.id).output.text).toBe(`proc-${i}\n`));
+    await Promise.all(many.map((p) => gateway.background.kill(p.id, { grace: 200 })));
+    for (const p of many) expect(isAlive(p.pid)).toBe(false);
+    await waitFor(() => readdirSync('/proc/self/fd').length <= fdsBefore, 3000);
+    expect(readdirSync('/proc/self/fd').length).toBeLessThanOrEqual(fdsBefore);
+    expect(countZombieChildren()).toBe(0);
+  }, 120_000);
+});
