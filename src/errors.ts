@@ -89,6 +89,15 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_AUDIT_TAIL_INVALID: 'The end of the audit log does not verify under the audit key, so the chain cannot be extended.',
   EXECGATE_ERR_AUDIT_NOT_FOUND: 'There is no audit log file to read, or no record of the requested run.',
 
+  // --- mcp ---
+  EXECGATE_ERR_MCP_UNAUTHORIZED: 'An MCP HTTP request had no bearer token, or not the right one.',
+  EXECGATE_ERR_MCP_HOST_REFUSED: 'An MCP HTTP request named a Host or Origin this server does not answer to (DNS rebinding protection).',
+  EXECGATE_ERR_MCP_SESSION_NOT_FOUND: 'An MCP HTTP request named a session id the server does not have.',
+  EXECGATE_ERR_MCP_REMOTE_REFUSED: 'The MCP HTTP server was asked to listen on a non-loopback address without --allow-remote.',
+  EXECGATE_ERR_MCP_TOKEN_INVALID: 'EXECGATE_MCP_TOKEN is too short or holds characters a header cannot carry.',
+  EXECGATE_ERR_MCP_LISTEN_FAILED: 'The MCP HTTP server could not listen on the requested address and port.',
+  EXECGATE_ERR_MCP_AUDIT_STDOUT: 'The policy sends the audit log to stdout, which the stdio MCP transport needs for the protocol.',
+
   // --- CLI ---
   EXECGATE_ERR_CLI_USAGE: 'The command line is not valid.',
   EXECGATE_ERR_UNEXPECTED: 'An unexpected internal error; please report it with the command that caused it.',

@@ -170,7 +170,8 @@ export class Gateway {
    * Read the policy file again. A valid policy replaces the current one atomically (requests
    * already running keep the one they started with); an invalid one is refused, the last good
    * policy stays in force, and why is logged and audited. Resolves to whether the file is now
-   * in force. Audit destination changes (`audit.enabled`, `audit.path`) apply at the next start.
+   * in force. Changes to where the audit log goes (`audit.enabled`, `path`, `destination`, rotation,
+   * `fsync`) apply at the next start; what it records applies at once.
    */
   async reloadPolicy(): Promise<boolean> {
     const file = this.#policyFile;
@@ -188,7 +189,9 @@ export class Gateway {
     }
     if (loaded.digest === before) return true;
     const current = this.#policy;
-    const auditRestart = loaded.policy.audit.enabled !== current.audit.enabled || loaded.policy.audit.path !== current.audit.path;
+    const destination = ({ enabled, path, destination, maxBytes, maxFiles, fsync }: EffectivePolicy['audit']): string =>
+      JSON.stringify([enabled, path, destination, maxBytes, maxFiles, fsync]);
+    const auditRestart = destination(loaded.policy.audit) !== destination(current.audit);
     this.#policy = loaded.policy;
     this.#audit.write('policy.loaded', { source: loaded.policy.source, files: loaded.files, digest: loaded.digest, reload: true, ...(auditRestart ? { auditRestartRequired: true } : {}) });
     if (auditRestart) this.#warn({ file }, `The policy ${file} changes the audit destination; that takes effect when the gateway restarts.`);
@@ -447,8 +450,19 @@ function createAudit(option: GatewayOptions['audit'], home: string, settings: Ef
   if (option && typeof (option as AuditSink).write === 'function') return option as AuditSink;
   // The host's choice wins; without one, the policy says whether and where.
   if (option === undefined && !settings.enabled) return NULL_AUDIT;
-  const config = (option ?? {}) as AuditConfig;
+  const config = (option ?? getPolicyAuditConfig(settings)) as AuditConfig;
   return new AuditLog({ ...config, path: config.path ?? settings.path ?? join(home, 'audit.log'), home, env });
+}
+
+/** The audit log settings a policy file may make (the host's `audit` option replaces them all). */
+function getPolicyAuditConfig(settings: EffectivePolicy['audit']): AuditConfig {
+  const { destination, maxBytes, maxFiles, fsync } = settings;
+  return {
+    ...(destination !== undefined ? { destination } : {}),
+    ...(maxBytes !== undefined ? { maxBytes } : {}),
+    ...(maxFiles !== undefined ? { maxFiles } : {}),
+    ...(fsync !== undefined ? { fsync } : {}),
+  };
 }
 
 function recordPolicyRejected(option: GatewayOptions['audit'], home: string, file: string, error: unknown, env: NodeJS.ProcessEnv): void {

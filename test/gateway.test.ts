@@ -161,7 +161,7 @@ describe('audit', () => {
       expect(typeof record.time).toBe('string');
     }
     expect(records[1].refs).toEqual([
-      { kind: 'secret', id: 'api-key', ref: '<<secret:api-key>>', found: true, source: 'memory' },
+      { kind: 'secret', id: 'api-key', ref: '<<secret:api-key>>', found: true, source: 'memory', fingerprint: expect.stringMatching(/^hmac-sha256:[0-9a-f]{32}$/) },
       { kind: 'secret', id: 'nope', ref: '<<secret:nope>>', found: false },
     ]);
     expect(records[1].env.removed).toContain('LD_PRELOAD');

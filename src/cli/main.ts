@@ -7,9 +7,11 @@ import { Command, CommanderError } from 'commander';
 import { ExecgateError } from '../errors';
 import { registerAuditCommands } from './commands/audit';
 import { registerDemoCommand } from './commands/demo';
+import { registerMcpCommand } from './commands/mcp';
 import { registerRunCommand } from './commands/run';
 import { registerBackgroundCommands } from './commands/background';
 import { registerSecretCommands } from './commands/secret';
+import { registerPolicyCommands } from './commands/policy';
 import { CliExit, EXIT_EXECGATE_ERROR, formatCliError, type CliIo } from './io';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -36,7 +38,9 @@ export function buildProgram(io: CliIo): Command {
   registerBackgroundCommands(program, io);
   registerDemoCommand(program, io);
   registerSecretCommands(program, io);
+  registerPolicyCommands(program, io);
   registerAuditCommands(program, io);
+  registerMcpCommand(program, io);
   return program;
 }
 

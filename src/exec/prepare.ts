@@ -91,6 +91,16 @@ export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value:
   return planSecrets.get(plan) ?? [];
 }
 
+/*
+ * bash sources ~/.bashrc even for `bash -c` when it believes sshd started it: stdin is a
+ * socket (Node's stdio pipes are socketpairs, so every background run's stdin is one) or
+ * SSH_CLIENT is set. A command must not pick up the user's interactive start-up files, so bash
+ * always gets --norc --noprofile; other shells read no start-up file for `-c` (ENV is stripped).
+ */
+export function getShellFlags(shell: string): string[] {
+  return /(^|\/)bash$/.test(shell) ? ['--norc', '--noprofile'] : [];
+}
+
 export function createRunId(): string {
   return `run_${Date.now().toString(36)}_${randomBytes(6).toString('hex')}`;
 }
@@ -208,7 +218,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     request,
     displayCommand: request.command,
     shell: request.shell,
-    args: Object.freeze(['-c', script]),
+    args: Object.freeze([...getShellFlags(request.shell), '-c', script]),
     env: Object.freeze(env),
     cwd: request.cwd,
     redactor,

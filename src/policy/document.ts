@@ -72,6 +72,10 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
     audit: {
       enabled: policy.audit.enabled,
       ...(policy.audit.path !== undefined ? { path: policy.audit.path } : {}),
+      ...(policy.audit.destination !== undefined ? { destination: policy.audit.destination } : {}),
+      ...(policy.audit.maxBytes !== undefined ? { maxBytes: formatSize(policy.audit.maxBytes) } : {}),
+      ...(policy.audit.maxFiles !== undefined ? { maxFiles: policy.audit.maxFiles } : {}),
+      ...(policy.audit.fsync !== undefined ? { fsync: policy.audit.fsync } : {}),
       fingerprints: policy.audit.fingerprints,
       env: policy.audit.env,
     },

@@ -96,6 +96,14 @@ export interface EffectivePolicy {
     readonly enabled: boolean;
     /** Default `$EXECGATE_HOME/audit.log`. */
     readonly path?: string;
+    /** `file` or `stdout`; unset = the audit log's default (file). */
+    readonly destination?: 'file' | 'stdout';
+    /** Rotation size in bytes (0 = off); unset = the audit log's default. */
+    readonly maxBytes?: number;
+    /** Rotated files kept (0 = all); unset = the audit log's default. */
+    readonly maxFiles?: number;
+    /** When records reach the disk; unset = the audit log's default (`before-spawn`). */
+    readonly fsync?: 'always' | 'before-spawn' | 'never';
     /** Record keyed fingerprints of resolved values. */
     readonly fingerprints: boolean;
     /** Record the names of variables removed or withheld. */

@@ -2,7 +2,7 @@
  * Validation against policies/schema.json, the one source of truth for the policy format.
  *
  * The validator is built once, on first use: from the code generated ahead of time from the
- * schema (schema-validator.js, checked against the schema's digest), or else by compiling the
+ * schema (schema-validator.generated.ts, checked against the schema's digest), or else by compiling the
  * schema with ajv. Either way a gateway that is given no policy file never pays for it.
  *
  * ajv's errors are then turned into one precise problem per mistake: positioned at the offending
@@ -48,7 +48,7 @@ export function getSchemaDigest(): string {
 }
 
 /** The ajv options the validator is compiled with (ahead of time too). */
-export const AJV_OPTIONS = Object.freeze({ allErrors: true, strict: true, unicodeRegExp: true });
+export const AJV_OPTIONS = Object.freeze({ allErrors: true, strict: true, strictRequired: false, unicodeRegExp: true });
 
 export function getValidator(): Validate {
   if (validator) return validator;
@@ -72,7 +72,7 @@ export function compileWithAjv(options: Record<string, unknown> = {}): unknown {
 function loadGenerated(): Validate | undefined {
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const module = require('./schema-validator.js') as { validate: Validate; SCHEMA_SHA256: string };
+    const module = require('./schema-validator.generated') as { validate: Validate; SCHEMA_SHA256: string };
     return module.SCHEMA_SHA256 === getSchemaDigest() ? module.validate : undefined;
   } catch {
     return undefined;
@@ -114,13 +114,67 @@ function valueAt(root: unknown, path: readonly PathSegment[]): unknown {
   return value;
 }
 
-/** The schema object a schemaPath's keyword belongs to (`#/$defs/mode/additionalProperties` -> the mode schema). */
-function parentSchemaOf(schemaPath: string): Schema {
-  const parts = schemaPath.replace(/^#/, '').split('/').slice(1, -1);
-  let node: unknown = getSchema();
-  for (const part of parts) node = (node as Record<string, unknown>)?.[part.replace(/~1/g, '/').replace(/~0/g, '~')];
-  return (node ?? {}) as Schema;
+function walk(node: unknown, parts: readonly string[]): unknown {
+  let current = node;
+  for (const part of parts) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<string, unknown>)[part.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return current;
 }
+
+/**
+ * The schemas that apply along an instance location, root first: `$ref`s followed, and at each
+ * level the `anyOf` branch the value's type picks (at the location itself too, unless `pickLast`
+ * is false). Both the picked and the unpicked schema of a level are listed.
+ */
+function schemasAlong(path: readonly PathSegment[], root: unknown, pickLast: boolean): Schema[] {
+  let node = resolveRef(getSchema());
+  let value = root;
+  const chain: Schema[] = [node];
+  for (const segment of path) {
+    const child = value !== null && typeof value === 'object' ? (value as Record<string | number, unknown>)[segment] : undefined;
+    node = pickBranch(node, value);
+    chain.push(node);
+    const next = typeof segment === 'number'
+      ? node.items
+      : ((node.properties as Record<string, unknown> | undefined)?.[segment] ?? (typeof node.additionalProperties === 'object' ? node.additionalProperties : undefined));
+    if (next === undefined) return chain;
+    node = resolveRef(next as Schema);
+    value = child;
+    chain.push(node);
+  }
+  if (pickLast) chain.push(pickBranch(node, value));
+  return chain;
+}
+
+function pickBranch(node: Schema, value: unknown): Schema {
+  const branches = (node.anyOf ?? node.oneOf) as Schema[] | undefined;
+  if (!branches || node.properties || node.items) return node;
+  const valueType = jsonType(value);
+  const match = branches.map(resolveRef).find((branch) => typeMatches(branch.type, valueType));
+  return match ?? node;
+}
+
+/*
+ * The schema object an error's keyword belongs to. ajv gives schemaPath from the root of the
+ * schema function that raised it: the root schema, or a `$defs` entry compiled on its own (then
+ * `#/additionalProperties` means that entry's). The instance location says which.
+ */
+function parentSchemaOf(error: SchemaError, root: unknown): Schema {
+  const parts = error.schemaPath.replace(/^#/, '').split('/').slice(1);
+  const parentParts = parts.slice(0, -1);
+  const keyword = parts[parts.length - 1] as string;
+  // For anyOf/oneOf the keyword sits on the schema itself, before a branch is picked.
+  const picked = error.keyword !== 'anyOf' && error.keyword !== 'oneOf';
+  const chain = schemasAlong(parsePointer(error.instancePath), root, picked);
+  for (let i = chain.length - 1; i >= 0; i--) {
+    const local = walk(chain[i], parentParts);
+    if (local !== null && typeof local === 'object' && keyword in (local as object)) return local as Schema;
+  }
+  return (walk(getSchema(), parentParts) ?? {}) as Schema;
+}
+
 
 function resolveRef(node: Schema): Schema {
   let current = node;
@@ -155,7 +209,7 @@ function reduceErrors(errors: readonly SchemaError[], root: unknown): SchemaErro
   let kept = [...errors];
   for (const error of errors) {
     if (error.keyword !== 'anyOf' && error.keyword !== 'oneOf') continue;
-    const branches = (parentSchemaOf(`${error.schemaPath}/x`)[error.keyword] ?? []) as Schema[];
+    const branches = (parentSchemaOf(error, root)[error.keyword] ?? []) as Schema[];
     const value = valueAt(root, parsePointer(error.instancePath));
     if (error.keyword === 'oneOf' && branches.every((branch) => Array.isArray(branch.required))) {
       // "exactly one of these keys": the failed `required` branches say nothing useful.
@@ -188,10 +242,16 @@ function expected(parent: Schema, fallback: string): string {
   return typeof parent.title === 'string' ? parent.title : fallback;
 }
 
+/** The source text range of the scalar at `path` (to quote what the author wrote, `yes` rather than `true`). */
+function sourceRange(source: PolicySource, path: readonly PathSegment[]): [number, number] {
+  const node = source.document.getIn(path, true) as { range?: [number, number, number] } | undefined;
+  return node?.range ? [node.range[0], node.range[1]] : [0, 0];
+}
+
 function toProblem(error: SchemaError, source: PolicySource): PolicyProblem {
   const path = parsePointer(error.instancePath);
   const value = valueAt(source.value, path);
-  const parent = parentSchemaOf(error.schemaPath);
+  const parent = parentSchemaOf(error, source.value);
   const make = (message: string, at: readonly PathSegment[] = path, key?: string): PolicyProblem => {
     const where = locate(source, at, key);
     const fullPath = key === undefined ? at : [...at, key];
@@ -231,8 +291,13 @@ function toProblem(error: SchemaError, source: PolicySource): PolicyProblem {
       const hint = typeof value === 'string' ? suggest(value, allowed) : undefined;
       return make(`expected one of ${allowed.map((v) => `\`${v}\``).join(', ')}, got ${describeJson(value)}${hint ? `; did you mean \`${hint}\`?` : ''}`);
     }
-    case 'type':
-      return make(`expected ${expected(parent, TYPE_WORDS[String(error.params.type)] ?? String(error.params.type))}, got ${describeJson(value)}`);
+    case 'type': {
+      // YAML reads `true`, `no`, `1.0`, `~` as non-strings; a person writing a word meant text.
+      const quote = error.params.type === 'string' && (typeof value === 'boolean' || typeof value === 'number' || value === null)
+        ? `; put it in quotes (\`"${String(source.text.slice(...sourceRange(source, path)) || value)}"\`) to mean the text`
+        : '';
+      return make(`expected ${expected(parent, TYPE_WORDS[String(error.params.type)] ?? String(error.params.type))}, got ${describeJson(value)}${quote}`);
+    }
     case 'anyOf':
       return make(`expected ${expected(parent, 'a value of another form')}, got ${describeJson(value)}`);
     case 'oneOf': {

@@ -40,6 +40,12 @@ const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'ash', 'mksh']);
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/;
 const METACHARS = ' \t\n;&|<>()';
 
+/** A word as `policy explain` shows it: a reference as `<ref>`, a dynamic word marked `(?)`. */
+export function describeWord(word: Word): string {
+  const text = word.text.split(TOKEN_MARK).join('<ref>');
+  return word.dynamic ? `${text}(?)` : text;
+}
+
 /** Parse `text`; `tokens` (reference tokens) are treated as dynamic word parts. */
 export function parseCommandText(text: string, tokens: readonly Span[] = []): ParsedCommand {
   let source = text;

@@ -103,7 +103,7 @@ export function readPolicySource(file: string, absolute: string): ReadResult {
         const offset = issue.pos[0];
         const at = lines.linePos(offset);
         if (issue.code === 'DUPLICATE_KEY') {
-          const key = text.slice(issue.pos[0], issue.pos[1]).trim() || '?';
+          const key = readKeyAt(text, issue.pos[0]);
           const path = pathAtOffset(document, offset);
           return problem('EXECGATE_ERR_POLICY_INVALID', file, at.line, at.col, `duplicate key \`${key}\`: a key may appear only once in a mapping`, formatPath([...path, key]));
         }
@@ -133,6 +133,20 @@ export function readPolicySource(file: string, absolute: string): ReadResult {
     return { problems: [problem('EXECGATE_ERR_POLICY_INVALID', file, at.line, at.col, `expected a mapping of policy keys at the top level (starting with \`version: 1\`), got ${got}`)] };
   }
   return { source: { file, absolute, text, digest, document, lines, value } };
+}
+
+/** The mapping key written at `offset` (quotes removed). */
+function readKeyAt(text: string, offset: number): string {
+  const match = /^(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|([^:\s,{}[\]]+))/.exec(text.slice(offset, offset + 1024));
+  if (!match) return '?';
+  if (match[1] !== undefined) {
+    try {
+      return JSON.parse(`"${match[1]}"`) as string;
+    } catch {
+      return match[1];
+    }
+  }
+  return match[2] !== undefined ? match[2].replace(/''/g, "'") : (match[3] as string);
 }
 
 /** Read at most MAX_POLICY_BYTES + 1 bytes, so a huge file is refused without reading it whole. */

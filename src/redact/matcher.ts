@@ -41,10 +41,19 @@ export class Matcher {
   readonly #windows = new Map<number, number[]>();
   readonly #bitmap: Int32Array;
   readonly #hashShift: number;
+  // Hashes of every proper prefix of every pattern, keyed with the prefix length (see holdStart).
+  readonly #prefixes = new Set<number>();
 
   constructor(patterns: readonly Buffer[]) {
     this.#patterns = patterns;
     this.maxLength = patterns.reduce((max, pattern) => Math.max(max, pattern.length), 0);
+    for (const pattern of patterns) {
+      let hash = 0;
+      for (let length = 1; length < pattern.length; length++) {
+        hash = prefixStep(hash, pattern[length - 1] as number);
+        this.#prefixes.add(prefixKey(hash, length));
+      }
+    }
     patterns.forEach((pattern, index) => {
       if (pattern.length < MIN_WINDOWED_LENGTH) {
         if (pattern.length > 0) this.#short.push(index);
@@ -61,6 +70,34 @@ export class Matcher {
       this.#bitmap[hash >>> 5] |= 1 << (hash & 31);
       this.#windows.set(word, sortByReach(list, patterns));
     }
+  }
+
+  /**
+   * Where a stream must start holding bytes back: the leftmost position whose suffix of `buffer`
+   * is a proper prefix of some pattern (so an occurrence may be under way), or `buffer.length`
+   * when no suffix is. Bytes before it can be decided now: every occurrence starting there ends
+   * inside `buffer`. Holding only what could still become a secret (instead of a fixed
+   * maxLength - 1 bytes) lets a prompt or a last line reach a live reader at once, with no
+   * timing window. A hash collision can only make the hold longer, never shorter.
+   */
+  holdStart(buffer: Buffer): number {
+    const length = buffer.length;
+    const from = Math.max(0, length - this.maxLength + 1);
+    if (this.#prefixes.size === 0) return length;
+    // Polynomial hashes, so each suffix's hash extends the next one's by one byte at the front:
+    // H(b[p..n)) = b[p] * B^(n-1-p) + H(b[p+1..n)). One pass from the end; the leftmost hit wins.
+    const hashes = new Int32Array(length - from);
+    let hash = 0;
+    let power = 1;
+    for (let start = length - 1; start >= from; start--) {
+      hash = (hash + Math.imul(buffer[start] as number, power)) | 0;
+      power = Math.imul(power, PREFIX_BASE);
+      hashes[start - from] = hash;
+    }
+    for (let start = from; start < length; start++) {
+      if (this.#prefixes.has(prefixKey(hashes[start - from] as number, length - start))) return start;
+    }
+    return length;
   }
 
   /**
@@ -123,6 +160,16 @@ export class Matcher {
     if (list === undefined) this.#windows.set(word, [pattern, offset]);
     else list.push(pattern, offset);
   }
+}
+
+const PREFIX_BASE = 0x01000193;
+
+function prefixStep(hash: number, byte: number): number {
+  return (Math.imul(hash, PREFIX_BASE) + byte) | 0;
+}
+
+function prefixKey(hash: number, length: number): number {
+  return (Math.imul(hash, 0x2545f491) ^ Math.imul(length, 0x9e3779b1)) | 0;
 }
 
 /** (pattern, offset) pairs ordered by how far past the window the pattern reaches, farthest first. */

@@ -1,6 +1,7 @@
 /*
- * Streaming redaction with no timing window: bytes that could still begin an occurrence (the last
- * maxLength - 1 bytes seen) are held until enough bytes arrive to decide them, or until flush().
+ * Streaming redaction with no timing window: bytes that could still begin an occurrence (a suffix
+ * that is a proper prefix of some pattern; at most maxLength - 1 bytes) are held until enough
+ * bytes arrive to decide them, or until flush().
  * Every byte is decided by the same `redactRange` step a whole buffer goes through, so the output
  * does not depend on how the input was chunked.
  */
@@ -37,7 +38,7 @@ export class RedactionStream implements RedactStream {
     const compiled = this.#getCompiled();
     // Always a fresh copy: what is returned or held never aliases the caller's memory.
     const buffer = Buffer.concat([this.#held, bytes]);
-    const lastStart = buffer.length - Math.max(1, compiled.matcher.maxLength);
+    const lastStart = compiled.matcher.holdStart(buffer) - 1;
     if (lastStart < 0) {
       this.#held = buffer;
       return EMPTY;

@@ -697,6 +697,7 @@ class Lexer {
     const next = this.peek(i + 1);
     // `$` + `"${NAME}"` is bash's `$"..."`; `$` + `${NAME}` is `$$` followed by text.
     if (next === TOKEN) return this.refuseAt(i + 1, 'after-dollar');
+    if (next === '$') return i + 2; // `$$`, the shell's PID: whatever follows is a new part
     if (next === '(') {
       if (this.peek(i + 2) === '(') {
         this.stack.push({ kind: 'arith', start: i, closer: '))', depth: 0 });

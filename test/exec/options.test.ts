@@ -49,7 +49,10 @@ const cases: Array<[string, () => unknown, string, RegExp]> = [
   ['negative grace', () => ({ command: run(), grace: -5 }), 'EXECGATE_ERR_INVALID_OPTION', /`grace`/],
   ['tiny maxOutput', () => ({ command: run(), maxOutput: 10 }), 'EXECGATE_ERR_INVALID_OPTION', /`maxOutput`/],
   ['bad envMode', () => ({ command: run(), envMode: 'append' }), 'EXECGATE_ERR_INVALID_OPTION', /`envMode`/],
-  ['pty mode not available yet', () => ({ command: run(), mode: 'pty' }), 'EXECGATE_ERR_MODE_UNAVAILABLE', /not available/],
+  ['pty option on a sync run', () => ({ command: run(), pty: true }), 'EXECGATE_ERR_INVALID_OPTION', /`pty` option applies to `background` runs/],
+  ['bad terminal size', () => ({ command: run(), mode: 'pty', cols: 0 }), 'EXECGATE_ERR_INVALID_OPTION', /`cols`/],
+  ['bad ansi', () => ({ command: run(), mode: 'pty', ansi: 'remove' }), 'EXECGATE_ERR_INVALID_OPTION', /`ansi`/],
+  ['non-string epilogue', () => ({ command: run(), epilogue: 5 }), 'EXECGATE_ERR_INVALID_OPTION', /`epilogue`/],
 ];
 
 describe('bad input is a coded error and nothing runs', () => {

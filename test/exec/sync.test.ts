@@ -124,3 +124,20 @@ describe('host prologue and epilogue', () => {
     expect(result.command).toBe('cd /tmp; echo body');
   });
 });
+
+describe('start-up files', () => {
+  test("bash never sources the user's ~/.bashrc, not even with a socket on stdin (background) or SSH_CLIENT set", async () => {
+    const home = join(tmp.dir, 'userhome');
+    mkdirSync(home);
+    writeFileSync(join(home, '.bashrc'), `touch ${join(tmp.dir, 'bashrc-ran')}\n`);
+    const gw = createGateway({ home: join(tmp.dir, 'h4'), env: baseEnv({ HOME: home, SSH_CLIENT: '10.0.0.1 5000 22' }), cwd: tmp.dir });
+    try {
+      await gw.exec({ command: 'true' });
+      const bg = await gw.exec({ command: 'true', mode: 'background' });
+      await gw.background.wait(bg.id, 5000);
+    } finally {
+      await gw.close();
+    }
+    expect(() => readFileSync(join(tmp.dir, 'bashrc-ran'))).toThrow();
+  });
+});

@@ -121,6 +121,8 @@ describe('substituteTokens: contexts, run with real bash', () => {
     expect(run(`printf '[%s]' "pre ${T} post"`, v)).toBe(`[pre ${value} post]`);
     expect(run(`printf '[%s]' "\\$${T}"`, v)).toBe(`[$${value}]`);
     expect(run(`printf '[%s]' "\\\\${T}"`, v)).toBe(`[\\${value}]`);
+    // `$$` is the shell's PID; the reference after it is a new part of the word.
+    expect(run(`printf %s "$$${T}" $$${T} | tr -d 0-9`, v)).toBe(value + value);
   });
 
   test("inside '...'", () => {

@@ -1,0 +1,174 @@
+/*
+ * `execgate policy check|explain|schema|show`: the tools an ops team uses on policy files.
+ * Nothing here runs a command.
+ */
+import type { Command } from 'commander';
+import { isAbsolute, relative } from 'node:path';
+import { ExecgateError } from '../../errors';
+import { getDefaultShell, normalizeRequest } from '../../exec/options';
+import { decideRequest } from '../../policy/decide';
+import { policyToDocument } from '../../policy/document';
+import { DEFAULT_POLICY, EXEC_MODES, type EffectivePolicy, type ExecMode } from '../../policy/effective';
+import { checkPolicyFile, loadPolicyFile } from '../../policy/load';
+import { formatProblem } from '../../policy/problems';
+import { getSchemaText } from '../../policy/schema';
+import { describeWord, parseCommandText } from '../../policy/shell-words';
+import { getYaml } from '../../policy/source';
+import { scanTokens } from '../../refs/tokens';
+import { CliExit, type CliIo } from '../io';
+
+/** Exit status of `check` with an invalid file and of `explain` with a denial. */
+const EXIT_REFUSED = 1;
+
+const POLICY_HELP = `
+Policy files are YAML or JSON, validated against the JSON Schema that \`execgate policy schema\`
+prints; policies/README.md explains every key. Without --policy, explain and show use
+$EXECGATE_POLICY, else the embedded default.
+
+Examples:
+  execgate policy check policies/*.yaml
+  execgate policy explain --policy team.yaml -- 'git push origin main'
+  execgate policy show --policy team.yaml
+  execgate policy schema > execgate-policy.schema.json
+`;
+
+interface Loaded {
+  readonly policy: EffectivePolicy;
+  readonly files: readonly string[];
+}
+
+function loadFor(file: string | undefined, io: CliIo): Loaded {
+  const chosen = file ?? (io.env.EXECGATE_POLICY || undefined);
+  if (chosen === undefined) return { policy: DEFAULT_POLICY, files: [] };
+  const loaded = loadPolicyFile(chosen, { cwd: io.cwd, homeDir: io.env.HOME || undefined });
+  return { policy: loaded.policy, files: loaded.files };
+}
+
+function display(path: string, io: CliIo): string {
+  const rel = relative(io.cwd ?? process.cwd(), path);
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
+}
+
+export function registerPolicyCommands(program: Command, io: CliIo): void {
+  const policy = program
+    .command('policy')
+    .description('Check, explain and show policy files (nothing is run)')
+    .enablePositionalOptions()
+    .addHelpText('after', POLICY_HELP);
+
+  policy
+    .command('check')
+    .description('Validate policy files: FILE:LINE:COL: messages, exit 0 when all are valid, 1 when not')
+    .argument('<files...>', 'policy files (YAML or JSON)')
+    .option('--json', 'print one JSON object with every result')
+    .action((files: string[], flags: { json?: boolean }) => {
+      let failed = false;
+      const results = files.map((file) => {
+        const result = checkPolicyFile(file, { cwd: io.cwd, homeDir: io.env.HOME || undefined });
+        if (!result.ok) failed = true;
+        return { file, result };
+      });
+      if (flags.json) {
+        const json = {
+          ok: !failed,
+          files: results.map(({ file, result }) =>
+            result.ok
+              ? { file, ok: true, files: result.loaded.files, digest: result.loaded.digest }
+              : { file, ok: false, problems: result.problems.map((problem) => ({ ...problem, text: formatProblem(problem) })) },
+          ),
+        };
+        io.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+      } else {
+        for (const { file, result } of results) {
+          if (result.ok) io.stdout.write(`${file}: ok\n`);
+          else for (const problem of result.problems) io.stdout.write(`${formatProblem(problem)}\n`);
+        }
+      }
+      if (failed) throw new CliExit(EXIT_REFUSED);
+    });
+
+  policy
+    .command('explain')
+    .description('Show the decision for a command and the rule that made it, without running it (exit 0 allowed, 1 denied)')
+    .usage('[--policy FILE] [--mode MODE] [--cwd DIR] [--json] -- COMMAND')
+    .argument('<command...>', 'the shell command (words after -- are joined with spaces)')
+    .option('--policy <file>', 'policy file (default $EXECGATE_POLICY, else the embedded default)')
+    .option('--mode <mode>', `${EXEC_MODES.join(', ')}`, 'sync')
+    .option('--cwd <dir>', 'working directory the command would run in (default: the current directory)')
+    .option('--json', 'print one JSON object')
+    .passThroughOptions()
+    .action((words: string[], flags: { policy?: string; mode: string; cwd?: string; json?: boolean }) => {
+      const { policy: effective } = loadFor(flags.policy, io);
+      const command = words.join(' ');
+      const request = normalizeRequest(
+        { command, mode: flags.mode as ExecMode, ...(flags.cwd !== undefined ? { cwd: flags.cwd } : {}) },
+        { cwd: io.cwd ?? process.cwd(), shell: getDefaultShell(), policy: effective },
+      );
+      const tokens = scanTokens(request.command, { alias: effective.secrets.alias });
+      const decision = decideRequest(effective, request, tokens);
+      const parsed = parseCommandText(request.command, tokens);
+      const commands = parsed.commands.map((simple) => simple.words.map(describeWord));
+      const source = effective === DEFAULT_POLICY ? effective.source : display(effective.source, io);
+      if (flags.json) {
+        io.stdout.write(
+          `${JSON.stringify(
+            {
+              allowed: decision.allowed,
+              decision: decision.allowed ? 'allow' : 'deny',
+              rule: decision.rule,
+              reason: decision.reason,
+              policy: source,
+              mode: request.mode,
+              cwd: request.cwd,
+              references: tokens.map((token) => token.raw),
+              commands,
+              uncertain: parsed.uncertain,
+            },
+            null,
+            2,
+          )}\n`,
+        );
+      } else {
+        const lines = [
+          `decision:   ${decision.allowed ? 'allow' : 'deny'}`,
+          `rule:       ${decision.rule ?? '-'}`,
+          `reason:     ${decision.reason ?? '-'}`,
+          `policy:     ${source}`,
+          `mode, cwd:  ${request.mode}, ${request.cwd}`,
+          `commands:   ${commands.length > 0 ? commands.map((words) => words.join(' ')).join(' | ') : '-'}${parsed.uncertain ? '  (read with uncertainty: allow rules do not match)' : ''}`,
+          ...(tokens.length > 0 ? [`references: ${tokens.map((token) => token.raw).join(' ')}`] : []),
+        ];
+        io.stdout.write(`${lines.join('\n')}\n`);
+      }
+      if (!decision.allowed) throw new CliExit(EXIT_REFUSED);
+    });
+
+  policy
+    .command('schema')
+    .description('Print the JSON Schema of policy files (for editors and CI)')
+    .action(() => {
+      io.stdout.write(getSchemaText());
+    });
+
+  policy
+    .command('show')
+    .description('Print the resolved policy (after extends, every key filled in) as YAML, or JSON with --json')
+    .option('--policy <file>', 'policy file (default $EXECGATE_POLICY, else the embedded default)')
+    .option('--json', 'print JSON')
+    .action((flags: { policy?: string; json?: boolean }) => {
+      const loaded = loadFor(flags.policy, io);
+      const document = policyToDocument(loaded.policy);
+      if (flags.json) {
+        io.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+        return;
+      }
+      const from = loaded.files.length === 0 ? [loaded.policy.source] : loaded.files.map((file) => display(file, io)).reverse();
+      const header = [`# The resolved policy: ${from.join(' <- ')}`, '# (extends applied, every key filled in; itself a valid policy file)'];
+      io.stdout.write(`${header.join('\n')}\n${getYaml().stringify(document, { lineWidth: 0 })}`);
+    });
+
+  policy.argument('[subcommand]').action((name: string | undefined) => {
+    const what = name === undefined ? 'Expected a subcommand' : `Unknown policy subcommand \`${name}\`; expected one`;
+    throw new ExecgateError('EXECGATE_ERR_CLI_USAGE', `${what} of: check, explain, schema, show (see \`execgate policy --help\`).`);
+  });
+}

@@ -1,0 +1,68 @@
+/*
+ * One MCP session: a stdio connection, or one Streamable HTTP session id. It owns its working
+ * directory and the background processes it started; another session can neither see nor touch
+ * them, and closing the session kills them.
+ */
+import { randomUUID } from 'node:crypto';
+
+/** Characters kept from a client's self-reported name in the audit actor. */
+const CLIENT_NAME = /[^A-Za-z0-9._ -]/g;
+
+export class McpSession {
+  readonly id: string;
+  /** Where the session started; a tracked directory that disappears falls back to it. */
+  readonly workdir: string;
+  #cwd: string;
+  #clientName = 'unknown';
+  readonly #processes = new Set<string>();
+  #closed = false;
+
+  constructor(workdir: string, id: string = randomUUID()) {
+    this.id = id;
+    this.workdir = workdir;
+    this.#cwd = workdir;
+  }
+
+  get cwd(): string {
+    return this.#cwd;
+  }
+
+  set cwd(dir: string) {
+    this.#cwd = dir;
+  }
+
+  /** Set from the initialize request's clientInfo; untrusted, so trimmed to plain characters. */
+  set clientName(name: string | undefined) {
+    const clean = (name ?? '').replace(CLIENT_NAME, '').trim().slice(0, 64);
+    this.#clientName = clean === '' ? 'unknown' : clean;
+  }
+
+  get clientName(): string {
+    return this.#clientName;
+  }
+
+  /** Who the audit log says asked: `mcp:<client name>/<session id>`. */
+  get actor(): string {
+    return `mcp:${this.#clientName}/${this.id}`;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  markClosed(): void {
+    this.#closed = true;
+  }
+
+  adopt(processId: string): void {
+    this.#processes.add(processId);
+  }
+
+  owns(processId: unknown): boolean {
+    return typeof processId === 'string' && this.#processes.has(processId);
+  }
+
+  get processIds(): string[] {
+    return [...this.#processes];
+  }
+}
