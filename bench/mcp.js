@@ -2,7 +2,8 @@
 /*
  * Latency of one MCP `bash` tool call over stdio, end to end: the official SDK client sends
  * tools/call, `execgate mcp` runs `true` through the gateway (policy, environment, spawn,
- * sentinel), and the result comes back. Prints the median and percentiles of N calls.
+ * sentinel), and the result comes back. Prints the median and percentiles of N calls, next to
+ * the same command through gateway.exec() in this process (the cost without MCP and stdio).
  *
  *   npm run build && node bench/mcp.js [calls]
  */
@@ -44,9 +45,32 @@ async function main() {
     await client.close();
     rmSync(home, { recursive: true, force: true });
   }
+  report(`MCP bash \`true\` over stdio, ${CALLS} calls (after ${WARMUP} warm-up)`, times);
+  report(`gateway.exec({ command: 'true' }) in-process, ${CALLS} calls`, await direct());
+}
+
+async function direct() {
+  const { createGateway } = require('../dist/gateway');
+  const home = mkdtempSync(join(tmpdir(), 'execgate-bench-direct-'));
+  const gateway = createGateway({ home, env: { PATH: '/usr/bin:/bin', HOME: home, EXECGATE_KEYRING: 'off' } });
+  const times = [];
+  try {
+    for (let i = 0; i < WARMUP + CALLS; i += 1) {
+      const started = performance.now();
+      await gateway.exec({ command: 'true' });
+      if (i >= WARMUP) times.push(performance.now() - started);
+    }
+  } finally {
+    await gateway.close();
+    rmSync(home, { recursive: true, force: true });
+  }
+  return times;
+}
+
+function report(title, times) {
   times.sort((a, b) => a - b);
   const fmt = (ms) => `${ms.toFixed(2)} ms`;
-  console.log(`MCP bash \`true\` over stdio, ${CALLS} calls (after ${WARMUP} warm-up):`);
+  console.log(`${title}:`);
   console.log(`  median ${fmt(percentile(times, 50))}  p90 ${fmt(percentile(times, 90))}  p99 ${fmt(percentile(times, 99))}  min ${fmt(times[0])}  max ${fmt(times[times.length - 1])}`);
 }
 

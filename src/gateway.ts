@@ -43,8 +43,9 @@ export interface GatewayOptions {
   /** Effective policy; default the embedded default policy. */
   policy?: EffectivePolicy;
   /**
-   * A policy file (YAML or JSON, see policies/README.md), loaded and validated at construction.
-   * An invalid file throws (the gateway does not start); `reloadPolicy()` reads it again.
+   * A policy file (YAML or JSON, see policies/README.md; relative to `cwd`), loaded and validated
+   * at construction. An invalid file throws (the gateway does not start); `reloadPolicy()` reads
+   * it again.
    */
   policyFile?: string;
   /** Reload `policyFile` when it (or a file it extends) changes, and on SIGHUP. Default off. */
@@ -87,6 +88,8 @@ export interface WatchPolicyOptions {
 export interface ExecOptions {
   /** Receives redacted output as it arrives. */
   onOutput?: OutputListener;
+  /** Aborting stops a sync or PTY run the way a timeout does (e.g. a client cancelled the call). */
+  signal?: AbortSignal;
 }
 
 export class Gateway {
@@ -343,7 +346,8 @@ export class Gateway {
       }
     }
     const executor = plan.request.mode === 'pty' ? runPty : runSync;
-    const run = executor(plan, { home: this.home, onOutput: options.onOutput, signal: this.#shutdown.signal });
+    const signal = options.signal ? AbortSignal.any([this.#shutdown.signal, options.signal]) : this.#shutdown.signal;
+    const run = executor(plan, { home: this.home, onOutput: options.onOutput, signal });
     this.#running.add(run);
     try {
       const result = await run;

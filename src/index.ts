@@ -21,6 +21,9 @@ export { scanTokens, isValidRefId } from './refs/tokens';
 export { Redactor } from './redact';
 export { sanitizeEnv } from './env';
 export { DEFAULT_POLICY } from './policy/effective';
+export { loadPolicyFile, checkPolicyFile } from './policy/load';
+export type { LoadedPolicy } from './policy/load';
+export type { WatchPolicyOptions } from './gateway';
 export type { EffectivePolicy, ExecMode } from './policy/effective';
 export { getHome } from './home';
 

@@ -38,7 +38,7 @@ export function getDecisionLabel(summary: RunSummary): string {
 }
 
 const COLUMNS = ['TIME', 'RUN', 'ACTOR', 'DECISION', 'EXIT', 'DURATION', 'COMMAND'] as const;
-const WIDTHS = [24, 30, 20, 14, 8, 8, 0];
+const WIDTHS = [24, 30, 20, 16, 8, 8, 0];
 
 export function formatTableHeader(): string {
   return COLUMNS.map((name, index) => (WIDTHS[index] ? name.padEnd(WIDTHS[index]!) : name)).join(' ').trimEnd();

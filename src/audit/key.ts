@@ -14,9 +14,8 @@
  * way to time it out synchronously. A host that wants the key in the keyring reads it there and
  * passes it as `key`.
  */
-import { constants, closeSync, fstatSync, linkSync, openSync, readFileSync, unlinkSync, writeSync, fsyncSync } from 'node:fs';
-import { createHmac, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
-import { createSecretKey } from 'node:crypto';
+import { constants, closeSync, fstatSync, fsyncSync, linkSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { createHmac, createSecretKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { ExecgateError } from '../errors';
 import { ensureDir } from '../home';
@@ -153,10 +152,10 @@ export function loadAuditKeys(options: AuditKeyOptions & { keyPath: string }): A
   if (options.key !== undefined) {
     const bytes = typeof options.key === 'string' ? decodeKey(options.key, 'the `key` option') : Buffer.from(options.key);
     if (bytes.length !== 32) throw keyInvalid('the `key` option');
-    return deriveAuditKeys(bytes, 'option');
+    return deriveAndForget(bytes, 'option');
   }
   const fromEnv = options.env?.[AUDIT_KEY_ENV];
-  if (fromEnv !== undefined && fromEnv !== '') return deriveAuditKeys(decodeKey(fromEnv, AUDIT_KEY_ENV), 'env');
+  if (fromEnv !== undefined && fromEnv !== '') return deriveAndForget(decodeKey(fromEnv, AUDIT_KEY_ENV), 'env');
   let text = readKeyFile(options.keyPath);
   if (text === undefined && options.create) {
     createKeyFile(options.keyPath);
@@ -169,7 +168,15 @@ export function loadAuditKeys(options: AuditKeyOptions & { keyPath: string }): A
       { path: options.keyPath },
     );
   }
-  return deriveAuditKeys(decodeKey(text, `\`${options.keyPath}\``), options.keyPath);
+  return deriveAndForget(decodeKey(text, `\`${options.keyPath}\``), options.keyPath);
+}
+
+function deriveAndForget(master: Buffer, source: string): AuditKeys {
+  try {
+    return deriveAuditKeys(master, source);
+  } finally {
+    master.fill(0);
+  }
 }
 
 export function getAuditKeyPath(home: string): string {

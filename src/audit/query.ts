@@ -76,7 +76,8 @@ export async function searchAudit(
   filter: SearchFilter,
   onRun: (summary: RunSummary) => void,
   options: { keepLines?: boolean } = {},
-): Promise<{ runs: number; matched: number; skipped: number }> {
+): Promise<{ records: number; runs: number; matched: number; skipped: number }> {
+  let records = 0;
   let runs = 0;
   let matched = 0;
   const assembler = new RunAssembler(
@@ -91,8 +92,9 @@ export async function searchAudit(
   // Looking for one run: parse only the lines that name it.
   const needle = filter.runId === undefined ? undefined : Buffer.from(`"runId":${JSON.stringify(filter.runId)}`);
   for await (const batch of readAuditBatches(files)) {
+    records += batch.length;
     for (const line of batch) if (needle === undefined || line.bytes.includes(needle)) assembler.push(line);
   }
   assembler.finish();
-  return { runs, matched, skipped: assembler.skipped };
+  return { records, runs, matched, skipped: assembler.skipped };
 }

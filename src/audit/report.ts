@@ -78,9 +78,13 @@ const MAX_BARS = 120;
 
 function renderTimeline(perHour: ReportData['perHour']): string {
   if (perHour.size === 0) return '<p class="empty">No runs in this period.</p>';
-  const hours = [...perHour.keys()].map((key) => Date.parse(`${key}:00:00Z`) / 3_600_000);
-  const first = Math.min(...hours);
-  const last = Math.max(...hours);
+  let first = Infinity;
+  let last = -Infinity;
+  for (const key of perHour.keys()) {
+    const hour = Date.parse(`${key}:00:00Z`) / 3_600_000;
+    first = Math.min(first, hour);
+    last = Math.max(last, hour);
+  }
   const bucket = BUCKETS.find((b) => (last - first) / b.hours + 1 <= MAX_BARS) ?? BUCKETS[BUCKETS.length - 1]!;
   const bars = new Map<number, { runs: number; denied: number; failed: number }>();
   for (const [key, counts] of perHour) {
@@ -129,7 +133,7 @@ function renderRunRows(runs: readonly RunSummary[], detail: 'run' | 'denied' | '
       const why = detail === 'denied'
         ? `${run.rule ? `rule ${run.rule}: ` : ''}${run.reason ?? run.message ?? ''}`
         : detail === 'failed'
-          ? run.code ?? run.reason ?? run.message ?? getExitLabel(run)
+          ? run.code ?? run.reason ?? (run.timedOut ? 'timed out' : run.signal ? `killed by ${run.signal}` : `exit ${getExitLabel(run)}`)
           : renderRefs(run);
       return `<tr class="${rowClass(run)}" data-run-id="${escapeHtml(run.runId ?? '')}">` +
         `<td class="time">${escapeHtml(run.time.replace('T', ' ').replace('Z', ''))}</td>` +
@@ -199,7 +203,7 @@ tr.failed{background:#fff4d6}tr.failed td.exit{color:#8a5300;font-weight:700}
 .bar{flex:1;display:flex;flex-direction:column-reverse;height:100%;min-width:2px}
 .bar .ok,.k.ok{background:#7aa7e0}.bar .fail,.k.fail{background:#f0b429}.bar .deny,.k.deny{background:#d93025}
 .k{display:inline-block;padding:0 6px;border-radius:3px;color:#000}.axis{color:#555;font-size:12px}
-.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:16px}.empty{color:#777}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:16px;align-items:start}.empty{color:#777}
 `;
 
 function renderPage(data: ReportData, options: ReportOptions): string {

@@ -9,7 +9,7 @@
  * records to a remote collector for those.
  */
 import type { KeyObject } from 'node:crypto';
-import { GENESIS_HASH, parseChainLine } from './chain';
+import { GENESIS_HASH, parseChainLine, readVerifiedLink } from './chain';
 import type { AuditKeys } from './key';
 import { readAuditBatches, type AuditLine } from './reader';
 
@@ -117,6 +117,16 @@ export class ChainVerifier {
       });
       return;
     }
+    // Most lines: an intact ordinary record, linked without parsing its JSON.
+    const link = entry.overlong ? undefined : readVerifiedLink(this.#key, entry.bytes);
+    if (link !== undefined) {
+      const leftover = this.#leftover;
+      this.#leftover = undefined;
+      if (leftover !== undefined) this.#unaccounted(leftover);
+      this.#link(link.seq, link.prev, { ...where, seq: link.seq });
+      this.#accept(link.seq, link.hash, file);
+      return;
+    }
     const parsed = entry.overlong ? ({ ok: false, why: `longer than any record (${entry.length} bytes)` } as const) : parseChainLine(this.#key, entry.bytes);
     if (!parsed.ok) {
       this.#leftover ??= { ...where, why: `not an audit record (${parsed.why})` };
@@ -145,19 +155,27 @@ export class ChainVerifier {
         if (accounted) {
           this.#notes.push({ file: leftover.file, line: leftover.line, offset: leftover.offset, reason: `${recovered.bytes} bytes here are not a record (a write cut short by a crash); the writer set them aside in chain.resumed seq ${record.seq}` });
         } else {
-          this.#break({ file: leftover.file, line: leftover.line, offset: leftover.offset, reason: `this line is ${leftover.why}, and no chain.resumed record accounts for it (inserted junk, or a damaged record)` });
+          this.#unaccounted(leftover);
         }
       } else if (record.event === 'chain.resumed' && recovered !== undefined) {
         this.#break({ ...at, reason: `this chain.resumed record sets aside ${String(recovered.bytes)} bytes at offset ${String(recovered.offset)} that are not there (they were removed or the file was spliced)` });
       }
       this.#link(record.seq, record.prev, at);
     }
-    this.#last = { seq: record.seq, hash: record.hash, file: entry.file };
-    this.#firstSeq ??= record.seq;
+    this.#accept(record.seq, record.hash, file);
+  }
+
+  #unaccounted(leftover: Leftover): void {
+    this.#break({ file: leftover.file, line: leftover.line, offset: leftover.offset, reason: `this line is ${leftover.why}, and no chain.resumed record accounts for it (inserted junk, or a damaged record)` });
+  }
+
+  #accept(seq: number, hash: string, file: VerifiedFile): void {
+    this.#last = { seq, hash, file: file.file };
+    this.#firstSeq ??= seq;
     this.#records++;
     file.records++;
-    file.firstSeq ??= record.seq;
-    file.lastSeq = record.seq;
+    file.firstSeq ??= seq;
+    file.lastSeq = seq;
   }
 
   #link(seq: number, prev: string, at: Omit<VerifyProblem, 'reason'>): void {

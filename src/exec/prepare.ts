@@ -119,14 +119,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       { mode: request.mode },
     );
   }
-  if (!policy.modes[request.mode].allowed) {
-    throw new ExecgateError(
-      'EXECGATE_ERR_MODE_UNAVAILABLE',
-      `The \`${request.mode}\` mode is turned off by the policy (${policy.source}).`,
-      { mode: request.mode },
-    );
-  }
-
+  // A mode the policy turns off is a policy decision (decideRequest), audited as a denial.
   // The policy decides on the unresolved command and the references it names, before any
   // source is asked for a value.
   const tokens = scanTokens(request.command, { alias: policy.secrets.alias });

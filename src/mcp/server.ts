@@ -114,6 +114,7 @@ export class ExecgateMcpServer {
         return errorResult(error);
       }
       return tool.call(args, {
+        signal: extra.signal,
         gateway: this.gateway,
         session,
         notifyToolsChanged: () => extra.sendNotification({ method: 'notifications/tools/list_changed' }),

@@ -16,10 +16,9 @@
  * Keys no file sets keep the embedded default.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import type { ExecgateError } from '../errors';
 import { DEFAULT_POLICY, EXEC_MODES, deepFreeze, type CommandRule, type EffectivePolicy, type ExecMode, type SecretRestriction } from './effective';
 import { toCommandWords, type CommandMatch } from './match';
 import { createPolicyError, formatPath, type PathSegment, type PolicyErrorCode, type PolicyProblem } from './problems';
@@ -68,7 +67,7 @@ interface Via {
 /** Load and compile a policy file; throws an ExecgateError listing every problem when it is not valid. */
 export function loadPolicyFile(file: string, options: LoadPolicyOptions = {}): LoadedPolicy {
   const result = checkPolicyFile(file, options);
-  if (!result.ok) throw createPolicyError(file, result.problems) as ExecgateError;
+  if (!result.ok) throw createPolicyError(file, result.problems);
   return result.loaded;
 }
 
@@ -117,17 +116,19 @@ class Loader {
   }
 
   visit(file: string, absolute: string, stack: readonly string[], via: Via | undefined): void {
-    if (stack.includes(absolute)) {
-      const chain = [...stack.slice(stack.indexOf(absolute)), absolute].map((path) => this.#display(path)).join(' -> ');
+    // Files are identified by their real path, so a symlink cannot hide a cycle or a repeat.
+    const identity = realpathOrSelf(absolute);
+    if (stack.includes(identity)) {
+      const chain = [...stack.slice(stack.indexOf(identity)), identity].map((path) => this.#display(path)).join(' -> ');
       this.problems.push(this.#at(via as Via, 'EXECGATE_ERR_POLICY_EXTENDS_CYCLE', `circular \`extends\`: ${chain}; a policy cannot extend itself`));
       return;
     }
-    if (this.#seen.has(absolute)) return; // reached twice through different bases: merged once
+    if (this.#seen.has(identity)) return; // reached twice through different bases: merged once
     if (this.#seen.size >= MAX_POLICY_FILES) {
       this.problems.push(this.#at(via as Via, 'EXECGATE_ERR_POLICY_INVALID', `more than ${MAX_POLICY_FILES} policy files in one \`extends\` tree`));
       return;
     }
-    this.#seen.add(absolute);
+    this.#seen.add(identity);
 
     const read = readPolicySource(file, absolute);
     if (!read.source) {
@@ -152,7 +153,7 @@ class Loader {
     targets.forEach((target, index) => {
       const path: PathSegment[] = Array.isArray(doc.extends) ? ['extends', index] : ['extends'];
       const resolved = this.#resolveTarget(target, source, { source, path });
-      if (resolved) this.visit(resolved.display, resolved.absolute, [...stack, absolute], { source, path });
+      if (resolved) this.visit(resolved.display, resolved.absolute, [...stack, identity], { source, path });
     });
     this.entries.push({ source, doc, order: this.entries.length });
   }
@@ -171,6 +172,14 @@ class Loader {
     }
     const absolute = resolve(dirname(from.absolute), target);
     return { display: this.#display(absolute), absolute };
+  }
+}
+
+function realpathOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
   }
 }
 

@@ -1,9 +1,9 @@
 /*
  * Validation against policies/schema.json, the one source of truth for the policy format.
  *
- * The validator is built once, on first use: from the code generated ahead of time from the
- * schema (schema-validator.generated.ts, checked against the schema's digest), or else by compiling the
- * schema with ajv. Either way a gateway that is given no policy file never pays for it.
+ * The validator is built once, on first use: from code generated ahead of time from the schema
+ * (schema-validator.generated.ts, used only when its recorded digest matches the schema), or else
+ * by compiling the schema with ajv. Either way a gateway given no policy file never pays for it.
  *
  * ajv's errors are then turned into one precise problem per mistake: positioned at the offending
  * key or value, naming its JSON path and what was expected, with a suggestion for a misspelled
@@ -26,7 +26,7 @@ interface SchemaError {
   readonly propertyName?: string;
 }
 
-type Validate = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
+export type Validate = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
 type Schema = Record<string, unknown>;
 
 let schemaText: string | undefined;
@@ -62,10 +62,10 @@ export function getValidator(): Validate {
 }
 
 /** Compile the schema with ajv (draft 2020-12). Used when no matching generated code exists. */
-export function compileWithAjv(options: Record<string, unknown> = {}): unknown {
+export function compileWithAjv(): unknown {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { default: Ajv2020 } = require('ajv/dist/2020') as { default: new (options: object) => { compile(schema: object): Validate } };
-  const ajv = new Ajv2020({ ...AJV_OPTIONS, ...options });
+  const ajv = new Ajv2020({ ...AJV_OPTIONS });
   return ajv.compile(getSchema());
 }
 
@@ -80,8 +80,7 @@ function loadGenerated(): Validate | undefined {
 }
 
 /** Every schema problem of one parsed file (empty when it is valid). */
-export function validateSource(source: PolicySource): PolicyProblem[] {
-  const validate = getValidator();
+export function validateSource(source: PolicySource, validate: Validate = getValidator()): PolicyProblem[] {
   if (validate(source.value)) return [];
   const errors = reduceErrors(validate.errors ?? [], source.value);
   const problems: PolicyProblem[] = [];
@@ -206,7 +205,8 @@ function typeMatches(schemaType: unknown, valueType: string): boolean {
  * otherwise one "expected <title>" error for the whole `anyOf`.
  */
 function reduceErrors(errors: readonly SchemaError[], root: unknown): SchemaError[] {
-  let kept = [...errors];
+  // A bad key is reported by the error inside `propertyNames`, which says what was expected.
+  let kept = errors.filter((error) => !(error.keyword === 'propertyNames' && errors.some((other) => other.propertyName === error.params.propertyName && other !== error)));
   for (const error of errors) {
     if (error.keyword !== 'anyOf' && error.keyword !== 'oneOf') continue;
     const branches = (parentSchemaOf(error, root)[error.keyword] ?? []) as Schema[];

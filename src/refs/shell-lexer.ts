@@ -6,7 +6,8 @@
  * atomic word parts (they become `"${NAME}"`-style expansions that contain no syntax the
  * surrounding text can see); every other character, including tokens that stay literal, is plain
  * shell text. It is not a full parser: it tracks what decides quoting (quotes, escapes, `$(...)`,
- * backquotes, `${...}`, arithmetic, heredocs, comments, `case` patterns, `[[ ... ]]`) and fails
+ * backquotes, `${...}`, arithmetic, heredocs, comments, `case` patterns, `[[ ... ]]`) and the
+ * words of each simple command (for commands that parse an argument as code), and fails
  * closed: where it cannot be sure how bash reads the text, tokens there are refused rather than
  * guessed at.
  *
@@ -14,6 +15,7 @@
  * backslash removal for backquotes), with a map back to offsets in the original command.
  */
 
+import { getEvaluation, getInputEvaluation, type Evaluation } from './evaluating-commands';
 import type { RefToken } from './types';
 
 /** Contexts where a token can be rewritten into an expansion. */
@@ -26,11 +28,11 @@ export type ExpansionContext =
 
 /** Contexts where no rewrite is possible or safe. */
 export type RefusedContext =
+  | Evaluation['context']
   | 'quoted-heredoc'
   | 'heredoc-delimiter'
   | 'ansi-c-string'
   | 'locale-string'
-  | 'arithmetic'
   | 'conditional-arithmetic'
   | 'parameter-name'
   | 'escaped'
@@ -62,7 +64,7 @@ export function placeTokens(command: string, tokens: readonly RefToken[]): LexRe
     conditions: new Set(),
   };
   const identity = Array.from({ length: command.length }, (_, index) => index);
-  new Lexer(command, identity, shared, 'cmd', false).run();
+  new Lexer(command, identity, shared, 'cmd', null).run();
   // A `[[` never closed with `]]` still decides the tokens it holds.
   for (const condition of shared.conditions) settleCondition(shared, condition);
 
@@ -76,9 +78,13 @@ export function placeTokens(command: string, tokens: readonly RefToken[]): LexRe
   return shared.problem ? { placements, problem: shared.problem } : { placements };
 }
 
-/** A `[[ ... ]]` being read: bash evaluates operands of -eq and friends as arithmetic. */
+/**
+ * A `[[ ... ]]` being read: bash evaluates operands of -eq and friends as arithmetic, and the
+ * operand of -v / -R as a variable name (whose subscript is arithmetic).
+ */
 interface Condition {
   arithmetic: boolean;
+  variableName: boolean;
   readonly tokens: RefToken[];
 }
 
@@ -105,6 +111,14 @@ interface CommandFrame {
   wordAtCommandStart: boolean;
   /** The next word names a function (`function NAME { ... }`); the body after it is a command. */
   functionName: boolean;
+  /** Words of the current simple command so far (null where not plain literal text). */
+  words: (string | null)[];
+  /** The current word has an unquoted `=` (an assignment's value follows). */
+  wordEquals: boolean;
+  /** The current word follows a redirection operator: a file name or input, not an argument. */
+  redirectTarget: boolean;
+  /** The current word is a here-string (`<<< word`) that a shell will parse. */
+  inputWord: Evaluation | null;
   patternStart: boolean;
   readonly cases: CaseState[];
   readonly pending: Heredoc[];
@@ -137,7 +151,12 @@ interface Heredoc {
   readonly delimiter: string;
   readonly quoted: boolean;
   readonly stripTabs: boolean;
+  /** The words of the command the heredoc feeds (still growing until that command ends). */
+  readonly words: readonly (string | null)[];
 }
+
+/** Nested lexers (backquotes in backquotes, heredocs in `$(...)` in heredocs) deeper than this are refused. */
+const MAX_NESTING = 64;
 
 /** Stands for a substituted token in lookahead: it is a word part, never an operator. */
 const TOKEN = 'TOKEN';
@@ -168,8 +187,9 @@ class Lexer {
     private readonly map: readonly number[],
     private readonly shared: Shared,
     root: 'cmd' | 'heredoc',
-    /** This lexer reads text nested inside arithmetic: every token in it is refused. */
-    private readonly inArithmetic: boolean,
+    /** Set when this lexer reads text where every token is refused (inside arithmetic, say). */
+    private readonly inherited: Placement | null,
+    private readonly depth = 0,
   ) {
     this.stack = [root === 'cmd' ? newCommandFrame('root', 0) : { kind: 'heredoc', start: 0 }];
     for (let index = 0; index < text.length; index += 1) {
@@ -183,6 +203,10 @@ class Lexer {
   }
 
   run(): void {
+    if (this.depth > MAX_NESTING) {
+      this.fail(`the command nests backquotes or heredocs more than ${MAX_NESTING} levels deep`, 0);
+      return;
+    }
     let i = 0;
     while (i < this.text.length) {
       if (this.shared.problem) return;
@@ -207,8 +231,21 @@ class Lexer {
     return index < this.map.length ? (this.map[index] as number) : (this.map[this.map.length - 1] ?? -1) + 1;
   }
 
-  private nestedInArithmetic(): boolean {
-    return this.inArithmetic || this.stack.some((frame) => frame.kind === 'arith');
+  /**
+   * The refusal that applies to everything at the current position whatever its quoting: inside
+   * arithmetic, or inside an argument that a command parses as code.
+   */
+  private enclosingRefusal(): Placement | null {
+    if (this.inherited) return this.inherited;
+    if (this.stack.some((frame) => frame.kind === 'arith')) return { kind: 'refuse', context: 'arithmetic' };
+    for (const frame of this.stack) {
+      if (frame.kind !== 'cmd' || frame.wordStart) continue;
+      const evaluation = frame.redirectTarget
+        ? frame.inputWord
+        : getEvaluation(frame.words, frame.words.length, frame.wordEquals);
+      if (evaluation) return { kind: 'refuse', context: evaluation.context, reason: evaluation.reason };
+    }
+    return null;
   }
 
   private setPlacement(token: RefToken, placement: Placement): void {
@@ -244,9 +281,8 @@ class Lexer {
   private placementFor(frame: Frame): Placement {
     const poison = this.shared.poison;
     if (poison) return { kind: 'refuse', context: 'uncertain', reason: poison.reason };
-    if (this.nestedInArithmetic()) {
-      return { kind: 'refuse', context: 'arithmetic' };
-    }
+    const enclosing = this.enclosingRefusal();
+    if (enclosing) return enclosing;
     switch (frame.kind) {
       case 'cmd':
         return { kind: 'expand', context: 'unquoted' };
@@ -348,10 +384,7 @@ class Lexer {
 
   private wordCharacter(frame: CommandFrame, i: number, c: string): number {
     if (frame.wordStart) {
-      frame.wordStart = false;
-      frame.wordAtCommandStart = frame.commandStart;
-      frame.patternStart = false;
-      frame.word = '';
+      beginWord(frame);
       // `name[` starts an array subscript (`a[i]=v`, `unset a[i]`, `declare a[i]`) and a `[` that
       // opens a word may be one in `arr=([i]=v)`: bash may evaluate it as arithmetic.
       const subscript = /^(?:[A-Za-z_][A-Za-z0-9_]*)?\[/.exec(this.plainSlice(i));
@@ -363,6 +396,7 @@ class Lexer {
       }
     }
     if (frame.word !== null) frame.word += c;
+    if (c === '=') frame.wordEquals = true;
     return i + 1;
   }
 
@@ -379,6 +413,9 @@ class Lexer {
     const word = frame.word;
     const atCommandStart = frame.wordAtCommandStart;
     frame.word = null;
+    if (!frame.redirectTarget) frame.words.push(word);
+    frame.redirectTarget = false;
+    frame.inputWord = null;
     frame.commandStart = false;
     const state = frame.cases[frame.cases.length - 1];
     if (state === 'subject') {
@@ -414,7 +451,7 @@ class Lexer {
       return;
     }
     if (atCommandStart && word === '[[' && frame.condition === null) {
-      frame.condition = { arithmetic: false, tokens: [] };
+      frame.condition = { arithmetic: false, variableName: false, tokens: [] };
       this.shared.conditions.add(frame.condition);
       return;
     }
@@ -424,6 +461,8 @@ class Lexer {
         frame.condition = null;
       } else if (ARITHMETIC_TEST_OPERATORS.has(word)) {
         frame.condition.arithmetic = true;
+      } else if (word === '-v' || word === '-R') {
+        frame.condition.variableName = true;
       }
       return;
     }
@@ -519,14 +558,21 @@ class Lexer {
     this.endWord(frame);
     const next = this.peek(i + 1);
     if (c === '<' && next === '<') {
-      if (this.peek(i + 2) === '<') return i + 3; // here-string: the next word is an ordinary word
+      if (this.peek(i + 2) === '<') {
+        // A here-string is an ordinary word, unless a shell reads it as its script.
+        frame.redirectTarget = true;
+        frame.inputWord = getInputEvaluation(frame.words);
+        return i + 3;
+      }
       return this.heredocOperator(i);
     }
     if (next === '(') {
+      markWordPart(frame); // `<(...)` is a word (a file name), not an operator
       this.stack.push(newCommandFrame('substitution', i));
       return i + 2;
     }
     // `>>`, `>&`, `<&`, `>|`, `<>`: one operator; the next word is a file name or descriptor.
+    frame.redirectTarget = true;
     return next === '>' || next === '&' || next === '|' || (c === '<' && next === '>') ? i + 2 : i + 1;
   }
 
@@ -580,7 +626,8 @@ class Lexer {
       }
     }
     if (delimiter === '' && !quoted) this.poison('a `<<` without a delimiter word', j);
-    this.parserLevel().pending.push({ delimiter, quoted, stripTabs });
+    const command = this.top() as CommandFrame;
+    this.parserLevel().pending.push({ delimiter, quoted, stripTabs, words: command.words });
     return j;
   }
 
@@ -609,12 +656,14 @@ class Lexer {
           if (this.starts.has(k)) k = this.refuseAt(k, 'quoted-heredoc') - 1;
         }
       } else {
+        const input = getInputEvaluation(heredoc.words);
         const body = new Lexer(
           this.text.slice(position, bodyEnd),
           this.map.slice(position, bodyEnd),
           this.shared,
           'heredoc',
-          this.nestedInArithmetic(),
+          this.enclosingRefusal() ?? (input && { kind: 'refuse', context: input.context, reason: input.reason }),
+          this.depth + 1,
         );
         body.run();
       }
@@ -870,7 +919,7 @@ class Lexer {
       }
       return j + 1;
     }
-    new Lexer(body, map, this.shared, 'cmd', this.nestedInArithmetic()).run();
+    new Lexer(body, map, this.shared, 'cmd', this.enclosingRefusal(), this.depth + 1).run();
     return j + 1;
   }
 
@@ -914,6 +963,10 @@ function newCommandFrame(origin: CommandFrame['origin'], start: number): Command
     word: null,
     wordAtCommandStart: false,
     functionName: false,
+    words: [],
+    wordEquals: false,
+    redirectTarget: false,
+    inputWord: null,
     patternStart: false,
     cases: [],
     pending: [],
@@ -923,12 +976,18 @@ function newCommandFrame(origin: CommandFrame['origin'], start: number): Command
 
 /** Something other than a plain character joins the current word (a quote, an expansion, a token). */
 function markWordPart(frame: CommandFrame): void {
-  if (frame.wordStart) {
-    frame.wordStart = false;
-    frame.wordAtCommandStart = frame.commandStart;
-    frame.patternStart = false;
-  }
+  if (frame.wordStart) beginWord(frame);
   frame.word = null;
+}
+
+function beginWord(frame: CommandFrame): void {
+  frame.wordStart = false;
+  frame.wordAtCommandStart = frame.commandStart;
+  frame.patternStart = false;
+  frame.word = '';
+  frame.wordEquals = false;
+  // A new array, not a cleared one: a heredoc keeps the words of the command it feeds.
+  if (frame.commandStart) frame.words = [];
 }
 
 function isStringFrame(frame: Frame): boolean {
@@ -944,11 +1003,14 @@ function endsWithEscape(text: string, from: number, to: number): boolean {
 
 function settleCondition(shared: Shared, condition: Condition): void {
   shared.conditions.delete(condition);
-  if (!condition.arithmetic) return;
+  let refusal: Placement | null = null;
+  if (condition.arithmetic) refusal = { kind: 'refuse', context: 'conditional-arithmetic' };
+  else if (condition.variableName) {
+    refusal = { kind: 'refuse', context: 'variable-name', reason: '`[[ -v ]]` takes a variable name' };
+  }
+  if (!refusal) return;
   for (const token of condition.tokens) {
     const placement = shared.placements.get(token);
-    if (placement && placement.kind === 'expand') {
-      shared.placements.set(token, { kind: 'refuse', context: 'conditional-arithmetic' });
-    }
+    if (placement && placement.kind === 'expand') shared.placements.set(token, refusal);
   }
 }

@@ -17,11 +17,12 @@
  *   word of ${VAR:-...}   "${NAME}"      quoted, so a pattern (${VAR#...}) matches it literally
  *
  * Only POSIX `${NAME}` expansions are written, so the script is the same for bash and sh. The
- * script text holds variable names and never a value. Where no expansion fits (a quoted heredoc
- * body, `$'...'`) or where bash would evaluate the value as code (arithmetic, and
- * `[[ -eq ]]`), or where the lexer cannot be sure of the context, substitution refuses with
- * EXECGATE_ERR_REF_UNSAFE_CONTEXT instead of guessing. What a command itself does with a value
- * it receives as data (`eval`, `let`, `bash -c "$x"`) is that command's meaning, not substitution's.
+ * script text holds variable names and never a value. Substitution refuses with
+ * EXECGATE_ERR_REF_UNSAFE_CONTEXT instead of guessing where no expansion fits (a quoted heredoc
+ * body, `$'...'`), where bash would parse the value after all (arithmetic, `[[ -eq ]]`, `eval`,
+ * a variable-name argument, another shell's `-c` script, ssh's remote command), and where the
+ * lexer cannot be sure of the context. Beyond that, what a command does with a value it receives
+ * as data (`python -c`, a pipe into `sh`) is the command's meaning, not substitution's.
  */
 
 import { ExecgateError, describeValue } from '../errors';
@@ -140,47 +141,64 @@ function invalid(message: string): ExecgateError {
   return new ExecgateError('EXECGATE_ERR_REF_REPLACEMENT_INVALID', message);
 }
 
-const REFUSALS: Record<RefusedContext, { where: string; fix: string }> = {
+const REFUSALS: Record<RefusedContext, { where: string; fix: (reference: string) => string }> = {
   'quoted-heredoc': {
     where: "the body of a quoted heredoc (<<'EOF', <<\"EOF\" or <<\\EOF), where the shell expands nothing",
-    fix: 'use an unquoted delimiter (<<EOF) or move the reference out of the heredoc',
+    fix: () => 'use an unquoted delimiter (<<EOF) or move the reference out of the heredoc',
   },
   'heredoc-delimiter': {
     where: 'a heredoc delimiter (right after <<), which the shell never expands',
-    fix: 'give the heredoc a delimiter word, or for a here-string write <<< followed by a space and the reference',
+    fix: (reference) => `give the heredoc a delimiter word, or for a here-string write <<< ${reference}`,
   },
   'ansi-c-string': {
     where: "a $'...' string, where the shell expands nothing",
-    fix: "close the $'...' string before the reference, or use a \"...\" string instead",
+    fix: () => "close the $'...' string before the reference, or use a \"...\" string instead",
   },
   'locale-string': {
     where: 'a $"..." string, which bash may replace with a translation',
-    fix: 'use a plain "..." string (drop the $)',
+    fix: () => 'use a plain "..." string (drop the $)',
   },
   arithmetic: {
     where:
-      'an arithmetic context ($(( )), (( )), $[ ], an array subscript or ${var:offset:length}), where bash evaluates the value as an expression that can run commands',
-    fix: 'move the reference out of the arithmetic; compare numbers with [ ... -eq ... ], which does not evaluate its operands',
+      'an arithmetic context ($(( )), (( )), $[ ], let, an array subscript or ${var:offset:length}), where bash evaluates the value as an expression that can run commands',
+    fix: () => 'move the reference out of the arithmetic; compare numbers with [ ... -eq ... ], which does not evaluate its operands',
   },
   'conditional-arithmetic': {
     where: 'a [[ ... ]] test with -eq, -ne, -lt, -le, -gt or -ge, where bash evaluates the operands as expressions that can run commands',
-    fix: 'use [ ... -eq ... ] (the test command compares numbers without evaluating them)',
+    fix: () => 'use [ ... -eq ... ] (the test command compares numbers without evaluating them)',
+  },
+  evaluated: {
+    where: 'an argument that the command runs as shell code (eval, trap, declare -i or -n)',
+    fix: (reference) => `assign the reference to a variable and let the code use the variable: V=${reference}; eval 'cmd "$V"'`,
+  },
+  'shell-script': {
+    where: 'the script of another shell (the word after -c, or a heredoc or here-string the shell reads), which that shell parses',
+    fix: (reference) => `pass the value as an argument instead: bash -c 'cmd "$1"' _ ${reference}`,
+  },
+  'variable-name': {
+    where:
+      'a word the command takes as a variable name (declare, local, export, read, unset, printf -v, test -v, [[ -v ]]), where bash evaluates array subscripts and can run commands',
+    fix: (reference) => `use a fixed variable name and put the reference in the value: NAME=${reference}`,
+  },
+  'remote-command': {
+    where: 'the command line (or input) that ssh hands to the remote shell, which parses it',
+    fix: (reference) => `send the value on standard input instead: printf %s ${reference} | ssh HOST 'IFS= read -r v; cmd "$v"'`,
   },
   'parameter-name': {
     where: 'the name part of a ${...} expansion, and a reference cannot name a variable',
-    fix: 'put the reference after an operator, as in ${VAR:-<<secret:NAME>>}, or outside the braces',
+    fix: (reference) => `put the reference after an operator, as in \${VAR:-${reference}}, or outside the braces`,
   },
   escaped: {
     where: 'a position right after a backslash, which would escape the start of the expansion',
-    fix: 'remove the backslash or separate it from the reference',
+    fix: () => 'remove the backslash or separate it from the reference',
   },
   'after-dollar': {
     where: 'a position right after a bare $, which would join with the expansion',
-    fix: 'remove the $ or write it as \\$',
+    fix: () => 'remove the $ or write it as \\$',
   },
   uncertain: {
     where: 'a spot whose quoting execgate cannot determine with confidence',
-    fix: 'fix or simplify the shell syntax around the reference',
+    fix: () => 'fix or simplify the shell syntax around the reference',
   },
 };
 
@@ -189,7 +207,7 @@ function unsafeContextError(token: RefToken, context: RefusedContext, reason?: s
   const because = reason ? ` (${reason})` : '';
   return new ExecgateError(
     'EXECGATE_ERR_REF_UNSAFE_CONTEXT',
-    `The reference ${token.raw} sits in ${where}${because}, so execgate cannot pass its value safely and refuses to run the command. To fix it, ${fix}.`,
+    `The reference ${token.raw} sits in ${where}${because}, so execgate cannot pass its value safely and refuses to run the command. To fix it, ${fix(token.raw)}.`,
     reason ? { reference: token.raw, context, reason, offset: token.start } : { reference: token.raw, context, offset: token.start },
   );
 }

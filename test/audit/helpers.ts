@@ -48,7 +48,7 @@ export interface Scenario {
 
 /** Commands an attacker might send, to check they stay text in every review output. */
 export const INJECTED_COMMAND =
-  `echo '<script>document.title="PWNED";document.documentElement.setAttribute("data-pwned","1")</script><img src=x onerror="document.title=1">' "\x1b[2J\x1b[31mfake\u202e"`;
+  `echo "\x1b[2J\x1b[31mfake\u202e" '<script>document.title="PWNED";document.documentElement.setAttribute("data-pwned","1")</script><img src=x onerror="document.title=1">'`;
 
 /** Runs through a real gateway: allowed with a secret, encoded output, a failure, a timeout, a denial, a rejection, an injection. */
 export async function runScenario(home: string): Promise<Scenario> {

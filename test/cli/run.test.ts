@@ -92,7 +92,7 @@ describe('execgate run', () => {
     [['run', '--pty', '--', 'true'], 'EXECGATE_ERR_INVALID_OPTION'],
     [['run', '--mode', 'pty', '--cols', 'wide', '--', 'true'], 'EXECGATE_ERR_CLI_USAGE'],
     [['run', '--mode', 'warp', '--', 'true'], 'EXECGATE_ERR_INVALID_MODE'],
-    [['run', '--policy', 'p.yaml', '--', 'true'], 'EXECGATE_ERR_POLICY_UNSUPPORTED'],
+    [['run', '--policy', 'p.yaml', '--', 'true'], 'EXECGATE_ERR_POLICY_NOT_FOUND'],
     [['run', '--shell', 'bash', '--', 'true'], 'EXECGATE_ERR_INVALID_SHELL'],
     [['run', '--bogus', '--', 'true'], 'EXECGATE_ERR_CLI_USAGE'],
     [['run'], 'EXECGATE_ERR_CLI_USAGE'],

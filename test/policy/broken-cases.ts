@@ -57,7 +57,7 @@ export const BROKEN_CASES: readonly BrokenCase[] = [
     files: { 'p.yaml': 'version: 1\nexec:\n  modes:\n    sync: { timeout: 2h, maxTimeout: 1h }\n' },
     main: 'p.yaml',
     code: 'EXECGATE_ERR_POLICY_INVALID',
-    first: 'p.yaml:4:41: `exec.modes.sync.maxTimeout`: conflicting settings: `timeout` (2h, from this file) is longer than `maxTimeout` (1h, from this file); the default must not exceed the maximum',
+    first: 'p.yaml:4:38: `exec.modes.sync.maxTimeout`: conflicting settings: `timeout` (2h, from this file) is longer than `maxTimeout` (1h, from this file); the default must not exceed the maximum',
   },
   {
     name: 'conflicting settings across extends: the file that made them contradict is named',
@@ -67,7 +67,7 @@ export const BROKEN_CASES: readonly BrokenCase[] = [
     },
     main: 'p.yaml',
     code: 'EXECGATE_ERR_POLICY_INVALID',
-    first: 'p.yaml:5:25: `exec.modes.pty.maxTimeout`: conflicting settings: `timeout` (10m, from base.yaml) is longer than `maxTimeout` (5m, from this file); the default must not exceed the maximum',
+    first: 'p.yaml:5:24: `exec.modes.pty.maxTimeout`: conflicting settings: `timeout` (10m, from base.yaml) is longer than `maxTimeout` (5m, from this file); the default must not exceed the maximum',
   },
   {
     name: 'circular extends',
@@ -130,14 +130,14 @@ export const BROKEN_CASES: readonly BrokenCase[] = [
     files: { 'p.yaml': `version: 1\n${'# padding padding padding padding padding padding padding padding\n'.repeat(20_000)}` },
     main: 'p.yaml',
     code: 'EXECGATE_ERR_POLICY_TOO_LARGE',
-    first: 'p.yaml:1:1: the file is 1300011 bytes; a policy file may be at most 1048576 bytes (1 MiB). Is this the right file?',
+    first: /^p\.yaml:1:1: the file is 13\d{5} bytes; a policy file may be at most 1048576 bytes \(1 MiB\)\. Is this the right file\?$/,
   },
   {
     name: 'YAML syntax error',
     files: { 'p.yaml': 'version: 1\ncwd:\n  roots: [/srv, /tmp\nenv:\n  mode: inherit\n' },
     main: 'p.yaml',
     code: 'EXECGATE_ERR_POLICY_INVALID',
-    first: /^p\.yaml:3:10: YAML syntax error: .*flow sequence.*/i,
+    first: 'p.yaml:4:1: YAML syntax error: Flow sequence in block collection must be sufficiently indented and end with a ]',
   },
   {
     name: 'duplicate keys',
@@ -193,7 +193,7 @@ export const BROKEN_CASES: readonly BrokenCase[] = [
     files: { 'p.yaml': 'version: 1\nrules:\n  list:\n    - action: allow\n      command: [make, true]\n' },
     main: 'p.yaml',
     code: 'EXECGATE_ERR_POLICY_INVALID',
-    first: 'p.yaml:5:22: `rules.list[0].command[1]`: expected a string, got `true` (boolean); put it in quotes (`"true"`) to mean the text',
+    first: 'p.yaml:5:23: `rules.list[0].command[1]`: expected a string, got `true` (boolean); put it in quotes (`"true"`) to mean the text',
   },
   {
     name: 'a reference pattern without its kind',
@@ -207,7 +207,7 @@ export const BROKEN_CASES: readonly BrokenCase[] = [
     files: { 'p.yaml': 'version: 1\nexec:\n  modes:\n    background: { maxTimeout: 30d }\n' },
     main: 'p.yaml',
     code: 'EXECGATE_ERR_POLICY_INVALID',
-    first: 'p.yaml:4:32: `exec.modes.background.maxTimeout`: expected at most 2147483647 ms (about 24.8 days, the longest timer Node.js keeps), got `30d`',
+    first: 'p.yaml:4:31: `exec.modes.background.maxTimeout`: expected at most 2147483647 ms (about 24.8 days, the longest timer Node.js keeps), got `30d`',
   },
   {
     name: 'an output limit below the minimum',

@@ -254,6 +254,30 @@ describe('substituteTokens: refused contexts', () => {
     ['arithmetic', `echo $(( \`printf %s ${T}\` ))`],
     ['conditional-arithmetic', `[[ ${T} -eq 1 ]]`],
     ['conditional-arithmetic', `if [[ 1 -lt "$(echo ${T})" ]]; then :; fi`],
+    ['evaluated', `eval echo ${T}`],
+    ['evaluated', `eval "echo ${T}"`],
+    ['evaluated', `builtin eval 'echo ${T}'`],
+    ['evaluated', `eval "$(printf %s ${T})"`],
+    ['evaluated', `trap 'echo ${T}' EXIT`],
+    ['evaluated', `declare -i x=${T}`],
+    ['evaluated', `f() { local -n ref=${T}; }`],
+    ['arithmetic', `let x=${T}`],
+    ['shell-script', `bash -c 'echo ${T}'`],
+    ['shell-script', `sh -c "curl -H 'X: ${T}'"`],
+    ['shell-script', `sudo -u app /bin/bash -lc 'echo ${T}'`],
+    ['shell-script', `find . -exec sh -c 'echo ${T}' \\;`],
+    ['shell-script', `bash <<EOF\necho ${T}\nEOF`],
+    ['shell-script', `bash <<< "echo ${T}"`],
+    ['variable-name', `declare ${T}`],
+    ['variable-name', `export ${T}=1`],
+    ['variable-name', `read -r ${T}`],
+    ['variable-name', `unset ${T}`],
+    ['variable-name', `printf -v ${T} %s x`],
+    ['variable-name', `[ -v ${T} ]`],
+    ['variable-name', `[[ -v ${T} ]]`],
+    ['remote-command', `ssh host echo ${T}`],
+    ['remote-command', `ssh host "echo ${T}"`],
+    ['remote-command', `ssh host <<EOF\necho ${T}\nEOF`],
     ['parameter-name', `echo \${${T}}`],
     ['parameter-name', `echo \${x${T}}`],
     ['escaped', `echo \\${T}`],
@@ -298,6 +322,37 @@ describe('substituteTokens: refused contexts', () => {
     const error = refusal(`echo ${T}; echo "unterminated`);
     expect(error.details).toMatchObject({ context: 'uncertain', reference: T });
     expect(error.message).toMatch(/unterminated double-quoted string/);
+  });
+
+  test('commands that parse code elsewhere accept references in their data positions', () => {
+    const v = { [T]: `x'"; touch pwned; $(id) \`id\`` };
+    expect(run(`bash -c 'printf "[%s]" "$1"' _ ${T}`, v)).toBe(`[${v[T]}]`);
+    expect(run(`sh -c 'printf "[%s]" "$0"' ${T}`, v)).toBe(`[${v[T]}]`);
+    expect(run(`export TOKEN=${T}; printf '[%s]' "$TOKEN"`, v)).toBe(`[${v[T]}]`);
+    expect(run(`declare -r K=${T}; printf '[%s]' "$K"`, v)).toBe(`[${v[T]}]`);
+    expect(run(`f() { local x=${T}; printf '[%s]' "$x"; }; f`, v)).toBe(`[${v[T]}]`);
+    expect(run(`V=${T}; eval 'printf "[%s]" "$V"'`, v)).toBe(`[${v[T]}]`);
+    expect(run(`printf %s ${T} | bash -c 'IFS= read -r x; printf "[%s]" "$x"'`, v)).toBe(`[${v[T]}]`);
+    expect(run(`read -r x <<< ${T}; printf '[%s]' "$x"`, { [T]: 'a b' })).toBe('[a b]');
+    expect(run(`bash -c 'cat' < <(printf %s ${T})`, v)).toBe(v[T]);
+    expect(rewrite(`sshpass -p ${T} ssh host true`).script).toBe('sshpass -p "${EXECGATE_REF_0}" ssh host true');
+    expect(rewrite(`bash script.sh ${T}`).script).toBe('bash script.sh "${EXECGATE_REF_0}"');
+    expect(rewrite(`echo ${T}; eval true`).script).toBe('echo "${EXECGATE_REF_0}"; eval true');
+  });
+
+  test('absurd nesting is refused with the coded error, not a crash', () => {
+    let command = `echo ${T}`;
+    for (let level = 0; level < 500; level += 1) command = `cat <<E${level}\n$(${command}\n)\nE${level}`;
+    expect(refusal(command).message).toMatch(/more than \d+ levels deep/);
+  });
+
+  test('a long command is rewritten in linear time', () => {
+    const line = `echo "a ${T} $(printf %s ${T})" '${T}' \`echo ${T}\`; cat <<EOF\n${T}\nEOF\n`;
+    const command = line.repeat(Math.ceil(120_000 / line.length));
+    const started = Date.now();
+    const { script } = rewrite(command);
+    expect(script).not.toContain('<<secret:');
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   test('tokens after arithmetic that is closed are fine again', () => {

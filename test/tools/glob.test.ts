@@ -83,7 +83,18 @@ describe('glob matcher', () => {
   test('matching stays fast on adversarial input', () => {
     const regex = compileGlob('**/**/**/**/**/*a*a*a*a*a*a*b');
     const started = Date.now();
-    regex.test(`${'a/'.repeat(30)}${'a'.repeat(60)}`);
+    expect(regex.test(`${'a/'.repeat(30)}${'a'.repeat(2000)}`)).toBe(false);
+    expect(regex.test(`${'a/'.repeat(30)}${'a'.repeat(2000)}b`)).toBe(true);
     expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  test('brace expansion is bounded', () => {
+    expect(compileGlob('{a,b}{c,d}{e,f}').test('bde')).toBe(true);
+    expect(() => compileGlob('{a,b}'.repeat(11))).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_SEARCH_PATTERN_INVALID' }));
+  });
+
+  test('? and classes take whole characters, not UTF-16 halves', () => {
+    expect(compileGlob('?.txt').test('😀.txt')).toBe(true);
+    expect(compileGlob('[😀x].txt').test('😀.txt')).toBe(true);
   });
 });

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { createDefaultToolRegistry } from '../../src/tools/defaults';
@@ -145,6 +145,22 @@ describe('seed 000: run_bash tool executes shell commands', () => {
     const text = await registry.execute('run_bash', { command: 'true', cwd: join(tmp.dir, 'missing') });
     expect(text).toMatch(/^Error executing run_bash: EXECGATE_ERR_CWD_NOT_FOUND: The working directory `.*missing` does not exist/);
     await expect(registry.execute('run_bash', { command: '   ' })).resolves.toMatch(/^Error executing run_bash: EXECGATE_ERR_INVALID_COMMAND: /);
+  });
+
+  test('a policy denial becomes "Error executing run_bash: EXECGATE_ERR_POLICY_DENIED: ..." and nothing runs', async () => {
+    const policyFile = join(tmp.dir, 'policy.yaml');
+    writeFileSync(policyFile, 'version: 1\nrules:\n  list:\n    - id: no-sudo\n      action: deny\n      command: [sudo]\n      reason: Agents do not get root.\n');
+    const guarded = createGateway({ home: join(tmp.dir, 'home2'), env: gatewayEnv(), cwd: tmp.dir, policyFile });
+    const tools = createDefaultToolRegistry({ gateway: guarded, workdir: tmp.dir });
+    tools.enableTool('run_bash');
+    const marker = join(tmp.dir, 'MARKER');
+    try {
+      const text = await tools.execute('run_bash', { command: `touch ${marker}; sudo id` });
+      expect(text).toMatch(/^Error executing run_bash: EXECGATE_ERR_POLICY_DENIED: .*Agents do not get root\./);
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      await guarded.close();
+    }
   });
 
   test('arguments are checked against the schema', async () => {

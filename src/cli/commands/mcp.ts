@@ -144,13 +144,19 @@ async function mcpAction(flags: McpFlags, io: CliIo): Promise<void> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    const mcp = mcpModule.createMcpServer({
-      gateway,
-      workdir,
-      bash: flags.bash,
-      disabledTools: parseList(flags.disableTools),
-      fileTools: sets.includes('files'),
-    });
+    let mcp: import('../../mcp').ExecgateMcpServer;
+    try {
+      mcp = mcpModule.createMcpServer({
+        gateway,
+        workdir,
+        bash: flags.bash,
+        disabledTools: parseList(flags.disableTools),
+        fileTools: sets.includes('files'),
+      });
+    } catch (error) {
+      if (error instanceof ExecgateError && error.details.option === 'disabledTools') throw usageError(error.message.replace(/\.$/, ' (--disable-tools).'));
+      throw error;
+    }
     if (mcp.toolNames.length === 0) log('warning: no tools are enabled; clients will see an empty tool list.');
     if (flags.http) {
       const server = await mcpModule.serveHttp(mcp, {

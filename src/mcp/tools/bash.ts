@@ -111,7 +111,7 @@ export class BashTool implements McpTool {
         maxOutput: OUTPUT_CAPTURE,
         actor: session.actor,
         prologue: sentinel.prologue,
-      });
+      }, context.signal ? { signal: context.signal } : {});
     } catch (error) {
       return this.#failed(error, context);
     }
@@ -134,7 +134,9 @@ export class BashTool implements McpTool {
       stderr: result.bytes.stderr,
     };
     const combinedTotal = totals.stdout + totals.stderr;
-    const needsCut = combinedTotal > MCP_OUTPUT_LIMIT || totals.stdout > MCP_OUTPUT_LIMIT || totals.stderr > MCP_OUTPUT_LIMIT;
+    // The gateway spills to a file only past its own (larger) capture; past 128 KB the agent is
+    // told where the whole output is, so keep it when the gateway did not.
+    const needsCut = combinedTotal > MCP_OUTPUT_LIMIT;
     const fullOutputPath = needsCut ? (result.fullOutputPath ?? saveOutput(gateway.home, result, output)) : result.fullOutputPath;
     const shownOutput = cutMiddle(output, combinedTotal, fullOutputPath);
     const shownStdout = cutMiddle(stdout.text, totals.stdout, fullOutputPath);
@@ -168,6 +170,10 @@ export class BashTool implements McpTool {
         ...(seconds !== undefined ? { timeout: Math.max(1, Math.round(seconds * 1000)) } : {}),
       });
       session.adopt(started.id);
+      if (session.closed) {
+        // The session ended while the process was starting: nobody can reach it any more.
+        await gateway.background.kill(started.id, { actor: session.actor }).catch(() => undefined);
+      }
       const text =
         `Started background process ${started.id} (pid ${started.pid}, process group ${started.pgid}).\n` +
         `Output file: ${started.outputPath}\n` +

@@ -12,6 +12,8 @@ import type { McpSession } from '../session';
 export interface McpToolContext {
   readonly gateway: Gateway;
   readonly session: McpSession;
+  /** Aborted when the client cancels the call (notifications/cancelled): the command is stopped. */
+  readonly signal?: AbortSignal;
   /** Tells the client the tool list changed (the bash description shows the directory). */
   readonly notifyToolsChanged: () => Promise<void>;
 }

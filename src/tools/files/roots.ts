@@ -10,7 +10,9 @@
  * would create its target, which could be anywhere.
  *
  * Operations then use the real path, and open files with O_NOFOLLOW, so a link swapped in for
- * the last component after the check is not followed.
+ * the last component after the check is not followed. Swapping a directory higher up for a link
+ * between the check and the call remains a race; only a process already running as the user
+ * can try it, and such a process (run_bash included) is not confined by these tools anyway.
  */
 import { constants, lstatSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';

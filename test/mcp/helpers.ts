@@ -1,0 +1,110 @@
+/*
+ * Real MCP clients (the official SDK's) against the built `execgate mcp`.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+
+export const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
+
+export function requireBuild(): void {
+  if (!existsSync(CLI)) throw new Error('dist/cli/main.js is missing: run `npm run build` before the MCP tests.');
+}
+
+/** PATH of the system plus node's own directory; nothing else from the test runner's env. */
+export function serverEnv(home: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: `/usr/bin:/bin:${dirname(process.execPath)}`,
+    HOME: home,
+    LANG: 'C.UTF-8',
+    EXECGATE_HOME: home,
+    EXECGATE_KEYRING: 'off',
+    ...extra,
+  };
+}
+
+export interface StdioServer {
+  client: Client;
+  transport: StdioClientTransport;
+  /** Every text the server returned (content and structured content), for leak checks. */
+  seen: string[];
+  call(name: string, args?: Record<string, unknown>): Promise<CallToolResult>;
+  bash(command: string, extra?: Record<string, unknown>): Promise<CallToolResult>;
+  stderr(): string;
+  close(): Promise<void>;
+}
+
+export async function startStdio(options: { args?: string[]; cwd: string; env: Record<string, string>; clientName?: string }): Promise<StdioServer> {
+  requireBuild();
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, 'mcp', ...(options.args ?? [])],
+    cwd: options.cwd,
+    env: options.env,
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
+  const client = new Client({ name: options.clientName ?? 'execgate-test', version: '1.0.0' });
+  await client.connect(transport);
+  const seen: string[] = [];
+  const call = async (name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> => {
+    const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+    seen.push(JSON.stringify(result));
+    return result;
+  };
+  return {
+    client,
+    transport,
+    seen,
+    call,
+    bash: (command, extra = {}) => call('bash', { command, ...extra }),
+    stderr: () => stderr,
+    close: () => client.close(),
+  };
+}
+
+export function textOf(result: CallToolResult): string {
+  return result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+}
+
+export function structured(result: CallToolResult): Record<string, any> {
+  return (result.structuredContent ?? {}) as Record<string, any>;
+}
+
+/** The process (group) exists and is not a zombie. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const stat = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'latin1') as string;
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+export function isGroupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 5000, stepMs = 25): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, stepMs));
+  }
+}
