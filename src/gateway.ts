@@ -314,7 +314,9 @@ export class Gateway {
         actor: typeof request?.actor === 'string' ? request.actor : 'library',
         command: typeof request?.command === 'string' ? request.command : undefined,
         code: isExecgateError(error) ? error.code : 'EXECGATE_ERR_UNEXPECTED',
-        ...(denied ? { rule: (error as ExecgateError).details.rule, reason: (error as ExecgateError).details.reason } : {}),
+        ...(denied
+          ? { rule: (error as ExecgateError).details.rule, reason: (error as ExecgateError).details.reason, refs: (error as ExecgateError).details.refs ?? [] }
+          : {}),
         message: error instanceof Error ? error.message : String(error),
       });
       throw error;

@@ -129,7 +129,12 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     throw new ExecgateError(
       'EXECGATE_ERR_POLICY_DENIED',
       `The policy (${policy.source}) refused this command: ${decision.reason ?? 'no rule allows it'}${decision.rule ? ` (rule \`${decision.rule}\`)` : ''}. Nothing was run.`,
-      { rule: decision.rule, reason: decision.reason },
+      {
+        rule: decision.rule,
+        reason: decision.reason,
+        // Names only: which references the refused command asked for (for the audit log).
+        refs: [...new Map(tokens.map((t) => [`${t.kind}:${t.id}`, { kind: t.kind, id: t.id, ref: `<<${t.kind}:${t.id}>>` }])).values()],
+      },
     );
   }
 

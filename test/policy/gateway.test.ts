@@ -125,11 +125,12 @@ describe('working directories', () => {
 });
 
 describe('modes', () => {
-  test('a mode the policy turns off is refused before anything runs', async () => {
+  test('a mode the policy turns off is a policy denial, refused before anything runs', async () => {
     const gateway = open(writePolicy('version: 1\nexec:\n  modes:\n    sync: { allowed: false }\n'));
     const error = await refusal(gateway.exec({ command: `touch ${join(tmp.dir, 'MARKER')}` }));
-    expect(error.code).toBe('EXECGATE_ERR_MODE_UNAVAILABLE');
+    expect(error.code).toBe('EXECGATE_ERR_POLICY_DENIED');
     expect(error.message).toContain('turned off by the policy');
+    expect(error.details).toMatchObject({ rule: 'exec.modes.sync.allowed' });
     expect(existsSync(join(tmp.dir, 'MARKER'))).toBe(false);
   });
 
