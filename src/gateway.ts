@@ -15,6 +15,7 @@ import type { ExecResult } from './exec/result';
 import { runSync, type OutputListener } from './exec/sync';
 import { runPty } from './exec/pty';
 import { BackgroundManager } from './exec/background/manager';
+import { createSpawner, validateSpawnerKind, type Spawner, type SpawnerKind } from './exec/spawner';
 import type { BackgroundRun } from './exec/background/run';
 import type { BackgroundProcess } from './exec/background/types';
 import { decideRequest } from './policy/decide';
@@ -76,6 +77,14 @@ export interface GatewayOptions {
    * supervisor process and outlives this one (what the CLI uses).
    */
   backgroundLauncher?: 'in-process' | 'detached';
+  /**
+   * How sync runs are spawned. `direct`: child_process.spawn in this process, a fork(2) whose
+   * cost grows with this process's memory (about 30 ms per GiB, blocking the event loop).
+   * `helper`: from a small long-lived helper process. `auto` (default): direct while this
+   * process's resident set is under 256 MiB, the helper from then on. `EXECGATE_SPAWNER` in
+   * the gateway's environment sets the default. PTY and background runs spawn directly.
+   */
+  spawner?: SpawnerKind;
 }
 
 export interface WatchPolicyOptions {
@@ -110,6 +119,7 @@ export class Gateway {
   readonly #running = new Set<Promise<unknown>>();
   readonly #backgroundOnClose: 'kill' | 'keep' | undefined;
   readonly #backgroundLauncher: 'in-process' | 'detached';
+  readonly #spawner: Spawner;
   #background: BackgroundManager | undefined;
   #closed = false;
 
@@ -148,10 +158,15 @@ export class Gateway {
     this.refs = new RefStore(sources);
     this.#backgroundOnClose = options.backgroundOnClose;
     this.#backgroundLauncher = options.backgroundLauncher ?? 'in-process';
+    const spawner = options.spawner !== undefined
+      ? validateSpawnerKind(options.spawner, 'spawner')
+      : validateSpawnerKind(this.#env.EXECGATE_SPAWNER || 'auto', 'EXECGATE_SPAWNER');
     this.#audit = createAudit(options.audit, this.home, this.#policy.audit, this.#env);
     this.#audit.write('gateway.started', { pid: process.pid, policy: this.policy.source, sources: this.refs.sourceNames });
     if (loaded) this.#audit.write('policy.loaded', { source: loaded.policy.source, files: loaded.files, digest: loaded.digest, reload: false });
     if (options.watchPolicy) this.watchPolicy(options.watchPolicy === true ? {} : options.watchPolicy);
+    // Last: a helper process is started only for a gateway that did start.
+    this.#spawner = createSpawner(spawner);
   }
 
   /** The policy in force. */
@@ -349,7 +364,7 @@ export class Gateway {
     }
     const executor = plan.request.mode === 'pty' ? runPty : runSync;
     const signal = options.signal ? AbortSignal.any([this.#shutdown.signal, options.signal]) : this.#shutdown.signal;
-    const run = executor(plan, { home: this.home, onOutput: options.onOutput, signal });
+    const run = executor(plan, { home: this.home, onOutput: options.onOutput, signal, spawner: this.#spawner });
     this.#running.add(run);
     try {
       const result = await run;
@@ -442,6 +457,7 @@ export class Gateway {
       ...this.#running,
       this.#background?.close(this.#backgroundOnClose ?? this.policy.background.onClose),
     ]);
+    await this.#spawner.close();
     this.#audit.write('gateway.stopped', { pid: process.pid, runsStopped: stopped });
     this.#audit.close();
   }

@@ -6,11 +6,12 @@
  * holds a pipe open, the call waits at most `drainTimeout` before it stops reading, instead of
  * hanging until that process exits.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { ExecgateError } from '../errors';
+import { ExecgateError, isExecgateError } from '../errors';
 import { OutputCollector } from './collect';
 import type { SpawnPlan } from './prepare';
 import type { ExecResult } from './result';
+import { directSpawner } from './spawner/direct';
+import type { SpawnedProcess, Spawner } from './spawner/types';
 import { isGroupAlive, terminateRun } from './terminate';
 
 export type OutputListener = (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
@@ -24,6 +25,8 @@ export interface RunHooks {
   readonly signal?: AbortSignal;
   /** Called with the pid once the shell has started. */
   readonly onSpawn?: (pid: number) => void;
+  /** What starts the process (see exec/spawner); default: child_process.spawn in this process. */
+  readonly spawner?: Spawner;
 }
 
 export function spawnFailed(plan: SpawnPlan, error: unknown): ExecgateError {
@@ -36,25 +39,18 @@ export function spawnFailed(plan: SpawnPlan, error: unknown): ExecgateError {
   );
 }
 
-export function runSync(plan: SpawnPlan, hooks: RunHooks): Promise<ExecResult> {
+export async function runSync(plan: SpawnPlan, hooks: RunHooks): Promise<ExecResult> {
+  let child: SpawnedProcess;
+  try {
+    child = await (hooks.spawner ?? directSpawner).spawn({ shell: plan.shell, args: plan.args, env: plan.env, cwd: plan.cwd, stdin: 'ignore' });
+  } catch (error) {
+    throw isExecgateError(error) ? error : spawnFailed(plan, error);
+  }
+  return collectSync(plan, hooks, child);
+}
+
+function collectSync(plan: SpawnPlan, hooks: RunHooks, child: SpawnedProcess): Promise<ExecResult> {
   return new Promise<ExecResult>((resolve, reject) => {
-    const started = performance.now();
-    let child: ChildProcess;
-    try {
-      child = spawn(plan.shell, plan.args as string[], {
-        cwd: plan.cwd,
-        env: plan.env,
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-    } catch (error) {
-      reject(spawnFailed(plan, error));
-      return;
-    }
-    if (child.pid === undefined) {
-      child.once('error', (error) => reject(spawnFailed(plan, error)));
-      return;
-    }
     const pid = child.pid;
     hooks.onSpawn?.(pid);
 
@@ -89,25 +85,29 @@ export function runSync(plan: SpawnPlan, hooks: RunHooks): Promise<ExecResult> {
       if (openStreams === 0 && exited) void finish();
     };
     for (const name of ['stdout', 'stderr'] as const) {
-      const stream = child[name]!;
+      const stream = child[name];
       stream.on('data', (chunk: Buffer) => emit(name, redactors[name].push(chunk)));
       stream.once('close', onStreamEnd);
       stream.on('error', () => { /* reported through exit */ });
     }
 
-    child.once('error', (error) => {
-      // Spawn errors after a pid was assigned are rare (exec failure surfaces as exit 126/127).
-      if (!exited) {
-        exited = true;
-        exitCode = null;
-        hooks.signal?.removeEventListener('abort', onAbort);
-        if (timer) clearTimeout(timer);
-        reject(spawnFailed(plan, error));
-        finished = true;
-      }
-    });
+    const onLost = (error: unknown): void => {
+      // Spawn errors after a pid was assigned are rare (exec failure surfaces as exit 126/127);
+      // with a spawn helper, its death leaves the run's end unknowable. Either way the run is
+      // stopped like a timeout would stop it, and fails.
+      if (exited) return;
+      exited = true;
+      finished = true;
+      hooks.signal?.removeEventListener('abort', onAbort);
+      if (timer) clearTimeout(timer);
+      stop();
+      child.stdout.destroy();
+      child.stderr.destroy();
+      const failure = isExecgateError(error) ? error : spawnFailed(plan, error);
+      void (terminating as Promise<unknown>).then(() => reject(failure), () => reject(failure));
+    };
 
-    child.once('exit', (code, signal) => {
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
       exited = true;
       exitCode = code;
       exitSignal = signal;
@@ -118,11 +118,12 @@ export function runSync(plan: SpawnPlan, hooks: RunHooks): Promise<ExecResult> {
       }
       drainTimer = setTimeout(() => {
         drained = false;
-        child.stdout?.destroy();
-        child.stderr?.destroy();
+        child.stdout.destroy();
+        child.stderr.destroy();
         void finish();
       }, limits.drainTimeout);
-    });
+    };
+    child.exit.then(({ code, signal }) => onExit(code, signal), onLost);
 
     const finish = async (): Promise<void> => {
       if (finished) return;

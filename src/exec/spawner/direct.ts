@@ -1,0 +1,36 @@
+/*
+ * Spawning in this process: child_process.spawn, which on Linux is a fork(2) of this process.
+ * Its cost grows with this process's resident memory (page tables are copied) and blocks the
+ * event loop meanwhile; helper.ts avoids that for large hosts.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { ProcessExit, SpawnedProcess, Spawner, SpawnRequest } from './types';
+
+export function spawnDirect(request: SpawnRequest): Promise<SpawnedProcess> {
+  let child: ChildProcess;
+  try {
+    child = spawn(request.shell, request.args as string[], {
+      cwd: request.cwd,
+      env: request.env,
+      detached: true,
+      stdio: [request.stdin, 'pipe', 'pipe'],
+    });
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  if (child.pid === undefined) {
+    return new Promise((_resolve, reject) => child.once('error', reject));
+  }
+  const exit = new Promise<ProcessExit>((resolve, reject) => {
+    // A spawn error after a pid was assigned is rare (exec failure surfaces as exit 126/127).
+    child.once('error', reject);
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  exit.catch(() => { /* the caller handles it */ });
+  return Promise.resolve({ pid: child.pid, stdin: child.stdin, stdout: child.stdout!, stderr: child.stderr!, exit });
+}
+
+export const directSpawner: Spawner = Object.freeze({
+  spawn: spawnDirect,
+  close: async (): Promise<void> => { /* nothing held */ },
+});

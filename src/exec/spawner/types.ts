@@ -1,0 +1,44 @@
+/*
+ * What an executor needs from whatever starts its process: a pid (also the process group id,
+ * every run is spawned detached), the three stdio streams, and how the process ended. Two
+ * implementations: `direct` (child_process.spawn in this process) and `helper` (a small
+ * long-lived process spawns, see helper.ts).
+ */
+import type { Readable, Writable } from 'node:stream';
+
+export interface SpawnRequest {
+  readonly shell: string;
+  readonly args: readonly string[];
+  /** The child's whole environment (resolved values included); never put on any argv. */
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  /** `ignore`: /dev/null (sync mode). `pipe`: a writable stream the caller feeds (background). */
+  readonly stdin: 'ignore' | 'pipe';
+}
+
+export interface ProcessExit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+export interface SpawnedProcess {
+  readonly pid: number;
+  readonly stdin: Writable | null;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /**
+   * Settles once: resolves when the process exits, rejects (EXECGATE_ERR_SPAWN_FAILED) when its
+   * end can no longer be known (the helper died). A promise, not an event, so an exit that
+   * happens before the caller listens is not lost.
+   */
+  readonly exit: Promise<ProcessExit>;
+}
+
+export type SpawnerKind = 'direct' | 'helper' | 'auto';
+
+export interface Spawner {
+  /** Resolves once the process runs (pid known, streams connected); rejects if it could not start. */
+  spawn(request: SpawnRequest): Promise<SpawnedProcess>;
+  /** Stop any helper process; runs still in flight keep running but are no longer reported. */
+  close(): Promise<void>;
+}
