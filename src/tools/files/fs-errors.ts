@@ -28,3 +28,10 @@ export function fileOpFailed(action: string, display: string, error: unknown): E
 export function fileOpError(action: string, display: string, reason: string): ExecgateError {
   return new ExecgateError('EXECGATE_ERR_FILE_OP_FAILED', `Cannot ${action} \`${display}\`: ${reason}.`, { path: display });
 }
+
+/** So a rejected fs call reaches the model as a coded error naming the path it gave, not a bare errno. */
+export function attempt<T>(action: string, display: string, operation: Promise<T>): Promise<T> {
+  return operation.catch((error: unknown) => {
+    throw fileOpFailed(action, display, error);
+  });
+}

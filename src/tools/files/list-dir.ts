@@ -1,8 +1,8 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { defineSchema, type ChatTool, type ExecutableTool } from '../types';
-import type { FileToolContext } from './context';
-import { fileOpError, fileOpFailed } from './fs-errors';
+import { defineSchema } from '../types';
+import { FileTool } from './base';
+import { attempt, fileOpError } from './fs-errors';
 
 const SCHEMA = defineSchema('list_dir', 'List the entries of a directory inside the working directory: `name/` for directories, `name@` for symbolic links, files with their size.', {
   type: 'object',
@@ -13,31 +13,19 @@ const SCHEMA = defineSchema('list_dir', 'List the entries of a directory inside 
   additionalProperties: false,
 });
 
-export class ListDirTool implements ExecutableTool {
+export class ListDirTool extends FileTool {
   readonly name = 'list_dir';
-  readonly #context: FileToolContext;
-
-  constructor(context: FileToolContext) {
-    this.#context = context;
-  }
-
-  getSchema(): ChatTool {
-    return SCHEMA;
-  }
+  protected readonly schema = SCHEMA;
 
   async execute(args: Record<string, unknown>): Promise<string> {
     const path = args.path as string;
-    const target = this.#context.roots.resolve(path);
-    const stats = await stat(target.real).catch((error: unknown) => {
-      throw fileOpFailed('list', path, error);
-    });
+    const target = this.context.roots.resolve(path);
+    const stats = await attempt('list', path, stat(target.real));
     if (!stats.isDirectory()) throw fileOpError('list', path, 'it is not a directory');
-    const entries = await readdir(target.real, { withFileTypes: true }).catch((error: unknown) => {
-      throw fileOpFailed('list', path, error);
-    });
+    const entries = await attempt('list', path, readdir(target.real, { withFileTypes: true }));
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     if (entries.length === 0) return `${target.display} is empty.`;
-    const max = this.#context.limits.maxListEntries;
+    const max = this.context.limits.maxListEntries;
     const lines: string[] = [];
     for (const entry of entries.slice(0, max)) {
       if (entry.isDirectory()) lines.push(`${entry.name}/`);

@@ -1,8 +1,8 @@
 import { rename } from 'node:fs/promises';
 import { isInside } from './roots';
-import { defineSchema, type ChatTool, type ExecutableTool } from '../types';
-import type { FileToolContext } from './context';
-import { fileOpError, fileOpFailed } from './fs-errors';
+import { defineSchema } from '../types';
+import { FileTool } from './base';
+import { attempt, fileOpError } from './fs-errors';
 
 const SCHEMA = defineSchema('move', 'Move or rename a file or directory inside the working directory. The destination must not exist.', {
   type: 'object',
@@ -14,31 +14,21 @@ const SCHEMA = defineSchema('move', 'Move or rename a file or directory inside t
   additionalProperties: false,
 });
 
-export class MoveTool implements ExecutableTool {
+export class MoveTool extends FileTool {
   readonly name = 'move';
-  readonly #context: FileToolContext;
-
-  constructor(context: FileToolContext) {
-    this.#context = context;
-  }
-
-  getSchema(): ChatTool {
-    return SCHEMA;
-  }
+  protected readonly schema = SCHEMA;
 
   async execute(args: Record<string, unknown>): Promise<string> {
     const source = args.source as string;
     const destination = args.destination as string;
-    const { roots } = this.#context;
+    const { roots } = this.context;
     const from = roots.resolveEntry(source, 'source');
     const to = roots.resolveEntry(destination, 'destination');
     if (!from.exists) throw fileOpError('move', source, 'no such file or directory (ENOENT)');
     // Refused rather than overwritten: a model that picks an existing name has made a mistake.
     if (to.exists) throw fileOpError('move', source, `the destination \`${destination}\` already exists (EEXIST)`);
     if (isInside(to.real, from.real)) throw fileOpError('move', source, 'the destination is inside the source');
-    await rename(from.real, to.real).catch((error: unknown) => {
-      throw fileOpFailed('move', source, error);
-    });
+    await attempt('move', source, rename(from.real, to.real));
     return `Moved ${from.display} to ${to.display}`;
   }
 }

@@ -1,10 +1,10 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { ExecgateError } from '../../errors';
-import { defineSchema, type ChatTool, type ExecutableTool } from '../types';
+import { defineSchema } from '../types';
+import { FileTool } from './base';
 import { formatBytes, isBinary } from './binary';
-import type { FileToolContext } from './context';
-import { fileOpError, fileOpFailed } from './fs-errors';
+import { attempt, fileOpError } from './fs-errors';
 import { O_NOFOLLOW } from './roots';
 
 const SCHEMA = defineSchema('read_file', 'Read a UTF-8 text file inside the working directory and return its content. Binary files are reported, not returned.', {
@@ -16,26 +16,16 @@ const SCHEMA = defineSchema('read_file', 'Read a UTF-8 text file inside the work
   additionalProperties: false,
 });
 
-export class ReadFileTool implements ExecutableTool {
+export class ReadFileTool extends FileTool {
   readonly name = 'read_file';
-  readonly #context: FileToolContext;
-
-  constructor(context: FileToolContext) {
-    this.#context = context;
-  }
-
-  getSchema(): ChatTool {
-    return SCHEMA;
-  }
+  protected readonly schema = SCHEMA;
 
   async execute(args: Record<string, unknown>): Promise<string> {
     const path = args.path as string;
-    const { maxReadBytes } = this.#context.limits;
-    const target = this.#context.roots.resolve(path);
+    const { maxReadBytes } = this.context.limits;
+    const target = this.context.roots.resolve(path);
     // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
-    const handle = await open(target.real, constants.O_RDONLY | O_NOFOLLOW | constants.O_NONBLOCK).catch((error: unknown) => {
-      throw fileOpFailed('read', path, error);
-    });
+    const handle = await attempt('read', path, open(target.real, constants.O_RDONLY | O_NOFOLLOW | constants.O_NONBLOCK));
     try {
       const stats = await handle.stat();
       if (stats.isDirectory()) throw fileOpError('read', path, 'it is a directory (use list_dir)');

@@ -1,7 +1,7 @@
 import { lstat, rm, unlink } from 'node:fs/promises';
-import { defineSchema, type ChatTool, type ExecutableTool } from '../types';
-import type { FileToolContext } from './context';
-import { fileOpError, fileOpFailed } from './fs-errors';
+import { defineSchema } from '../types';
+import { FileTool } from './base';
+import { attempt, fileOpError } from './fs-errors';
 
 const SCHEMA = defineSchema('remove', 'Remove a file, a symbolic link (not its target) or a directory with everything in it, inside the working directory.', {
   type: 'object',
@@ -12,35 +12,21 @@ const SCHEMA = defineSchema('remove', 'Remove a file, a symbolic link (not its t
   additionalProperties: false,
 });
 
-export class RemoveTool implements ExecutableTool {
+export class RemoveTool extends FileTool {
   readonly name = 'remove';
-  readonly #context: FileToolContext;
-
-  constructor(context: FileToolContext) {
-    this.#context = context;
-  }
-
-  getSchema(): ChatTool {
-    return SCHEMA;
-  }
+  protected readonly schema = SCHEMA;
 
   async execute(args: Record<string, unknown>): Promise<string> {
     const path = args.path as string;
-    const target = this.#context.roots.resolveEntry(path);
+    const target = this.context.roots.resolveEntry(path);
     if (!target.exists) throw fileOpError('remove', path, 'no such file or directory (ENOENT)');
-    const stats = await lstat(target.real).catch((error: unknown) => {
-      throw fileOpFailed('remove', path, error);
-    });
+    const stats = await attempt('remove', path, lstat(target.real));
     if (stats.isDirectory()) {
       // rm removes links found inside the tree, never what they point to.
-      await rm(target.real, { recursive: true }).catch((error: unknown) => {
-        throw fileOpFailed('remove', path, error);
-      });
+      await attempt('remove', path, rm(target.real, { recursive: true }));
       return `Removed directory ${target.display}`;
     }
-    await unlink(target.real).catch((error: unknown) => {
-      throw fileOpFailed('remove', path, error);
-    });
+    await attempt('remove', path, unlink(target.real));
     return `Removed ${stats.isSymbolicLink() ? 'symbolic link' : 'file'} ${target.display}`;
   }
 }

@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
-import { defineSchema, type ChatTool, type ExecutableTool } from '../types';
-import type { FileToolContext } from './context';
-import { fileOpError, fileOpFailed } from './fs-errors';
+import { defineSchema } from '../types';
+import { FileTool } from './base';
+import { attempt, fileOpError } from './fs-errors';
 import { createGlobMatcher } from './glob';
 import { walk, type WalkState } from './walk';
 
@@ -19,27 +19,17 @@ const SCHEMA = defineSchema(
   },
 );
 
-export class SearchFilesTool implements ExecutableTool {
+export class SearchFilesTool extends FileTool {
   readonly name = 'search_files';
-  readonly #context: FileToolContext;
-
-  constructor(context: FileToolContext) {
-    this.#context = context;
-  }
-
-  getSchema(): ChatTool {
-    return SCHEMA;
-  }
+  protected readonly schema = SCHEMA;
 
   async execute(args: Record<string, unknown>): Promise<string> {
     const pattern = args.pattern as string;
     const path = (args.path as string | undefined) ?? '.';
     const matches = createGlobMatcher(pattern);
-    const { roots, limits } = this.#context;
+    const { roots, limits } = this.context;
     const base = roots.resolve(path);
-    const stats = await stat(base.real).catch((error: unknown) => {
-      throw fileOpFailed('search', path, error);
-    });
+    const stats = await attempt('search', path, stat(base.real));
     if (!stats.isDirectory()) throw fileOpError('search', path, 'it is not a directory');
     const state: WalkState = { visited: 0, limited: false };
     const found: string[] = [];

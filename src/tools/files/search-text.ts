@@ -11,10 +11,10 @@ import { constants } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import vm from 'node:vm';
 import { ExecgateError } from '../../errors';
-import { defineSchema, type ChatTool, type ExecutableTool } from '../types';
+import { defineSchema } from '../types';
+import { FileTool } from './base';
 import { isBinary } from './binary';
-import type { FileToolContext } from './context';
-import { fileOpFailed } from './fs-errors';
+import { attempt } from './fs-errors';
 import { O_NOFOLLOW } from './roots';
 import { walk, type WalkEntry, type WalkState } from './walk';
 
@@ -45,17 +45,9 @@ const MATCH_LINES = new vm.Script(`
 
 const SHOWN_LINE_CHARS = 300;
 
-export class SearchTextTool implements ExecutableTool {
+export class SearchTextTool extends FileTool {
   readonly name = 'search_text';
-  readonly #context: FileToolContext;
-
-  constructor(context: FileToolContext) {
-    this.#context = context;
-  }
-
-  getSchema(): ChatTool {
-    return SCHEMA;
-  }
+  protected readonly schema = SCHEMA;
 
   async execute(args: Record<string, unknown>): Promise<string> {
     const pattern = args.pattern as string;
@@ -70,11 +62,9 @@ export class SearchTextTool implements ExecutableTool {
         { pattern: pattern.slice(0, 200) },
       );
     }
-    const { roots, limits } = this.#context;
+    const { roots, limits } = this.context;
     const base = roots.resolve(path);
-    const baseStats = await stat(base.real).catch((error: unknown) => {
-      throw fileOpFailed('search', path, error);
-    });
+    const baseStats = await attempt('search', path, stat(base.real));
 
     const sandbox = vm.createContext({ re, lines: [] as string[], room: 0, maxLength: limits.maxLineLength });
     const deadline = Date.now() + limits.searchTimeout;

@@ -2,10 +2,10 @@ import { constants } from 'node:fs';
 import { lstat, mkdir, open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ExecgateError } from '../../errors';
-import { defineSchema, type ChatTool, type ExecutableTool } from '../types';
+import { defineSchema } from '../types';
+import { FileTool } from './base';
 import { formatBytes } from './binary';
-import type { FileToolContext } from './context';
-import { fileOpError, fileOpFailed } from './fs-errors';
+import { attempt, fileOpError } from './fs-errors';
 import { O_NOFOLLOW } from './roots';
 
 const SCHEMA = defineSchema('write_file', 'Write text to a file inside the working directory, replacing it if it exists. Missing parent directories are created.', {
@@ -18,22 +18,14 @@ const SCHEMA = defineSchema('write_file', 'Write text to a file inside the worki
   additionalProperties: false,
 });
 
-export class WriteFileTool implements ExecutableTool {
+export class WriteFileTool extends FileTool {
   readonly name = 'write_file';
-  readonly #context: FileToolContext;
-
-  constructor(context: FileToolContext) {
-    this.#context = context;
-  }
-
-  getSchema(): ChatTool {
-    return SCHEMA;
-  }
+  protected readonly schema = SCHEMA;
 
   async execute(args: Record<string, unknown>): Promise<string> {
     const path = args.path as string;
     const content = args.content as string;
-    const { maxWriteBytes } = this.#context.limits;
+    const { maxWriteBytes } = this.context.limits;
     const bytes = Buffer.byteLength(content, 'utf8');
     if (bytes > maxWriteBytes) {
       throw new ExecgateError(
@@ -42,22 +34,16 @@ export class WriteFileTool implements ExecutableTool {
         { path, size: bytes, max: maxWriteBytes },
       );
     }
-    const target = this.#context.roots.resolve(path);
+    const target = this.context.roots.resolve(path);
     if (target.exists) {
-      const stats = await lstat(target.real).catch((error: unknown) => {
-        throw fileOpFailed('write', path, error);
-      });
+      const stats = await attempt('write', path, lstat(target.real));
       if (stats.isDirectory()) throw fileOpError('write', path, 'it is a directory');
     } else {
       // Every missing component lies under the checked real path, so creating them stays inside.
-      await mkdir(dirname(target.real), { recursive: true }).catch((error: unknown) => {
-        throw fileOpFailed('create the parent directory of', path, error);
-      });
+      await attempt('create the parent directory of', path, mkdir(dirname(target.real), { recursive: true }));
     }
     const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | O_NOFOLLOW | constants.O_NONBLOCK;
-    const handle = await open(target.real, flags, 0o666).catch((error: unknown) => {
-      throw fileOpFailed('write', path, error);
-    });
+    const handle = await attempt('write', path, open(target.real, flags, 0o666));
     try {
       const stats = await handle.stat();
       if (!stats.isFile()) throw fileOpError('write', path, 'it is not a regular file');
