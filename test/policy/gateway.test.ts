@@ -65,7 +65,7 @@ rules:
     const marker = join(tmp.dir, 'MARKER');
     const error = await refusal(gateway.exec({ command: `touch ${marker}; sudo id` }));
     expect(error.code).toBe('EXECGATE_ERR_POLICY_DENIED');
-    expect(error.details).toEqual({ rule: 'no-sudo', reason: 'Agents do not get root.' });
+    expect(error.details).toMatchObject({ rule: 'no-sudo', reason: 'Agents do not get root.' });
     expect(error.message).toContain('Agents do not get root.');
     expect(existsSync(marker)).toBe(false);
 
@@ -98,7 +98,7 @@ rules:
     const marker = join(tmp.dir, 'MARKER');
     for (const command of [`touch ${marker}`, `echo x; touch ${marker}`, `echo "$(touch ${marker})"`, `echo \`touch ${marker}\``]) {
       const error = await refusal(gateway.exec({ command }));
-      expect(error.details).toEqual({ rule: 'rules.default', reason: 'Only echo and printf run here.' });
+      expect(error.details).toMatchObject({ rule: 'rules.default', reason: 'Only echo and printf run here.' });
     }
     expect(existsSync(marker)).toBe(false);
   });
@@ -178,7 +178,7 @@ secrets:
     ]) {
       const error = await refusal(gateway.exec({ command }));
       expect(error.code).toBe('EXECGATE_ERR_POLICY_DENIED');
-      expect(error.details).toEqual({ rule: 'github-token-for-git', reason: 'The GitHub token is for git and gh only. (<<secret:github-token>>, rule `github-token-for-git`)' });
+      expect(error.details).toMatchObject({ rule: 'github-token-for-git', reason: 'The GitHub token is for git and gh only. (<<secret:github-token>>, rule `github-token-for-git`)' });
     }
     const result = await gateway.exec({ command: 'git clone https://x:<<secret:github-token>>@github.example/o/r' });
     expect(result.stdout).toBe('git: clone https://x:[REDACTED:secret:github-token]@github.example/o/r\n');
@@ -191,7 +191,7 @@ secrets:
     const gateway = open(writePolicy('version: 1\nsecrets:\n  allow: ["secret:public-*"]\n'));
     gateway.refs.set('secret', 'db-password', 'correct-horse-battery');
     const error = await refusal(gateway.exec({ command: 'echo <<secret:db-password>>' }));
-    expect(error.details).toEqual({ rule: 'secrets.allow', reason: '<<secret:db-password>> is not a reference this policy allows' });
+    expect(error.details).toMatchObject({ rule: 'secrets.allow', reason: '<<secret:db-password>> is not a reference this policy allows' });
   });
 
   test('with the alias off, `{{secret:NAME}}` is plain text', async () => {
