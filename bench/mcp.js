@@ -1,80 +1,57 @@
 'use strict';
 /*
- * Latency of one MCP `bash` tool call over stdio, end to end: the official SDK client sends
- * tools/call, `execgate mcp` runs `true` through the gateway (policy, environment, spawn,
- * sentinel), and the result comes back. Prints the median and percentiles of N calls, next to
- * the same command through gateway.exec() in this process (the cost without MCP and stdio).
+ * Figure 7: latency of one MCP `bash` tool call over stdio, end to end: the official SDK client
+ * sends tools/call, `execgate mcp` runs `true` through its gateway (policy, environment, spawn,
+ * audit, sentinel), and the result comes back; against gateway.exec({ command: 'true' }) in
+ * this process (the cost without MCP and stdio). Calls of the two alternate.
  *
- *   npm run build && node bench/mcp.js [calls]
+ *   npm run build && node bench/mcp.js [--quick]
  */
-const { mkdtempSync, rmSync } = require('node:fs');
-const { tmpdir } = require('node:os');
 const { dirname, join } = require('node:path');
-const { performance } = require('node:perf_hooks');
-const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
-const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+const { DIST, benchEnv, interleave, percentile, row, runFigure } = require('./lib');
 
-const CALLS = Number(process.argv[2] || 200);
-const WARMUP = 10;
-
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
-}
-
-async function main() {
-  const home = mkdtempSync(join(tmpdir(), 'execgate-bench-mcp-'));
+async function run({ quick, log }) {
+  const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
+  const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+  const { createGateway } = require(join(DIST, 'gateway.js'));
+  const { home, env, cleanup } = benchEnv('execgate-bench-mcp-');
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [join(__dirname, '..', 'dist', 'cli', 'main.js'), 'mcp', '--workdir', home],
-    env: { PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, EXECGATE_HOME: home, EXECGATE_KEYRING: 'off' },
+    args: [join(DIST, 'cli', 'main.js'), 'mcp', '--workdir', home],
+    env: { ...env, PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, EXECGATE_HOME: join(home, 'mcp') },
     stderr: 'ignore',
   });
-  const client = new Client({ name: 'bench', version: '1' });
+  const client = new Client({ name: 'execgate-bench', version: '1' });
   await client.connect(transport);
   await client.listTools();
-  const times = [];
-  try {
-    for (let i = 0; i < WARMUP + CALLS; i += 1) {
-      const started = performance.now();
+  const gateway = createGateway({ home: join(home, 'direct'), env });
+  const variants = {
+    mcp: async () => {
       const result = await client.callTool({ name: 'bash', arguments: { command: 'true' } });
-      const elapsed = performance.now() - started;
       if (result.isError || result.structuredContent.exit_code !== 0) throw new Error(`call failed: ${JSON.stringify(result)}`);
-      if (i >= WARMUP) times.push(elapsed);
-    }
+    },
+    direct: () => gateway.exec({ command: 'true' }),
+  };
+  const iterations = quick ? 10 : 300;
+  log(`${iterations} interleaved calls of each`);
+  let samples;
+  try {
+    samples = await interleave(variants, { iterations, warmup: quick ? 2 : 20 });
   } finally {
     await client.close();
-    rmSync(home, { recursive: true, force: true });
-  }
-  report(`MCP bash \`true\` over stdio, ${CALLS} calls (after ${WARMUP} warm-up)`, times);
-  report(`gateway.exec({ command: 'true' }) in-process, ${CALLS} calls`, await direct());
-}
-
-async function direct() {
-  const { createGateway } = require('../dist/gateway');
-  const home = mkdtempSync(join(tmpdir(), 'execgate-bench-direct-'));
-  const gateway = createGateway({ home, env: { PATH: '/usr/bin:/bin', HOME: home, EXECGATE_KEYRING: 'off' } });
-  const times = [];
-  try {
-    for (let i = 0; i < WARMUP + CALLS; i += 1) {
-      const started = performance.now();
-      await gateway.exec({ command: 'true' });
-      if (i >= WARMUP) times.push(performance.now() - started);
-    }
-  } finally {
     await gateway.close();
-    rmSync(home, { recursive: true, force: true });
+    cleanup();
   }
-  return times;
+  const direct = { name: 'gateway.exec', samples: samples.direct };
+  return {
+    rows: [
+      row(7, 'gateway.exec({ command: "true" }), in process', samples.direct),
+      row(7, 'MCP `bash` tool call over stdio (SDK client -> execgate mcp)', samples.mcp, { of: direct }),
+    ],
+    notes: [`MCP call p90 ${percentile(samples.mcp, 90).toFixed(2)} ms, p99 ${percentile(samples.mcp, 99).toFixed(2)} ms.`],
+  };
 }
 
-function report(title, times) {
-  times.sort((a, b) => a - b);
-  const fmt = (ms) => `${ms.toFixed(2)} ms`;
-  console.log(`${title}:`);
-  console.log(`  median ${fmt(percentile(times, 50))}  p90 ${fmt(percentile(times, 90))}  p99 ${fmt(percentile(times, 99))}  min ${fmt(times[0])}  max ${fmt(times[times.length - 1])}`);
-}
-
-main().catch((error) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+const figure = { id: 7, title: 'MCP tool-call latency', run };
+module.exports = figure;
+if (require.main === module) runFigure(figure);

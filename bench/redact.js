@@ -1,13 +1,17 @@
 'use strict';
 /*
- * Redaction throughput: 100 registered secrets (with all their encoded forms) over 64 KiB chunks
- * of mostly non-matching data, against a single RegExp alternation of the same escaped literals
- * (latin1), the naive baseline. Run after a build: `node bench/redact.js [MiB per run]`.
+ * Figure 4: redaction throughput. 100 registered secrets (with all their encoded forms) over
+ * 64 KiB chunks of mostly non-matching data, against a single RegExp alternation of the same
+ * escaped literals (latin1), the naive baseline, and against the largest alternation V8 still
+ * runs as fast native code. Samples of the three alternate.
+ *
+ *   npm run build && node bench/redact.js [--quick]
  */
-const { Redactor, getEncodedForms } = require('../dist/redact/index.js');
+const { cpus } = require('node:os');
+const { join } = require('node:path');
+const { DIST, row, runFigure } = require('./lib');
 
 const CHUNK = 64 * 1024;
-const MIB_PER_RUN = Number(process.argv[2] ?? 64);
 
 // Deterministic data, so runs are comparable.
 let seed = 0x2545f491;
@@ -50,21 +54,26 @@ function logText(size) {
   return Buffer.from(lines.join('')).subarray(0, size);
 }
 
-const corpora = {
-  'log text': logText(4 * 1024 * 1024),
-  'random bytes': Buffer.from(Array.from({ length: 4 * 1024 * 1024 }, () => Math.floor(random() * 256))),
-  'base64 text': Buffer.from(Buffer.from(Array.from({ length: 3 * 1024 * 1024 }, () => Math.floor(random() * 256))).toString('base64')).subarray(0, 4 * 1024 * 1024),
-};
-// Same log text with one secret (in a random registered spelling) every ~64 KiB.
-const withHits = Buffer.from(corpora['log text']);
-for (let offset = 1000; offset + 400 < withHits.length; offset += CHUNK) {
-  const forms = getEncodedForms(secrets[Math.floor(random() * secrets.length)], { minLength: 8, encodings: true });
-  withHits.write(forms[Math.floor(random() * forms.length)].text, offset, 'utf8');
-}
-corpora['log text, 1 secret per chunk'] = withHits;
+let Redactor;
+let getEncodedForms;
+const corpora = {};
 
-const redactor = new Redactor();
-secrets.forEach((secret, index) => redactor.add(secret, `secret:s${index}`));
+function buildCorpora() {
+  Object.assign(corpora, {
+    'log text': logText(4 * 1024 * 1024),
+    'random bytes': Buffer.from(Array.from({ length: 4 * 1024 * 1024 }, () => Math.floor(random() * 256))),
+    'base64 text': Buffer.from(Buffer.from(Array.from({ length: 3 * 1024 * 1024 }, () => Math.floor(random() * 256))).toString('base64')).subarray(0, 4 * 1024 * 1024),
+  });
+  // Same log text with one secret (in a random registered spelling) every ~64 KiB.
+  const withHits = Buffer.from(corpora['log text']);
+  for (let offset = 1000; offset + 400 < withHits.length; offset += CHUNK) {
+    const forms = getEncodedForms(secrets[Math.floor(random() * secrets.length)], { minLength: 8, encodings: true });
+    withHits.write(forms[Math.floor(random() * forms.length)].text, offset, 'utf8');
+  }
+  corpora['log text, 1 secret per chunk'] = withHits;
+}
+
+let redactor;
 
 function chunksOf(corpus) {
   const chunks = [];
@@ -73,21 +82,16 @@ function chunksOf(corpus) {
 }
 
 /**
- * MB/s (10^6 bytes), median of 5 runs of about `mib` MiB each, after a warm-up. Rates use the
- * process's CPU time, so that other load on the machine does not count against the code measured
- * (GC helper threads do count, which only lowers the figure).
+ * MB/s (10^6 bytes) of one sample of about `mib` MiB. Rates use the process's CPU time, so that
+ * other load on the machine does not count against the code measured (GC helper threads do
+ * count, which only lowers the figure).
  */
-function measure(chunks, run, mib) {
+function sample(chunks, fn, mib) {
   const rounds = Math.max(1, Math.round((mib * 1024 * 1024) / (chunks.length * CHUNK)));
-  run(chunks);
-  const rates = [];
-  for (let sample = 0; sample < 5; sample++) {
-    const started = process.cpuUsage();
-    for (let round = 0; round < rounds; round++) run(chunks);
-    const { user, system } = process.cpuUsage(started);
-    rates.push((rounds * chunks.length * CHUNK) / ((user + system) / 1e6) / 1e6);
-  }
-  return rates.sort((a, b) => a - b)[2];
+  const started = process.cpuUsage();
+  for (let round = 0; round < rounds; round++) fn(chunks);
+  const { user, system } = process.cpuUsage(started);
+  return (rounds * chunks.length * CHUNK) / ((user + system) / 1e6) / 1e6;
 }
 
 function runRedactor(chunks) {
@@ -98,45 +102,63 @@ function runRedactor(chunks) {
   return bytes;
 }
 
-const literals = [];
-for (const secret of secrets) {
-  for (const { text } of getEncodedForms(secret, { minLength: 8, encodings: true })) {
-    literals.push(Buffer.from(text, 'utf8').toString('latin1'));
-  }
-}
-const unique = [...new Set(literals)];
-const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-function alternationOf(texts) {
-  const pattern = new RegExp(texts.map(escape).join('|'), 'g');
-  return (chunks) => {
-    let found = 0;
-    for (const chunk of chunks) {
-      const text = chunk.toString('latin1');
-      pattern.lastIndex = 0;
-      while (pattern.exec(text) !== null) found++;
+async function run({ quick, log }) {
+  ({ Redactor, getEncodedForms } = require(join(DIST, 'redact', 'index.js')));
+  buildCorpora();
+  redactor = new Redactor();
+  secrets.forEach((secret, index) => redactor.add(secret, `secret:s${index}`));
+  const literals = [];
+  for (const secret of secrets) {
+    for (const { text } of getEncodedForms(secret, { minLength: 8, encodings: true })) {
+      literals.push(Buffer.from(text, 'utf8').toString('latin1'));
     }
-    return found;
+  }
+  const unique = [...new Set(literals)];
+  const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const alternationOf = (texts) => {
+    const pattern = new RegExp(texts.map(escape).join('|'), 'g');
+    return (chunks) => {
+      let found = 0;
+      for (const chunk of chunks) {
+        const text = chunk.toString('latin1');
+        pattern.lastIndex = 0;
+        while (pattern.exec(text) !== null) found++;
+      }
+      return found;
+    };
   };
-}
-const runRegExp = alternationOf(unique);
-// V8 runs an alternation of up to roughly 12,000 characters of literals as fast native code and
-// falls off a cliff above that; a subset that fits shows the RegExp at its best (with far fewer
-// patterns than the redactor handles).
-const fitting = [];
-for (let index = 0, size = 0; index < unique.length && size + unique[index].length <= 12000; index++) {
-  fitting.push(unique[index]);
-  size += unique[index].length + 1;
-}
-const runSmallRegExp = alternationOf(fitting);
+  const runRegExp = alternationOf(unique);
+  // V8 runs an alternation of up to roughly 12,000 characters of literals as fast native code and
+  // falls off a cliff above that; a subset that fits shows the RegExp at its best (with far fewer
+  // patterns than the redactor handles).
+  const fitting = [];
+  for (let index = 0, size = 0; index < unique.length && size + unique[index].length <= 12000; index++) {
+    fitting.push(unique[index]);
+    size += unique[index].length + 1;
+  }
+  const runSmallRegExp = alternationOf(fitting);
 
-console.log(`node ${process.version}, ${require('os').cpus().length} CPUs`);
-console.log(`${secrets.length} secrets, ${redactor.patternCount} patterns, ${CHUNK / 1024} KiB chunks, ~${MIB_PER_RUN} MiB per measurement`);
-for (const [name, corpus] of Object.entries(corpora)) {
-  const chunks = chunksOf(corpus);
-  const ours = measure(chunks, runRedactor, MIB_PER_RUN);
-  const baseline = measure(chunks, runRegExp, 4);
-  const small = measure(chunks, runSmallRegExp, 16);
-  console.log(
-    `${name.padEnd(30)} redactor ${ours.toFixed(0).padStart(5)} MB/s | RegExp (all ${unique.length}) ${baseline.toFixed(1).padStart(5)} MB/s, ratio ${(ours / baseline).toFixed(0)}x | RegExp (${fitting.length}) ${small.toFixed(0).padStart(4)} MB/s, ratio ${(ours / small).toFixed(1)}x`,
-  );
+  log(`node ${process.version}, ${cpus().length} CPUs, ${secrets.length} secrets, ${redactor.patternCount} patterns, ${CHUNK / 1024} KiB chunks`);
+  const samples = quick ? 3 : 7;
+  const mib = quick ? { ours: 8, all: 1, small: 2 } : { ours: 64, all: 4, small: 16 };
+  const rows = [];
+  // The quick (smoke) run takes one corpus and 1 MiB of it.
+  const names = quick ? ['log text, 1 secret per chunk'] : Object.keys(corpora);
+  for (const name of names) {
+    const chunks = chunksOf(corpora[name]).slice(0, quick ? 16 : undefined);
+    const variants = { ours: runRedactor, all: runRegExp, small: runSmallRegExp };
+    for (const fn of Object.values(variants)) fn(chunks); // warm-up
+    const rates = { ours: [], all: [], small: [] };
+    for (let i = 0; i < samples; i++) {
+      for (const key of Object.keys(variants)) rates[key].push(sample(chunks, variants[key], mib[key]));
+    }
+    rows.push(row(4, `${name}: RegExp alternation of all ${unique.length} literals`, rates.all, { unit: 'MB/s' }));
+    rows.push(row(4, `${name}: RegExp alternation of ${fitting.length} (V8's fast path)`, rates.small, { unit: 'MB/s' }));
+    rows.push(row(4, `${name}: redactor, ${secrets.length} secrets, ${redactor.patternCount} patterns`, rates.ours, { unit: 'MB/s', of: { name: 'RegExp of all', samples: rates.all } }));
+  }
+  return { rows, notes: ['Rates use the process CPU time of each sample (MB = 10^6 bytes).'] };
 }
+
+const figure = { id: 4, title: 'Redaction throughput, 100 secrets', run };
+module.exports = figure;
+if (require.main === module) runFigure(figure);

@@ -5,19 +5,18 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ExecgateError } from '../errors';
-import { registerAuditCommands } from './commands/audit';
-import { registerDemoCommand } from './commands/demo';
-import { registerMcpCommand } from './commands/mcp';
 import { registerRunCommand } from './commands/run';
-import { registerBackgroundCommands } from './commands/background';
-import { registerSecretCommands } from './commands/secret';
-import { registerPolicyCommands } from './commands/policy';
 import { CliExit, EXIT_EXECGATE_ERROR, formatCliError, type CliIo } from './io';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { version } = require('../../package.json') as { version: string };
 
-export function buildProgram(io: CliIo): Command {
+/**
+ * `only: 'run'` registers the run command alone: `execgate run` is what scripts call over and
+ * over, and it starts faster without loading the other commands' modules (policy tools, secret
+ * stores, audit review, MCP server). What it does is the same either way.
+ */
+export function buildProgram(io: CliIo, only?: 'run'): Command {
   const program = new Command();
   program
     .name('execgate')
@@ -35,17 +34,20 @@ export function buildProgram(io: CliIo): Command {
       outputError: () => { /* printed as a coded line by main() */ },
     });
   registerRunCommand(program, io);
-  registerBackgroundCommands(program, io);
-  registerDemoCommand(program, io);
-  registerSecretCommands(program, io);
-  registerPolicyCommands(program, io);
-  registerAuditCommands(program, io);
-  registerMcpCommand(program, io);
+  if (only === 'run') return program;
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  (require('./commands/background') as typeof import('./commands/background')).registerBackgroundCommands(program, io);
+  (require('./commands/demo') as typeof import('./commands/demo')).registerDemoCommand(program, io);
+  (require('./commands/secret') as typeof import('./commands/secret')).registerSecretCommands(program, io);
+  (require('./commands/policy') as typeof import('./commands/policy')).registerPolicyCommands(program, io);
+  (require('./commands/audit') as typeof import('./commands/audit')).registerAuditCommands(program, io);
+  (require('./commands/mcp') as typeof import('./commands/mcp')).registerMcpCommand(program, io);
+  /* eslint-enable @typescript-eslint/no-require-imports */
   return program;
 }
 
 export async function main(argv: string[], io: CliIo): Promise<number> {
-  const program = buildProgram(io);
+  const program = buildProgram(io, argv[0] === 'run' ? 'run' : undefined);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
@@ -63,7 +65,10 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
 }
 
 if (require.main === module) {
-  main(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env }).then(
+  // process.stdin is a getter that sets up the stream (and loads its modules): only commands
+  // that read their input pay for it.
+  const io = { get stdin() { return process.stdin; }, stdout: process.stdout, stderr: process.stderr, env: process.env };
+  main(process.argv.slice(2), io).then(
     (status) => {
       process.exitCode = status;
     },

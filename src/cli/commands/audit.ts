@@ -9,13 +9,34 @@ import type { Command } from 'commander';
 import { ExecgateError, isExecgateError } from '../../errors';
 import { getHome } from '../../home';
 import { listAuditFiles, orderAuditFiles } from '../../audit/files';
-import { escapeTerminal, formatTableHeader, formatTableRow, formatRunStory } from '../../audit/format';
+import type * as Format from '../../audit/format';
 import { getAuditKeyPath, loadAuditKeys, type AuditKeys } from '../../audit/key';
-import { parseTimeSpec, searchAudit, type SearchFilter } from '../../audit/query';
-import { buildHtmlReport } from '../../audit/report';
-import { collectStats, type AuditStats } from '../../audit/stats';
-import { verifyAuditFiles, type VerifyResult } from '../../audit/verify';
+import type * as Query from '../../audit/query';
+import type { SearchFilter } from '../../audit/query';
+import type * as Report from '../../audit/report';
+import type * as Stats from '../../audit/stats';
+import type { AuditStats } from '../../audit/stats';
+import type * as Verify from '../../audit/verify';
+import type { VerifyResult } from '../../audit/verify';
 import { CliExit, type CliIo, usageError } from '../io';
+
+/*
+ * The review code (search, stats, verify, report) is loaded when an audit command runs, not
+ * when the CLI starts: `execgate run` never needs it and starts faster without it.
+ */
+/* eslint-disable @typescript-eslint/no-require-imports */
+const format = (): typeof Format => require('../../audit/format') as typeof Format;
+const query = (): typeof Query => require('../../audit/query') as typeof Query;
+const escapeTerminal: typeof Format.escapeTerminal = (...args) => format().escapeTerminal(...args);
+const formatTableHeader: typeof Format.formatTableHeader = (...args) => format().formatTableHeader(...args);
+const formatTableRow: typeof Format.formatTableRow = (...args) => format().formatTableRow(...args);
+const formatRunStory: typeof Format.formatRunStory = (...args) => format().formatRunStory(...args);
+const parseTimeSpec: typeof Query.parseTimeSpec = (...args) => query().parseTimeSpec(...args);
+const searchAudit: typeof Query.searchAudit = (...args) => query().searchAudit(...args);
+const buildHtmlReport: typeof Report.buildHtmlReport = (...args) => (require('../../audit/report') as typeof Report).buildHtmlReport(...args);
+const collectStats: typeof Stats.collectStats = (...args) => (require('../../audit/stats') as typeof Stats).collectStats(...args);
+const verifyAuditFiles: typeof Verify.verifyAuditFiles = (...args) => (require('../../audit/verify') as typeof Verify).verifyAuditFiles(...args);
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 interface FileFlags {
   file?: string[];

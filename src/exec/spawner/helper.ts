@@ -5,10 +5,10 @@
  * whatever the host's size, and the host's event loop only sends a message.
  *
  * Output does not pass through the helper: the gateway listens on a UNIX socket in a private
- * directory (0700, so other users cannot connect), the helper connects once per stdio stream and
- * gives those sockets to the child as its stdio, and the gateway reads the child's output from
- * the accepted connections. Each connection starts with the run's random token and the stream
- * number; a connection with an unknown token is dropped.
+ * directory (0700, so other users cannot connect), the helper keeps a few connections to it
+ * open, gives them to each child as its stdio, and the gateway reads the child's output from
+ * its ends of those connections. Each connection starts with a random token; the helper's
+ * reply to a spawn request names the tokens of the run's streams.
  *
  * Containment does not change: the child is still its own process group and carries the run
  * cookie, and the gateway signals the group and sweeps /proc itself (same user). If the helper
@@ -17,25 +17,28 @@
  * new helper.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { ExecgateError } from '../../errors';
 import { HELPER_PROGRAM } from './program';
 import type { ProcessExit, SpawnedProcess, Spawner, SpawnRequest } from './types';
 
 const TOKEN_CHARS = 32;
-const HEADER_BYTES = TOKEN_CHARS + 1;
 /** A node process starts in well under a second; this bounds a helper that never answers. */
 const START_TIMEOUT_MS = 20_000;
-/** A connection that does not say which run it belongs to within this time is dropped. */
-const HEADER_TIMEOUT_MS = 10_000;
+/** A connection that does not introduce itself within this time is dropped. */
+const TOKEN_TIMEOUT_MS = 10_000;
+/** Connections the helper opened ahead of need; more than this many unclaimed is not the helper. */
+const MAX_IDLE = 64;
+/** Output buffered between a connection and its run before the connection stops being read. */
+const STREAM_BUFFER_BYTES = 256 * 1024;
 
 type HelperMessage =
   | { t: 'ready' }
-  | { t: 'spawned'; id: string; pid: number }
+  | { t: 'spawned'; id: string; pid: number; stdin: string | null; stdout: string; stderr: string }
   | { t: 'failed'; id: string; code: string; message: string }
   | { t: 'exit'; id: string; code: number | null; signal: NodeJS.Signals | null };
 
@@ -46,19 +49,29 @@ interface Helper {
   readonly ready: Promise<void>;
 }
 
+/** One accepted connection: idle until a run claims it. */
+interface Connection {
+  readonly socket: Socket;
+  /** Bytes after the token that arrived before a run claimed the connection (the child was quick). */
+  pending: Buffer[];
+  pendingBytes: number;
+  ended: boolean;
+  /** Where the bytes go once claimed for stdout or stderr. */
+  output?: PassThrough;
+  claimed: boolean;
+}
+
 interface Entry {
   readonly id: string;
-  readonly token: string;
   readonly helper: Helper;
-  readonly sockets: Array<Socket | undefined>;
-  readonly needed: number;
-  pid: number | undefined;
+  readonly stdin: boolean;
+  spawned: Extract<HelperMessage, { t: 'spawned' }> | undefined;
   started: boolean;
   exited: boolean;
   readonly resolve: (spawned: SpawnedProcess) => void;
   readonly reject: (error: Error) => void;
-  resolveExit: (exit: ProcessExit) => void;
-  rejectExit: (error: Error) => void;
+  readonly resolveExit: (exit: ProcessExit) => void;
+  readonly rejectExit: (error: Error) => void;
   readonly exit: Promise<ProcessExit>;
 }
 
@@ -68,9 +81,9 @@ export function helperFailed(message: string, cause?: unknown): ExecgateError {
 
 export class HelperSpawner implements Spawner {
   #helper: Helper | undefined;
-  readonly #entries = new Map<string, Entry>();
-  readonly #byToken = new Map<string, Entry>();
   readonly #stopped = new WeakSet<Helper>();
+  readonly #entries = new Map<string, Entry>();
+  readonly #idle = new Map<string, Connection>();
   #nextId = 0;
   #closed = false;
 
@@ -91,22 +104,18 @@ export class HelperSpawner implements Spawner {
     await helper.ready;
     if (helper !== this.#helper) throw helperFailed('The spawn helper exited before the command could be started.');
     const id = String(++this.#nextId);
-    const token = randomBytes(TOKEN_CHARS / 2).toString('hex');
     return new Promise<SpawnedProcess>((resolve, reject) => {
       let resolveExit!: (exit: ProcessExit) => void;
       let rejectExit!: (error: Error) => void;
       const exit = new Promise<ProcessExit>((res, rej) => { resolveExit = res; rejectExit = rej; });
       exit.catch(() => { /* the caller handles it */ });
       const entry: Entry = {
-        id, token, helper, sockets: [undefined, undefined, undefined], needed: request.stdin === 'pipe' ? 3 : 2,
-        pid: undefined, started: false, exited: false, resolve, reject, resolveExit, rejectExit, exit,
+        id, helper, stdin: request.stdin === 'pipe', spawned: undefined, started: false, exited: false,
+        resolve, reject, resolveExit, rejectExit, exit,
       };
       this.#entries.set(id, entry);
-      this.#byToken.set(token, entry);
       helper.child.channel?.ref();
-      helper.child.send({
-        t: 'spawn', id, token, shell: request.shell, args: request.args, env: request.env, cwd: request.cwd, stdin: request.stdin === 'pipe',
-      }, (error) => {
+      helper.child.send({ t: 'spawn', id, shell: request.shell, args: request.args, env: request.env, cwd: request.cwd, stdin: entry.stdin }, (error) => {
         if (error) this.#fail(entry, helperFailed(`Could not reach the spawn helper: ${error.message}`, error));
       });
     });
@@ -132,11 +141,12 @@ export class HelperSpawner implements Spawner {
 
   #launch(): Helper {
     // mkdtemp creates the directory 0700. A UNIX socket path must stay under ~107 bytes.
-    const base = join(tmpdir(), 'execgate-spawn-').length < 80 ? tmpdir() : '/tmp';
+    const base = join(tmpdir(), 'execgate-spawn-XXXXXX', 's').length < 100 ? tmpdir() : '/tmp';
     const dir = mkdtempSync(join(base, 'execgate-spawn-'));
     const socketPath = join(dir, 's');
     const server = createServer((socket) => this.#accept(socket));
-    server.on('error', () => { /* listen errors are reported through `ready` */ });
+    server.unref();
+    // The helper's only environment: where to connect. The command's environment comes per run.
     const child = spawn(process.execPath, ['-'], {
       detached: true,
       cwd: '/',
@@ -144,48 +154,35 @@ export class HelperSpawner implements Spawner {
       stdio: ['pipe', 'ignore', 'ignore', 'ipc'],
       serialization: 'json',
     });
-    child.stdin?.on('error', () => { /* reported through exit */ });
-    child.stdin?.end(HELPER_PROGRAM);
     child.unref();
-    const listening = new Promise<void>((resolve, reject) => {
-      server.once('listening', resolve);
-      server.once('error', reject);
-      server.listen(socketPath);
-    });
-    server.unref();
+    child.stdin?.on('error', () => { /* reported through exit */ });
     let helper!: Helper;
     const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(helperFailed(`The spawn helper did not start within ${START_TIMEOUT_MS} ms.`));
-        this.#stop(helper, helperFailed('The spawn helper did not start.'));
-      }, START_TIMEOUT_MS);
+      const fail = (error: ExecgateError): void => {
+        clearTimeout(timer);
+        reject(error);
+        this.#stop(helper, error);
+      };
+      const timer = setTimeout(() => fail(helperFailed(`The spawn helper did not start within ${START_TIMEOUT_MS} ms.`)), START_TIMEOUT_MS);
       timer.unref();
-      const onMessage = (message: HelperMessage): void => {
+      server.once('error', (error) => fail(helperFailed(`The spawn helper's socket could not be opened: ${error.message}`, error)));
+      // Listening (bound) before the helper runs, so its first connections find the socket.
+      server.listen(socketPath, () => child.stdin?.end(HELPER_PROGRAM));
+      child.on('message', function onReady(message: HelperMessage) {
         if (message?.t !== 'ready') return;
         clearTimeout(timer);
-        child.removeListener('message', onMessage);
-        listening.then(() => {
-          if (this.#entries.size === 0) child.channel?.unref();
-          resolve();
-        }, (error: Error) => reject(helperFailed(`The spawn helper's socket could not be opened: ${error.message}`, error)));
-      };
-      child.on('message', onMessage);
-      child.once('error', (error) => {
-        clearTimeout(timer);
-        reject(helperFailed(`The spawn helper could not be started: ${error.message}`, error));
+        child.removeListener('message', onReady);
+        resolve();
       });
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(helperFailed(`The spawn helper exited (${signal ?? `code ${code}`}) before it was ready.`));
-      });
+      child.once('error', (error) => fail(helperFailed(`The spawn helper could not be started: ${error.message}`, error)));
+      child.once('exit', (code, signal) => fail(helperFailed(`The spawn helper exited (${signal ?? `code ${code}`}) before it was ready.`)));
     });
-    ready.catch(() => { /* each spawn awaits it */ });
+    ready.then(() => this.#idleChannel(helper), () => { /* each spawn awaits it */ });
     helper = { child, server, dir, ready };
     child.on('message', (message: HelperMessage) => this.#onMessage(message));
     const gone = (): void => this.#stop(helper, helperFailed('The spawn helper exited while the command ran; its end cannot be known, so the run was stopped.'));
     child.once('exit', gone);
     child.once('disconnect', gone);
-    child.once('error', gone);
     return helper;
   }
 
@@ -197,6 +194,8 @@ export class HelperSpawner implements Spawner {
     for (const entry of [...this.#entries.values()]) {
       if (entry.helper === helper) this.#fail(entry, error);
     }
+    for (const connection of this.#idle.values()) connection.socket.destroy();
+    this.#idle.clear();
     if (helper.child.connected) helper.child.disconnect();
     if (helper.child.exitCode === null && helper.child.signalCode === null) {
       // Without the channel the helper exits by itself; this only hurries one that hangs.
@@ -211,11 +210,16 @@ export class HelperSpawner implements Spawner {
     const entry = this.#entries.get(message.id);
     if (!entry) return;
     if (message.t === 'spawned') {
-      entry.pid = message.pid;
+      entry.spawned = message;
       this.#check(entry);
+      if (!entry.started) {
+        // Its connections were opened before the spawn, so they are due any moment.
+        setTimeout(() => {
+          if (!entry.started) this.#fail(entry, helperFailed('The command started, but its output connections to the gateway never arrived; it was stopped.'));
+        }, TOKEN_TIMEOUT_MS).unref();
+      }
     } else if (message.t === 'failed') {
-      const error = Object.assign(new Error(message.message), { code: message.code });
-      this.#fail(entry, error);
+      this.#fail(entry, Object.assign(new Error(message.message), { code: message.code }));
     } else if (message.t === 'exit') {
       entry.exited = true;
       entry.resolveExit({ code: message.code, signal: message.signal });
@@ -223,45 +227,111 @@ export class HelperSpawner implements Spawner {
     }
   }
 
+  /*
+   * A connection from the helper: its token, then (once a run claims it for stdout or stderr)
+   * the child's output, passed on through a stream that buffers until the run reads it. The
+   * socket itself is not handed out: one that reaches its end with nothing buffered emits 'end'
+   * at once, possibly before a run still waiting for its pid could listen.
+   */
   #accept(socket: Socket): void {
-    socket.on('error', () => { /* the owner of the stream reports what matters */ });
-    const timer = setTimeout(() => socket.destroy(), HEADER_TIMEOUT_MS);
+    socket.on('error', () => { /* the run's stream reports what matters */ });
+    socket.unref();
+    const timer = setTimeout(() => socket.destroy(), TOKEN_TIMEOUT_MS);
     timer.unref();
-    const onReadable = (): void => {
-      const header = socket.read(HEADER_BYTES) as Buffer | null;
-      if (header === null) return;
-      socket.removeListener('readable', onReadable);
-      socket.removeListener('end', onEnd);
+    let token: Buffer = Buffer.alloc(0);
+    let connection: Connection | undefined;
+    socket.on('data', (chunk: Buffer) => {
+      if (connection) {
+        if (connection.output) {
+          if (!connection.output.write(chunk)) socket.pause();
+        } else if (!connection.claimed) {
+          connection.pending.push(chunk);
+          connection.pendingBytes += chunk.length;
+          if (connection.pendingBytes >= STREAM_BUFFER_BYTES) socket.pause();
+        }
+        // claimed for stdin: whatever the child wrote to its stdin is dropped
+        return;
+      }
+      token = token.length === 0 ? chunk : Buffer.concat([token, chunk]);
+      if (token.length < TOKEN_CHARS) return;
       clearTimeout(timer);
-      const entry = header.length === HEADER_BYTES ? this.#byToken.get(header.toString('latin1', 0, TOKEN_CHARS)) : undefined;
-      const stream = header[TOKEN_CHARS] - 48;
-      if (!entry || entry.started || !(stream >= 3 - entry.needed && stream <= 2) || entry.sockets[stream]) {
+      const name = token.toString('latin1', 0, TOKEN_CHARS);
+      if (this.#idle.has(name) || this.#idle.size >= MAX_IDLE) {
         socket.destroy();
         return;
       }
-      entry.sockets[stream] = socket;
-      this.#check(entry);
-    };
-    const onEnd = (): void => { clearTimeout(timer); socket.destroy(); };
-    socket.on('readable', onReadable);
-    socket.once('end', onEnd);
+      const rest = token.subarray(TOKEN_CHARS);
+      connection = { socket, pending: rest.length > 0 ? [rest] : [], pendingBytes: rest.length, ended: false, claimed: false };
+      this.#idle.set(name, connection);
+      for (const entry of this.#entries.values()) {
+        if (entry.spawned && !entry.started) this.#check(entry);
+      }
+    });
+    socket.once('end', () => {
+      if (!connection) socket.destroy();
+      else if (connection.output) connection.output.end();
+      else connection.ended = true; // kept (with its bytes) for the run that will claim it
+    });
+    socket.once('close', () => {
+      if (connection?.output && !connection.output.writableEnded) connection.output.destroy();
+      if (connection && !connection.claimed && !connection.ended) {
+        for (const [name, idle] of this.#idle) if (idle === connection) this.#idle.delete(name);
+      }
+    });
   }
 
-  /** Resolve the spawn once the pid and every stream are in. */
+  /** Resolve the spawn once the pid is known and every stream's connection is in. */
   #check(entry: Entry): void {
-    if (entry.started || entry.pid === undefined) return;
-    const [stdin, stdout, stderr] = entry.sockets;
-    if (!stdout || !stderr || (entry.needed === 3 && !stdin)) return;
+    const spawned = entry.spawned;
+    if (entry.started || !spawned) return;
+    const names = [spawned.stdout, spawned.stderr, ...(spawned.stdin ? [spawned.stdin] : [])];
+    if (!names.every((name) => this.#idle.has(name))) return;
+    const [stdout, stderr] = [spawned.stdout, spawned.stderr].map((name) => this.#claimOutput(name));
+    const stdin = spawned.stdin ? this.#claim(spawned.stdin).socket.ref().resume() : null;
     entry.started = true;
-    this.#byToken.delete(entry.token);
     if (entry.exited) this.#forget(entry);
-    entry.resolve({ pid: entry.pid, stdin: stdin ?? null, stdout, stderr, exit: entry.exit });
+    entry.resolve({ pid: spawned.pid, stdin, stdout, stderr, exit: entry.exit });
+  }
+
+  #claim(name: string): Connection {
+    const connection = this.#idle.get(name) as Connection;
+    this.#idle.delete(name);
+    connection.claimed = true;
+    return connection;
+  }
+
+  #claimOutput(name: string): Readable {
+    const connection = this.#claim(name);
+    const { socket } = connection;
+    const output = new PassThrough({ highWaterMark: STREAM_BUFFER_BYTES });
+    output.on('drain', () => socket.resume());
+    output.once('close', () => socket.destroy());
+    for (const chunk of connection.pending) output.write(chunk);
+    connection.pending = [];
+    if (connection.ended) output.end();
+    else {
+      connection.output = output;
+      socket.ref();
+      socket.resume();
+    }
+    return output;
   }
 
   #fail(entry: Entry, error: Error): void {
     if (!entry.started) {
       entry.started = true;
-      for (const socket of entry.sockets) socket?.destroy();
+      const spawned = entry.spawned;
+      if (spawned) {
+        // Started, but never handed to its run: nothing else would ever stop it.
+        try { process.kill(-spawned.pid, 'SIGKILL'); } catch { /* already gone */ }
+      }
+      for (const name of spawned ? [spawned.stdin, spawned.stdout, spawned.stderr] : []) {
+        const connection = name ? this.#idle.get(name) : undefined;
+        if (connection && name) {
+          this.#idle.delete(name);
+          connection.socket.destroy();
+        }
+      }
       entry.reject(error);
     }
     if (!entry.exited) {
@@ -269,19 +339,17 @@ export class HelperSpawner implements Spawner {
       entry.rejectExit(error);
     }
     this.#entries.delete(entry.id);
-    this.#byToken.delete(entry.token);
-    this.#idle(entry.helper);
+    this.#idleChannel(entry.helper);
   }
 
   #forget(entry: Entry): void {
-    if (!entry.started) return; // still waiting for its streams; #check forgets it
+    if (!entry.started) return; // still waiting for its connections; #check forgets it
     this.#entries.delete(entry.id);
-    this.#byToken.delete(entry.token);
-    this.#idle(entry.helper);
+    this.#idleChannel(entry.helper);
   }
 
   /** An idle helper must not keep the host's process alive. */
-  #idle(helper: Helper): void {
+  #idleChannel(helper: Helper): void {
     if (this.#entries.size === 0 && helper.child.connected) helper.child.channel?.unref();
   }
 }

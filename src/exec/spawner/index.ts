@@ -7,16 +7,15 @@
  * the threshold.
  */
 import { ExecgateError } from '../../errors';
-import { spawnDirect } from './direct';
-import { HelperSpawner } from './helper';
+import { directSpawner, spawnDirect } from './direct';
+import type { HelperSpawner } from './helper';
 import type { SpawnedProcess, Spawner, SpawnerKind, SpawnRequest } from './types';
 
 export { directSpawner } from './direct';
-export { HelperSpawner } from './helper';
 export type { ProcessExit, SpawnedProcess, Spawner, SpawnerKind, SpawnRequest } from './types';
 
 /** Resident set size above which `auto` spawns from the helper. */
-export const AUTO_HELPER_RSS = 256 * 1024 * 1024;
+export const AUTO_HELPER_RSS = 128 * 1024 * 1024;
 
 const KINDS: readonly SpawnerKind[] = ['direct', 'helper', 'auto'];
 
@@ -26,44 +25,49 @@ export function validateSpawnerKind(value: unknown, option: string): SpawnerKind
   throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the \`${option}\` option to be \`direct\`, \`helper\` or \`auto\`, got ${shown}.`, { option });
 }
 
+function helperClosed(): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_SPAWN_FAILED', 'The spawn helper is closed.');
+}
+
+/** The helper's code is loaded only by a process that uses it. */
+function createHelperSpawner(): HelperSpawner {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return new (require('./helper') as typeof import('./helper')).HelperSpawner();
+}
+
 export class AutoSpawner implements Spawner {
   readonly #threshold: number;
-  readonly #helper = new HelperSpawner();
+  #helper: HelperSpawner | undefined;
   #useHelper = false;
+  #closed = false;
 
   constructor(threshold = AUTO_HELPER_RSS) {
     this.#threshold = threshold;
-    this.#decide();
   }
 
   spawn(request: SpawnRequest): Promise<SpawnedProcess> {
-    return this.#decide() ? this.#helper.spawn(request) : spawnDirect(request);
+    // Decided per spawn (reading the RSS costs microseconds); once large, always the helper.
+    this.#useHelper ||= process.memoryUsage.rss() > this.#threshold;
+    if (!this.#useHelper) return spawnDirect(request);
+    if (this.#closed) return Promise.reject(helperClosed());
+    this.#helper ??= createHelperSpawner();
+    return this.#helper.spawn(request);
   }
 
-  close(): Promise<void> {
-    return this.#helper.close();
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#helper?.close();
   }
 
   /** Whether the helper is in use (it stays in use once this process has grown past the threshold). */
   get usesHelper(): boolean {
     return this.#useHelper;
   }
-
-  #decide(): boolean {
-    if (!this.#useHelper && process.memoryUsage.rss() > this.#threshold) {
-      this.#useHelper = true;
-      this.#helper.start().catch(() => { /* the next spawn reports it */ });
-    }
-    return this.#useHelper;
-  }
 }
 
+/** The helper process, where one is used, starts with the first spawn that needs it. */
 export function createSpawner(kind: SpawnerKind): Spawner {
-  if (kind === 'direct') return { spawn: spawnDirect, close: async () => { /* nothing held */ } };
-  if (kind === 'helper') {
-    const helper = new HelperSpawner();
-    helper.start().catch(() => { /* the next spawn reports it */ });
-    return helper;
-  }
+  if (kind === 'direct') return directSpawner;
+  if (kind === 'helper') return createHelperSpawner();
   return new AutoSpawner();
 }

@@ -2,42 +2,62 @@
  * The spawn helper's program. It runs as `node -` with this text on its stdin (so nothing
  * needs to exist on disk next to the compiled file) and an IPC channel to the gateway.
  *
- * Per request it opens a connection per stdio stream to the gateway's private socket, sends the
- * run's token and the stream number as the first bytes, and once the kernel has them, spawns the
- * command with the connected sockets as its stdio, then closes its own copies (close(2), never
- * shutdown(2), which would end the stream for the child too). Output therefore flows from the
- * child straight to the gateway; this process only reports the pid and the exit over IPC.
- * The command's environment arrives over IPC; this process's own environment holds nothing
- * but the socket path. It exits when the gateway disconnects.
+ * It keeps a few connections to the gateway's private socket open ahead of need, each introduced
+ * by a random token as its first bytes. Per request it takes two (three with stdin), spawns the
+ * command with those connected sockets as its stdio, closes its own copies (close(2), never
+ * shutdown(2), which would end the stream for the child too), and tells the gateway the pid and
+ * which tokens carry which stream. Output therefore flows from the child straight to the
+ * gateway; this process only reports the pid and the exit over IPC. The command's environment
+ * arrives over IPC; this process's own environment holds nothing but the socket path. When the
+ * gateway disconnects (closed, or died) it removes the socket and exits.
  */
 export const HELPER_PROGRAM = String.raw`'use strict';
 process.title = 'execgate-spawner';
 const { spawn } = require('node:child_process');
+const { randomBytes } = require('node:crypto');
+const { rmdirSync, unlinkSync } = require('node:fs');
 const { connect } = require('node:net');
+const { dirname } = require('node:path');
 const socketPath = process.env.EXECGATE_SPAWNER_SOCKET;
 delete process.env.EXECGATE_SPAWNER_SOCKET;
+const POOL = 4;
+const pool = [];
+let filling = 0;
 
 function send(message) {
   if (process.connected) process.send(message);
 }
 
-function open(token, stream) {
+// Resolves once the token is in the kernel's buffer, before the socket is handed to a child.
+function open() {
   return new Promise((resolve, reject) => {
     const socket = connect(socketPath);
     socket.pause();
     socket.once('error', reject);
-    socket.write(token + stream, (error) => (error ? reject(error) : resolve(socket)));
+    socket.token = randomBytes(16).toString('hex');
+    socket.write(socket.token, (error) => (error ? reject(error) : resolve(socket)));
   });
 }
 
+function fill() {
+  while (pool.length + filling < POOL) {
+    filling += 1;
+    open().then((socket) => { pool.push(socket); }, () => { /* the next request opens its own */ })
+      .finally(() => { filling -= 1; });
+  }
+}
+
+function take() {
+  const socket = pool.shift();
+  return socket ? Promise.resolve(socket) : open();
+}
+
 async function run(request) {
-  const { id, token } = request;
+  const { id } = request;
   let sockets = [];
   let child;
   try {
-    const opening = [open(token, '1'), open(token, '2')];
-    if (request.stdin) opening.unshift(open(token, '0'));
-    const settled = await Promise.allSettled(opening);
+    const settled = await Promise.allSettled(Array.from({ length: request.stdin ? 3 : 2 }, take));
     sockets = settled.filter((s) => s.status === 'fulfilled').map((s) => s.value);
     const failed = settled.find((s) => s.status === 'rejected');
     if (failed) throw failed.reason;
@@ -52,6 +72,7 @@ async function run(request) {
     return;
   } finally {
     for (const socket of sockets) socket.destroy();
+    fill();
   }
   if (child.pid === undefined) {
     child.once('error', (error) => send({ t: 'failed', id, code: error.code || 'unknown', message: error.message }));
@@ -59,12 +80,22 @@ async function run(request) {
   }
   child.on('error', () => { /* after a pid, only kill() reports errors; none are sent here */ });
   child.once('exit', (code, signal) => send({ t: 'exit', id, code, signal }));
-  send({ t: 'spawned', id, pid: child.pid });
+  const tokens = sockets.map((socket) => socket.token);
+  send({ t: 'spawned', id, pid: child.pid, stdin: request.stdin ? tokens.shift() : null, stdout: tokens[0], stderr: tokens[1] });
 }
 
 process.on('message', (message) => {
   if (message && message.t === 'spawn') void run(message);
 });
-process.on('disconnect', () => process.exit(0));
-send({ t: 'ready' });
+// The gateway closed the channel or died (even by SIGKILL): remove its socket and go.
+process.on('disconnect', () => {
+  try { unlinkSync(socketPath); } catch { /* already removed */ }
+  try { rmdirSync(dirname(socketPath)); } catch { /* already removed */ }
+  process.exit(0);
+});
+Promise.allSettled(Array.from({ length: POOL }, open)).then((opened) => {
+  for (const result of opened) if (result.status === 'fulfilled') pool.push(result.value);
+  fill();
+  send({ t: 'ready' });
+});
 `;

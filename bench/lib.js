@@ -1,0 +1,193 @@
+'use strict';
+/*
+ * What the benchmark figures share: statistics, the interleaving loop, a private state
+ * directory, the raw baselines, and the report format. A figure is a module exporting
+ * `{ id, title, run({ quick, log }) }` whose `run` resolves to `{ rows, notes }`; each row is
+ * one measurement (median, min, max of many samples) and may carry a ratio against another row
+ * measured side by side in the same run, and the target that ratio is held to.
+ */
+const { spawn } = require('node:child_process');
+const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { loadavg, tmpdir } = require('node:os');
+const { join } = require('node:path');
+const { performance } = require('node:perf_hooks');
+
+const DIST = join(__dirname, '..', 'dist');
+
+function sorted(samples) {
+  return [...samples].sort((a, b) => a - b);
+}
+
+function percentile(samples, p) {
+  const s = sorted(samples);
+  if (s.length === 0) return NaN;
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((s.length * p) / 100) - 1))];
+}
+
+function summarize(samples) {
+  const s = sorted(samples);
+  return { median: percentile(s, 50), min: s[0], max: s[s.length - 1], n: s.length };
+}
+
+/**
+ * Runs every variant once per iteration, in an order that rotates each iteration, so slow
+ * phases of a noisy machine hit every variant alike. Returns the samples (ms) per variant;
+ * the first `warmup` iterations are not kept.
+ */
+async function interleave(variants, { iterations, warmup = 0 }) {
+  const names = Object.keys(variants);
+  const samples = Object.fromEntries(names.map((name) => [name, []]));
+  for (let i = 0; i < warmup + iterations; i++) {
+    for (let k = 0; k < names.length; k++) {
+      const name = names[(i + k) % names.length];
+      const started = performance.now();
+      await variants[name]();
+      const elapsed = performance.now() - started;
+      if (i >= warmup) samples[name].push(elapsed);
+    }
+  }
+  return samples;
+}
+
+/** A row of the report: a measurement, optionally its ratio to another one and a target. */
+function row(figure, name, samples, { unit = 'ms', of, target, higherIsBetter = false, note } = {}) {
+  const stats = Array.isArray(samples) ? summarize(samples) : samples;
+  const result = { figure, name, unit, ...stats };
+  if (of) {
+    const base = Array.isArray(of.samples) ? summarize(of.samples) : of.samples;
+    result.ratio = { of: of.name, value: stats.median / base.median };
+    if (target !== undefined) {
+      result.ratio.target = `${higherIsBetter ? '>=' : '<='} ${target}`;
+      result.ratio.met = higherIsBetter ? result.ratio.value >= target : result.ratio.value <= target;
+    }
+  }
+  if (note) result.note = note;
+  return result;
+}
+
+/** A private EXECGATE_HOME and an environment for the gateway and for children (keyring off). */
+function benchEnv(prefix = 'execgate-bench-') {
+  const home = mkdtempSync(join(tmpdir(), prefix));
+  process.env.EXECGATE_KEYRING = 'off';
+  process.env.EXECGATE_HOME = home;
+  const env = {
+    PATH: process.env.PATH || '/usr/bin:/bin',
+    HOME: home,
+    LANG: 'C.UTF-8',
+    EXECGATE_HOME: home,
+    EXECGATE_KEYRING: 'off',
+  };
+  return { home, env, cleanup: () => rmSync(home, { recursive: true, force: true }) };
+}
+
+/** Resolves once the child has exited and both of its output pipes are closed (what an executor waits for). */
+function waitChild(child) {
+  return new Promise((resolve, reject) => {
+    let open = 3;
+    const done = () => { if (--open === 0) resolve(child.exitCode); };
+    child.once('error', reject);
+    child.stdout.on('data', () => {});
+    child.stderr.on('data', () => {});
+    child.stdout.once('close', done);
+    child.stderr.once('close', done);
+    child.once('exit', done);
+  });
+}
+
+/** The raw baseline: the same shell, detached, stdin /dev/null, both outputs piped and read. */
+function rawSpawn(shell, args, env) {
+  return waitChild(spawn(shell, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env }));
+}
+
+/** Hold `bytes` of resident memory (touched Buffers, so the pages are real). */
+function holdMemory(bytes) {
+  const chunk = 64 * 1024 * 1024;
+  const held = [];
+  for (let left = bytes; left > 0; left -= chunk) held.push(Buffer.alloc(Math.min(chunk, left), 1));
+  globalThis.__benchBallast = held;
+  return held;
+}
+
+function rssMiB() {
+  return process.memoryUsage.rss() / 1048576;
+}
+
+/** Samples the resident set every `everyMs` until stopped; resolves the peak (bytes). */
+function watchRss(everyMs = 5) {
+  let peak = process.memoryUsage.rss();
+  const timer = setInterval(() => { peak = Math.max(peak, process.memoryUsage.rss()); }, everyMs);
+  return () => {
+    clearInterval(timer);
+    return Math.max(peak, process.memoryUsage.rss());
+  };
+}
+
+function parseArgs(argv) {
+  const args = { quick: false, report: undefined, only: undefined };
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--quick') args.quick = true;
+    else if (argv[i] === '--report') args.report = argv[++i];
+    else if (argv[i].startsWith('--only=')) args.only = argv[i].slice(7).split(',').map(Number);
+  }
+  return args;
+}
+
+function formatValue(value, unit) {
+  if (value === undefined || Number.isNaN(value)) return '-';
+  const abs = Math.abs(value);
+  const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : 3;
+  return `${value.toFixed(digits)}${unit === 'x' ? 'x' : ''}`;
+}
+
+function formatRow(r) {
+  const ratio = r.ratio ? `${r.ratio.value.toFixed(2)}x ${r.ratio.of}` : '';
+  const target = r.ratio && r.ratio.target ? `${r.ratio.met ? 'met' : 'MISSED'} (${r.ratio.target})` : '';
+  return [String(r.figure), r.name, r.unit, formatValue(r.median, r.unit), `${formatValue(r.min, r.unit)} .. ${formatValue(r.max, r.unit)}`, String(r.n ?? ''), ratio, target];
+}
+
+/** A plain-text table (also valid Markdown). */
+function formatTable(rows) {
+  const header = ['fig', 'measurement', 'unit', 'median', 'min .. max', 'n', 'ratio (of medians)', 'target'];
+  const body = rows.map(formatRow);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((cells) => cells[i].length)));
+  const line = (cells) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...body.map(line)].join('\n');
+}
+
+/** Runs one figure as a script: `node bench/<figure>.js [--quick] [--report file]`. */
+function runFigure(figure) {
+  const args = parseArgs(process.argv.slice(2));
+  const log = (message) => process.stderr.write(`  [${figure.id}] ${message}\n`);
+  const loadBefore = loadavg();
+  figure.run({ quick: args.quick, log }).then((result) => {
+    const report = { id: figure.id, title: figure.title, loadBefore, loadAfter: loadavg(), ...result };
+    if (args.report) writeFileSync(args.report, JSON.stringify(report));
+    else {
+      console.log(`${figure.id}. ${figure.title}`);
+      console.log(formatTable(report.rows));
+      for (const note of report.notes || []) console.log(`  - ${note}`);
+    }
+    // Ballast, helpers and servers: nothing should keep a figure's process alive past its report.
+    process.exit(0);
+  }, (error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
+
+module.exports = {
+  DIST,
+  benchEnv,
+  formatTable,
+  holdMemory,
+  interleave,
+  parseArgs,
+  percentile,
+  rawSpawn,
+  row,
+  rssMiB,
+  runFigure,
+  summarize,
+  waitChild,
+  watchRss,
+};

@@ -1,0 +1,81 @@
+'use strict';
+/*
+ * Figure 3: output throughput. A child prints 1 GiB of zeros; execgate reads it through sync
+ * mode (redacted, captured within the output limit, the rest counted and written to the
+ * full-output file up to its cap) and through a background process (redacted into its output
+ * file, up to its cap), against the kernel's own pipe (`head | cat > /dev/null`) and against
+ * Node reading the pipe and dropping the bytes. Interleaved rounds; the gateway process's
+ * resident set is sampled during each run, and its growth over the value just before is the
+ * memory a run costs.
+ *
+ *   npm run build && node bench/throughput.js [--quick]
+ */
+const { spawn } = require('node:child_process');
+const { join } = require('node:path');
+const { DIST, benchEnv, interleave, row, runFigure, waitChild, watchRss } = require('./lib');
+
+const MB = 1e6;
+
+async function run({ quick, log }) {
+  const { createGateway } = require(join(DIST, 'gateway.js'));
+  const { home, env, cleanup } = benchEnv('execgate-bench-throughput-');
+  const bytes = quick ? 64 * 1024 * 1024 : 1024 * 1024 * 1024;
+  const producer = `head -c ${bytes} /dev/zero`;
+  const gateway = createGateway({ home: join(home, 'default'), env });
+  const helper = createGateway({ home: join(home, 'helper'), env, spawner: 'helper' });
+  const growth = {};
+  const measured = (name, fn) => async () => {
+    const before = process.memoryUsage.rss();
+    const stop = watchRss(5);
+    await fn();
+    (growth[name] ??= []).push((stop() - before) / 1048576);
+  };
+  const checkSync = (result) => {
+    if (result.exitCode !== 0 || result.bytes.stdout !== bytes) throw new Error(`sync run read ${result.bytes.stdout} of ${bytes} bytes`);
+  };
+  const variants = {
+    kernelPipe: measured('kernelPipe', () => waitChild(spawn('/bin/sh', ['-c', `${producer} | cat > /dev/null`], { stdio: ['ignore', 'pipe', 'pipe'], env }))),
+    nodePipe: measured('nodePipe', () => waitChild(spawn('/bin/sh', ['-c', producer], { stdio: ['ignore', 'pipe', 'pipe'], env }))),
+    sync: measured('sync', async () => checkSync(await gateway.exec({ command: producer }))),
+    syncHelper: measured('syncHelper', async () => checkSync(await helper.exec({ command: producer }))),
+    background: measured('background', async () => {
+      const started = await gateway.exec({ command: producer, mode: 'background' });
+      const ended = await gateway.background.wait(started.id);
+      if (ended.exitCode !== 0) throw new Error(`background run ended ${ended.state} ${ended.exitCode}`);
+      gateway.background.remove(started.id);
+    }),
+  };
+  const rounds = quick ? 1 : 7;
+  log(`${rounds} interleaved rounds of ${Object.keys(variants).length} variants, ${bytes / 1048576} MiB each`);
+  const samples = await interleave(variants, { iterations: rounds, warmup: quick ? 0 : 1 });
+  await gateway.close();
+  await helper.close();
+  cleanup();
+
+  const rate = (ms) => bytes / MB / (ms / 1000);
+  const rates = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, list.map(rate)]));
+  const kernel = { name: 'kernel pipe', samples: rates.kernelPipe };
+  const keep = (name) => growth[name].slice(-rounds);
+  const size = quick ? '64 MiB' : '1 GiB';
+  return {
+    rows: [
+      row(3, `${size} through \`head | cat > /dev/null\` (kernel pipe)`, rates.kernelPipe, { unit: 'MB/s' }),
+      row(3, `${size} read by Node from a pipe, dropped`, rates.nodePipe, { unit: 'MB/s', of: kernel }),
+      row(3, `${size} through gateway.exec sync, defaults`, rates.sync, { unit: 'MB/s', of: kernel, target: 0.5, higherIsBetter: true }),
+      row(3, `${size} through gateway.exec sync, spawner: helper`, rates.syncHelper, { unit: 'MB/s', of: kernel, target: 0.5, higherIsBetter: true }),
+      row(3, `${size} through a background process to its file`, rates.background, { unit: 'MB/s', of: kernel, target: 0.5, higherIsBetter: true }),
+      row(3, '  RSS growth of the gateway process, sync (target < 64 MB)', keep('sync'), { unit: 'MiB' }),
+      row(3, '  RSS growth of the gateway process, sync helper', keep('syncHelper'), { unit: 'MiB' }),
+      row(3, '  RSS growth of the gateway process, background', keep('background'), { unit: 'MiB' }),
+      row(3, '  RSS growth of this process, Node pipe baseline', keep('nodePipe'), { unit: 'MiB' }),
+    ],
+    notes: [
+      'Sync mode keeps the first and last 0.5 MiB of each stream in memory and writes the redacted output to a file capped at 64 MiB (policy `output.maxFileBytes`); background output files are capped at 256 MiB (`background.maxFileBytes`). Both caps are defaults.',
+      `RSS growth: the peak resident set sampled every 5 ms during the run, minus the value just before it (max growth over all rounds: sync ${Math.max(...keep('sync')).toFixed(1)} MiB, background ${Math.max(...keep('background')).toFixed(1)} MiB).`,
+    ],
+  };
+}
+
+const figure = { id: 3, title: 'Output throughput and gateway memory', run };
+module.exports = figure;
+if (require.main === module) runFigure(figure);
