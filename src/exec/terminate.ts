@@ -27,6 +27,16 @@ export function isGroupAlive(pgid: number): boolean {
   return listGroup(pgid).length > 0;
 }
 
+/** Whether any process, zombies included, is in the group `pgid`. */
+function groupExists(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** Non-zombie PIDs whose process group is `pgid`, read from /proc/PID/stat. */
 export function listGroup(pgid: number): number[] {
   const members: number[] = [];
@@ -63,9 +73,18 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
 
 /** PIDs of this user's processes whose environment holds `EXECGATE_RUN_ID=<runId>`. */
 export function findByCookie(runId: string): number[] {
-  const needle = Buffer.from(`\0${RUN_ID_VARIABLE}=${runId}\0`);
-  const first = Buffer.from(`${RUN_ID_VARIABLE}=${runId}\0`);
-  const found: number[] = [];
+  return findByCookies(new Set([runId])).get(runId) ?? [];
+}
+
+const COOKIE = Buffer.from(`${RUN_ID_VARIABLE}=`);
+
+/**
+ * One pass over /proc for any number of run ids: each process's environment is read once and
+ * its cookie looked up in `runIds`. Killing many runs at once (gateway shutdown, a session
+ * closing) then costs one scan per round instead of one per run.
+ */
+export function findByCookies(runIds: ReadonlySet<string>): Map<string, number[]> {
+  const found = new Map<string, number[]>();
   let entries: string[];
   try {
     entries = readdirSync('/proc');
@@ -83,16 +102,44 @@ export function findByCookie(runId: string): number[] {
     } catch {
       continue; // gone, or another user's process
     }
-    if (environ.indexOf(needle) !== -1 || environ.subarray(0, first.length).equals(first)) found.push(pid);
+    for (let at = environ.indexOf(COOKIE); at !== -1; at = environ.indexOf(COOKIE, at + 1)) {
+      if (at > 0 && environ[at - 1] !== 0) continue; // the name must start a variable
+      const start = at + COOKIE.length;
+      const end = environ.indexOf(0, start);
+      const runId = environ.toString('latin1', start, end === -1 ? environ.length : end);
+      if (!runIds.has(runId)) continue;
+      const list = found.get(runId);
+      if (list) list.push(pid);
+      else found.set(runId, [pid]);
+      break;
+    }
   }
   return found;
+}
+
+// Sweeps requested in the same turn of the event loop share one /proc scan.
+let batch: { ids: Set<string>; result: Promise<Map<string, number[]>> } | undefined;
+
+function findByCookieBatched(runId: string): Promise<number[]> {
+  if (!batch) {
+    const ids = new Set<string>();
+    const result = new Promise<Map<string, number[]>>((resolve) => {
+      setImmediate(() => {
+        batch = undefined;
+        resolve(findByCookies(ids));
+      });
+    });
+    batch = { ids, result };
+  }
+  batch.ids.add(runId);
+  return batch.result.then((map) => map.get(runId) ?? []);
 }
 
 /** Stop then kill every process carrying the cookie; repeat until none is left. */
 export async function sweepByCookie(runId: string, rounds = 5): Promise<number[]> {
   const killed = new Set<number>();
   for (let round = 0; round < rounds; round++) {
-    const pids = findByCookie(runId);
+    const pids = await findByCookieBatched(runId);
     if (pids.length === 0) break;
     for (const pid of pids) {
       try { process.kill(pid, 'SIGSTOP'); } catch { /* already gone */ }
@@ -126,8 +173,16 @@ export async function terminateRun(options: TerminateOptions): Promise<Terminate
   const signal = options.signal ?? 'SIGTERM';
   let escalated = false;
   if (signalGroup(pgid, signal) && signal !== 'SIGKILL') {
-    const deadline = Date.now() + grace;
-    while (isGroupAlive(pgid) && Date.now() < deadline) await delay(Math.min(25, Math.max(1, deadline - Date.now())));
+    const started = Date.now();
+    const deadline = started + grace;
+    // kill(-pgid, 0) is a cheap syscall; the /proc scan that tells zombies from live processes
+    // is only worth it once the group has outlived a short wait (many runs may stop at once).
+    let pause = 2;
+    while (Date.now() < deadline && groupExists(pgid)) {
+      if (Date.now() - started >= 50 && listGroup(pgid).length === 0) break;
+      await delay(Math.min(pause, Math.max(1, deadline - Date.now())));
+      pause = Math.min(25, pause * 2);
+    }
     if (isGroupAlive(pgid)) {
       escalated = true;
       signalGroup(pgid, 'SIGKILL');
