@@ -283,6 +283,12 @@ export class Gateway {
       resolveInput: (run, data) => this.#resolveInput(run, data),
       audit: (event, fields) => this.#audit.write(event, fields),
       launcher: this.#backgroundLauncher,
+      detachedAudit: () => {
+        const audit = this.#audit;
+        if (!(audit instanceof AuditLog)) return undefined;
+        const key = this.#env.EXECGATE_AUDIT_KEY;
+        return { path: audit.path, home: this.home, ...(key ? { key } : {}) };
+      },
     });
     return this.#background;
   }

@@ -58,13 +58,23 @@ describe('background runs from the CLI', () => {
     expect(after).not.toContain(secret);
   });
 
-  test('--json prints the BackgroundProcess; logs --follow ends with the completion line', () => {
+  test('--json prints the BackgroundProcess; logs --follow ends with the completion line', async () => {
     const started = execgate(['run', '--json', '--mode', 'background', '--', 'for i in 1 2 3; do echo n$i; sleep 0.2; done; exit 4']);
     const bg = JSON.parse(started.stdout);
     expect(bg).toMatchObject({ state: 'running', pty: false, command: 'for i in 1 2 3; do echo n$i; sleep 0.2; done; exit 4' });
     const follow = execgate(['logs', '--follow', bg.id]);
     expect(follow.stdout).toBe('n1\nn2\nn3\n\n[background process completed with exit code 4]\n');
     expect(JSON.parse(execgate(['ps', '--json']).stdout)[0]).toMatchObject({ state: 'exited', exitCode: 4 });
+    // The detached supervisor records the end in the same tamper-evident audit log.
+    const readRecords = (): Array<Record<string, unknown>> =>
+      readFileSync(join(tmp.dir, 'home', 'audit.log'), 'utf8').trim().split('\n').map((line) => JSON.parse(line)).filter((r) => r.runId === bg.id);
+    // The supervisor writes it just after it updates the run's record; allow it a moment.
+    expect(await waitFor(() => readRecords().some((r) => r.event === 'background.ended'), 5000)).toBe(true);
+    const records = readRecords();
+    expect(records.map((r) => r.event)).toEqual(expect.arrayContaining(['exec.started', 'background.started', 'background.ended']));
+    expect(records.find((r) => r.event === 'background.ended')).toMatchObject({ state: 'exited', exitCode: 4 });
+    const verify = execgate(['audit', 'verify']);
+    expect(verify.status).toBe(0);
   });
 
   test('unknown ids are a coded error', () => {

@@ -17,11 +17,20 @@ export interface SupervisorInput {
   readonly maxFileBytes: number;
   readonly secrets: ReadonlyArray<{ value: string; label: string }>;
   readonly plan: Omit<SpawnPlan, 'redactor'>;
+  /** Where the supervisor records the run's end (the gateway's audit log), if it has one. */
+  readonly audit?: DetachedAudit;
+}
+
+export interface DetachedAudit {
+  readonly path: string;
+  readonly home: string;
+  /** EXECGATE_AUDIT_KEY of the gateway's environment, when the key came from there. */
+  readonly key?: string;
 }
 
 export function launchDetached(
   plan: SpawnPlan,
-  options: { home: string; minLength: number; ringBytes: number; maxFileBytes: number },
+  options: { home: string; minLength: number; ringBytes: number; maxFileBytes: number; audit?: DetachedAudit },
 ): Promise<BackgroundProcess> {
   const { redactor: _redactor, ...serializable } = plan;
   const input: SupervisorInput = { ...options, secrets: getPlanSecrets(plan), plan: serializable };

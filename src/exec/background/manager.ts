@@ -8,6 +8,7 @@ import { ensureDir } from '../../home';
 import { ExecgateError } from '../../errors';
 import type { EffectivePolicy } from '../../policy/effective';
 import type { SpawnPlan } from '../prepare';
+import type { DetachedAudit } from './detached';
 import { BackgroundRun } from './run';
 import { readOutputSlice } from './output-file';
 import { getBackgroundDir, getOutputPath, getRecordPath, listRecords, readRecord, refreshRecord } from './records';
@@ -26,6 +27,8 @@ export interface BackgroundManagerOptions {
    * (the CLI uses this); `write` is then not available from here.
    */
   readonly launcher?: 'in-process' | 'detached';
+  /** For detached runs: the audit log the supervisor records the end in. */
+  readonly detachedAudit?: () => DetachedAudit | undefined;
 }
 
 export class BackgroundManager {
@@ -55,6 +58,7 @@ export class BackgroundManager {
         minLength: policy.secrets.minLength,
         ringBytes: policy.background.ringBytes,
         maxFileBytes: policy.background.maxFileBytes,
+        audit: this.#options.detachedAudit?.(),
       });
     }
     const run = new BackgroundRun(plan, {

@@ -8,6 +8,7 @@ import { isExecgateError } from '../../errors';
 import type { SpawnPlan } from '../prepare';
 import type { SupervisorInput } from './detached';
 import { BackgroundRun } from './run';
+import type { BackgroundProcess } from './types';
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -44,7 +45,33 @@ async function main(): Promise<void> {
   // SIGUSR2 is how `execgate kill` (another process) asks for the run to be stopped.
   process.on('SIGUSR2', () => { void run.kill({}, { state: 'killed', reason: 'killed on request' }); });
   process.on('SIGHUP', () => { /* detached: a closing terminal does not end the run */ });
-  await run.done;
+  const ended = await run.done;
+  recordEnd(input, ended, run.runtimeMs);
+}
+
+/** The run's end goes to the same tamper-evident audit log its start went to. */
+function recordEnd(input: SupervisorInput, ended: BackgroundProcess, durationMs: number): void {
+  if (!input.audit) return;
+  try {
+    // Loaded only here: most supervisors spend their life waiting, not auditing.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { AuditLog } = require('../../audit/log') as typeof import('../../audit/log');
+    const env: NodeJS.ProcessEnv = input.audit.key ? { EXECGATE_AUDIT_KEY: input.audit.key } : {};
+    const log = new AuditLog({ path: input.audit.path, home: input.audit.home, env });
+    log.write('background.ended', {
+      runId: ended.id,
+      actor: input.plan.request.actor,
+      command: ended.command,
+      state: ended.state,
+      exitCode: ended.exitCode,
+      signal: ended.signal,
+      reason: ended.reason,
+      durationMs,
+    });
+    log.close();
+  } catch {
+    // The output file and the record already say how the run ended.
+  }
 }
 
 main().catch(() => {
