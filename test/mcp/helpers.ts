@@ -74,22 +74,8 @@ export function structured(result: CallToolResult): Record<string, any> {
   return (result.structuredContent ?? {}) as Record<string, any>;
 }
 
-/** The process (group) exists and is not a zombie. */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const stat = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'latin1') as string;
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-}
+/** The process exists and is not a zombie (the suite-wide helper). */
+export { isAlive } from '../helpers/tmp';
 
 export function isGroupAlive(pgid: number): boolean {
   try {
