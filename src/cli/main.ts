@@ -65,6 +65,17 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
 }
 
 if (require.main === module) {
+  // A reader that went away (`execgate audit search | head`) is not an error of execgate's:
+  // stop quietly, as Unix tools do, instead of dying on an unhandled EPIPE.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      // A command that handles its own streams (the MCP server closes its session and the
+      // gateway first) has its own listener; leave the error to it.
+      if (stream.listenerCount('error') > 1) return;
+      if (error.code === 'EPIPE') process.exit(0);
+      throw error;
+    });
+  }
   // process.stdin is a getter that sets up the stream (and loads its modules): only commands
   // that read their input pay for it.
   const io = { get stdin() { return process.stdin; }, stdout: process.stdout, stderr: process.stderr, env: process.env };

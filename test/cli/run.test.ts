@@ -119,6 +119,20 @@ describe('execgate run', () => {
   });
 });
 
+describe('a reader that goes away', () => {
+  test('piping into head ends quietly (no EPIPE crash)', () => {
+    // More output than a pipe holds, so execgate is still writing when head exits.
+    const result = spawnSync('bash', ['-c', `"${process.execPath}" "${CLI}" run -- 'echo Usage: execgate; yes | head -c 3000000' | head -1; echo "status=\${PIPESTATUS[0]}"`], {
+      cwd: tmp.dir,
+      env: baseEnv({ EXECGATE_HOME: join(tmp.dir, 'home') }) as NodeJS.ProcessEnv,
+      encoding: 'utf8',
+    });
+    expect(result.stdout).toMatch(/^Usage: execgate/);
+    expect(result.stdout).toContain('status=0');
+    expect(result.stderr).not.toContain('EPIPE');
+  });
+});
+
 describe('execgate demo', () => {
   test('resolves the env secret, shows it masked, proves the shell got it, prints the audit records', () => {
     const value = 'demo-value-for-test-0123456789';
