@@ -148,6 +148,23 @@ describe('background mode', () => {
     expect(gateway.background.list().map((p) => p.id)).not.toContain(bg.id);
   });
 
+  test('bad status, kill and wait options are coded errors; nothing is signalled', async () => {
+    const bg = await gateway.exec({ command: 'sleep 30', mode: 'background' });
+    const bad: Array<[() => unknown, RegExp]> = [
+      [() => gateway.background.status(bg.id, { offset: -1 }), /`offset`/],
+      [() => gateway.background.status(bg.id, { length: Number.NaN }), /`length`/],
+      [() => gateway.background.status(bg.id, { offset: '5' as unknown as number }), /`offset`/],
+    ];
+    for (const [call, message] of bad) expect(call).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_INVALID_OPTION', message: expect.stringMatching(message) }));
+    await expect(gateway.background.kill(bg.id, { signal: 'SIGFOO' as NodeJS.Signals })).rejects.toMatchObject({ code: 'EXECGATE_ERR_INVALID_OPTION' });
+    await expect(gateway.background.kill(bg.id, { grace: -1 })).rejects.toMatchObject({ code: 'EXECGATE_ERR_INVALID_OPTION' });
+    await expect(gateway.background.wait(bg.id, Number.POSITIVE_INFINITY)).rejects.toMatchObject({ code: 'EXECGATE_ERR_INVALID_TIMEOUT' });
+    expect(isAlive(bg.pid)).toBe(true);
+    expect(gateway.background.get(bg.id).state).toBe('running');
+    await gateway.background.kill(bg.id, { signal: 'SIGINT', grace: 100 });
+    expect(isAlive(bg.pid)).toBe(false);
+  });
+
   test('close() kills running background processes by default and records it', async () => {
     const bg = await gateway.exec({ command: 'sleep 30', mode: 'background' });
     await gateway.close();

@@ -5,7 +5,8 @@
  */
 import { rmSync } from 'node:fs';
 import { ensureDir } from '../../home';
-import { ExecgateError } from '../../errors';
+import { constants as osConstants } from 'node:os';
+import { ExecgateError, describeValue } from '../../errors';
 import type { EffectivePolicy } from '../../policy/effective';
 import type { SpawnPlan } from '../prepare';
 import type { DetachedAudit } from './detached';
@@ -106,6 +107,7 @@ export class BackgroundManager {
 
   /** State and output: the tail, or `length` bytes from `offset` for paging. */
   status(id: string, options: StatusOptions = {}): BackgroundStatus {
+    validateStatusOptions(options);
     const shown = this.get(id);
     const ended = shown.state !== 'running';
     const output = readOutputSlice(shown.outputPath, { offset: options.offset, length: options.length, ended });
@@ -127,6 +129,7 @@ export class BackgroundManager {
   }
 
   async kill(id: string, options: KillOptions & { actor?: string } = {}): Promise<BackgroundProcess> {
+    validateKillOptions(options);
     const run = this.#runs.get(id);
     if (!run) {
       // A run recorded by another process: signal its group and sweep by cookie directly.
@@ -139,6 +142,9 @@ export class BackgroundManager {
 
   /** Resolves when the process ends, or after `timeout` ms with it still running. */
   async wait(id: string, timeout = 0): Promise<BackgroundProcess> {
+    if (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout < 0) {
+      throw new ExecgateError('EXECGATE_ERR_INVALID_TIMEOUT', `Expected the wait \`timeout\` to be a non-negative finite number of milliseconds, got ${describeValue(timeout)}.`);
+    }
     const run = this.#runs.get(id);
     if (!run) return this.get(id);
     if (timeout <= 0) return run.done;
@@ -179,6 +185,42 @@ export class BackgroundManager {
       throw new ExecgateError('EXECGATE_ERR_BACKGROUND_ENDED', `Background process ${id} is not held by this gateway; its input cannot be written from here.`, { id });
     }
     throw notFound(id);
+  }
+}
+
+/*
+ * Options are checked here rather than left to fail deep inside: a bad signal name would make
+ * process.kill throw inside the group kill, which treats a failed signal as "nothing left to
+ * signal" and would fall straight through to the SIGKILL sweep.
+ */
+function validateStatusOptions(options: StatusOptions): void {
+  for (const name of ['offset', 'length'] as const) {
+    const value = options[name];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < (name === 'length' ? 1 : 0)) {
+      throw new ExecgateError(
+        'EXECGATE_ERR_INVALID_OPTION',
+        `Expected the status \`${name}\` option to be ${name === 'length' ? 'a positive' : 'a non-negative'} integer number of bytes, got ${describeValue(value)}.`,
+        { option: name },
+      );
+    }
+  }
+}
+
+function validateKillOptions(options: KillOptions): void {
+  if (options.signal !== undefined && (typeof options.signal !== 'string' || !(options.signal in osConstants.signals))) {
+    throw new ExecgateError(
+      'EXECGATE_ERR_INVALID_OPTION',
+      `Expected the kill \`signal\` option to be a signal name such as \`SIGTERM\` or \`SIGINT\`, got ${describeValue(options.signal)}. Nothing was signalled.`,
+      { option: 'signal' },
+    );
+  }
+  if (options.grace !== undefined && (typeof options.grace !== 'number' || !Number.isFinite(options.grace) || options.grace < 0)) {
+    throw new ExecgateError(
+      'EXECGATE_ERR_INVALID_OPTION',
+      `Expected the kill \`grace\` option to be a non-negative finite number of milliseconds, got ${describeValue(options.grace)}. Nothing was signalled.`,
+      { option: 'grace' },
+    );
   }
 }
 
