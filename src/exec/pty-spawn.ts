@@ -5,21 +5,21 @@
  * same group kill and cookie sweep apply as for pipes.
  */
 import { constants as osConstants } from 'node:os';
-import type { IPty } from 'node-pty';
+import type { IPty } from '@lydell/node-pty';
 import { ExecgateError } from '../errors';
 import type { SpawnPlan } from './prepare';
 
-let nodePty: typeof import('node-pty') | undefined;
+let nodePty: typeof import('@lydell/node-pty') | undefined;
 
-function loadNodePty(): typeof import('node-pty') {
+function loadNodePty(): typeof import('@lydell/node-pty') {
   if (!nodePty) {
     try {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      nodePty = require('node-pty') as typeof import('node-pty');
+      nodePty = require('@lydell/node-pty') as typeof import('@lydell/node-pty');
     } catch (error) {
       throw new ExecgateError(
         'EXECGATE_ERR_MODE_UNAVAILABLE',
-        `PTY mode needs the node-pty module, which could not be loaded (${(error as Error).message}). Reinstall execgate with build tools (python3, make, g++) available.`,
+        `PTY mode needs the node-pty module, which could not be loaded (${(error as Error).message}). Reinstall execgate so that the prebuilt @lydell/node-pty package for this platform is installed.`,
         { mode: 'pty' },
         { cause: error },
       );

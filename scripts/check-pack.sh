@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Packs execgate as `npm publish` would, installs the tarball into a scratch project and checks
+# what a user gets: the files, `require` and `import`, the `execgate` bin, and a PTY run through
+# the installed copy (the prebuilt PTY module must load with no compiler).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+npm pack --silent --pack-destination "$work" > "$work/name"
+tarball="$work/$(tail -n 1 "$work/name")"
+tar -tzf "$tarball" > "$work/files"
+for required in package/dist/index.js package/dist/index.mjs package/dist/index.d.ts \
+  package/dist/cli/main.js package/policies/default.yaml package/policies/schema.json \
+  package/policies/README.md package/docs/errors.md package/README.md package/SECURITY.md \
+  package/LICENSE; do
+  if ! grep -qx "$required" "$work/files"; then
+    echo "check-pack: $required is missing from the tarball" >&2
+    exit 1
+  fi
+done
+echo "check-pack: tarball holds $(wc -l < "$work/files") files"
+
+mkdir "$work/app"
+cd "$work/app"
+npm init -y > /dev/null
+npm install --silent --no-audit --no-fund "$tarball"
+echo "check-pack: installed $(find node_modules -name package.json -not -path '*/node_modules/*/node_modules/*/node_modules/*' | wc -l) package.json files, $(du -sh node_modules | cut -f1)"
+
+export EXECGATE_HOME="$work/state"
+node -e "
+const { createGateway } = require('execgate');
+(async () => {
+  const gateway = createGateway();
+  const result = await gateway.exec({ command: 'tty', mode: 'pty' });
+  await gateway.close();
+  if (!/^\/dev\/pts\//.test(result.stdout.trim())) throw new Error('PTY run printed ' + JSON.stringify(result.stdout));
+  console.log('check-pack: require + PTY run ok (' + result.stdout.trim() + ')');
+})().catch((error) => { console.error(error); process.exit(1); });
+"
+node --input-type=module -e "
+import { createGateway } from 'execgate';
+const gateway = createGateway();
+const result = await gateway.exec({ command: 'printf %s ok' });
+await gateway.close();
+if (result.stdout !== 'ok') throw new Error('import run printed ' + JSON.stringify(result.stdout));
+console.log('check-pack: import ok');
+"
+./node_modules/.bin/execgate --version
