@@ -306,9 +306,9 @@ export function registerAuditCommands(program: Command, io: CliIo): void {
 
   const report = audit
     .command('report')
-    .description('Write a self-contained HTML page for reviewers: chain status, timeline, denied requests, failures, secret usage')
+    .description('Write a self-contained HTML page for reviewers: chain status, filters, a timeline, per-secret and per-actor views, a panel per run')
     .requiredOption('--html <file>', 'where to write the page')
-    .option('--limit <n>', 'runs listed in the table (the latest)', '500')
+    .option('--limit <n>', 'runs embedded in the page for filtering and detail (past it: the latest, the latest denied and failed, and a sample; counts stay exact)', '20000')
     .option('--key-file <path>', 'verify the chain with this key file (default: EXECGATE_AUDIT_KEY, else $EXECGATE_HOME/audit.key, when present)')
     .option('--partial', 'accept files that start mid-chain');
   fileOption(periodOptions(report)).action(async (flags: PeriodFlags & { html: string; limit: string; keyFile?: string; partial?: boolean }) => {
@@ -319,6 +319,7 @@ export function registerAuditCommands(program: Command, io: CliIo): void {
     const result = await buildHtmlReport({ files, filter: getPeriod(flags), limit, ...(keys ? { keys } : {}), partial: flags.partial === true });
     writeFileSync(flags.html, result.html, { mode: 0o600 });
     const status = result.verify === undefined ? 'chain not verified (no audit key)' : result.verify.ok ? 'chain intact' : `CHAIN BROKEN (${result.verify.breakCount} break(s))`;
-    io.stdout.write(`${flags.html}: ${result.stats.runs} run(s), ${result.stats.decisions.denied ?? 0} denied; ${status}\n`);
+    const status2 = result.verify?.wrongKey.length ? 'WRONG KEY' : status;
+    io.stdout.write(`${flags.html}: ${result.stats.runs} run(s), ${result.stats.decisions.denied ?? 0} denied; ${status2}${result.embeddedRuns < result.stats.runs ? `; ${result.embeddedRuns} run(s) embedded for filtering` : ''}\n`);
   });
 }
