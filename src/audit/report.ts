@@ -38,7 +38,8 @@ export function escapeHtml(value: unknown): string {
 
 /** JSON that can sit inside a `<script type="application/json">` block: nothing in it can close the block. */
 export function toScriptJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  // Bidi controls too, so the file itself reads the same in any viewer.
+  return JSON.stringify(value).replace(/[<>&\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 function sha256(text: string): string {
