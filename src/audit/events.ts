@@ -48,13 +48,15 @@ export const AUDIT_EVENT = Object.freeze({
   backgroundStarted: 'background.started',
 } as const satisfies Record<string, AuditEventName>);
 
+const ROLES: ReadonlyMap<string, AuditEventRole> = new Map(Object.entries(AUDIT_EVENTS));
+
 export function isAuditEventName(event: string): event is AuditEventName {
-  return Object.prototype.hasOwnProperty.call(AUDIT_EVENTS, event);
+  return ROLES.has(event);
 }
 
 /** The role of an event; an event this version does not know is something that happened to its run. */
 export function getEventRole(event: string): AuditEventRole {
-  return isAuditEventName(event) ? AUDIT_EVENTS[event] : 'run';
+  return ROLES.get(event) ?? 'run';
 }
 
 /** Roles that close a run: nothing more is expected under its run id. */

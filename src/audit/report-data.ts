@@ -204,19 +204,44 @@ export interface EmbeddedRun {
   extra?: Record<string, unknown>;
 }
 
+/** The newest `size` items pushed, in a fixed array (no copying as items come and go). */
+class Ring<T> {
+  readonly #items: T[] = [];
+  #next = 0;
+  constructor(readonly size: number) {}
+  push(item: T): void {
+    if (this.#items.length < this.size) this.#items.push(item);
+    else this.#items[this.#next] = item;
+    this.#next = (this.#next + 1) % this.size;
+  }
+  toArray(): T[] {
+    return this.#items.length < this.size ? [...this.#items] : [...this.#items.slice(this.#next), ...this.#items.slice(0, this.#next)];
+  }
+}
+
+/*
+ * Which runs the page embeds once there are more than `limit`: the latest (40%), the latest
+ * denied / rejected / failed (40%: what a reviewer looks for first), and a uniform sample of
+ * the whole period (20%, reservoir sampling with a fixed seed, so a log always gives the same page).
+ */
 class Sample {
   readonly #all: RunSummary[] = [];
   #overflow = false;
-  readonly #latest: RunSummary[] = [];
-  readonly #flagged: RunSummary[] = [];
+  readonly #latest: Ring<RunSummary>;
+  readonly #flagged: Ring<RunSummary>;
   readonly #sample: RunSummary[] = [];
+  readonly #sampleSize: number;
   #seen = 0;
   #seed = 0x9e3779b9;
 
-  constructor(readonly limit: number) {}
+  constructor(readonly limit: number) {
+    this.#latest = new Ring(Math.max(1, Math.floor(limit * 0.4)));
+    this.#flagged = new Ring(Math.max(1, Math.floor(limit * 0.4)));
+    this.#sampleSize = Math.max(1, limit - this.#latest.size - this.#flagged.size);
+  }
 
   #random(): number {
-    // xorshift32: deterministic, so the same log gives the same page.
+    // xorshift32
     let x = this.#seed;
     x ^= x << 13;
     x ^= x >>> 17;
@@ -240,27 +265,19 @@ class Sample {
 
   /** `ordinal`: this run's 1-based position among all runs (for the reservoir). */
   #place(summary: RunSummary, outcome: Outcome, ordinal: number): void {
-    const latest = Math.ceil(this.limit / 2);
-    const quarter = Math.max(1, Math.floor(this.limit / 4));
     this.#latest.push(summary);
-    if (this.#latest.length > latest * 2) this.#latest.splice(0, this.#latest.length - latest);
-    if (outcome !== 0) {
-      this.#flagged.push(summary);
-      if (this.#flagged.length > quarter * 2) this.#flagged.splice(0, this.#flagged.length - quarter);
-    }
-    if (this.#sample.length < quarter) this.#sample.push(summary);
+    if (outcome !== 0) this.#flagged.push(summary);
+    if (this.#sample.length < this.#sampleSize) this.#sample.push(summary);
     else {
       const slot = Math.floor(this.#random() * ordinal);
-      if (slot < quarter) this.#sample[slot] = summary;
+      if (slot < this.#sampleSize) this.#sample[slot] = summary;
     }
   }
 
   result(): { runs: RunSummary[]; sampled: boolean } {
     if (!this.#overflow) return { runs: this.#all, sampled: false };
-    const latest = this.#latest.slice(-Math.ceil(this.limit / 2));
-    const flagged = this.#flagged.slice(-Math.max(1, Math.floor(this.limit / 4)));
     const byId = new Map<string, RunSummary>();
-    for (const run of [...this.#sample, ...flagged, ...latest]) byId.set(run.runId ?? '', run);
+    for (const run of [...this.#sample, ...this.#flagged.toArray(), ...this.#latest.toArray()]) byId.set(run.runId ?? '', run);
     return { runs: [...byId.values()].sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0)), sampled: true };
   }
 }

@@ -51,7 +51,7 @@ export const REPORT_CSP = `default-src 'none'; script-src ${sha256(REPORT_SCRIPT
 
 export interface ReportOptions {
   filter?: SearchFilter;
-  /** Runs embedded in the page for filtering and the per-run panel; default 20000. */
+  /** Runs embedded in the page for filtering and the per-run panel; default 10000. */
   limit?: number;
   /** Verify the chain in the same pass when the key is at hand. */
   keys?: AuditKeys;
@@ -133,7 +133,7 @@ ${renderVerify(verify)}
 export async function buildHtmlReport(options: ReportOptions): Promise<{ html: string; stats: AuditStats; verify?: VerifyResult; embeddedRuns: number }> {
   const filter = options.filter ?? {};
   const collector = new StatsCollector();
-  const report = new ReportCollector(options.limit ?? 20_000);
+  const report = new ReportCollector(options.limit ?? 10_000);
   const assembler = new RunAssembler((summary) => {
     if (!matchesFilter(summary, filter)) return;
     collector.add(summary);

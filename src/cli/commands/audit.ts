@@ -308,7 +308,7 @@ export function registerAuditCommands(program: Command, io: CliIo): void {
     .command('report')
     .description('Write a self-contained HTML page for reviewers: chain status, filters, a timeline, per-secret and per-actor views, a panel per run')
     .requiredOption('--html <file>', 'where to write the page')
-    .option('--limit <n>', 'runs embedded in the page for filtering and detail (past it: the latest, the latest denied and failed, and a sample; counts stay exact)', '20000')
+    .option('--limit <n>', 'runs embedded in the page for filtering and detail (past it: the latest, the latest denied and failed, and a sample; counts stay exact)', '10000')
     .option('--key-file <path>', 'verify the chain with this key file (default: EXECGATE_AUDIT_KEY, else $EXECGATE_HOME/audit.key, when present)')
     .option('--partial', 'accept files that start mid-chain');
   fileOption(periodOptions(report)).action(async (flags: PeriodFlags & { html: string; limit: string; keyFile?: string; partial?: boolean }) => {
