@@ -139,7 +139,7 @@ test('stats: counts by event, decision and exit status, top commands, secrets by
   expect(text.stdout).toMatch(/secrets used \(by name\):\n\s+3  <<secret:x>>  found 2, not found 0, denied 1, rejected 0, from env 2, 1 distinct value\(s\)/);
 });
 
-test('report: a self-contained page with every run, the denial highlighted, secrets by name, everything escaped', () => {
+test('report: a self-contained page with every run embedded, the chain verdict, everything from the log escaped', () => {
   const out = join(home, 'report.html');
   const result = cli(['audit', 'report', '--html', out]);
   expect(result.status).toBe(0);
@@ -147,13 +147,17 @@ test('report: a self-contained page with every run, the denial highlighted, secr
   const html = readFileSync(out, 'utf8');
   surfaces.push(html);
   expect(html).toContain('Chain verified: ');
-  expect(html).toMatch(new RegExp(`<tr class="run denied" data-run-id="${scenario.denied}">`));
-  expect(html).toMatch(new RegExp(`<tr class="run failed" data-run-id="${scenario.exit3}">`));
-  expect(html).toContain('<code>&lt;&lt;secret:x&gt;&gt;</code>');
-  expect(html).not.toMatch(/<script/i);
+  const data = JSON.parse(/<script type="application\/json" id="execgate-data">(.*?)<\/script>/s.exec(html)![1]!) as {
+    strings: string[]; runs: { i: string; d: string; o: number; c: number }[]; secrets: { ref: string; denied: number; allowed: number }[];
+  };
+  expect(data.runs.map((run) => run.i)).toEqual(expect.arrayContaining([scenario.ok, scenario.denied, scenario.exit3, scenario.injected]));
+  expect(data.runs.find((run) => run.i === scenario.denied)).toMatchObject({ d: 'denied', o: 1 });
+  expect(data.runs.find((run) => run.i === scenario.exit3)).toMatchObject({ d: 'allowed', o: 2 });
+  expect(data.strings[data.runs.find((run) => run.i === scenario.injected)!.c]).toBe(INJECTED_COMMAND);
+  expect(data.secrets).toEqual([expect.objectContaining({ ref: '<<secret:x>>', denied: 1, allowed: 2 })]);
+  expect(html).not.toMatch(/<script>document/i);
   expect(html).not.toContain('<img');
   expect(html).not.toContain('<b>evil</b>');
-  expect(html).toContain('&lt;script&gt;document.title=&quot;PWNED&quot;');
   expect(html).toContain("default-src 'none'");
   expect(INJECTED_COMMAND).toContain('<script>');
 });
