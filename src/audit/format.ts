@@ -86,6 +86,9 @@ export function formatRunStory(summary: RunSummary, records: readonly Record<str
   }
   if (summary.envRemoved?.length) lines.push(`env cut   ${summary.envRemoved.map(escapeTerminal).join(', ')}`);
   if (summary.envWithheld?.length) lines.push(`withheld  ${summary.envWithheld.map(escapeTerminal).join(', ')}`);
+  if (summary.policy !== undefined) lines.push(`policy    ${escapeTerminal(summary.policy)}`);
+  // Members this version does not interpret (a sandbox or egress report, say), as recorded.
+  for (const [key, value] of Object.entries(summary.extra ?? {})) lines.push(`${key}: ${escapeTerminal(JSON.stringify(value) ?? String(value))}`);
   lines.push('records:');
   for (const record of records) {
     const details: string[] = [];

@@ -127,3 +127,28 @@ describe('review of real runs', () => {
     expect(stats.secrets.find((use) => use.ref === '<<secret:x>>')).toMatchObject({ denied: 1, rejected: 1, found: 3 });
   });
 });
+
+test('members the reader does not interpret (sandbox, egress) are shown as recorded, in show and in the report', async () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { AuditLog } = require('../../src/audit/log') as typeof import('../../src/audit/log');
+  const tmp = makeTempDir('execgate-audit-extra-');
+  try {
+    const log = new AuditLog({ home: tmp.dir });
+    const runId = 'run_extra_1';
+    log.write('exec.request', { runId, actor: 'tool:t', command: 'curl https://api.example.com' });
+    log.write('exec.started', { runId, actor: 'tool:t', command: 'curl https://api.example.com', refs: [], sandbox: { mode: 'required', network: 'proxy' }, egress: { allowedHosts: ['api.example.com'] } });
+    log.write('exec.finished', { runId, actor: 'tool:t', exitCode: 0, signal: null, timedOut: false, durationMs: 3, egressDecisions: [{ host: 'api.example.com', allowed: true }] });
+    log.close();
+    const show = execgate(['audit', 'show', runId], tmp.dir).stdout;
+    expect(show).toContain('exec.started.sandbox: {"mode":"required","network":"proxy"}');
+    expect(show).toContain('exec.started.egress: {"allowedHosts":["api.example.com"]}');
+    expect(show).toContain('exec.finished.egressDecisions: [{"allowed":true,"host":"api.example.com"}]');
+    const out = join(tmp.dir, 'r.html');
+    expect(execgate(['audit', 'report', '--html', out], tmp.dir).status).toBe(0);
+    const html = readFileSync(out, 'utf8');
+    const data = JSON.parse(/<script type="application\/json" id="execgate-data">(.*?)<\/script>/s.exec(html)![1]!) as { runs: { extra?: Record<string, unknown> }[] };
+    expect(data.runs[0]!.extra).toMatchObject({ 'exec.started.sandbox': { mode: 'required', network: 'proxy' }, 'exec.finished.egressDecisions': [{ host: 'api.example.com', allowed: true }] });
+  } finally {
+    tmp.cleanup();
+  }
+});
