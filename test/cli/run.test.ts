@@ -85,9 +85,9 @@ describe('execgate run', () => {
   });
 
   test.each([
-    [['run', '--cwd', '/nonexistent-dir', '--', 'true'], 'EXECGATE_ERR_CWD_NOT_FOUND'],
-    [['run', '--timeout', '-1', '--', 'true'], 'EXECGATE_ERR_INVALID_TIMEOUT'],
-    [['run', '--timeout', 'soon', '--', 'true'], 'EXECGATE_ERR_INVALID_TIMEOUT'],
+    [['run', '--cwd', '/nonexistent-dir', '--', 'true'], 'EXECGATE_ERR_CWD_NOT_FOUND', 125],
+    [['run', '--timeout', '-1', '--', 'true'], 'EXECGATE_ERR_INVALID_TIMEOUT', 125],
+    [['run', '--timeout', 'soon', '--', 'true'], 'EXECGATE_ERR_INVALID_TIMEOUT', 125],
     [['run', '--env', 'NOEQUALS', '--', 'true'], 'EXECGATE_ERR_CLI_USAGE', 2],
     [['run', '--pty', '--', 'true'], 'EXECGATE_ERR_INVALID_OPTION', 125],
     [['run', '--mode', 'pty', '--cols', 'wide', '--', 'true'], 'EXECGATE_ERR_CLI_USAGE', 2],
@@ -97,8 +97,8 @@ describe('execgate run', () => {
     [['run', '--bogus', '--', 'true'], 'EXECGATE_ERR_CLI_USAGE', 2],
     [['run'], 'EXECGATE_ERR_CLI_USAGE', 2],
     [['frobnicate'], 'EXECGATE_ERR_CLI_USAGE', 2],
-  ])('%j refuses with %s, exit %d, one coded line', (args, code, status) => {
-    const result = execgate(args as string[]);
+  ] as Array<[string[], string, number]>)('%j refuses with %s, exit %d, one coded line', (args, code, status) => {
+    const result = execgate(args);
     expect(result.status).toBe(status);
     expect(result.stdout).toBe('');
     const lines = result.stderr.trim().split('\n');
@@ -143,6 +143,9 @@ describe('execgate demo', () => {
     expect(result.stdout).toContain(createHash('sha256').update(value).digest('hex'));
     expect(result.stdout).toContain('value intact  : yes');
     expect(result.stdout).toMatch(/"event":"exec.finished"/);
+    // The other half: the shipped strict policy refuses a command, nothing runs, it is audited.
+    expect(result.stdout).toContain('refused       : EXECGATE_ERR_POLICY_DENIED (rule no-privilege-escalation), nothing was run');
+    expect(result.stdout).toMatch(/audit record {2}: \{.*"event":"exec.denied".*"command":"sudo id"/);
   });
 });
 
