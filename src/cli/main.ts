@@ -9,7 +9,7 @@
 import { Command, CommanderError } from 'commander';
 import { ExecgateError, isExecgateError } from '../errors';
 import { registerRunCommand } from './commands/run';
-import { CliExit, EXIT_EXECGATE_ERROR, EXIT_USAGE, EXIT_STATUS_HELP, formatCliError, type CliIo } from './io';
+import { CliExit, EXIT_CANCELLED, EXIT_EXECGATE_ERROR, EXIT_USAGE, EXIT_STATUS_HELP, formatCliError, type CliIo } from './io';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { version } = require('../../package.json') as { version: string };
@@ -99,6 +99,11 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
     if (error instanceof CliExit) return error.status;
     if (error instanceof UsageExit) return handleUsageExit(error, io);
     if (error instanceof CommanderError) return handleUsageExit(new UsageExit(error, 'execgate'), io);
+    if (isExecgateError(error) && error.details.cancelled === true) {
+      // Ctrl-C at a prompt: what the person meant, not a usage error (status as for SIGINT).
+      io.stderr.write(`${formatCliError(error)}\n`);
+      return EXIT_CANCELLED;
+    }
     if (isExecgateError(error) && error.code === 'EXECGATE_ERR_CLI_USAGE') {
       const pointer = /--help\b/.test(error.message) ? '' : ` (see \`${acting} --help\`)`;
       io.stderr.write(`${formatCliError(error)}${pointer}\n`);
