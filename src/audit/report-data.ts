@@ -12,7 +12,7 @@
  * Strings repeat heavily (actors, commands, reference names, fingerprints), so embedded runs
  * refer to one string table by index.
  */
-import { isFailed, type RunSummary } from './runs';
+import { getExtra, isFailed, type RunSummary } from './runs';
 import { getExitLabel } from './stats';
 
 /** Bucket widths the timeline may use, finest first: it picks the finest that gives at most MAX_BARS bars. */
@@ -107,9 +107,9 @@ class TimelineCounter {
 }
 
 /** Counts with a bound on distinct keys (the rarest dropped past it). */
-class Tally {
-  readonly #counts = new Map<string, number>();
-  add(key: string): void {
+class Tally<K extends string | number = string> {
+  readonly #counts = new Map<K, number>();
+  add(key: K): void {
     this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
     if (this.#counts.size > MAX_TRACKED) {
       const sorted = [...this.#counts.values()].sort((a, b) => a - b);
@@ -117,7 +117,7 @@ class Tally {
       for (const [name, count] of this.#counts) if (count <= threshold) this.#counts.delete(name);
     }
   }
-  top(n = TOP): [string, number][] {
+  top(n = TOP): [K, number][] {
     return [...this.#counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, n);
   }
   get size(): number {
@@ -159,15 +159,18 @@ export interface ActorView {
 
 interface SecretState extends Omit<SecretView, 'actors' | 'commands'> {
   actors: Tally;
-  commands: Tally;
+  commands: Tally<number>;
   lastFingerprint: string | undefined;
   prints: Set<string>;
 }
 
 interface ActorState extends Omit<ActorView, 'secrets' | 'commands'> {
   secrets: Tally;
-  commands: Tally;
+  commands: Tally<number>;
 }
+
+/** Commands by number, so the per-actor and per-secret tallies hash a long command once per run, not once per tally. */
+const MAX_COMMANDS = 50_000;
 
 /** An embedded run: strings as indexes into the string table. */
 export interface EmbeddedRun {
@@ -302,6 +305,20 @@ export class ReportCollector {
   readonly #outcomes: [number, number, number] = [0, 0, 0];
   #rejected = 0;
   #runs = 0;
+  readonly #commandIds = new Map<string, number>();
+  readonly #commands: string[] = [];
+
+  #getCommandId(command: string | undefined): number | undefined {
+    if (command === undefined) return undefined;
+    let id = this.#commandIds.get(command);
+    if (id === undefined) {
+      if (this.#commands.length >= MAX_COMMANDS) return undefined;
+      id = this.#commands.length;
+      this.#commands.push(command);
+      this.#commandIds.set(command, id);
+    }
+    return id;
+  }
 
   constructor(limit: number) {
     this.#sample = new Sample(limit);
@@ -316,11 +333,12 @@ export class ReportCollector {
     this.#timeline.add(Date.parse(summary.time), outcome);
     this.#sample.add(summary, outcome);
     const actor = summary.actor ?? '-';
-    this.#addActor(actor, summary, outcome);
-    for (const ref of summary.refs) this.#addSecret(ref.ref ?? `<<${ref.kind}:${ref.id}>>`, ref, actor, summary, outcome);
+    const command = this.#getCommandId(summary.command);
+    this.#addActor(actor, summary, outcome, command);
+    for (const ref of summary.refs) this.#addSecret(ref.ref ?? `<<${ref.kind}:${ref.id}>>`, ref, actor, summary, outcome, command);
   }
 
-  #addActor(actor: string, summary: RunSummary, outcome: Outcome): void {
+  #addActor(actor: string, summary: RunSummary, outcome: Outcome, command: number | undefined): void {
     let state = this.#actors.get(actor);
     if (state === undefined) {
       if (this.#actors.size >= MAX_TRACKED) return;
@@ -332,11 +350,11 @@ export class ReportCollector {
     else if (outcome === 2) state.failed++;
     else state.allowed++;
     state.lastTime = summary.time;
-    if (summary.command !== undefined) state.commands.add(summary.command);
+    if (command !== undefined) state.commands.add(command);
     for (const ref of summary.refs) state.secrets.add(ref.ref ?? `<<${ref.kind}:${ref.id}>>`);
   }
 
-  #addSecret(key: string, ref: RunSummary['refs'][number], actor: string, summary: RunSummary, outcome: Outcome): void {
+  #addSecret(key: string, ref: RunSummary['refs'][number], actor: string, summary: RunSummary, outcome: Outcome, command: number | undefined): void {
     let state = this.#secrets.get(key);
     if (state === undefined) {
       if (this.#secrets.size >= MAX_TRACKED) return;
@@ -349,7 +367,7 @@ export class ReportCollector {
     state.runs++;
     state.lastTime = summary.time;
     state.actors.add(actor);
-    if (summary.command !== undefined) state.commands.add(summary.command);
+    if (command !== undefined) state.commands.add(command);
     if (summary.decision === 'denied' || summary.decision === 'rejected') {
       if (summary.decision === 'denied') state.denied++;
       else state.rejected++;
@@ -413,20 +431,20 @@ export class ReportCollector {
       ...(run.envRemoved?.length ? { rm: run.envRemoved.map(intern) } : {}),
       ...(run.envWithheld?.length ? { wh: run.envWithheld.map(intern) } : {}),
       ev: run.events,
-      ...(run.extra !== undefined ? { extra: run.extra } : {}),
+      ...(getExtra(run) !== undefined ? { extra: getExtra(run) } : {}),
     }));
     const secrets = [...this.#secrets.values()]
       .map(({ actors, commands, lastFingerprint: _last, prints, deniedRuns, rotations, ...rest }): SecretView => ({
         ...rest,
         actors: actors.top(),
-        commands: commands.top(5),
+        commands: commands.top(5).map(([id, count]): [string, number] => [this.#commands[id]!, count]),
         deniedRuns: deniedRuns.slice(-TOP).reverse(),
         rotations: rotations.slice(-MAX_ROTATIONS),
         fingerprints: prints.size,
       }))
       .sort((a, b) => b.denied + b.rejected - (a.denied + a.rejected) || b.runs - a.runs || (a.ref < b.ref ? -1 : 1));
     const actors = [...this.#actors.values()]
-      .map(({ secrets: used, commands, ...rest }): ActorView => ({ ...rest, secrets: used.top(), commands: commands.top(5) }))
+      .map(({ secrets: used, commands, ...rest }): ActorView => ({ ...rest, secrets: used.top(), commands: commands.top(5).map(([id, count]): [string, number] => [this.#commands[id]!, count]) }))
       .sort((a, b) => b.runs - a.runs || (a.actor < b.actor ? -1 : 1))
       .slice(0, 200);
     const timeline = this.#timeline.result();

@@ -73,8 +73,8 @@ export interface RunSummary {
   policy?: string;
   /** How a background run ended: `exited`, `killed`, `timed_out`. */
   state?: string;
-  /** Members of the start and end records this version does not interpret (sandbox, egress, ...), shown as they are. */
-  extra?: Record<string, unknown>;
+  /** Members of the run's records this version does not interpret, flat: event, member, value, ... (see getExtra). */
+  detail?: unknown[];
   /** `finished`, `failed`, or undefined while no end record was seen. */
   end?: 'finished' | 'failed';
   /** The records as stored (only kept when asked). */
@@ -127,7 +127,7 @@ function newSummary(record: ChainRecord): RunSummary {
     envWithheld: undefined,
     policy: undefined,
     state: undefined,
-    extra: undefined,
+    detail: undefined,
     end: undefined,
     lines: undefined,
     record: undefined,
@@ -154,11 +154,22 @@ function readRefs(value: unknown): RunRef[] | undefined {
 }
 
 /** Keep what the reader does not interpret (a sandbox or egress report, bytes, truncation), by event. */
+/*
+ * Only the members nobody interprets are kept, flat and without building names: a summary can
+ * live long (the report keeps thousands), and holding whole parsed records costs the garbage
+ * collector dearly over a million of them.
+ */
 function keepExtra(summary: RunSummary, record: ChainRecord): void {
-  for (const key in record) {
-    if (KNOWN_MEMBERS.has(key)) continue;
-    (summary.extra ??= {})[`${record.event}.${key}`] = record[key];
-  }
+  for (const key in record) if (!KNOWN_MEMBERS.has(key)) (summary.detail ??= []).push(record.event, key, record[key]);
+}
+
+/** Members of a run's records this version does not interpret (a sandbox or egress report, bytes, ...), as `event.member`. */
+export function getExtra(summary: RunSummary): Record<string, unknown> | undefined {
+  const detail = summary.detail;
+  if (detail === undefined) return undefined;
+  const extra: Record<string, unknown> = {};
+  for (let index = 0; index < detail.length; index += 3) extra[`${String(detail[index])}.${String(detail[index + 1])}`] = detail[index + 2];
+  return extra;
 }
 
 /** Fold one record into its run's summary. */
