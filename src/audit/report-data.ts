@@ -295,6 +295,9 @@ export interface ReportModel {
   readonly sampled: boolean;
   readonly outcomes: [number, number, number];
   readonly rejected: number;
+  /** Distinct actors and references (the views list the most active 200 and 500). */
+  readonly actorCount: number;
+  readonly secretCount: number;
 }
 
 export class ReportCollector {
@@ -458,6 +461,8 @@ export class ReportCollector {
       sampled,
       outcomes: this.#outcomes,
       rejected: this.#rejected,
+      actorCount: this.#actors.size,
+      secretCount: this.#secrets.size,
     };
   }
 }

@@ -98,7 +98,7 @@ function renderPage(stats: AuditStats, model: ReportModel, verify: VerifyResult 
 <div class="meta">Period ${escapeHtml(stats.firstTime ?? '-')} to ${escapeHtml(stats.lastTime ?? '-')} (UTC). Generated ${escapeHtml(now)} from ${escapeHtml(options.files.join(', ') || 'no files')}.</div></header>
 <main>
 ${renderVerify(verify)}
-<div class="cards">${card('runs', stats.runs)}${card('allowed', stats.decisions.allowed ?? 0)}${card('denied', stats.decisions.denied ?? 0, 'deny')}${card('rejected', model.rejected, 'fail')}${card('failed or rejected', model.outcomes[2], 'fail')}${card('records', stats.records)}${card('references named', model.secrets.length)}${card('actors', model.actors.length)}</div>
+<div class="cards">${card('runs', stats.runs)}${card('allowed', stats.decisions.allowed ?? 0)}${card('denied', stats.decisions.denied ?? 0, 'deny')}${card('rejected', model.rejected, 'fail')}${card('failed or rejected', model.outcomes[2], 'fail')}${card('records', stats.records)}${card('references named', model.secretCount)}${card('actors', model.actorCount)}</div>
 <section class="panel" id="filter-panel"><h2>Filter</h2>
 <form id="filters" class="filters" autocomplete="off">
 <label>actor<input name="actor" list="actor-list" placeholder="contains"></label><datalist id="actor-list"></datalist>
@@ -124,7 +124,7 @@ ${renderVerify(verify)}
 <section class="panel" id="secrets"><h2>Secrets <small>every reference named in the period, denied and rejected requests included; exact over all runs</small></h2>
 <div class="scroll"><table><thead><tr><th>reference</th><th class="num">requests</th><th class="num">allowed</th><th class="num">denied / rejected</th><th class="num">failed runs</th><th class="num">not found</th><th>sources</th><th>who</th><th class="num">distinct values</th><th class="num">value changes</th><th></th></tr></thead><tbody id="secrets-body"></tbody></table></div>
 </section>
-<section class="panel" id="actors"><h2>Actors <small>exact over all runs</small></h2>
+<section class="panel" id="actors"><h2>Actors <small>exact over all runs${model.actorCount > model.actors.length ? `; the ${model.actors.length} with the most runs of ${model.actorCount}` : ''}</small></h2>
 <div class="scroll"><table><thead><tr><th>actor</th><th class="num">runs</th><th class="num">allowed</th><th class="num">denied</th><th class="num">failed</th><th>secrets named</th><th>top commands</th><th>first / last</th></tr></thead><tbody id="actors-body"></tbody></table></div>
 </section>
 <noscript><p>This page draws its filters, timeline and tables with its own inline script; counts and the chain status above are plain HTML.</p></noscript>
