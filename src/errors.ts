@@ -58,6 +58,10 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_BACKGROUND_LIMIT: 'The maximum number of concurrent background processes is reached.',
   EXECGATE_ERR_BACKGROUND_RUNNING: 'The background process is still running; kill it before removing it.',
 
+  // --- sandbox ---
+  EXECGATE_ERR_SANDBOX_UNAVAILABLE: 'The policy requires a sandbox and this platform cannot start one; nothing was run.',
+  EXECGATE_ERR_SANDBOX_PATH: 'The working directory lies inside a path the sandbox hides; nothing was run.',
+
   // --- policy ---
   EXECGATE_ERR_POLICY_DENIED: 'The policy refused the request.',
   EXECGATE_ERR_POLICY_INVALID: 'A policy file is not valid (syntax, schema, or contradicting settings); it was not loaded.',
