@@ -155,8 +155,8 @@ describe('choosing the spawner', () => {
 
   test('`direct` spawns from this process; EXECGATE_SPAWNER sets the default', async () => {
     for (const gw of [
-      createGateway({ home: join(tmp.dir, 'd1'), env: baseEnv(), cwd: tmp.dir, spawner: 'direct' }),
-      createGateway({ home: join(tmp.dir, 'd2'), env: baseEnv({ EXECGATE_SPAWNER: 'direct' }), cwd: tmp.dir }),
+      createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'd1'), env: baseEnv(), cwd: tmp.dir, spawner: 'direct' }),
+      createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'd2'), env: baseEnv({ EXECGATE_SPAWNER: 'direct' }), cwd: tmp.dir }),
     ]) {
       try {
         expect(Number((await gw.exec({ command: 'echo $PPID' })).stdout)).toBe(process.pid);
