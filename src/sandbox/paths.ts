@@ -15,7 +15,7 @@
 import { mkdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import { ExecgateError } from '../errors';
-import type { SandboxSettings } from '../policy/effective';
+import { DEFAULT_HIDDEN_PATHS, type SandboxSettings } from '../policy/effective';
 
 export interface FilesystemInput {
   readonly settings: SandboxSettings;
@@ -119,7 +119,9 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   for (const wanted of hiddenWanted) {
     const path = real(wanted);
     if (path === undefined) {
-      if (settings.filesystem.hidden.some((p) => expand(p, userHome) === wanted)) skipped.push(wanted);
+      // Reported for what a policy listed; the built-in credential list mostly does not exist.
+      const listed = settings.filesystem.hidden.filter((p) => !DEFAULT_HIDDEN_PATHS.includes(p));
+      if (listed.some((p) => expand(p, userHome) === wanted)) skipped.push(wanted);
       continue;
     }
     if (seen.has(path) || path === '/') continue;
