@@ -93,7 +93,7 @@ async function run({ quick, log }) {
       row(8, `${size} through an unsandboxed sync run`, through.unsandboxed.map(rate), { unit: 'MB/s' }),
     ],
     notes: [
-      'A gateway joins one network namespace per gateway (nsenter) instead of making one per run: that saves the ~2 ms bubblewrap spends creating it.',
+      'A gateway\'s runs join one network namespace per gateway (nsenter, then bwrap): that is for sharing loopback between runs, not for speed; entering costs about what creating a namespace per run would.',
     ],
   };
 }

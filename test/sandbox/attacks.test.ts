@@ -154,6 +154,19 @@ describeSandboxed('the sandbox stops each attack', () => {
     }
   });
 
+  test.each(['sync', 'pty'] as const)('a timeout ends the whole sandbox, a SIGTERM-ignoring shell and escaped daemons included (%s)', async (mode) => {
+    const gateway = gatewayWith('required');
+    const marker = `${6000 + Math.floor(Math.random() * 1000)}.4${mode.length}`;
+    try {
+      const result = await gateway.exec({ mode, timeout: 1500, grace: 200, command: `trap "" TERM; env -i setsid nohup sleep ${marker} >/dev/null 2>&1 & echo up > up-${mode}; sleep ${marker}` });
+      expect(result.timedOut).toBe(true);
+      expect(existsSync(join(work, `up-${mode}`))).toBe(true);
+      expect(await waitFor(() => findProcesses(`sleep\0${marker}`).length === 0, 5000)).toBe(true);
+    } finally {
+      await gateway.close();
+    }
+  });
+
   describe('abstract UNIX sockets (where some D-Bus session buses live)', () => {
     let server: ChildProcess;
     let abstractName: string;
