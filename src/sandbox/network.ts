@@ -13,9 +13,10 @@
  *
  * Joining needs CAP_SYS_ADMIN over the namespace: as root that is given; as another user the
  * holder's namespace belongs to the user namespace bubblewrap made for it, and nsenter enters
- * that first. Where joining is not possible (no nsenter), runs fall back to a namespace each.
+ * that first. Where joining is not possible (no nsenter, or entering is refused: tried once when
+ * the holder starts), runs fall back to a network namespace each.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, readlinkSync } from 'node:fs';
 
 const NSENTER_CANDIDATES = ['/usr/bin/nsenter', '/bin/nsenter', '/usr/sbin/nsenter'];
@@ -118,7 +119,18 @@ export class SharedNetwork {
     this.#holder = holder;
     this.#pid = pid;
     this.#namespace = namespace;
-    return this.#describe();
+    // Entering is tried once: where it is refused (a user namespace nsenter may not join), runs
+    // fall back to a network namespace each rather than failing.
+    const join = this.#describe();
+    const probe = spawnSync(join.prefix[0] as string, [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
+      stdio: 'ignore', timeout: START_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' },
+    });
+    if (probe.status !== 0) {
+      this.#stopHolder();
+      this.#closed = true;
+      return undefined;
+    }
+    return join;
   }
 
   #stopHolder(): void {
