@@ -8,7 +8,8 @@ import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_pro
 import { existsSync, rmSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Gateway } from '../../src/gateway';
-import { baseEnv, makeTempDir, waitFor } from '../helpers/tmp';
+import { getRecordPath } from '../../src/exec/background/records';
+import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, findProcesses, makeGateway, MODES, runIn, type Mode } from './helpers';
 
 jest.setTimeout(60_000);
@@ -84,6 +85,10 @@ async function cliRun(mode: Mode, sandbox: 'required' | 'off', command: string):
   if (mode !== 'background') return { output: json.output ?? '', sandboxed: json.sandbox?.sandboxed === true };
   const path = json.outputPath as string;
   expect(await waitFor(() => existsSync(path) && readFileSync(path, 'utf8').includes('[background process completed'), 20_000)).toBe(true);
+  // The detached supervisor still records the end; let it finish before the directory goes.
+  const record = getRecordPath(state, (json as { id: string }).id);
+  const supervisor = (): number => (JSON.parse(readFileSync(record, 'utf8')) as { supervisorPid: number }).supervisorPid;
+  expect(await waitFor(() => !isAlive(supervisor()), 20_000)).toBe(true);
   return { output: readFileSync(path, 'utf8'), sandboxed: json.sandboxed === true };
 }
 

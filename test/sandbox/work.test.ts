@@ -10,7 +10,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Gateway } from '../../src/gateway';
-import { baseEnv, makeTempDir, waitFor } from '../helpers/tmp';
+import { getRecordPath } from '../../src/exec/background/records';
+import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, runIn } from './helpers';
 
 jest.setTimeout(60_000);
@@ -122,8 +123,10 @@ describeSandboxed('real work inside the sandbox', () => {
     writeFileSync(join(work, 'go'), '');
     expect(await waitFor(() => existsSync(join(work, 'out.txt')), 15_000)).toBe(true);
     expect(readFileSync(join(work, 'out.txt'), 'utf8')).toBe('outlived\n');
-    const ps = () => spawnSync(process.execPath, [CLI, 'ps', '--json'], { env, encoding: 'utf8' }).stdout;
-    expect(await waitFor(() => !ps().includes('"running"'), 15_000, 100)).toBe(true);
+    // The detached supervisor records the end, then exits: let it, before the directory goes.
+    const record = getRecordPath(env.EXECGATE_HOME, (JSON.parse(cli.stdout) as { id: string }).id);
+    const supervisor = (): number => (JSON.parse(readFileSync(record, 'utf8')) as { supervisorPid: number }).supervisorPid;
+    expect(await waitFor(() => !isAlive(supervisor()), 20_000)).toBe(true);
   });
 
   test('execgate inside a command gets a fresh, empty state: no outer vault, audit key or secrets', async () => {
