@@ -161,7 +161,9 @@ export class McpHttpServer {
       }
       return transport.handleRequest(req, res, body);
     }
-    if (req.method === 'GET' && (legacyPath || acceptsEventStream(req))) {
+    // A Streamable HTTP client names its session on every GET; a GET without one is a client
+    // of the deprecated HTTP+SSE transport opening its stream.
+    if (req.method === 'GET') {
       if (this.#legacySse) return this.#openLegacy(res);
       return reply(res, 405, 'EXECGATE_ERR_MCP_TRANSPORT_UNSUPPORTED', `This server speaks Streamable HTTP only: POST an initialize request to ${MCP_HTTP_PATH}; the deprecated HTTP+SSE transport is turned off.`);
     }
@@ -308,10 +310,6 @@ function readBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
     req.on('end', () => resolve({ text: tooLarge ? '' : Buffer.concat(chunks).toString('utf8'), size: Math.max(size, Number.isFinite(declared) ? declared : 0), tooLarge, cut: false }));
     req.on('error', reject);
   });
-}
-
-function acceptsEventStream(req: IncomingMessage): boolean {
-  return (headerValue(req.headers.accept) ?? '').includes('text/event-stream');
 }
 
 function validateLimit(option: string, value: unknown, fallback: number, minimum: number): number {
