@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { createMCPClient, type MCPClient } from '@ai-sdk/mcp';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
@@ -265,6 +266,39 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
     test('@ai-sdk/mcp with a wrong token: the error carries the coded message', async () => {
       const attempt = createMCPClient({ transport: { type: 'http', url: http.url, headers: headers('wrong-token-0123456789') } });
       await expect(attempt).rejects.toThrow(/EXECGATE_ERR_MCP_UNAUTHORIZED|401/);
+    });
+  });
+
+  describe('mcp-remote (the stdio bridge desktop clients use for HTTP servers)', () => {
+    function bridge(token: string): { client: Client; connected: Promise<void>; stderr: () => string } {
+      const mcpHome = join(tmp.dir, `mcp-remote-${token.slice(0, 5)}`);
+      mkdirSync(mcpHome, { recursive: true });
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [require.resolve('mcp-remote/dist/proxy.js'), http.url, '--header', `Authorization: Bearer ${token}`],
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: mcpHome },
+        stderr: 'pipe',
+      });
+      let stderr = '';
+      transport.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
+      const client = new Client({ name: 'via-mcp-remote', version: '1' });
+      closers.push(() => client.close());
+      return { client, connected: client.connect(transport), stderr: () => stderr };
+    }
+
+    test("with the token in --header: tools run, line numbers are the command's own", async () => {
+      const { client, connected } = bridge(TOKEN);
+      await connected;
+      const result = (await client.callTool({ name: 'bash', arguments: { command: 'echo via-mcp-remote; nosuchcmd' } })) as CallToolResult;
+      expect(structured(result).stdout).toBe('via-mcp-remote\n');
+      expect(structured(result).stderr).toMatch(/line 1: nosuchcmd: command not found/);
+    });
+
+    test('with a wrong token: it stops at the answer naming the header to send (no authorization server is looked for past it)', async () => {
+      const { connected, stderr } = bridge('wrong-token-0123456789');
+      await expect(connected).rejects.toThrow();
+      expect(await waitFor(() => /execgate has no OAuth authorization server[\s\S]*Authorization: Bearer <token>/.test(stderr()), 10_000)).toBe(true);
+      expect(stderr()).not.toMatch(/HTTP 404/);
     });
   });
 
