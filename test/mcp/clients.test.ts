@@ -8,6 +8,7 @@
  * Orderings are proven with marker files: a command waits for a file the test creates only
  * once the situation under test has happened.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createMCPClient, type MCPClient } from '@ai-sdk/mcp';
@@ -20,11 +21,13 @@ import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.j
 import { createGateway, type Gateway } from '../../src/gateway';
 import { createMcpServer, serveHttp, type ExecgateMcpServer, type McpHttpServer } from '../../src/mcp';
 import { makeTempDir } from '../helpers/tmp';
-import { isAlive, serverEnv, structured, textOf, waitFor } from './helpers';
+import { CLI, isAlive, requireBuild, serverEnv, startStdio, structured, textOf, waitFor } from './helpers';
 
 const SECRET = 'clients-secret-Hq4pW8sN2vKe';
 const TOKEN = 'test-token-0123456789abcdefXYZ';
 const PROGRESS_MS = 100;
+/** The request timeout of the SDK client in the progress test (its default is 60 s). */
+const CLIENT_TIMEOUT = 2500;
 
 describe('MCP clients: SDK and @ai-sdk/mcp', () => {
   const tmp = makeTempDir('execgate-mcp-clients-');
@@ -79,7 +82,7 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
   });
 
   describe('progress for long calls', () => {
-    test('SDK client with a 1 s timeout and resetTimeoutOnProgress gets the result of a command that outlives the timeout', async () => {
+    test('SDK client with a short timeout and resetTimeoutOnProgress gets the result of a command that outlives it', async () => {
       const client = await sdkClient();
       const release = marker('progress-release');
       const progress: Progress[] = [];
@@ -89,12 +92,13 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
         { name: 'bash', arguments: { command: `echo step-1; echo "key=<<secret:mcp-token>>"; while [ ! -e ${release} ]; do sleep 0.05; done; echo done` } },
         undefined,
         {
-          timeout: 1000,
+          // 25 progress intervals: a loaded machine may delay a notification, not by that much.
+          timeout: CLIENT_TIMEOUT,
           resetTimeoutOnProgress: true,
           onprogress: (update) => {
             progress.push(update);
-            // Release the command only once it has run for three client timeouts.
-            if (releasedAt === 0 && Date.now() - started > 3000) {
+            // Release the command only once it has run for twice the client's timeout.
+            if (releasedAt === 0 && Date.now() - started > 2 * CLIENT_TIMEOUT) {
               releasedAt = progress.length;
               writeFileSync(release, '');
             }
@@ -128,6 +132,23 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
       const pid = Number(readFileSync(pidFile, 'utf8'));
       expect(await waitFor(() => !isAlive(pid), 10_000)).toBe(true);
       writeFileSync(release, '');
+    });
+
+    test('stdio (`execgate mcp --progress-interval 0.1`): progress arrives while the command runs', async () => {
+      const server = await startStdio({ args: ['--workdir', workdir, '--progress-interval', '0.1'], cwd: workdir, env: serverEnv(join(tmp.dir, 'stdio-home')) });
+      closers.push(() => server.close());
+      const release = marker('stdio-release');
+      const messages: string[] = [];
+      const result = (await server.client.callTool({ name: 'bash', arguments: { command: `echo waiting; while [ ! -e ${release} ]; do sleep 0.05; done; echo released` } }, undefined, {
+        onprogress: (update) => {
+          messages.push(update.message ?? '');
+          // Released by the third notification: the command cannot end before progress came.
+          if (messages.length === 3) writeFileSync(release, '');
+        },
+      })) as CallToolResult;
+      expect(structured(result).stdout).toBe('waiting\nreleased\n');
+      expect(messages.length).toBeGreaterThanOrEqual(3);
+      expect(messages[2]).toMatch(/^bash running for \d+ s; 8 bytes, 1 line of output; last: waiting$/);
     });
 
     test('process_status with wait sends progress too', async () => {
@@ -266,6 +287,26 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
     test('@ai-sdk/mcp with a wrong token: the error carries the coded message', async () => {
       const attempt = createMCPClient({ transport: { type: 'http', url: http.url, headers: headers('wrong-token-0123456789') } });
       await expect(attempt).rejects.toThrow(/EXECGATE_ERR_MCP_UNAUTHORIZED|401/);
+    });
+  });
+
+  describe('command-line flags', () => {
+    function cli(args: string[]): { status: number | null; stderr: string } {
+      requireBuild();
+      const run = spawnSync(process.execPath, [CLI, 'mcp', ...args], { env: serverEnv(home), encoding: 'utf8', input: '' });
+      return { status: run.status, stderr: run.stderr };
+    }
+
+    test.each([
+      [['--http', '--max-request-bytes', '12x'], /--max-request-bytes to be an integer of at least 1024, got `12x`/],
+      [['--http', '--session-idle-timeout', '-1'], /--session-idle-timeout to be a number of at least 0, got `-1`/],
+      [['--progress-interval', '0'], /--progress-interval to be a number of at least 0.01, got `0`/],
+      [['--session-idle-timeout', '60'], /apply to --http only/],
+      [['--no-legacy-sse'], /apply to --http only/],
+    ])('execgate mcp %j is refused with a usage error', (args, message) => {
+      const run = cli(args);
+      expect(run.status).not.toBe(0);
+      expect(run.stderr).toMatch(message);
     });
   });
 
