@@ -151,6 +151,33 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
       expect(messages[2]).toMatch(/^bash running for \d+ s; 8 bytes, 1 line of output; last: waiting$/);
     });
 
+    test('a secret written in two halves, with progress sent in between, shows in no notification', async () => {
+      const client = await sdkClient();
+      const half = marker('secret-half');
+      const messages: string[] = [];
+      const beforeRest: string[] = [];
+      const firstHalf = SECRET.slice(0, 10);
+      const secondHalf = SECRET.slice(10);
+      const result = (await client.callTool({
+        name: 'bash',
+        arguments: { command: `printf 'line one\\nkey=%s' ${firstHalf}; while [ ! -e ${half} ]; do sleep 0.05; done; printf '%s\\n' ${secondHalf}` },
+      }, undefined, {
+        timeout: 30_000,
+        onprogress: (update) => {
+          const message = update.message ?? '';
+          messages.push(message);
+          // Two notifications that saw output while only the first half was written, then the rest.
+          if (/; last: /.test(message)) beforeRest.push(message);
+          if (beforeRest.length === 2) writeFileSync(half, '');
+        },
+      })) as CallToolResult;
+      // The value is known to the gateway (it is in the environment it resolves secrets from).
+      expect(structured(result).stdout).toMatch(/^line one\nkey=\[REDACTED:[^\]]+\]\n$/);
+      // The held-back half is not shown: the partial line is `key=` at most.
+      for (const message of beforeRest.slice(0, 2)) expect(message).toMatch(/; last: (line one|key=)$/);
+      for (const message of messages) expect(message).not.toContain(firstHalf);
+    });
+
     test('process_status with wait sends progress too', async () => {
       const client = await sdkClient();
       const release = marker('wait-release');
@@ -224,6 +251,29 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
       closers.push(() => client.close());
       const result = (await client.callTool({ name: 'bash', arguments: { command: 'echo legacy-ok' } })) as CallToolResult;
       expect(structured(result).stdout).toBe('legacy-ok\n');
+    });
+
+    test('closing a legacy SSE stream ends its session and kills its background processes', async () => {
+      const url = new URL(http.url);
+      url.pathname = '/sse';
+      const client = new Client({ name: 'sdk-legacy-close', version: '1.0.0' });
+      await client.connect(new SSEClientTransport(url, {
+        requestInit: { headers: headers() },
+        eventSourceInit: {
+          fetch: (input, init) => {
+            const sent = new Headers(init?.headers);
+            sent.set('Authorization', headers().Authorization);
+            return fetch(input, { ...init, headers: sent });
+          },
+        },
+      }));
+      const started = (await client.callTool({ name: 'bash', arguments: { command: 'sleep 600', mode: 'background' } })) as CallToolResult;
+      const { pid } = structured(started) as { pid: number };
+      expect(isAlive(pid)).toBe(true);
+      const before = mcp.sessionCount;
+      await client.close();
+      expect(await waitFor(() => !isAlive(pid), 10_000)).toBe(true);
+      expect(mcp.sessionCount).toBe(before - 1);
     });
 
     test('@ai-sdk/mcp in SSE mode connects and runs a command', async () => {
