@@ -5,6 +5,10 @@
  * that runs longer than that timeout. Without a token nothing is sent: the spec allows progress
  * only for a request that asked for it.
  *
+ * A client that asked for log messages (`logging/setLevel` at `info` or lower) gets the same
+ * text as `notifications/message` on every tick, with or without a token: some clients show
+ * logs but not progress. Nothing is logged to a client that did not ask.
+ *
  * `progress` is the seconds elapsed (by the schedule), which grows with every notification as the spec requires
  * even while a command prints nothing; the message carries what was seen so far (bytes, lines,
  * the last line). The output observed here is what the gateway hands to `onOutput`: already
@@ -17,14 +21,21 @@ export const DEFAULT_PROGRESS_INTERVAL = 5000;
 /** Characters of the last output line shown in a progress message. */
 const LAST_LINE_CHARS = 200;
 
-export type ProgressSender = (notification: {
-  method: 'notifications/progress';
-  params: { progressToken: ProgressToken; progress: number; message?: string };
-}) => Promise<void>;
+export type ProgressSender = (notification:
+  | { method: 'notifications/progress'; params: { progressToken: ProgressToken; progress: number; message?: string } }
+  | { method: 'notifications/message'; params: { level: 'info'; logger: string; data: string } }
+) => Promise<void>;
+
+export interface ProgressTargets {
+  /** The request's progressToken: send `notifications/progress`. */
+  token?: ProgressToken;
+  /** The client asked for log messages at `info` or below: send `notifications/message` too. */
+  log?: boolean;
+}
 
 export class ProgressReporter {
   readonly #send: ProgressSender;
-  readonly #token: ProgressToken;
+  readonly #targets: ProgressTargets;
   readonly #started = Date.now();
   readonly #timer: NodeJS.Timeout;
   readonly #interval: number;
@@ -38,9 +49,9 @@ export class ProgressReporter {
   #ticks = 0;
   #stopped = false;
 
-  constructor(send: ProgressSender, token: ProgressToken, interval: number, label: string) {
+  constructor(send: ProgressSender, targets: ProgressTargets, interval: number, label: string) {
     this.#send = send;
-    this.#token = token;
+    this.#targets = targets;
     this.#label = label;
     this.#interval = interval;
     this.#timer = setInterval(() => this.#tick(), interval);
@@ -91,12 +102,13 @@ export class ProgressReporter {
     this.#ticks += 1;
     // Seconds by the schedule, not the clock: strictly increasing even when the event loop lags.
     const progress = (this.#ticks * this.#interval) / 1000;
-    this.#send({
-      method: 'notifications/progress',
-      params: { progressToken: this.#token, progress, message: this.describe() },
-    }).catch(() => {
+    const message = this.describe();
+    const { token, log } = this.#targets;
+    const ignore = (): void => {
       // The client went away; the call ends on its own (its signal aborts it).
-    });
+    };
+    if (token !== undefined) this.#send({ method: 'notifications/progress', params: { progressToken: token, progress, message } }).catch(ignore);
+    if (log) this.#send({ method: 'notifications/message', params: { level: 'info', logger: 'execgate', data: message } }).catch(ignore);
   }
 
   stop(): void {

@@ -10,6 +10,7 @@ import {
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
+  SetLevelRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { ExecgateError } from '../errors';
@@ -48,6 +49,9 @@ const INSTRUCTIONS =
   'execgate runs shell commands through a policy-checked gateway. Pass secrets as <<secret:NAME>> in a command ' +
   '(or in process_write data): execgate resolves them just before the command runs and masks their values in every result. ' +
   'The bash tool keeps its working directory between calls. Errors from execgate itself come back as one line starting with an EXECGATE_ERR_ code.';
+
+/** Log levels at which an `info` message is wanted. */
+const INFO_OR_BELOW: ReadonlySet<string> = new Set(['debug', 'info']);
 
 export class ExecgateMcpServer {
   readonly gateway: Gateway;
@@ -99,8 +103,13 @@ export class ExecgateMcpServer {
     const session = new McpSession(this.workdir, id);
     const server = new Server(
       { name: 'execgate', version, title: 'execgate' },
-      { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS },
+      { capabilities: { tools: { listChanged: true }, logging: {} }, instructions: INSTRUCTIONS },
     );
+    // Log messages are opt-in: only a client that set a level gets them (see progress.ts).
+    server.setRequestHandler(SetLevelRequestSchema, (request) => {
+      session.logLevel = request.params.level;
+      return {};
+    });
     server.oninitialized = () => {
       session.clientName = server.getClientVersion()?.name;
     };
@@ -122,9 +131,10 @@ export class ExecgateMcpServer {
         return errorResult(error);
       }
       const token = request.params._meta?.progressToken;
-      const progress = token === undefined
+      const log = session.logLevel !== undefined && INFO_OR_BELOW.has(session.logLevel);
+      const progress = token === undefined && !log
         ? undefined
-        : new ProgressReporter((notification) => extra.sendNotification(notification), token, this.#progressInterval, `${name} running`);
+        : new ProgressReporter((notification) => extra.sendNotification(notification), { ...(token !== undefined ? { token } : {}), log }, this.#progressInterval, `${name} running`);
       session.beginCall();
       try {
         return await tool.call(args, {

@@ -17,6 +17,8 @@ export class McpSession {
   readonly #processes = new Set<string>();
   #closed = false;
   #lastActive = Date.now();
+  /** The client's `logging/setLevel`, when it sent one. */
+  logLevel: string | undefined;
   #calls = 0;
 
   constructor(workdir: string, id: string = randomUUID()) {

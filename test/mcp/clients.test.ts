@@ -17,7 +17,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
+import { LoggingMessageNotificationSchema, type CallToolResult, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { createMcpServer, serveHttp, type ExecgateMcpServer, type McpHttpServer } from '../../src/mcp';
 import { makeTempDir } from '../helpers/tmp';
@@ -84,6 +84,8 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
   describe('progress for long calls', () => {
     test('SDK client with a short timeout and resetTimeoutOnProgress gets the result of a command that outlives it', async () => {
       const client = await sdkClient();
+      const logged: unknown[] = [];
+      client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => { logged.push(notification.params); });
       const release = marker('progress-release');
       const progress: Progress[] = [];
       const started = Date.now();
@@ -115,6 +117,23 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
       expect(messages.some((message) => /bytes, 2 lines of output; last: key=\[REDACTED:secret:mcp-token\]/.test(message))).toBe(true);
       expect(JSON.stringify(progress)).not.toContain(SECRET);
       expect(JSON.stringify(progress)).not.toContain('EXECGATE_CWD');
+      // This client did not ask for log messages.
+      expect(logged).toEqual([]);
+    });
+
+    test('a client that set a log level gets the same text as notifications/message (no progressToken needed)', async () => {
+      const client = await sdkClient();
+      const logged: Array<{ level: string; logger?: string; data: unknown }> = [];
+      const release = marker('log-release');
+      client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
+        logged.push(notification.params);
+        if (logged.length === 3) writeFileSync(release, '');
+      });
+      await client.setLoggingLevel('info');
+      const result = (await client.callTool({ name: 'bash', arguments: { command: `echo logged-line; while [ ! -e ${release} ]; do sleep 0.05; done` } })) as CallToolResult;
+      expect(result.isError).toBeFalsy();
+      expect(logged.length).toBeGreaterThanOrEqual(3);
+      expect(logged[2]).toEqual({ level: 'info', logger: 'execgate', data: expect.stringMatching(/^bash running for \d+ s; 12 bytes, 1 line of output; last: logged-line$/) });
     });
 
     test('control: the same client without resetTimeoutOnProgress gives up at its timeout (and the command is cancelled)', async () => {
