@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import { createGateway, type Gateway } from '../../gateway';
 import { ExecgateError } from '../../errors';
 import { usageError, type CliIo } from '../io';
+import { createCliLogger } from '../notices';
 
 interface McpFlags {
   workdir?: string;
@@ -26,6 +27,7 @@ interface McpFlags {
   maxRequestBytes?: string;
   sessionIdleTimeout?: string;
   legacySse: boolean;
+  verbose?: boolean;
 }
 
 const TOOL_SETS = ['files'] as const;
@@ -72,6 +74,7 @@ export function registerMcpCommand(program: Command, io: CliIo): void {
     .option('--session-idle-timeout <seconds>', 'HTTP: close sessions unused this long, killing their background processes (default 1800; 0: never)')
     .option('--no-legacy-sse', 'HTTP: do not serve the deprecated HTTP+SSE transport')
     .option('--progress-interval <seconds>', 'seconds between progress notifications of a long call (default 5)')
+    .option('--verbose', 'also say what is usually noise (no OS keyring on a machine without a desktop session)')
     .addHelpText('after', HELP)
     .action(async (flags: McpFlags) => {
       await mcpAction(flags, io);
@@ -163,6 +166,8 @@ async function mcpAction(flags: McpFlags, io: CliIo): Promise<void> {
   const gateway: Gateway = createGateway({
     env: io.env,
     cwd: workdir,
+    // Warnings (a policy reload refused, a keyring that should answer) as plain lines on stderr.
+    logger: createCliLogger(io, { verbose: flags.verbose === true, prefix: 'execgate mcp' }),
     ...(policyFile !== undefined ? { policyFile, watchPolicy: true } : {}),
   });
   let stop!: () => void;
