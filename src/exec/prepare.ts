@@ -200,8 +200,11 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     if (envName) replacements.push({ token, envName });
   }
   const body = replacements.length > 0 ? substituteTokens(request.command, replacements) : request.command;
-  // Newlines keep host text out of the command's own last line (a trailing comment, say).
-  const script = `${request.prologue ? `${request.prologue}\n` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
+  // The prologue shares the command's first line, so the shell's own messages (`line 1: x: command
+  // not found`) number the lines as the caller wrote them; a newline keeps the epilogue out of
+  // the command's last line (a trailing comment, say).
+  const prologue = request.prologue.replace(/[\s;]+$/, '');
+  const script = `${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
   const sanitized = sanitizeEnv({
