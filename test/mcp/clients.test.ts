@@ -20,7 +20,7 @@ import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.
 import { LoggingMessageNotificationSchema, type CallToolResult, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { createMcpServer, serveHttp, type ExecgateMcpServer, type McpHttpServer } from '../../src/mcp';
-import { makeTempDir } from '../helpers/tmp';
+import { makeTempDir, UNSANDBOXED_POLICY, UNSANDBOXED_POLICY_FILE } from '../helpers/tmp';
 import { CLI, isAlive, requireBuild, serverEnv, startStdio, structured, textOf, waitFor } from './helpers';
 
 const SECRET = 'clients-secret-Hq4pW8sN2vKe';
@@ -69,7 +69,9 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
   beforeAll(async () => {
     mkdirSync(home);
     mkdirSync(workdir);
-    gateway = createGateway({ home, cwd: workdir, env: serverEnv(home, { EXECGATE_SECRET_MCP_TOKEN: SECRET }) });
+    // Commands here wait on marker files beside the work directory and print their pids for the
+    // host to follow: the unsandboxed path (test/sandbox/mcp.test.ts covers MCP in the sandbox).
+    gateway = createGateway({ policy: UNSANDBOXED_POLICY, home, cwd: workdir, env: serverEnv(home, { EXECGATE_SECRET_MCP_TOKEN: SECRET }) });
     mcp = createMcpServer({ gateway, workdir, progressInterval: PROGRESS_MS });
     http = await serveHttp(mcp, { port: 0, token: TOKEN, maxBodyBytes: 256 * 1024, sessionIdleTimeout: 0 });
   });
@@ -154,7 +156,7 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
     });
 
     test('stdio (`execgate mcp --progress-interval 0.1`): progress arrives while the command runs', async () => {
-      const server = await startStdio({ args: ['--workdir', workdir, '--progress-interval', '0.1'], cwd: workdir, env: serverEnv(join(tmp.dir, 'stdio-home')) });
+      const server = await startStdio({ args: ['--workdir', workdir, '--progress-interval', '0.1'], cwd: workdir, env: serverEnv(join(tmp.dir, 'stdio-home'), { EXECGATE_POLICY: UNSANDBOXED_POLICY_FILE }) });
       closers.push(() => server.close());
       const release = marker('stdio-release');
       const messages: string[] = [];
@@ -444,7 +446,7 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
 
     beforeAll(async () => {
       mkdirSync(reapHome);
-      reapGateway = createGateway({ home: reapHome, cwd: workdir, env: serverEnv(reapHome) });
+      reapGateway = createGateway({ policy: UNSANDBOXED_POLICY, home: reapHome, cwd: workdir, env: serverEnv(reapHome) });
       reapServer = await serveHttp(createMcpServer({ gateway: reapGateway, workdir }), {
         port: 0,
         token: TOKEN,
