@@ -98,6 +98,8 @@ async function runSome(home: string, port: number, tag: string): Promise<void> {
   const { DEFAULT_POLICY } = require('../../src/policy/effective') as typeof import('../../src/policy/effective');
   const policy = {
     ...DEFAULT_POLICY,
+    // The runs' cwd is the state directory, which a sandbox hides.
+    sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' as const },
     rules: { default: 'allow' as const, list: [{ id: 'no-network', action: 'deny' as const, match: { kind: 'regex' as const, regex: /\bcurl\b/ }, reason: 'network tools are not allowed' }] },
   };
   const gateway = createGateway({ home, env: gatewayEnv(home), cwd: home, policy, audit: { forward: forwardTo(port) as never } });
@@ -166,7 +168,10 @@ if (skipReason !== undefined) {
     await rsyslog.start();
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { createGateway } = require('../../src/gateway') as typeof import('../../src/gateway');
-    const gateway = createGateway({ home, env: gatewayEnv(home), cwd: home, audit: { forward: forwardTo(rsyslog.port) as never } });
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { DEFAULT_POLICY } = require('../../src/policy/effective') as typeof import('../../src/policy/effective');
+    const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' as const } };
+    const gateway = createGateway({ home, env: gatewayEnv(home), cwd: home, policy, audit: { forward: forwardTo(rsyslog.port) as never } });
     try {
       await gateway.exec({ command: 'echo before', actor: 'mcp:fleet/2' });
       await waitFor(() => existsSync(copy) && readLines(copy).length >= 4, 30_000, 50);

@@ -96,7 +96,11 @@ export interface BackgroundScenario {
 export async function runBackgroundScenario(home: string): Promise<BackgroundScenario> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { createGateway } = require('../../src/gateway') as typeof import('../../src/gateway');
-  const gateway = createGateway({ home, env: gatewayEnv(home), cwd: home });
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { DEFAULT_POLICY } = require('../../src/policy/effective') as typeof import('../../src/policy/effective');
+  // Runs in the state directory itself, which a sandbox hides (as runScenario).
+  const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' as const } };
+  const gateway = createGateway({ home, env: gatewayEnv(home), cwd: home, policy });
   try {
     const exited = await gateway.exec({ command: 'echo "bg <<secret:x>>"', mode: 'background', actor: 'mcp:codex/bg' });
     const failed = await gateway.exec({ command: 'echo broken >&2; exit 5', mode: 'background', actor: 'mcp:codex/bg' });
