@@ -12,7 +12,7 @@ import { ExecgateError, isExecgateError } from './errors';
 import { getDefaultShell, type ExecRequest } from './exec/options';
 import { createRunId, preparePlan, type SpawnPlan } from './exec/prepare';
 import type { ExecResult } from './exec/result';
-import { runSync, type OutputListener } from './exec/sync';
+import { runForeground, type OutputListener } from './exec/sync';
 import type { BackgroundManager } from './exec/background/manager';
 import { createSpawner, validateSpawnerKind, type Spawner, type SpawnerKind } from './exec/spawner';
 import type { BackgroundRun } from './exec/background/run';
@@ -283,6 +283,7 @@ export class Gateway {
       resolveInput: (run, data) => this.#resolveInput(run, data),
       audit: (event, fields) => this.#audit.write(event, fields),
       launcher: this.#backgroundLauncher,
+      spawner: this.#spawner,
       detachedAudit: () => {
         const audit = this.#audit;
         if (!(audit instanceof AuditLog)) return undefined;
@@ -370,10 +371,8 @@ export class Gateway {
         throw error;
       }
     }
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const executor = plan.request.mode === 'pty' ? (require('./exec/pty') as typeof import('./exec/pty')).runPty : runSync;
     const signal = options.signal ? AbortSignal.any([this.#shutdown.signal, options.signal]) : this.#shutdown.signal;
-    const run = executor(plan, { home: this.home, onOutput: options.onOutput, signal, spawner: this.#spawner });
+    const run = runForeground(plan, { home: this.home, onOutput: options.onOutput, signal, spawner: this.#spawner });
     this.#running.add(run);
     try {
       const result = await run;

@@ -54,6 +54,12 @@ export interface SpawnPlan {
   readonly auditRefs: readonly AuditedRefUse[];
   readonly decision: Decision;
   readonly envReport: EnvReport;
+  /**
+   * What the lifecycle does with processes the command leaves behind once it exits: `keep` only
+   * when the request asks and the policy allows background processes (leftovers are background
+   * processes by another name), `kill` otherwise.
+   */
+  readonly leftovers: 'kill' | 'keep';
   readonly limits: {
     readonly timeout: number;
     readonly grace: number;
@@ -232,6 +238,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       withheld: Object.freeze([...sanitized.withheld]),
       reported: Object.freeze([...sanitized.reported]),
     }),
+    leftovers: request.leftovers === 'keep' && policy.modes.background.allowed ? 'keep' : 'kill',
     limits: Object.freeze({
       timeout: request.timeout,
       grace: request.grace,
