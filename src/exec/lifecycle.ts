@@ -20,6 +20,7 @@ import { ptySpawner } from './spawner/pty';
 import type { SpawnedProcess, Spawner } from './spawner/types';
 import { terminateRun } from './terminate';
 import { watchRun } from './watchdog';
+import { setTimeout as delay } from 'node:timers/promises';
 
 export type StreamName = 'stdout' | 'stderr';
 
@@ -178,6 +179,10 @@ export class Run {
     }
     let complete = true;
     const all = Promise.all(closed);
+    if (child.readRest) {
+      const deadline = Date.now() + plan.limits.drainTimeout;
+      while (!child.readRest() && Date.now() < deadline) await delay(10);
+    }
     let drainTimer: NodeJS.Timeout | undefined;
     const gaveUp = new Promise<void>((resolve) => {
       drainTimer = setTimeout(() => {

@@ -7,10 +7,13 @@
  * Reading the master to the end: node-pty reports the exit only once the master stream has
  * closed, and if it has not closed 200 ms after the process ended it destroys the stream,
  * dropping whatever the kernel still buffers (under load, the last kilobytes of a large
- * output). That destroy is intercepted: it becomes the `exited` signal (the process is gone,
- * its output is not), and the stream is read until EOF/EIO, or until the lifecycle gives up
- * and calls `release()`.
+ * output); and the EIO that marks the end of a terminal whose last holder is gone often never
+ * reaches the stream. So that destroy is intercepted and becomes the `exited` signal (the
+ * process is gone, its output is not), and `readRest()` reads the master directly, without
+ * blocking, until EIO: the end, every byte read. EAGAIN means something still holds the
+ * terminal (a leftover that was kept); the lifecycle then waits, bounded, and `release()`s.
  */
+import { readSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import type { IPty } from '@lydell/node-pty';
@@ -45,6 +48,7 @@ export function getSignalName(signal: number | undefined): NodeJS.Signals | null
 /** The master side of the terminal: node-pty's own read stream (not part of its typed API). */
 interface PtyInternals {
   readonly _socket: Readable & { destroy(error?: Error): Readable };
+  readonly _fd: number;
 }
 
 export function spawnPty(request: SpawnRequest): SpawnedProcess {
@@ -69,7 +73,7 @@ export function spawnPty(request: SpawnRequest): SpawnedProcess {
       { cause: error },
     );
   }
-  const master = (term as unknown as PtyInternals)._socket;
+  const { _socket: master, _fd: fd } = term as unknown as PtyInternals;
   const destroy = master.destroy.bind(master);
   let released = false;
   let markExited!: () => void;
@@ -86,27 +90,45 @@ export function spawnPty(request: SpawnRequest): SpawnedProcess {
       resolve({ code: name ? null : exitCode, signal: name });
     });
   });
-  // The terminal merges both streams; stderr is an empty stream that ends with the master.
+  // The terminal merges both streams: stdout carries it all, stderr stays empty.
+  const stdout = new PassThrough();
   const stderr = new PassThrough();
-  master.once('close', () => stderr.end());
+  master.on('data', (chunk: Buffer) => stdout.write(chunk));
+  master.on('error', () => { /* EIO: the end; the close that follows ends the streams */ });
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    stdout.end();
+    stderr.end();
+    destroy();
+  };
+  master.once('close', release);
+  const chunk = Buffer.allocUnsafe(65_536);
+  const readRest = (): boolean => {
+    if (released) return true;
+    for (;;) {
+      let read: number;
+      try {
+        read = readSync(fd, chunk, 0, chunk.length, null);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return false;
+        release(); // EIO: no process holds the terminal and every byte was read
+        return true;
+      }
+      if (read === 0) {
+        release();
+        return true;
+      }
+      stdout.write(Buffer.from(chunk.subarray(0, read)));
+    }
+  };
   const stdin = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      term.write(chunk.toString('utf8'));
+    write(data: Buffer, _encoding, callback) {
+      term.write(data.toString('utf8'));
       callback();
     },
   });
-  return {
-    pid: term.pid,
-    stdin,
-    stdout: master,
-    stderr,
-    exit,
-    exited,
-    release: () => {
-      released = true;
-      destroy();
-    },
-  };
+  return { pid: term.pid, stdin, stdout, stderr, exit, exited, readRest, release };
 }
 
 export const ptySpawner: Spawner = Object.freeze({

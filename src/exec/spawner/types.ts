@@ -39,6 +39,11 @@ export interface SpawnedProcess {
    * still holding buffered bytes). Absent: `exit` says it.
    */
   readonly exited?: Promise<void>;
+  /**
+   * Read what is left of the output without waiting; true once its end was reached. For a
+   * terminal, whose end (EIO) the event loop may never be told about.
+   */
+  readonly readRest?: () => boolean;
   /** Stop reading output now (the drain gave up); absent: the caller destroys the streams. */
   readonly release?: () => void;
 }
