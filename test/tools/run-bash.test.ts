@@ -91,9 +91,9 @@ describe('seed 000: run_bash tool executes shell commands', () => {
       expect(notice).toMatch(/^\n\[\.\.\. stdout truncated: showing the first 51200 of 60000 bytes; full output: .+ \.\.\.\]\n$/);
       expect(result.stderr).toBe('small\n');
       expect(result.exit_code).toBe(0);
-      // The full (redacted) stream is kept in a 0600 file the notice names.
+      // The full (redacted) output, both streams, is kept once in a 0600 file the notice names.
       const file = /full output: (.+) \.\.\.\]/.exec(notice)![1]!;
-      expect(readFileSync(file, 'utf8')).toBe('a'.repeat(60000));
+      expect(readFileSync(file, 'utf8')).toBe(`${'a'.repeat(60000)}small\n[execgate: Command exited with code 0.]\n`);
       expect(statSync(file).mode & 0o777).toBe(0o600);
     });
 
