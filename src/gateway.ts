@@ -25,7 +25,7 @@ import type { LoadedPolicy } from './policy/load';
 import { createEnvSource } from './refs/sources/env';
 import { createKeyringSource } from './refs/sources/keyring';
 import type { VaultSourceOptions } from './refs/sources/vault';
-import { isKeyringDisabled } from './vault/os-keyring';
+import { isKeyringDisabled } from './stores/os-keyring';
 import { RefStore } from './refs/store';
 import type { RefKind, RefSource } from './refs/types';
 

@@ -5,7 +5,7 @@
  * it talks to (see test/helpers/keyring.ts).
  */
 import { join } from 'node:path';
-import * as vaultExports from '../../src/vault';
+import * as vaultExports from '../../src/stores';
 import { describeWithKeyring, startTestKeyring, type TestKeyring } from '../helpers/keyring';
 import { makeTempDir } from '../helpers/tmp';
 import { childEnv, runChild, type ChildRun } from './fixtures/run-child';

@@ -4,7 +4,7 @@
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Vault } from '../../src/vault';
+import { Vault } from '../../src/stores';
 import { makeTempDir } from '../helpers/tmp';
 import { childEnv, runChild } from './fixtures/run-child';
 

@@ -4,10 +4,10 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ExecgateError } from '../../src/errors';
 import { createVaultSource } from '../../src/refs/sources';
-import { Vault, type VaultOptions } from '../../src/vault';
-import { computeMac, deriveKeys, decodeKey } from '../../src/vault/crypto';
-import { getMacInput, type VaultEntry } from '../../src/vault/format';
-import { loadSodium } from '../../src/vault/sodium';
+import { Vault, type VaultOptions } from '../../src/stores';
+import { computeMac, deriveKeys, decodeKey } from '../../src/stores/crypto';
+import { getMacInput, type VaultEntry } from '../../src/stores/format';
+import { loadSodium } from '../../src/stores/sodium';
 import { makeTempDir } from '../helpers/tmp';
 
 const VALUE_A = 'alpha-value-4f9c2e';
