@@ -32,7 +32,7 @@ function prelude(): string {
     const { Readable, Writable } = require('node:stream');
     const { registerSecretCommands } = src('cli/commands/secret');
     const sources = src('refs/sources');
-    const vaultModule = src('vault');
+    const vaultModule = src('stores');
     const warnings = [];
     const logger = { warn: (obj, msg) => warnings.push({ obj, msg }) };
     async function cli(args, stdin = '', env = {}) {
