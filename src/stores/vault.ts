@@ -13,10 +13,11 @@
  */
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { ExecgateError } from '../errors';
+import { ExecgateError, isExecgateError } from '../errors';
 import { ensureDir } from '../home';
 import type { RefKind } from '../refs/types';
-import { removeStaleTemps, writeFileAtomic } from './atomic';
+import { removeStaleTemps, writeFileAtomic } from '../fs/atomic';
+import { readRegularFile } from '../fs/special';
 import {
   canOpen,
   computeMac,
@@ -347,8 +348,9 @@ export class Vault {
   async #readDocument(): Promise<VaultDocument | undefined> {
     let text: string;
     try {
-      text = await fs.readFile(this.path, 'utf8');
+      text = await readRegularFile(this.path, 'vault');
     } catch (error) {
+      if (isExecgateError(error)) throw error;
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return undefined;
       throw new ExecgateError('EXECGATE_ERR_VAULT_IO', `Cannot read the vault \`${this.path}\`: ${code ?? String(error)}.`, { path: this.path }, { cause: error });
