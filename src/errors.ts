@@ -143,3 +143,13 @@ export function describeValue(value: unknown): string {
   if (type === 'number' || type === 'boolean' || type === 'bigint') return `\`${String(value)}\` (${type})`;
   return `a value of type ${type}`;
 }
+
+/** The code of an error for records and results: its own, or EXECGATE_ERR_UNEXPECTED. */
+export function getErrorCode(error: unknown, fallback: ErrorCode = 'EXECGATE_ERR_UNEXPECTED'): ErrorCode {
+  return isExecgateError(error) ? error.code : fallback;
+}
+
+/** The message of anything thrown. */
+export function getErrorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -18,6 +18,7 @@ import { scanTokens } from '../refs/tokens';
 import { decideRequest, type Decision } from '../policy/decide';
 import type { RefKind } from '../refs/types';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
+import { revealValues } from './resolve';
 import { RUN_ID_VARIABLE } from './terminate';
 
 export interface RefUse {
@@ -156,31 +157,13 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const injected: Record<string, string> = {};
   const envNames = new Map<string, string>();
   const fingerprints = new Map<string, string>();
-  resolution.refs.forEach((ref, index) => {
-    if (!ref.found || !ref.value) return;
-    const value = ref.value.reveal();
+  for (const { ref, index, value } of revealValues(resolution.refs, policy.secrets.minLength, 'run')) {
     if (context.fingerprint) fingerprints.set(ref.ref, context.fingerprint(value));
-    if (value.length < policy.secrets.minLength) {
-      throw new ExecgateError(
-        'EXECGATE_ERR_REF_TOO_SHORT',
-        `${ref.ref} resolved (from ${ref.source}) to a value shorter than ${policy.secrets.minLength} characters. ` +
-          'Values that short cannot be masked reliably in output and masking them would reveal them; ' +
-          'store a longer secret or lower `secrets.minLength` in the policy. Nothing was run.',
-        { reference: ref.ref, minLength: policy.secrets.minLength },
-      );
-    }
-    if (value.includes('\0')) {
-      throw new ExecgateError(
-        'EXECGATE_ERR_REF_SOURCE_FAILED',
-        `${ref.ref} resolved (from ${ref.source}) to a value holding a NUL byte, which cannot be passed to a process. Nothing was run.`,
-        { reference: ref.ref },
-      );
-    }
     const envName = `${REF_ENV_PREFIX}${index}`;
     envNames.set(`${ref.kind}:${ref.id}`, envName);
     injected[envName] = value;
     mask(value, `${ref.kind}:${ref.id}`);
-  });
+  }
   for (const token of resolution.tokens) {
     const envName = envNames.get(`${token.kind}:${token.id}`);
     if (envName) replacements.push({ token, envName });

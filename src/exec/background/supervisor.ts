@@ -4,7 +4,7 @@
  * and redacting the run's output into its file, until the run has ended.
  */
 import { Redactor } from '../../redact';
-import { isExecgateError } from '../../errors';
+import { getErrorCode } from '../../errors';
 import type { SpawnPlan } from '../prepare';
 import type { SupervisorInput } from './detached';
 import { getEndedFields } from './ended';
@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   try {
     started = await run.start(process.pid);
   } catch (error) {
-    const code = isExecgateError(error) ? error.code : 'EXECGATE_ERR_SPAWN_FAILED';
+    const code = getErrorCode(error, 'EXECGATE_ERR_SPAWN_FAILED');
     process.stdout.write(`${JSON.stringify({ error: { code, message: (error as Error).message } })}\n`);
     process.exitCode = 1;
     return;
