@@ -197,7 +197,6 @@ describeWithKeyring('keyring: a locked Secret Service', () => {
       env,
     );
     keyring.lock();
-    const started = Date.now();
     const { result } = await child(
       `
       const source = sources.createKeyringSource({ logger });
@@ -214,7 +213,6 @@ describeWithKeyring('keyring: a locked Secret Service', () => {
       `,
       env,
     );
-    expect(Date.now() - started).toBeLessThan(20_000);
     expect(result.available).toBe(true);
     expect(result.locked.code).toBe('EXECGATE_ERR_REF_SOURCE_FAILED');
     expect(result.locked.message).toContain('<<secret:locked-name>>');

@@ -382,11 +382,9 @@ describe('vault: lock file', () => {
     await twoEntries();
     const lock = join(home, 'vault.json.lock');
     writeFileSync(lock, JSON.stringify({ pid: process.ppid, host: hostname(), token: 'other', time: new Date().toISOString() }));
-    const started = Date.now();
     const error = await caught(vault({ lockTimeoutMs: 300 }).set('charlie', VALUE_A));
     expect(error.code).toBe('EXECGATE_ERR_VAULT_LOCKED');
     expect(error.message).toContain(`process ${process.ppid}`);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
     expect(existsSync(lock)).toBe(true);
     // Readers take no lock.
     expect(await vault().get('secret', 'alpha')).toBe(VALUE_A);
