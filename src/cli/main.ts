@@ -8,7 +8,6 @@ import { ExecgateError } from '../errors';
 import { registerRunCommand } from './commands/run';
 import { CliExit, EXIT_EXECGATE_ERROR, formatCliError, type CliIo } from './io';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { version } = require('../../package.json') as { version: string };
 
 /**
@@ -35,14 +34,12 @@ export function buildProgram(io: CliIo, only?: 'run'): Command {
     });
   registerRunCommand(program, io);
   if (only === 'run') return program;
-  /* eslint-disable @typescript-eslint/no-require-imports */
   (require('./commands/background') as typeof import('./commands/background')).registerBackgroundCommands(program, io);
   (require('./commands/demo') as typeof import('./commands/demo')).registerDemoCommand(program, io);
   (require('./commands/secret') as typeof import('./commands/secret')).registerSecretCommands(program, io);
   (require('./commands/policy') as typeof import('./commands/policy')).registerPolicyCommands(program, io);
   (require('./commands/audit') as typeof import('./commands/audit')).registerAuditCommands(program, io);
   (require('./commands/mcp') as typeof import('./commands/mcp')).registerMcpCommand(program, io);
-  /* eslint-enable @typescript-eslint/no-require-imports */
   return program;
 }
 

@@ -35,7 +35,6 @@ type YamlModule = typeof import('yaml');
 let yamlModule: YamlModule | undefined;
 
 export function getYaml(): YamlModule {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   yamlModule ??= require('yaml') as YamlModule;
   return yamlModule;
 }

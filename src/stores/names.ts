@@ -59,7 +59,6 @@ const MAX_LABEL_LENGTH = 200;
 /** Labels are shown in listings: one line of printable text. */
 export function validateLabel(label: unknown): asserts label is string | undefined {
   if (label === undefined) return;
-  // eslint-disable-next-line no-control-regex
   if (typeof label !== 'string' || label.length > MAX_LABEL_LENGTH || /[\u0000-\u001f\u007f]/.test(label)) {
     throw new ExecgateError(
       'EXECGATE_ERR_SECRET_NAME_INVALID',

@@ -33,7 +33,6 @@ function chromium(args: string[]): { status: number | null; stdout: string; stde
 }
 
 if (skipReason !== undefined) {
-  // eslint-disable-next-line no-console
   console.warn(`SKIPPED report rendering test: ${skipReason}`);
   test.skip(`the report renders in headless Chromium [SKIPPED: ${skipReason}]`, () => undefined);
 } else {

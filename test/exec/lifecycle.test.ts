@@ -4,24 +4,14 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createGateway, type Gateway } from '../../src/gateway';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { findByCookie } from '../../src/exec/terminate';
-import { baseEnv, isAlive, makeTempDir } from '../helpers/tmp';
+import { useTempGateway } from '../helpers/gateway';
+import { isAlive } from '../helpers/tmp';
 
 const SECRET = 'lifecycle-secret-value-0123456789';
 
-let tmp: ReturnType<typeof makeTempDir>;
-let gateway: Gateway;
-
-beforeEach(() => {
-  tmp = makeTempDir();
-  gateway = createGateway({ home: join(tmp.dir, 'home'), env: baseEnv({ EXECGATE_SECRET_TOKEN: SECRET }), cwd: tmp.dir });
-});
-afterEach(async () => {
-  await gateway.close();
-  tmp.cleanup();
-});
+const temp = useTempGateway({ env: { EXECGATE_SECRET_TOKEN: SECRET } });
 
 function readPids(file: string): number[] {
   return existsSync(file) ? readFileSync(file, 'utf8').split(/\s+/).filter(Boolean).map(Number) : [];
@@ -50,8 +40,8 @@ function killAll(pids: number[]): void {
 
 describe('nothing survives a normal exit', () => {
   test.each(['sync', 'pty'] as const)('%s: setsid, set -m and setsid -f children are ended after exit 0', async (mode) => {
-    const pids = join(tmp.dir, 'pids');
-    const result = await gateway.exec({ command: escapeCommand(pids), mode, timeout: 60_000 });
+    const pids = join(temp.dir, 'pids');
+    const result = await temp.gateway.exec({ command: escapeCommand(pids), mode, timeout: 60_000 });
     expect(result.exitCode).toBe(0);
     expect(result.timedOut).toBe(false);
     const escaped = readPids(pids);
@@ -61,9 +51,9 @@ describe('nothing survives a normal exit', () => {
   }, 90_000);
 
   test('background: setsid, set -m and setsid -f children are ended after exit 0', async () => {
-    const pids = join(tmp.dir, 'pids');
-    const started = await gateway.exec({ command: escapeCommand(pids), mode: 'background' });
-    const ended = await gateway.background.wait(started.id, 60_000);
+    const pids = join(temp.dir, 'pids');
+    const started = await temp.gateway.exec({ command: escapeCommand(pids), mode: 'background' });
+    const ended = await temp.gateway.background.wait(started.id, 60_000);
     expect(ended).toMatchObject({ state: 'exited', exitCode: 0 });
     const escaped = readPids(pids);
     expect(escaped).toHaveLength(3);
@@ -72,8 +62,8 @@ describe('nothing survives a normal exit', () => {
   }, 90_000);
 
   test("`leftovers: 'keep'` keeps them when the policy allows background processes", async () => {
-    const pids = join(tmp.dir, 'pids');
-    const result = await gateway.exec({ command: escapeCommand(pids), leftovers: 'keep', timeout: 60_000 });
+    const pids = join(temp.dir, 'pids');
+    const result = await temp.gateway.exec({ command: escapeCommand(pids), leftovers: 'keep', timeout: 60_000 });
     const escaped = readPids(pids);
     try {
       expect(result.exitCode).toBe(0);
@@ -84,15 +74,11 @@ describe('nothing survives a normal exit', () => {
   }, 90_000);
 
   test("`leftovers: 'keep'` is not honoured when the policy turns background processes off", async () => {
-    await gateway.close();
-    gateway = createGateway({
-      home: join(tmp.dir, 'home2'),
-      env: baseEnv({ EXECGATE_SECRET_TOKEN: SECRET }),
-      cwd: tmp.dir,
+    await temp.reopen({
       policy: { ...DEFAULT_POLICY, modes: { ...DEFAULT_POLICY.modes, background: { ...DEFAULT_POLICY.modes.background, allowed: false } } },
     });
-    const pids = join(tmp.dir, 'pids');
-    const result = await gateway.exec({ command: escapeCommand(pids), leftovers: 'keep', timeout: 60_000 });
+    const pids = join(temp.dir, 'pids');
+    const result = await temp.gateway.exec({ command: escapeCommand(pids), leftovers: 'keep', timeout: 60_000 });
     expect(result.exitCode).toBe(0);
     const escaped = readPids(pids);
     expect(escaped).toHaveLength(3);
@@ -107,7 +93,7 @@ describe('a PTY run is read to its last byte', () => {
 
   test('8 concurrent runs x 20 repetitions: every byte arrives, nothing is flagged cut', async () => {
     for (let round = 0; round < 20; round++) {
-      const results = await Promise.all(Array.from({ length: 8 }, () => gateway.exec({ command, mode: 'pty', ansi: 'keep', timeout: 120_000 })));
+      const results = await Promise.all(Array.from({ length: 8 }, () => temp.gateway.exec({ command, mode: 'pty', ansi: 'keep', timeout: 120_000 })));
       for (const result of results) {
         expect(result.exitCode).toBe(0);
         expect(result.bytes.stdout).toBe(SIZE + 'END-MARK'.length);

@@ -24,7 +24,6 @@ import { CliExit, type CliIo, usageError } from '../io';
  * The review code (search, stats, verify, report) is loaded when an audit command runs, not
  * when the CLI starts: `execgate run` never needs it and starts faster without it.
  */
-/* eslint-disable @typescript-eslint/no-require-imports */
 const format = (): typeof Format => require('../../audit/format') as typeof Format;
 const query = (): typeof Query => require('../../audit/query') as typeof Query;
 const escapeTerminal: typeof Format.escapeTerminal = (...args) => format().escapeTerminal(...args);
@@ -36,7 +35,6 @@ const searchAudit: typeof Query.searchAudit = (...args) => query().searchAudit(.
 const buildHtmlReport: typeof Report.buildHtmlReport = (...args) => (require('../../audit/report') as typeof Report).buildHtmlReport(...args);
 const collectStats: typeof Stats.collectStats = (...args) => (require('../../audit/stats') as typeof Stats).collectStats(...args);
 const verifyAuditFiles: typeof Verify.verifyAuditFiles = (...args) => (require('../../audit/verify') as typeof Verify).verifyAuditFiles(...args);
-/* eslint-enable @typescript-eslint/no-require-imports */
 
 interface FileFlags {
   file?: string[];

@@ -55,7 +55,6 @@ function recordEnd(input: SupervisorInput, ended: BackgroundProcess, durationMs:
   if (!input.audit) return;
   try {
     // Loaded only here: most supervisors spend their life waiting, not auditing.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { AuditLog } = require('../../audit/log') as typeof import('../../audit/log');
     const env: NodeJS.ProcessEnv = input.audit.key ? { EXECGATE_AUDIT_KEY: input.audit.key } : {};
     const log = new AuditLog({ path: input.audit.path, home: input.audit.home, env });
