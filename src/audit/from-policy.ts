@@ -6,13 +6,18 @@ import { join } from 'node:path';
 import { getErrorCode, getErrorMessage, isExecgateError } from '../errors';
 import { AuditLog, NULL_AUDIT, type AuditConfig, type AuditSink } from './log';
 
-/** The audit settings a policy may make (see policy/effective.ts). */
+/** Where and how the audit log is written, as a policy may set it. */
 export interface AuditSettings {
   readonly enabled: boolean;
+  /** Default `$EXECGATE_HOME/audit.log`. */
   readonly path?: string;
+  /** `file` or `stdout`; unset = the audit log's default (file). */
   readonly destination?: 'file' | 'stdout';
+  /** Rotation size in bytes (0 = off); unset = the audit log's default. */
   readonly maxBytes?: number;
+  /** Rotated files kept (0 = all); unset = the audit log's default. */
   readonly maxFiles?: number;
+  /** When records reach the disk; unset = the audit log's default (`before-spawn`). */
   readonly fsync?: 'always' | 'before-spawn' | 'never';
 }
 

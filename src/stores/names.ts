@@ -4,7 +4,8 @@
  * Names beginning with `_` are therefore free for execgate's own keyring accounts.
  */
 import { ExecgateError, describeValue } from '../errors';
-import type { RefKind } from '../refs/types';
+/** The kinds of entry a store holds; the same names as reference kinds (`<<secret:…>>`, `<<decrypt:…>>`). */
+export type RefKind = 'secret' | 'decrypt';
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._\-/]{0,127}$/;
 

@@ -15,7 +15,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { ExecgateError, isExecgateError } from '../errors';
 import { ensureDir } from '../home';
-import type { RefKind } from '../refs/types';
+import type { RefKind } from './names';
 import { removeStaleTemps, writeFileAtomic } from '../fs/atomic';
 import { readRegularFile } from '../fs/special';
 import {
