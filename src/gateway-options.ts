@@ -46,8 +46,8 @@ export interface GatewayOptions {
   keyring?: false | { service?: string };
   /** The encrypted vault under `home`: `false` leaves it out. Default: included. */
   vault?: false;
-  /** A pino logger for operational messages; default: Node process warnings. */
-  logger?: pino.Logger;
+  /** A pino logger (or anything with pino's `warn(obj, msg)`) for operational messages; default: Node process warnings. */
+  logger?: GatewayLogger;
   /** On close(), `kill` running background processes or `keep` them; default from the policy (`kill`). */
   backgroundOnClose?: 'kill' | 'keep';
   /**
@@ -72,3 +72,6 @@ export interface ExecOptions {
   /** Aborting stops a sync or PTY run the way a timeout does (e.g. a client cancelled the call). */
   signal?: AbortSignal;
 }
+
+/** What the gateway needs of a logger: pino's `warn(obj, msg)`. */
+export type GatewayLogger = Pick<pino.Logger, 'warn'> | { warn(obj: object, msg: string): void };

@@ -6,7 +6,6 @@
  * stop them all.
  */
 import os from 'node:os';
-import type pino from 'pino';
 import { createAudit, recordPolicyRejected } from './audit/from-policy';
 import { AuditLog, type AuditSink } from './audit/log';
 import { ExecgateError } from './errors';
@@ -22,7 +21,9 @@ import { runForeground } from './exec/sync';
 import { getHome } from './home';
 import { DEFAULT_POLICY, type EffectivePolicy, type ExecMode } from './policy/effective';
 import { PolicyHolder, type WatchPolicyOptions } from './policy/reload';
-import type { ExecOptions, GatewayOptions } from './gateway-options';
+import { validateCwdInRoots } from './policy/roots';
+import { describeUnknownRefs, getUnknownRefs } from './policy/unknown-refs';
+import type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-options';
 import { createEnvSource } from './refs/sources/env';
 import { createKeyringSource } from './refs/sources/keyring';
 import { createLazyVaultSource } from './refs/sources/lazy-vault';
@@ -31,7 +32,7 @@ import type { RefSource } from './refs/types';
 import { isKeyringDisabled } from './stores/os-keyring';
 
 export type { WatchPolicyOptions } from './policy/reload';
-export type { ExecOptions, GatewayOptions } from './gateway-options';
+export type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-options';
 
 const SUPPORTED_MODES: ReadonlySet<ExecMode> = new Set<ExecMode>(['sync', 'pty', 'background']);
 
@@ -43,7 +44,7 @@ export class Gateway {
   readonly #cwd: string;
   readonly #shell: string;
   readonly #audit: AuditSink;
-  readonly #logger: pino.Logger | undefined;
+  readonly #logger: GatewayLogger | undefined;
   readonly #shutdown = new AbortController();
   readonly #running = new Set<Promise<unknown>>();
   readonly #backgroundOnClose: 'kill' | 'keep' | undefined;
@@ -65,6 +66,7 @@ export class Gateway {
       if (options.policyFile !== undefined) recordPolicyRejected(options.audit, this.home, DEFAULT_POLICY.audit, options.policyFile, error, this.#env);
       throw error;
     }
+    validateCwdInRoots(this.policy, this.#cwd);
     const sources: RefSource[] = [];
     if (options.envSource !== false) sources.push(createEnvSource(this.#env));
     const keyringEnabled = options.keyring !== false && !isKeyringDisabled(this.#env);
@@ -167,6 +169,8 @@ export class Gateway {
       records.refused(request, error);
       throw error;
     }
+    const unknown = policy.secrets.unknown === 'warn' ? getUnknownRefs(plan.refs) : [];
+    if (unknown.length > 0) this.#warn({ runId, refs: unknown }, `Run ${runId}: ${describeUnknownRefs(unknown)} (\`secrets.unknown: warn\`).`);
     records.started(plan);
     const run = plan.request.mode === 'background'
       ? this.background.start(plan).then((started) => { records.backgroundStarted(plan, started); return started; })
