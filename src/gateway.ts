@@ -129,7 +129,8 @@ export class Gateway {
       resolveInput: (run, data) => resolveInput(this.policy, this.refs, run.plan, data),
       audit: (event, fields) => this.#audit.write(event, fields),
       launcher: this.#backgroundLauncher,
-      spawner: this.#spawner,
+      // Background runs spawn from this process: many starting at once would overrun the
+      // spawn helper's socket backlog (EAGAIN), and a long-lived run gains nothing from it.
       detachedAudit: () => {
         const audit = this.#audit;
         if (!(audit instanceof AuditLog)) return undefined;

@@ -142,6 +142,7 @@ export class Run {
       runId: this.#plan.runId,
       grace: how.grace ?? this.#plan.limits.grace,
       signal: how.signal,
+      sincePid: this.pid,
     }).catch(() => undefined);
     return this.#terminating;
   }
@@ -175,7 +176,7 @@ export class Run {
     // otherwise hold the run open, and keeps the run's resolved values in its environment.
     if (this.#terminating) await this.#terminating;
     else if (plan.leftovers !== 'keep') {
-      await terminateRun({ pgid: this.pid, runId: plan.runId, grace: plan.limits.grace }).catch(() => undefined);
+      await terminateRun({ pgid: this.pid, runId: plan.runId, grace: plan.limits.grace, sincePid: this.pid }).catch(() => undefined);
     }
     let complete = true;
     const all = Promise.all(closed);
