@@ -64,6 +64,8 @@ export function spawnFailed(plan: SpawnPlan, error: unknown): ExecgateError {
 export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Promise<Run> {
   const pty = plan.request.pty;
   const spawner = pty ? ptySpawner : (options.spawner ?? directSpawner);
+  // Listed with the watchdog before the spawn: the gateway may die the moment after.
+  const unwatch = watchRun(plan.runId);
   let child: SpawnedProcess;
   try {
     child = await spawner.spawn({
@@ -75,9 +77,10 @@ export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Prom
       ...(pty ? { terminal: { cols: plan.request.cols, rows: plan.request.rows } } : {}),
     });
   } catch (error) {
+    unwatch();
     throw spawnFailed(plan, error);
   }
-  return new Run(plan, child, options);
+  return new Run(plan, child, options, unwatch);
 }
 
 export class Run {
@@ -92,11 +95,11 @@ export class Run {
   #finished = false;
   readonly #unwatch: () => void;
 
-  constructor(plan: SpawnPlan, child: SpawnedProcess, options: LifecycleOptions) {
+  constructor(plan: SpawnPlan, child: SpawnedProcess, options: LifecycleOptions, unwatch: () => void) {
     this.#plan = plan;
     this.#child = child;
     this.pid = child.pid;
-    this.#unwatch = watchRun(plan.runId);
+    this.#unwatch = unwatch;
     const timeout = options.timeout ?? plan.limits.timeout;
     if (timeout > 0) this.#timer = setTimeout(() => { void this.stop('timeout'); }, timeout);
     const onAbort = (): void => { void this.stop('shutdown'); };
