@@ -50,6 +50,7 @@ export class RunRecords {
       decision: plan.decision,
       refs: plan.auditRefs,
       ...(this.#withEnv ? { env: plan.envReport } : {}),
+      sandbox: plan.sandbox,
     });
   }
 
