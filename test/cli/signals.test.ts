@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
+import { baseEnv, isAlive, makeTempDir, UNSANDBOXED_POLICY_FILE, waitFor } from '../helpers/tmp';
 
 const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 let tmp: ReturnType<typeof makeTempDir>;
@@ -24,7 +24,8 @@ function readPid(name: string): number {
 async function startCli(): Promise<{ pid: number; exited: Promise<number | null> }> {
   const child = spawn(process.execPath, [CLI, 'run', '--', COMMAND], {
     cwd: tmp.dir,
-    env: baseEnv({ EXECGATE_HOME: join(tmp.dir, 'home') }) as NodeJS.ProcessEnv,
+    // Unsandboxed: the test follows the run's processes from the host.
+    env: baseEnv({ EXECGATE_HOME: join(tmp.dir, 'home'), EXECGATE_POLICY: UNSANDBOXED_POLICY_FILE }) as NodeJS.ProcessEnv,
     stdio: 'ignore',
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

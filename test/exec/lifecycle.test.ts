@@ -1,17 +1,17 @@
 /*
  * The run lifecycle, through the gateway: the same guarantees in every mode. Ordering is proved
- * with files the commands write, never with elapsed time.
+ * with files the commands write, never with elapsed time. Unsandboxed: these tests look at the
+ * escaped processes from the host (a PID namespace ends them by itself; test/sandbox covers it).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { findByCookie } from '../../src/exec/terminate';
 import { useTempGateway } from '../helpers/gateway';
-import { isAlive } from '../helpers/tmp';
+import { isAlive, UNSANDBOXED_POLICY } from '../helpers/tmp';
 
 const SECRET = 'lifecycle-secret-value-0123456789';
 
-const temp = useTempGateway({ env: { EXECGATE_SECRET_TOKEN: SECRET } });
+const temp = useTempGateway({ env: { EXECGATE_SECRET_TOKEN: SECRET }, policy: UNSANDBOXED_POLICY });
 
 function readPids(file: string): number[] {
   return existsSync(file) ? readFileSync(file, 'utf8').split(/\s+/).filter(Boolean).map(Number) : [];
@@ -75,7 +75,7 @@ describe('nothing survives a normal exit', () => {
 
   test("`leftovers: 'keep'` is not honoured when the policy turns background processes off", async () => {
     await temp.reopen({
-      policy: { ...DEFAULT_POLICY, modes: { ...DEFAULT_POLICY.modes, background: { ...DEFAULT_POLICY.modes.background, allowed: false } } },
+      policy: { ...UNSANDBOXED_POLICY, modes: { ...UNSANDBOXED_POLICY.modes, background: { ...UNSANDBOXED_POLICY.modes.background, allowed: false } } },
     });
     const pids = join(temp.dir, 'pids');
     const result = await temp.gateway.exec({ command: escapeCommand(pids), leftovers: 'keep', timeout: 60_000 });

@@ -5,7 +5,7 @@
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { makeTempDir } from '../helpers/tmp';
+import { makeTempDir, UNSANDBOXED_POLICY_FILE } from '../helpers/tmp';
 import { isAlive, serverEnv, startStdio, structured, textOf, type StdioServer } from './helpers';
 
 const SECRET = 'mcp-lifecycle-secret-4f9Qw2';
@@ -17,7 +17,8 @@ describe('MCP bash: lifecycle and presentation', () => {
 
   beforeAll(async () => {
     mkdirSync(home);
-    server = await startStdio({ cwd: tmp.dir, env: serverEnv(home, { EXECGATE_SECRET_TOKEN: SECRET }) });
+    // Unsandboxed: the first test follows escaped processes from the host.
+    server = await startStdio({ cwd: tmp.dir, env: serverEnv(home, { EXECGATE_SECRET_TOKEN: SECRET, EXECGATE_POLICY: UNSANDBOXED_POLICY_FILE }) });
   });
   afterAll(async () => {
     await server?.close();
