@@ -365,7 +365,6 @@ export class EgressProxy {
       path: outPath,
       headers: toHeaderObject(headers),
       setHost: false,
-      agent: false as const,
       createConnection: () => tls
         ? tlsConnect({
           host: dial.host,

