@@ -73,7 +73,12 @@ class ForgeCa implements EgressCa {
 
   getTrustBundle(): string {
     const path = this.#systemBundle ?? SYSTEM_BUNDLES.find((candidate) => existsSync(candidate));
-    const system = path ? readFileSync(path, 'utf8') : rootCertificates.join('\n');
+    let system: string;
+    try {
+      system = path ? readFileSync(path, 'utf8') : rootCertificates.join('\n');
+    } catch (error) {
+      throw new ExecgateError('EXECGATE_ERR_EGRESS_CA_FAILED', `Could not read the system CA bundle ${path}: ${(error as Error).message}.`, { path }, { cause: error });
+    }
     return `${system.trimEnd()}\n${this.certPem}`;
   }
 

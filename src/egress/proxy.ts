@@ -107,8 +107,12 @@ export class EgressProxy {
   constructor(options: EgressProxyOptions = {}) {
     this.#options = options;
     this.#ca = options.ca;
-    this.#dir = mkdtempSync(join(options.runtimeDir ?? tmpdir(), 'execgate-egress-'));
-    chmodSync(this.#dir, 0o700);
+    try {
+      this.#dir = mkdtempSync(join(options.runtimeDir ?? tmpdir(), 'execgate-egress-'));
+      chmodSync(this.#dir, 0o700);
+    } catch (error) {
+      throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not create the egress runtime directory: ${(error as Error).message}.`, {}, { cause: error });
+    }
   }
 
   /** Open the run's socket; everything the run sends out goes through it until close(). */
