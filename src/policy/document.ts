@@ -68,6 +68,18 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
         ...matchToDocument(restriction.match),
         ...(restriction.reason !== undefined ? { reason: restriction.reason } : {}),
       })),
+      bind: policy.secrets.bind.map((binding) => ({
+        ref: binding.ref,
+        hosts: binding.hosts.map((host) => host.text),
+        delivery: binding.delivery,
+      })),
+    },
+    sandbox: {
+      network: {
+        mode: policy.network.mode,
+        allow: policy.network.allow.map((host) => host.text),
+        deny: policy.network.deny.map((host) => host.text),
+      },
     },
     audit: {
       enabled: policy.audit.enabled,

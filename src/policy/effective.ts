@@ -4,6 +4,7 @@
  * re-validates configuration.
  */
 
+import { OPEN_NETWORK, type NetworkPolicy, type SecretBinding } from '../egress/rules';
 import type { CommandMatch } from './match';
 
 export type ExecMode = 'sync' | 'pty' | 'background';
@@ -80,7 +81,11 @@ export interface EffectivePolicy {
     readonly allow: readonly string[];
     /** Per-reference command restrictions; every one that applies to a reference must be met. */
     readonly restrict: readonly SecretRestriction[];
+    /** Secrets bound to the hosts they are for (`secrets.bind`), validated. */
+    readonly bind: readonly SecretBinding[];
   };
+  /** `sandbox.network`: what a sandboxed run may reach through the egress proxy. */
+  readonly network: NetworkPolicy;
   /** Working directories: a request's cwd (symlinks resolved) must be inside a root; empty = anywhere. */
   readonly cwd: {
     readonly roots: readonly string[];
@@ -140,7 +145,8 @@ export const DEFAULT_POLICY: EffectivePolicy = deepFreeze({
     set: {},
   },
   background: { maxConcurrent: 64, maxFileBytes: 256 * 1024 * 1024, ringBytes: 64 * 1024, onClose: 'kill' },
-  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [] },
+  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [], bind: [] },
+  network: OPEN_NETWORK,
   cwd: { roots: [] },
   rules: { default: 'allow', list: [] },
   audit: { enabled: true, fingerprints: true, env: true },

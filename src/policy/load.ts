@@ -19,6 +19,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { isExecgateError } from '../errors';
+import { parseHostPattern } from '../egress/hosts';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from '../egress/rules';
 import { DEFAULT_POLICY, EXEC_MODES, deepFreeze, type CommandRule, type EffectivePolicy, type ExecMode, type SecretRestriction } from './effective';
 import { toCommandWords, type CommandMatch } from './match';
 import { createPolicyError, formatPath, type PathSegment, type PolicyErrorCode, type PolicyProblem } from './problems';
@@ -267,6 +270,32 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
     }
   }
 
+  // Host patterns and bindings are checked here so that a typo is reported with its position and
+  // its own code, not discovered when a run needs the network.
+  const egressProblem = (path: PathSegment[], error: unknown): void => {
+    const where = locate(source, path);
+    const code = isExecgateError(error) && (error.code === 'EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_BIND_INVALID')
+      ? error.code
+      : 'EXECGATE_ERR_POLICY_INVALID';
+    problems.push({ code, file: source.file, line: where.line, column: where.column, path: formatPath(path), message: (error as Error).message });
+  };
+  for (const key of ['allow', 'deny']) {
+    (get(doc, ['sandbox', 'network', key]) as unknown[] | undefined)?.forEach((pattern, index) => {
+      try {
+        parseHostPattern(pattern, `sandbox.network.${key}[${index}]`);
+      } catch (error) {
+        egressProblem(['sandbox', 'network', key, index], error);
+      }
+    });
+  }
+  (get(doc, ['secrets', 'bind']) as Doc[] | undefined)?.forEach((binding, index) => {
+    try {
+      normalizeSecretBindings([binding]);
+    } catch (error) {
+      egressProblem(['secrets', 'bind', index], error);
+    }
+  });
+
   const mode = get(doc, ['env', 'mode']);
   const allowlist = get(doc, ['env', 'allowlist']) as string[] | undefined;
   if (mode === 'inherit' && allowlist && allowlist.length > 0) {
@@ -277,7 +306,7 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
 
 // --- merging ---------------------------------------------------------------------------------
 
-const ACCUMULATED = new Set(['rules.list', 'secrets.restrict', 'env.strip', 'env.secretNamePatterns', 'env.secretValuePatterns']);
+const ACCUMULATED = new Set(['rules.list', 'secrets.restrict', 'secrets.bind', 'sandbox.network.deny', 'env.strip', 'env.secretNamePatterns', 'env.secretValuePatterns']);
 
 interface ItemOrigin {
   readonly entry: FileEntry;
@@ -289,7 +318,7 @@ function mergeEntries(entries: readonly FileEntry[]): { merged: Doc; origins: Ma
   const origins = new Map<string, FileEntry>();
   const items = new Map<object, ItemOrigin>();
   for (const entry of entries) {
-    for (const key of ['rules.list', 'secrets.restrict']) {
+    for (const key of ['rules.list', 'secrets.restrict', 'secrets.bind']) {
       (get(entry.doc, key.split('.')) as object[] | undefined)?.forEach((item, index) => items.set(item, { entry, index }));
     }
     mergeInto(merged, entry.doc, [], entry, origins);
@@ -353,6 +382,23 @@ function checkConflicts(merged: Doc, origins: Map<string, FileEntry>, items: Map
   const modeFrom = origins.get('env.mode');
   if (envMode === 'inherit' && allowlist && allowlist.length > 0 && listFrom && (!modeFrom || listFrom.order > modeFrom.order)) {
     report(listFrom, ['env', 'allowlist'], 'has no effect: `env.mode` is `inherit`, which copies every variable; set `env.mode: allowlist` or remove the list');
+  }
+
+  const bound = new Map<string, ItemOrigin>();
+  for (const item of (get(merged, ['secrets', 'bind']) as Doc[] | undefined) ?? []) {
+    const origin = items.get(item) as ItemOrigin;
+    const previous = bound.get(item.ref as string);
+    if (previous) {
+      const where = locate(origin.entry.source, ['secrets', 'bind', origin.index, 'ref']);
+      const first = previous.entry === origin.entry ? 'earlier in this file' : `in ${previous.entry.source.file}`;
+      problems.push({
+        code: 'EXECGATE_ERR_EGRESS_BIND_INVALID', file: origin.entry.source.file, line: where.line, column: where.column,
+        path: formatPath(['secrets', 'bind', origin.index, 'ref']),
+        message: `\`${String(item.ref)}\` is already bound ${first}; list all its hosts in one entry`,
+      });
+    } else {
+      bound.set(item.ref as string, origin);
+    }
   }
 
   const ids = new Map<string, { entry: FileEntry; path: PathSegment[] }>();
@@ -464,7 +510,9 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
       minLength: (at('secrets.minLength') as number | undefined) ?? D.secrets.minLength,
       allow: list('secrets.allow', D.secrets.allow),
       restrict,
+      bind: normalizeSecretBindings(at('secrets.bind')),
     },
+    network: normalizeNetworkPolicy(at('sandbox.network')),
     cwd: { roots: list<string>('cwd.roots', D.cwd.roots).map((root) => expandHome(root, homeDir)) },
     rules: {
       default: (at('rules.default') as 'allow' | 'deny' | undefined) ?? D.rules.default,
