@@ -34,15 +34,19 @@ export function checkEgress(options: {
   const used = new Set(options.refs);
   const bound = options.bindings.filter((binding) => used.has(binding.ref));
   for (const binding of bound) {
-    if (binding.delivery === 'inject' && !options.sandboxed) {
-      throw new ExecgateError(
-        'EXECGATE_ERR_EGRESS_INJECT_NEEDS_SANDBOX',
-        `<<${binding.ref}>> is bound with \`delivery: inject\`, which needs the sandbox (the run must have no network but the gateway's proxy); this run is not sandboxed. Enable the sandbox or use \`delivery: env\`.`,
-        { ref: binding.ref },
-      );
-    }
     if (!binding.hosts.some((host) => isReachable(options.network, host))) {
       throw unreachable(binding, `none of its hosts (${binding.hosts.map((h) => h.text).join(', ')}) is reachable under \`sandbox.network\` (mode \`${options.network.mode}\`)`);
+    }
+    if (!options.sandboxed) {
+      // Both deliveries are enforced on the network path; an unsandboxed run has its own network.
+      const why = binding.delivery === 'inject'
+        ? 'its value is delivered by the egress proxy, which only a sandboxed run is forced through'
+        : `its value may reach only ${binding.hosts.map((h) => h.text).join(', ')}, which only a sandboxed run can be held to`;
+      throw new ExecgateError(
+        'EXECGATE_ERR_EGRESS_NEEDS_SANDBOX',
+        `<<${binding.ref}>> is bound to hosts in \`secrets.bind\` (${why}); this run is not sandboxed. Run it sandboxed or remove the binding. Nothing was run.`,
+        { ref: binding.ref },
+      );
     }
   }
   const narrowing = bound.filter((binding) => binding.delivery === 'env');

@@ -9,6 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ExecgateError } from '../errors';
+import { checkEgress } from '../egress/plan';
 import { sanitizeEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
 import { Redactor } from '../redact';
@@ -137,6 +138,16 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       },
     );
   }
+
+  // Secrets bound to hosts (`secrets.bind`) are checked before any store is asked: one that could
+  // never reach its hosts, or a run that could not be held to them, refuses the request here.
+  // Runs are not sandboxed yet, so a bound secret fails closed until the sandbox step sets this.
+  checkEgress({
+    network: policy.network,
+    bindings: policy.secrets.bind,
+    refs: tokens.map((token) => `${token.kind}:${token.id}`),
+    sandboxed: false,
+  });
 
   const resolution = await context.refs.resolveTokens(tokens);
 

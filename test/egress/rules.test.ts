@@ -119,7 +119,7 @@ describe('secrets.bind', () => {
 
   test('inject without a sandbox is refused before anything resolves', () => {
     const network = normalizeNetworkPolicy({ mode: 'open' });
-    expect(codeOf(() => checkEgress({ network, bindings, refs: ['secret:gh'], sandboxed: false }))).toBe('EXECGATE_ERR_EGRESS_INJECT_NEEDS_SANDBOX');
+    expect(codeOf(() => checkEgress({ network, bindings, refs: ['secret:gh'], sandboxed: false }))).toBe('EXECGATE_ERR_EGRESS_NEEDS_SANDBOX');
     // A request that does not use the bound secret is not affected.
     expect(checkEgress({ network, bindings, refs: ['secret:unbound'], sandboxed: false })).toEqual({ narrowing: [], injected: [] });
   });
