@@ -92,6 +92,10 @@ interface RunContext {
   readonly sockets: Set<Duplex>;
 }
 
+// Larger stream buffers than Node's 16 KiB default: a proxied body is copied through four streams,
+// and fewer, larger chunks halve the per-chunk cost (measured with bench/egress.js).
+const STREAM_HIGH_WATER_MARK = 256 * 1024;
+
 const HOP_BY_HOP = new Set([
   'connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'upgrade', 'transfer-encoding',
 ]);
@@ -226,7 +230,7 @@ export class EgressProxy {
   #getHttpServer(context: RunContext): HttpServer {
     let server = this.#httpServers.get(context);
     if (!server) {
-      server = createHttpServer();
+      server = createHttpServer({ highWaterMark: STREAM_HIGH_WATER_MARK });
       server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.#onPlainRequest(context, req, res));
       server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => void this.#onConnect(context, req, socket, head));
       this.#httpServers.set(context, server);
@@ -274,7 +278,7 @@ export class EgressProxy {
       return;
     }
     const dial = this.#dialTarget(decision.address, decision.port);
-    const upstream = netConnect(dial.port, dial.host);
+    const upstream = netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never);
     upstream.once('connect', () => {
       this.#record(decision);
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -377,7 +381,8 @@ export class EgressProxy {
           ca: this.#options.upstreamCa ? [...rootCertificates, ...this.#options.upstreamCa] : undefined,
           ALPNProtocols: ['http/1.1'],
         })
-        : netConnect(dial.port, dial.host),
+        : netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never),
+      highWaterMark: STREAM_HIGH_WATER_MARK,
     };
     const upstream = (tls ? httpsRequest : httpRequest)(requestOptions as never, (response) => {
       const redact = bound.length > 0 || context.redactor.size > 0;
