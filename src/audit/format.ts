@@ -86,6 +86,11 @@ export function formatRunStory(summary: RunSummary, records: readonly Record<str
   }
   if (summary.envRemoved?.length) lines.push(`env cut   ${summary.envRemoved.map(escapeTerminal).join(', ')}`);
   if (summary.envWithheld?.length) lines.push(`withheld  ${summary.envWithheld.map(escapeTerminal).join(', ')}`);
+  for (const egress of summary.egress) {
+    const target = escapeTerminal(`${egress.host}${egress.port !== undefined ? `:${egress.port}` : ''}`);
+    const injected = egress.injected.length ? `, injected ${egress.injected.map((ref) => escapeTerminal(`<<${ref}>>`)).join(' ')}` : '';
+    lines.push(`egress    ${egress.allowed ? 'allowed' : 'DENIED '} ${target} (${escapeTerminal(egress.via)}, rule ${escapeTerminal(egress.rule ?? '-')}${injected})`);
+  }
   lines.push('records:');
   for (const record of records) {
     const details: string[] = [];

@@ -122,9 +122,18 @@ function rowClass(summary: RunSummary): string {
 }
 
 function renderRefs(summary: RunSummary): string {
-  return summary.refs
-    .map((ref) => `<span class="ref${ref.found === false ? ' missing' : ''}">${escapeHtml(ref.ref ?? `<<${ref.kind}:${ref.id}>>`)}</span>`)
-    .join(' ');
+  const refs = summary.refs
+    .map((ref) => `<span class="ref${ref.found === false ? ' missing' : ''}">${escapeHtml(ref.ref ?? `<<${ref.kind}:${ref.id}>>`)}</span>`);
+  // Egress decisions of the run: each host once, denied ones marked (the full list is in `audit show`).
+  const hosts = new Map<string, { allowed: boolean; injected: boolean }>();
+  for (const egress of summary.egress) {
+    const key = `${egress.host}${egress.port !== undefined ? `:${egress.port}` : ''}`;
+    const seen = hosts.get(key) ?? { allowed: true, injected: false };
+    hosts.set(key, { allowed: seen.allowed && egress.allowed, injected: seen.injected || egress.injected.length > 0 });
+  }
+  const egress = [...hosts].map(([host, state]) =>
+    `<span class="egress${state.allowed ? '' : ' denied'}" title="${state.allowed ? 'allowed' : 'denied'}${state.injected ? ', secret injected' : ''}">${state.allowed ? '' : '&#x2715; '}${escapeHtml(host)}${state.injected ? ' &#x1F511;' : ''}</span>`);
+  return [...refs, ...egress].join(' ');
 }
 
 function renderRunRows(runs: readonly RunSummary[], detail: 'run' | 'denied' | 'failed'): string {
@@ -151,7 +160,7 @@ function renderRunRows(runs: readonly RunSummary[], detail: 'run' | 'denied' | '
 function runTable(caption: string, runs: Latest<RunSummary>, detail: 'run' | 'denied' | 'failed', id: string): string {
   const shown = runs.items;
   const more = runs.total > shown.length ? ` (the latest ${shown.length} of ${runs.total})` : ` (${runs.total})`;
-  const last = detail === 'run' ? 'references' : detail === 'denied' ? 'rule and reason' : 'why';
+  const last = detail === 'run' ? 'references and egress' : detail === 'denied' ? 'rule and reason' : 'why';
   if (shown.length === 0) return `<section id="${id}"><h2>${escapeHtml(caption)} (0)</h2><p class="empty">None.</p></section>`;
   return `<section id="${id}"><h2>${escapeHtml(caption + more)}</h2>
 <table><thead><tr><th>time (UTC)</th><th>run</th><th>actor</th><th>decision</th><th>exit</th><th>duration</th><th>command</th><th>${last}</th></tr></thead>
@@ -196,6 +205,7 @@ td.cmd code{white-space:pre-wrap;word-break:break-all;font-size:12px}
 tr.denied{background:#fde2e1}tr.denied td.decision{color:#a50e0e;font-weight:700}
 tr.failed{background:#fff4d6}tr.failed td.exit{color:#8a5300;font-weight:700}
 .ref{font-family:ui-monospace,monospace;font-size:12px;background:#eef;border-radius:3px;padding:0 3px}.ref.missing{background:#eee;color:#777}
+.egress{font-family:ui-monospace,monospace;font-size:12px;background:#e3f5e1;border-radius:3px;padding:0 3px}.egress.denied{background:#fde2e1;color:#a50e0e}
 .verify{padding:8px 10px;border-radius:6px;font-weight:600}.verify.ok{background:#e3f5e1;color:#185c12}.verify.broken{background:#a50e0e;color:#fff}.verify.unknown{background:#eee}
 .cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;padding:8px 14px;min-width:90px}.card b{display:block;font-size:22px}
 .card.deny b{color:#a50e0e}.card.fail b{color:#8a5300}

@@ -20,6 +20,16 @@ export interface RunRef {
   readonly fingerprint?: string;
 }
 
+/** One egress decision of a run (`egress.decision` records). */
+export interface RunEgress {
+  readonly via: string;
+  readonly host: string;
+  readonly port: number | undefined;
+  readonly allowed: boolean;
+  readonly rule: string | undefined;
+  readonly injected: string[];
+}
+
 export type Decision = 'allowed' | 'denied' | 'rejected' | 'requested' | 'event';
 
 export interface RunSummary {
@@ -49,6 +59,8 @@ export interface RunSummary {
   refs: RunRef[];
   envRemoved?: string[];
   envWithheld?: string[];
+  /** Network connections and intercepted requests, in order (sandboxed runs). */
+  egress: RunEgress[];
   /** `finished`, `failed`, or undefined while no end record was seen. */
   end?: 'finished' | 'failed';
   /** The records as stored (only kept when asked). */
@@ -95,6 +107,7 @@ function newSummary(record: ChainRecord): RunSummary {
     refs: [],
     envRemoved: undefined,
     envWithheld: undefined,
+    egress: [],
     end: undefined,
     lines: undefined,
     record: undefined,
@@ -158,6 +171,16 @@ export function applyRecord(summary: RunSummary, record: ChainRecord): void {
       if (typeof record.killed === 'boolean') summary.killed = record.killed;
       if (typeof record.durationMs === 'number') summary.durationMs = record.durationMs;
       if (typeof record.redactions === 'number') summary.redactions = record.redactions;
+      break;
+    case 'egress.decision':
+      summary.egress.push({
+        via: String(record.via),
+        host: String(record.host),
+        port: typeof record.port === 'number' ? record.port : undefined,
+        allowed: record.allowed === true,
+        rule: asString(record.rule),
+        injected: asNames(record.injected) ?? [],
+      });
       break;
     case 'exec.failed':
       summary.end = 'failed';
