@@ -17,6 +17,7 @@ import type { RefStore } from '../refs/store';
 import { substituteTokens, type Replacement } from '../refs/substitute';
 import { scanTokens } from '../refs/tokens';
 import { decideRequest, type Decision } from '../policy/decide';
+import { validateUnknownRefs } from '../policy/unknown-refs';
 import type { RefKind } from '../refs/types';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
 import { RUN_ID_VARIABLE } from './terminate';
@@ -150,6 +151,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   });
 
   const resolution = await context.refs.resolveTokens(tokens);
+  validateUnknownRefs(policy, resolution.refs);
 
   const redactor = new Redactor({ minLength: policy.secrets.minLength });
   const secrets: Array<{ value: string; label: string }> = [];

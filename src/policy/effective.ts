@@ -37,6 +37,8 @@ export interface SecretRestriction {
   readonly reason?: string;
 }
 
+export type UnknownRefPolicy = 'literal' | 'warn' | 'deny';
+
 export interface EffectivePolicy {
   /** Where the policy came from: a file path, or `<embedded default>`. */
   readonly source: string;
@@ -81,6 +83,8 @@ export interface EffectivePolicy {
     readonly allow: readonly string[];
     /** Per-reference command restrictions; every one that applies to a reference must be met. */
     readonly restrict: readonly SecretRestriction[];
+    /** A reference no source knows: pass it on as text, do that and warn, or refuse the run. */
+    readonly unknown: UnknownRefPolicy;
     /** Secrets bound to the hosts they are for (`secrets.bind`), validated. */
     readonly bind: readonly SecretBinding[];
   };
@@ -145,7 +149,7 @@ export const DEFAULT_POLICY: EffectivePolicy = deepFreeze({
     set: {},
   },
   background: { maxConcurrent: 64, maxFileBytes: 256 * 1024 * 1024, ringBytes: 64 * 1024, onClose: 'kill' },
-  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [], bind: [] },
+  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [], unknown: 'literal', bind: [] },
   network: OPEN_NETWORK,
   cwd: { roots: [] },
   rules: { default: 'allow', list: [] },
