@@ -14,3 +14,4 @@ export { createEgressCa, type EgressCa } from './ca';
 export { EgressProxy, type EgressDecision, type EgressProxyOptions, type EgressRun, type EgressRunOptions } from './proxy';
 export { getSandboxEgress, EGRESS_MOUNT, DEFAULT_BRIDGE_PORT, type SandboxEgress } from './bridge';
 export { EGRESS_AUDIT_EVENT, getEgressAuditFields } from './audit';
+export { openRunEgress, type RunEgress } from './run';

@@ -66,6 +66,8 @@ export interface EgressProxyOptions {
   readonly upstreamCa?: readonly string[];
   /** The CA used for interception; created on first need when absent. */
   readonly ca?: EgressCa;
+  /** Milliseconds a connection to a destination may take to open; default 30 s. */
+  readonly connectTimeout?: number;
 }
 
 export interface EgressRunOptions {
@@ -219,7 +221,7 @@ export class EgressProxy {
       if (!first) return void socket.destroy();
       socket.unshift(first);
       if (first[0] === 0x05) {
-        void handleSocks(socket, (host, port) => this.#decide(context, 'socks', host, port), (decision) => this.#record(decision), (address, port) => this.#dialTarget(address, port));
+        void handleSocks(socket, (host, port) => this.#decide(context, 'socks', host, port), (decision) => this.#record(decision), (address, port) => this.#dialTarget(address, port), (socket) => this.#limitConnect(socket));
       } else {
         this.#getHttpServer(context).emit('connection', socket);
       }
@@ -256,6 +258,14 @@ export class EgressProxy {
     this.#options.onDecision?.(Object.freeze(decision));
   }
 
+  /** A destination that never answers must not hold a client forever: bound the connect phase only. */
+  #limitConnect<T extends Socket>(socket: T): T {
+    const limit = this.#options.connectTimeout ?? 30_000;
+    socket.setTimeout(limit, () => socket.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })));
+    socket.once(socket instanceof TLSSocket ? 'secureConnect' : 'connect', () => socket.setTimeout(0));
+    return socket;
+  }
+
   #dialTarget(address: string, port: number): { host: string; port: number } {
     return this.#options.dial ? this.#options.dial(address, port) : { host: address, port };
   }
@@ -278,7 +288,7 @@ export class EgressProxy {
       return;
     }
     const dial = this.#dialTarget(decision.address, decision.port);
-    const upstream = netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never);
+    const upstream = this.#limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
     upstream.once('connect', () => {
       this.#record(decision);
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -373,7 +383,7 @@ export class EgressProxy {
       path: outPath,
       headers: toHeaderObject(headers),
       setHost: false,
-      createConnection: () => tls
+      createConnection: () => this.#limitConnect(tls
         ? tlsConnect({
           host: dial.host,
           port: dial.port,
@@ -381,7 +391,7 @@ export class EgressProxy {
           ca: this.#options.upstreamCa ? [...rootCertificates, ...this.#options.upstreamCa] : undefined,
           ALPNProtocols: ['http/1.1'],
         })
-        : netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never),
+        : netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never)),
       highWaterMark: STREAM_HIGH_WATER_MARK,
     };
     const upstream = (tls ? httpsRequest : httpRequest)(requestOptions as never, (response) => {

@@ -14,6 +14,7 @@ export async function handleSocks(
   decide: (host: string, port: number) => Promise<EgressDecision>,
   record: (decision: EgressDecision) => void,
   dial: (address: string, port: number) => { host: string; port: number } = (host, port) => ({ host, port }),
+  limit: (socket: Socket) => Socket = (socket) => socket,
 ): Promise<void> {
   try {
     const greeting = await readBytes(socket, 2);
@@ -37,7 +38,7 @@ export async function handleSocks(
       return void reply(socket, decision.rule.startsWith('address:') ? REPLY.hostUnreachable : REPLY.notAllowed, true);
     }
     const target = dial(decision.address, decision.port);
-    const upstream = connect(target.port, target.host);
+    const upstream = limit(connect(target.port, target.host));
     upstream.once('connect', () => {
       record(decision);
       reply(socket, REPLY.ok, false);

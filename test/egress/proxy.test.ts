@@ -3,7 +3,9 @@
  * per-run registration, response redaction of headers and bodies, audit records.
  */
 import { request } from 'node:http';
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
+import { request as httpsRequest } from 'node:https';
+import { connect as tlsConnect } from 'node:tls';
 import { makeTempDir } from '../helpers/tmp';
 import { EgressProxy, type EgressDecision, type EgressRun } from '../../src/egress/proxy';
 import { normalizeNetworkPolicy } from '../../src/egress/rules';
@@ -144,4 +146,40 @@ test('closing a run removes its socket; the proxy refuses new runs after close',
 
 test('a runtime directory that cannot be used is a coded error', () => {
   expect(() => new EgressProxy({ runtimeDir: '/nonexistent/dir' })).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_EGRESS_PROXY_FAILED' }));
+});
+
+test('a destination that accepts but never completes TLS gets a 502 after the connect limit, not a hang', async () => {
+  const silent = createServer(() => { /* accepts and never speaks */ });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const seen: EgressDecision[] = [];
+  const slow = new EgressProxy({
+    runtimeDir: tmp.dir,
+    resolver: async () => ['203.0.113.99'],
+    dial: () => ({ host: '127.0.0.1', port: (silent.address() as AddressInfo).port }),
+    connectTimeout: 300,
+    onDecision: (d) => seen.push(d),
+  });
+  try {
+    const run = await slow.openRun({
+      runId: 'run-e',
+      network: normalizeNetworkPolicy({ mode: 'open' }),
+      injections: [{ ref: 'secret:api', value: VALUE, sentinel: SENTINEL, hosts: parseHostPatterns(['silent.test'], 'hosts') }],
+    });
+    const socket = connect(run.socketPath);
+    socket.write('CONNECT silent.test:443 HTTP/1.1\r\nHost: silent.test:443\r\n\r\n');
+    await new Promise<void>((resolve) => socket.once('data', () => resolve()));
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpsRequest({ createConnection: () => tlsConnect({ socket, servername: 'silent.test', ca: slow.getCaCertificate() }), host: 'silent.test', port: 443, path: '/' }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(502);
+    expect(seen.at(-1)).toMatchObject({ via: 'https-intercepted', host: 'silent.test', allowed: false, rule: 'upstream-failed:ETIMEDOUT' });
+  } finally {
+    await slow.close();
+    silent.close();
+  }
 });

@@ -8,7 +8,8 @@ import { gunzipSync } from 'node:zlib';
 import { makeTempDir } from '../helpers/tmp';
 import { EgressProxy, type EgressDecision, type EgressRun } from '../../src/egress/proxy';
 import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';
-import { checkEgress, createInjections } from '../../src/egress/plan';
+import { checkEgress } from '../../src/egress/plan';
+import { openRunEgress } from '../../src/egress/run';
 import { makeGitRepo, makeNames, publicCa, runSandboxed, startService, type TestService } from './helpers';
 
 const VALUE = 'ghp_R3alT0kenValue9xYzQ8wVu7tSr6qPo5nM4';
@@ -47,9 +48,8 @@ beforeEach(() => {
 async function openRun(policy: unknown, bind: unknown, runId: string): Promise<{ run: EgressRun; sentinel: string | undefined }> {
   const network = normalizeNetworkPolicy(policy);
   const check = checkEgress({ network, bindings: normalizeSecretBindings(bind), refs: [REF], sandboxed: true });
-  const injections = createInjections(check, new Map([[REF, VALUE]]));
-  const run = await proxy.openRun({ runId, network, narrowing: check.narrowing, injections });
-  return { run, sentinel: injections[0]?.sentinel };
+  const { run, sentinels } = await openRunEgress(proxy, { runId, network, check, values: new Map([[REF, VALUE]]) });
+  return { run, sentinel: sentinels.get(REF) };
 }
 
 const bound = [{ ref: REF, hosts: ['allowed.test'], delivery: 'inject' }];
