@@ -3,7 +3,7 @@ import { X509Certificate } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import { Readable } from 'node:stream';
 import { ExecgateError } from '../../src/errors';
-import { getAddressRefusal } from '../../src/egress/address';
+import { getAddressRefusal, resolveAllowed, systemResolver } from '../../src/egress/address';
 import { createEgressCa } from '../../src/egress/ca';
 import { matchesHost, parseHostPattern } from '../../src/egress/hosts';
 import { getSwaps, swapHeaderValue, SwapStream } from '../../src/egress/inject';
@@ -202,6 +202,12 @@ describe('resolved-address check', () => {
     ['::', 'unspecified'], ['224.0.0.1', 'multicast-or-reserved'], ['255.255.255.255', 'multicast-or-reserved'],
   ])('%s is refused as %s', (address, why) => {
     expect(getAddressRefusal(address)).toBe(why);
+  });
+
+  test('numeric spellings of loopback that reach the system resolver as names are still refused', async () => {
+    for (const name of ['2130706433', '0x7f000001', '0177.0.0.1', '127.1', 'localhost']) {
+      expect(await resolveAllowed(name, systemResolver)).toEqual({ refusal: 'loopback' });
+    }
   });
 
   test('public addresses pass; this host\'s own addresses do not', () => {
