@@ -67,8 +67,9 @@ export function getSandboxEgress(run: EgressRun, options: { port?: number; nodeP
     for (const name of ['SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO']) env[name] = bundle;
   }
   return Object.freeze({
-    // --bind, not --ro-bind: connect(2) on a Unix socket needs write access to its inode.
-    bwrapArgs: Object.freeze(['--unshare-net', '--bind', run.dir, EGRESS_MOUNT]),
+    // Read-only: connect(2) on the socket still works, while the CA bundle and the Node preload
+    // (hard links shared by every run of the gateway) cannot be rewritten from inside.
+    bwrapArgs: Object.freeze(['--unshare-net', '--ro-bind', run.dir, EGRESS_MOUNT]),
     env: Object.freeze(env),
     wrap: (argv: readonly string[]) => [nodePath, '-e', BRIDGE_SOURCE, '--', `${EGRESS_MOUNT}/egress.sock`, String(port), ...argv],
   });

@@ -123,6 +123,12 @@ describe('injection through real clients in a sandbox', () => {
     expect(result.stdout).toBe('ca.pem\negress.sock\nnode-preload.cjs\nhas-certs\nno-keys\n');
   });
 
+  test('the shared CA bundle and Node preload cannot be rewritten from inside (read-only bind)', async () => {
+    const script = 'for f in ca.pem node-preload.cjs new-file; do (echo x >> /tmp/.execgate-egress/$f) 2>/dev/null && echo "wrote $f"; done; rm -f /tmp/.execgate-egress/egress.sock 2>/dev/null && echo removed; echo end';
+    const result = await runSandboxed(run, script);
+    expect(result.stdout).toBe('end\n');
+  });
+
   test('SOCKS5 reaches an allowed host but is never intercepted: the sentinel stays a sentinel', async () => {
     const result = await runSandboxed(run, 'curl -sS -o /dev/null --socks5-hostname 127.0.0.1:3128 -H "X: $TOKEN" http://allowed.test/socks', { TOKEN: sentinel });
     expect(result.stderr).toBe('');
