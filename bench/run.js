@@ -28,6 +28,7 @@ const FIGURES = [
   'cli-start.js',
   'mcp.js',
   'egress.js',
+  'sandbox.js',
 ];
 
 function runFigureProcess(file, args, reportPath, env) {

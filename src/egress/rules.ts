@@ -40,6 +40,8 @@ const REF = /^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$/;
 
 export const OPEN_NETWORK: NetworkPolicy = Object.freeze({ mode: 'open', allow: Object.freeze([]), deny: Object.freeze([]) });
 
+export const NO_NETWORK: NetworkPolicy = Object.freeze({ mode: 'none', allow: Object.freeze([]), deny: Object.freeze([]) });
+
 export function normalizeNetworkPolicy(input: unknown): NetworkPolicy {
   if (input === undefined) return OPEN_NETWORK;
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {

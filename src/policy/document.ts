@@ -75,13 +75,6 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
         delivery: binding.delivery,
       })),
     },
-    sandbox: {
-      network: {
-        mode: policy.network.mode,
-        allow: policy.network.allow.map((host) => host.text),
-        deny: policy.network.deny.map((host) => host.text),
-      },
-    },
     audit: {
       enabled: policy.audit.enabled,
       ...(policy.audit.path !== undefined ? { path: policy.audit.path } : {}),
@@ -91,6 +84,23 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
       ...(policy.audit.fsync !== undefined ? { fsync: policy.audit.fsync } : {}),
       fingerprints: policy.audit.fingerprints,
       env: policy.audit.env,
+    },
+    sandbox: {
+      mode: policy.sandbox.mode,
+      ...(policy.sandbox.helper !== undefined ? { helper: policy.sandbox.helper } : {}),
+      // The plain spelling when the egress policy says no more than it; the egress object otherwise.
+      network: policy.network.mode === policy.sandbox.network && policy.network.allow.length === 0 && policy.network.deny.length === 0
+        ? policy.sandbox.network
+        : {
+          mode: policy.network.mode,
+          allow: policy.network.allow.map((host) => host.text),
+          deny: policy.network.deny.map((host) => host.text),
+        },
+      filesystem: {
+        hidden: [...policy.sandbox.filesystem.hidden],
+        writable: [...policy.sandbox.filesystem.writable],
+        readOnly: [...policy.sandbox.filesystem.readOnly],
+      },
     },
   };
 }

@@ -10,9 +10,10 @@
  * Merging, base first and each file on top of what it extends:
  *   - mappings merge key by key; a scalar replaces the one below;
  *   - lists that add restrictions accumulate: `rules.list`, `secrets.restrict`, `env.strip`,
- *     `env.secretNamePatterns`, `env.secretValuePatterns` (a base's rules come first);
+ *     `env.secretNamePatterns`, `env.secretValuePatterns`, `sandbox.filesystem.hidden`,
+ *     `sandbox.filesystem.readOnly` (a base's rules come first);
  *   - lists that grant something are replaced whole: `cwd.roots`, `env.allowlist`,
- *     `env.allowSecrets`, `secrets.allow`.
+ *     `env.allowSecrets`, `secrets.allow`, `sandbox.filesystem.writable`.
  * Keys no file sets keep the embedded default.
  */
 import { createHash } from 'node:crypto';
@@ -306,7 +307,10 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
 
 // --- merging ---------------------------------------------------------------------------------
 
-const ACCUMULATED = new Set(['rules.list', 'secrets.restrict', 'secrets.bind', 'sandbox.network.deny', 'env.strip', 'env.secretNamePatterns', 'env.secretValuePatterns']);
+const ACCUMULATED = new Set([
+  'rules.list', 'secrets.restrict', 'secrets.bind', 'env.strip', 'env.secretNamePatterns', 'env.secretValuePatterns',
+  'sandbox.filesystem.hidden', 'sandbox.filesystem.readOnly', 'sandbox.network.deny',
+]);
 
 interface ItemOrigin {
   readonly entry: FileEntry;
@@ -335,10 +339,12 @@ function mergeInto(target: Doc, source: Doc, path: string[], entry: FileEntry, o
     if (ACCUMULATED.has(name)) {
       const before = (target[key] as unknown[] | undefined) ?? [];
       const combined = [...before, ...(value as unknown[])];
-      target[key] = name.startsWith('env.') ? [...new Set(combined)] : combined;
+      target[key] = name.startsWith('env.') || name.startsWith('sandbox.') ? [...new Set(combined)] : combined;
       origins.set(name, entry);
     } else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      const child = (target[key] as Doc | undefined) ?? {};
+      // A layer may replace a scalar with an object (`sandbox.network: none` -> `{mode: allowlist}`).
+      const existing = target[key];
+      const child = existing !== null && typeof existing === 'object' && !Array.isArray(existing) ? (existing as Doc) : {};
       target[key] = child;
       mergeInto(child, value as Doc, keyPath, entry, origins);
     } else {
@@ -440,6 +446,11 @@ function expandHome(path: string, homeDir: string): string {
   return resolve(path);
 }
 
+/** `~` forms stay as they are (expanded per run); anything else becomes a normalized absolute path. */
+function keepHome(path: string): string {
+  return path === '~' || path.startsWith('~/') ? path : resolve(path);
+}
+
 function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string, homeDir: string): EffectivePolicy {
   const D = DEFAULT_POLICY;
   const at = (path: string): unknown => get(doc, path.split('.'));
@@ -513,7 +524,9 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
       unknown: (at('secrets.unknown') as EffectivePolicy['secrets']['unknown'] | undefined) ?? D.secrets.unknown,
       bind: normalizeSecretBindings(at('secrets.bind')),
     },
-    network: normalizeNetworkPolicy(at('sandbox.network')),
+    network: at('sandbox.network') === undefined
+      ? D.network
+      : normalizeNetworkPolicy(typeof at('sandbox.network') === 'string' ? { mode: at('sandbox.network') } : at('sandbox.network')),
     cwd: { roots: list<string>('cwd.roots', D.cwd.roots).map((root) => expandHome(root, homeDir)) },
     rules: {
       default: (at('rules.default') as 'allow' | 'deny' | undefined) ?? D.rules.default,
@@ -529,6 +542,19 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
       ...(at('audit.fsync') !== undefined ? { fsync: at('audit.fsync') as 'always' | 'before-spawn' | 'never' } : {}),
       fingerprints: (at('audit.fingerprints') as boolean | undefined) ?? D.audit.fingerprints,
       env: (at('audit.env') as boolean | undefined) ?? D.audit.env,
+    },
+    sandbox: {
+      mode: (at('sandbox.mode') as 'required' | 'auto' | 'off' | undefined) ?? D.sandbox.mode,
+      ...(at('sandbox.helper') !== undefined ? { helper: at('sandbox.helper') as string } : {}),
+      // An egress policy object means the private namespace; the egress proxy is the way out.
+      network: typeof at('sandbox.network') === 'object' ? 'none' : (at('sandbox.network') as 'none' | 'open' | undefined) ?? D.sandbox.network,
+      filesystem: {
+        // The built-in credential list always applies; a policy adds to it. `~` is kept and
+        // expanded when a run is planned, against the HOME of the gateway that runs it.
+        hidden: [...new Set([...D.sandbox.filesystem.hidden, ...list<string>('sandbox.filesystem.hidden', []).map((p) => keepHome(p))])],
+        writable: list<string>('sandbox.filesystem.writable', D.sandbox.filesystem.writable).map((p) => keepHome(p)),
+        readOnly: list<string>('sandbox.filesystem.readOnly', D.sandbox.filesystem.readOnly).map((p) => keepHome(p)),
+      },
     },
   };
   return deepFreeze(policy);

@@ -21,11 +21,14 @@ function loadError(files: Record<string, string>, entry = 'policy.yaml'): { code
   throw new Error('the policy loaded');
 }
 
-test('default is open, strict is an empty allowlist, ci binds its tokens by injection', () => {
-  expect(loadPolicyFile(join(POLICIES, 'default.yaml')).policy.network.mode).toBe('open');
+test('default is loopback only (`network: none`), strict an empty allowlist, ci binds its tokens by injection', () => {
+  expect(loadPolicyFile(join(POLICIES, 'default.yaml')).policy.network.mode).toBe('none');
+  expect(loadPolicyFile(join(POLICIES, 'default.yaml')).policy.sandbox.network).toBe('none');
   const strict = loadPolicyFile(join(POLICIES, 'strict.yaml')).policy;
   expect(strict.network.mode).toBe('allowlist');
   expect(decideDestination(strict.network, [], 'github.com', 443).allowed).toBe(false);
+  // Until the proxy is wired into runs, an egress policy gets the loopback-only namespace.
+  expect(strict.sandbox.network).toBe('none');
   const ci = loadPolicyFile(join(POLICIES, 'ci.yaml')).policy;
   expect(ci.secrets.bind.map((b) => [b.ref, b.delivery, b.hosts.map((h) => h.text)])).toEqual([
     ['secret:github-token', 'inject', ['github.com', 'api.github.com']],

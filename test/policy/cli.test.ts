@@ -103,6 +103,8 @@ describe('execgate policy explain', () => {
       references: ['<<secret:x>>'],
       commands: [['echo', '<ref>(?)']],
       uncertain: false,
+      // The sandbox a run would get here (test/sandbox checks its contents).
+      sandbox: expect.objectContaining({ sandboxed: expect.any(Boolean) }),
     });
   });
 

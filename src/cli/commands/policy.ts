@@ -15,6 +15,8 @@ import { getSchemaText } from '../../policy/schema';
 import { describeWord, parseCommandText } from '../../policy/shell-words';
 import { getYaml } from '../../policy/source';
 import { scanTokens } from '../../refs/tokens';
+import { planSandbox, type SandboxReport } from '../../sandbox';
+import { getHome } from '../../home';
 import { CliExit, type CliIo } from '../io';
 import { registerPolicyInitCommand } from './policy-init';
 
@@ -98,7 +100,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
     .option('--cwd <dir>', 'working directory the command would run in (default: the current directory)')
     .option('--json', 'print one JSON object')
     .passThroughOptions()
-    .action((words: string[], flags: { policy?: string; mode: string; cwd?: string; json?: boolean }) => {
+    .action(async (words: string[], flags: { policy?: string; mode: string; cwd?: string; json?: boolean }) => {
       const { policy: effective } = loadFor(flags.policy, io);
       const command = words.join(' ');
       const request = normalizeRequest(
@@ -110,6 +112,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
       const parsed = parseCommandText(request.command, tokens);
       const commands = parsed.commands.map((simple) => simple.words.map(describeWord));
       const source = effective === DEFAULT_POLICY ? effective.source : display(effective.source, io);
+      const sandbox = await describeSandbox(effective, request.cwd, request.pty, io.env);
       if (flags.json) {
         io.stdout.write(
           `${JSON.stringify(
@@ -124,6 +127,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
               references: tokens.map((token) => token.raw),
               commands,
               uncertain: parsed.uncertain,
+              sandbox,
             },
             null,
             2,
@@ -138,6 +142,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
           `mode, cwd:  ${request.mode}, ${request.cwd}`,
           `commands:   ${commands.length > 0 ? commands.map((words) => words.join(' ')).join(' | ') : '-'}${parsed.uncertain ? '  (read with uncertainty: allow rules do not match)' : ''}`,
           ...(tokens.length > 0 ? [`references: ${tokens.map((token) => token.raw).join(' ')}`] : []),
+          ...formatSandbox(sandbox),
         ];
         io.stdout.write(`${lines.join('\n')}\n`);
       }
@@ -156,17 +161,44 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
     .description('Print the resolved policy (after extends, every key filled in) as YAML, or JSON with --json')
     .option('--policy <file>', 'policy file (default $EXECGATE_POLICY, else the embedded default)')
     .option('--json', 'print JSON')
-    .action((flags: { policy?: string; json?: boolean }) => {
+    .action(async (flags: { policy?: string; json?: boolean }) => {
       const loaded = loadFor(flags.policy, io);
       const document = policyToDocument(loaded.policy);
       if (flags.json) {
         io.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
         return;
       }
+      // What a run in the current directory would get on this machine, as comments.
+      const sandbox = await describeSandbox(loaded.policy, io.cwd ?? process.cwd(), false, io.env);
       const from = loaded.files.length === 0 ? [loaded.policy.source] : loaded.files.map((file) => display(file, io)).reverse();
       const header = [`# The resolved policy: ${from.join(' <- ')}`, '# (extends applied, every key filled in; itself a valid policy file)'];
-      io.stdout.write(`${header.join('\n')}\n${getYaml().stringify(document, { lineWidth: 0 })}`);
+      const sandboxLines = formatSandbox(sandbox).map((line) => `# ${line}`);
+      io.stdout.write(`${header.join('\n')}\n${getYaml().stringify(document, { lineWidth: 0 })}${sandboxLines.join('\n')}\n`);
     });
 
   registerPolicyInitCommand(policy, io);
+}
+
+type SandboxDescription = SandboxReport | { readonly sandboxed: false; readonly refused: true; readonly reason: string };
+
+/** The sandbox a run in `cwd` would get here (the platform is probed; nothing is run). */
+async function describeSandbox(policy: EffectivePolicy, cwd: string, pty: boolean, env: NodeJS.ProcessEnv): Promise<SandboxDescription> {
+  try {
+    return (await planSandbox({ settings: policy.sandbox, context: { home: getHome(env) }, cwd, roots: policy.cwd.roots, env, pty })).report;
+  } catch (error) {
+    return { sandboxed: false, refused: true, reason: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+function formatSandbox(sandbox: SandboxDescription): string[] {
+  if (!sandbox.sandboxed) {
+    return [`sandbox:    ${'refused' in sandbox ? 'refused' : 'none'}: ${sandbox.reason}`];
+  }
+  return [
+    `sandbox:    ${sandbox.mechanism} (${sandbox.helper}); namespaces ${sandbox.namespaces.join(', ')}; network ${sandbox.network.mode}${sandbox.network.mode === 'none' ? ' (loopback only, shared by the runs of one gateway)' : ''}`,
+    `  hidden:   ${sandbox.hidden.join(' ')}`,
+    `  writable: ${sandbox.writable.join(' ')}`,
+    ...(sandbox.readOnly.length > 0 ? [`  readOnly: ${sandbox.readOnly.join(' ')}`] : []),
+    ...(sandbox.exposed.length > 0 ? [`  exposed:  ${sandbox.exposed.join('; ')}`] : []),
+  ];
 }
