@@ -38,7 +38,34 @@ export function openAuditStream(destination: Exclude<AuditDestination, 'file'>):
   return pinoModule.transport(destination as pino.TransportSingleOptions) as unknown as AuditStream;
 }
 
-export function closeAuditStream(stream: AuditStream, owned: boolean): void {
+/*
+ * Closing. A destination (the record's only home besides the chain state) is flushed and ended,
+ * waiting for its worker. A forward copy is best effort and must not hold up a close: when its
+ * worker never became ready (its collector has been unreachable since the start), flushSync and
+ * end would each block for up to 10 s on a worker that is not reading. Such a copy is ended
+ * once the worker becomes ready, and the worker no longer keeps the process alive: a host that
+ * keeps running still delivers the lines; one that exits first loses them from the copy only
+ * (the local file has them, and `audit verify --against` names the gap).
+ */
+interface WorkerStream {
+  readonly ready?: boolean;
+  once?(event: 'ready', listener: () => void): unknown;
+  unref?(): unknown;
+}
+
+export function closeAuditStream(stream: AuditStream, owned: boolean, options: { bestEffort?: boolean } = {}): void {
+  const worker = stream as AuditStream & WorkerStream;
+  if (owned && options.bestEffort && worker.ready === false && worker.once !== undefined) {
+    worker.once('ready', () => {
+      try {
+        stream.end?.();
+      } catch {
+        // the worker ended meanwhile
+      }
+    });
+    worker.unref?.();
+    return;
+  }
   try {
     stream.flushSync?.();
   } catch {

@@ -4,7 +4,7 @@
  * status) and a bidi override could make text read differently than it runs. Every such
  * character is shown as a visible escape instead.
  */
-import type { RunSummary } from './runs';
+import { getExtra, type RunSummary } from './runs';
 import { getExitLabel } from './stats';
 
 // C0 and C1 controls, DEL, bidi embeddings/overrides/isolates, and line/paragraph separators.
@@ -86,11 +86,9 @@ export function formatRunStory(summary: RunSummary, records: readonly Record<str
   }
   if (summary.envRemoved?.length) lines.push(`env cut   ${summary.envRemoved.map(escapeTerminal).join(', ')}`);
   if (summary.envWithheld?.length) lines.push(`withheld  ${summary.envWithheld.map(escapeTerminal).join(', ')}`);
-  for (const egress of summary.egress) {
-    const target = escapeTerminal(`${egress.host}${egress.port !== undefined ? `:${egress.port}` : ''}`);
-    const injected = egress.injected.length ? `, injected ${egress.injected.map((ref) => escapeTerminal(`<<${ref}>>`)).join(' ')}` : '';
-    lines.push(`egress    ${egress.allowed ? 'allowed' : 'DENIED '} ${target} (${escapeTerminal(egress.via)}, rule ${escapeTerminal(egress.rule ?? '-')}${injected})`);
-  }
+  if (summary.policy !== undefined) lines.push(`policy    ${escapeTerminal(summary.policy)}`);
+  // Members this version does not interpret (a sandbox or egress report, say), as recorded.
+  for (const [key, value] of Object.entries(getExtra(summary) ?? {})) lines.push(`${key}: ${escapeTerminal(JSON.stringify(value) ?? String(value))}`);
   lines.push('records:');
   for (const record of records) {
     const details: string[] = [];

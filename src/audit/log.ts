@@ -361,6 +361,8 @@ export class AuditLog implements AuditSink {
   readonly #lockPath: string | undefined;
   readonly #fsync: FsyncPolicy;
   readonly #forward: { stream: AuditStream; owned: boolean } | undefined;
+  /** Writes the `forward` copy refused (the local file has those records; `audit verify --against` shows the gap). */
+  forwardErrors = 0;
   #closed = false;
 
   constructor(options: AuditOptions = {}) {
@@ -396,6 +398,11 @@ export class AuditLog implements AuditSink {
         throw invalidOption('forward', '`stdout`, a pino transport or a stream', forward);
       }
       this.#forward = { stream: openAuditStream(forward), owned: !isAuditStream(forward) && forward !== 'stdout' };
+      // The copy is best effort: a collector that is down or a transport that died must never
+      // fail a write whose record is already in the file (an unhandled 'error' would end the process).
+      (this.#forward.stream as { on?: (event: string, listener: () => void) => void }).on?.('error', () => {
+        this.forwardErrors++;
+      });
     }
   }
 
@@ -429,7 +436,15 @@ export class AuditLog implements AuditSink {
       return { seq: sealed.seq, hash: sealed.hash };
     };
     const written = this.#lockPath === undefined ? run() : withLockSync(this.#lockPath, run);
-    if (this.#forward !== undefined) for (const line of lines) this.#forward.stream.write(line);
+    if (this.#forward !== undefined) {
+      for (const line of lines) {
+        try {
+          this.#forward.stream.write(line);
+        } catch {
+          this.forwardErrors++;
+        }
+      }
+    }
     return written;
   }
 
@@ -456,7 +471,7 @@ export class AuditLog implements AuditSink {
     if (this.#closed) return;
     this.#closed = true;
     this.#store.close();
-    if (this.#forward !== undefined) closeAuditStream(this.#forward.stream, this.#forward.owned);
+    if (this.#forward !== undefined) closeAuditStream(this.#forward.stream, this.#forward.owned, { bestEffort: true });
   }
 }
 

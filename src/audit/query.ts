@@ -3,6 +3,7 @@
  */
 import { ExecgateError } from '../errors';
 import { readAuditBatches } from './reader';
+import { isLifecycleRecord } from './events';
 import { isFailed, RunAssembler, type RunSummary } from './runs';
 
 export interface SearchFilter {
@@ -21,6 +22,8 @@ export interface SearchFilter {
   /** Text the actor must contain. */
   actor?: string;
   runId?: string;
+  /** Leave out gateway start/stop records (what `audit search` does unless asked). */
+  hideLifecycle?: boolean;
 }
 
 const RELATIVE = /^(\d+(?:\.\d+)?)\s*(s|m|h|d|w)$/i;
@@ -52,6 +55,7 @@ export function matchesFilter(summary: RunSummary, filter: SearchFilter): boolea
   if (filter.since !== undefined && summary.time < filter.since) return false;
   if (filter.until !== undefined && summary.time >= filter.until) return false;
   if (filter.runId !== undefined && summary.runId !== filter.runId) return false;
+  if (filter.hideLifecycle && summary.record !== undefined && isLifecycleRecord(summary.event, summary.record as { reload?: unknown })) return false;
   if (filter.events !== undefined && filter.events.length > 0 && !summary.events.some((event) => eventMatches(filter.events!, event))) return false;
   if (filter.actor !== undefined && !(summary.actor ?? '').includes(filter.actor)) return false;
   if (filter.denied && summary.decision !== 'denied') return false;

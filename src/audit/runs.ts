@@ -9,6 +9,7 @@
  * when that many later ones are waiting is emitted as it stands).
  */
 import { parseChainLine, type ChainRecord } from './chain';
+import { getEventRole, isTerminalRole } from './events';
 import type { AuditLine } from './reader';
 
 export interface RunRef {
@@ -20,14 +21,23 @@ export interface RunRef {
   readonly fingerprint?: string;
 }
 
-/** One egress decision of a run (`egress.decision` records). */
-export interface RunEgress {
-  readonly via: string;
-  readonly host: string;
-  readonly port: number | undefined;
-  readonly allowed: boolean;
-  readonly rule: string | undefined;
-  readonly injected: string[];
+/*
+ * References named in a command's text, for requests refused before anything was resolved (a
+ * rejected request records no refs). The same token grammar as refs/tokens.ts; audit sits below
+ * refs/ in the layering, so the pattern is repeated here rather than imported.
+ */
+const ID = '[A-Za-z0-9][A-Za-z0-9._/-]{0,127}';
+const TOKEN = new RegExp(`<<(secret|decrypt):(${ID})>>|\\{\\{(secret|decrypt):(${ID})\\}\\}`, 'g');
+
+export function getCommandRefs(command: string): RunRef[] {
+  const seen = new Map<string, RunRef>();
+  TOKEN.lastIndex = 0;
+  for (const match of command.matchAll(TOKEN)) {
+    const kind = match[1] ?? match[3]!;
+    const id = match[2] ?? match[4]!;
+    if (!seen.has(`${kind}:${id}`)) seen.set(`${kind}:${id}`, { kind, id, ref: `<<${kind}:${id}>>` });
+  }
+  return [...seen.values()];
 }
 
 export type Decision = 'allowed' | 'denied' | 'rejected' | 'requested' | 'event';
@@ -59,8 +69,12 @@ export interface RunSummary {
   refs: RunRef[];
   envRemoved?: string[];
   envWithheld?: string[];
-  /** Network connections and intercepted requests, in order (sandboxed runs). */
-  egress: RunEgress[];
+  /** The policy the decision was made under (from the record, else the last one the log says was loaded). */
+  policy?: string;
+  /** How a background run ended: `exited`, `killed`, `timed_out`. */
+  state?: string;
+  /** Members of the run's records this version does not interpret, flat: event, member, value, ... (see getExtra). */
+  detail?: unknown[];
   /** `finished`, `failed`, or undefined while no end record was seen. */
   end?: 'finished' | 'failed';
   /** The records as stored (only kept when asked). */
@@ -70,7 +84,11 @@ export interface RunSummary {
   complete: boolean;
 }
 
-const TERMINAL: ReadonlySet<string> = new Set(['exec.finished', 'exec.failed', 'exec.denied', 'exec.rejected', 'background.finished', 'background.killed']);
+/** Members the summary already shows; the rest of a start or end record goes to `extra`. */
+const KNOWN_MEMBERS: ReadonlySet<string> = new Set([
+  'v', 'seq', 'time', 'event', 'prev', 'hash', 'keyId', 'runId', 'actor', 'command', 'cwd', 'mode', 'decision', 'refs', 'env', 'rule', 'reason', 'code',
+  'message', 'exitCode', 'signal', 'timedOut', 'killed', 'durationMs', 'redactions', 'state', 'policy', 'timeout', 'shortened',
+]);
 
 function asString(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
@@ -107,12 +125,51 @@ function newSummary(record: ChainRecord): RunSummary {
     refs: [],
     envRemoved: undefined,
     envWithheld: undefined,
-    egress: [],
+    policy: undefined,
+    state: undefined,
+    detail: undefined,
     end: undefined,
     lines: undefined,
     record: undefined,
     complete: runId === undefined,
   };
+}
+
+function readRefs(value: unknown): RunRef[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const refs: RunRef[] = [];
+  for (const ref of value as unknown[]) {
+    if (typeof ref !== 'object' || ref === null) continue;
+    const item = ref as Record<string, unknown>;
+    refs.push({
+      kind: String(item.kind),
+      id: String(item.id),
+      ref: asString(item.ref),
+      found: typeof item.found === 'boolean' ? item.found : undefined,
+      source: asString(item.source),
+      fingerprint: asString(item.fingerprint),
+    });
+  }
+  return refs;
+}
+
+/** Keep what the reader does not interpret (a sandbox or egress report, bytes, truncation), by event. */
+/*
+ * Only the members nobody interprets are kept, flat and without building names: a summary can
+ * live long (the report keeps thousands), and holding whole parsed records costs the garbage
+ * collector dearly over a million of them.
+ */
+function keepExtra(summary: RunSummary, record: ChainRecord): void {
+  for (const key in record) if (!KNOWN_MEMBERS.has(key)) (summary.detail ??= []).push(record.event, key, record[key]);
+}
+
+/** Members of a run's records this version does not interpret (a sandbox or egress report, bytes, ...), as `event.member`. */
+export function getExtra(summary: RunSummary): Record<string, unknown> | undefined {
+  const detail = summary.detail;
+  if (detail === undefined) return undefined;
+  const extra: Record<string, unknown> = {};
+  for (let index = 0; index < detail.length; index += 3) extra[`${String(detail[index])}.${String(detail[index + 1])}`] = detail[index + 2];
+  return extra;
 }
 
 /** Fold one record into its run's summary. */
@@ -123,47 +180,38 @@ export function applyRecord(summary: RunSummary, record: ChainRecord): void {
   summary.command ??= asString(record.command);
   summary.cwd ??= asString(record.cwd);
   summary.mode ??= asString(record.mode);
-  switch (record.event) {
-    case 'exec.started': {
+  summary.policy = asString(record.policy) ?? summary.policy;
+  const role = getEventRole(record.event);
+  switch (role) {
+    case 'started': {
       summary.decision = 'allowed';
-      const decision = record.decision as { rule?: unknown } | undefined;
+      const decision = record.decision as { rule?: unknown; policy?: unknown } | undefined;
       summary.rule ??= asString(decision?.rule);
-      if (Array.isArray(record.refs)) {
-        const refs: RunRef[] = [];
-        for (const ref of record.refs as unknown[]) {
-          if (typeof ref !== 'object' || ref === null) continue;
-          const item = ref as Record<string, unknown>;
-          refs.push({
-            kind: String(item.kind),
-            id: String(item.id),
-            ref: asString(item.ref),
-            found: typeof item.found === 'boolean' ? item.found : undefined,
-            source: asString(item.source),
-            fingerprint: asString(item.fingerprint),
-          });
-        }
-        summary.refs = refs;
-      }
+      summary.policy = asString(decision?.policy) ?? summary.policy;
+      summary.reason ??= asString((record.decision as { reason?: unknown } | undefined)?.reason);
+      const refs = readRefs(record.refs);
+      if (refs !== undefined) summary.refs = refs;
       const env = record.env as { removed?: unknown; withheld?: unknown } | undefined;
       summary.envRemoved = asNames(env?.removed);
       summary.envWithheld = asNames(env?.withheld);
+      keepExtra(summary, record);
       break;
     }
-    case 'exec.denied':
+    case 'denied':
       summary.decision = 'denied';
       summary.rule = asString(record.rule) ?? summary.rule;
       summary.reason = asString(record.reason);
       summary.code = asString(record.code);
       summary.message = asString(record.message);
+      summary.refs = readRefs(record.refs) ?? getCommandRefs(summary.command ?? '');
       break;
-    case 'exec.rejected':
+    case 'rejected':
       summary.decision = 'rejected';
       summary.code = asString(record.code);
       summary.message = asString(record.message);
+      summary.refs = readRefs(record.refs) ?? getCommandRefs(summary.command ?? '');
       break;
-    case 'exec.finished':
-    case 'background.finished':
-    case 'background.killed':
+    case 'ended':
       summary.end = 'finished';
       if (record.exitCode === null || typeof record.exitCode === 'number') summary.exitCode = record.exitCode;
       if (record.signal === null || typeof record.signal === 'string') summary.signal = record.signal;
@@ -171,27 +219,28 @@ export function applyRecord(summary: RunSummary, record: ChainRecord): void {
       if (typeof record.killed === 'boolean') summary.killed = record.killed;
       if (typeof record.durationMs === 'number') summary.durationMs = record.durationMs;
       if (typeof record.redactions === 'number') summary.redactions = record.redactions;
+      // A background run's end says how in `state` (exited, killed, timed_out).
+      if (typeof record.state === 'string') {
+        summary.state = record.state;
+        if (record.state === 'timed_out') summary.timedOut = true;
+        if (record.state === 'killed') summary.killed = true;
+      }
+      if (summary.reason === undefined && typeof record.reason === 'string') summary.reason = record.reason;
+      keepExtra(summary, record);
       break;
-    case 'egress.decision':
-      summary.egress.push({
-        via: String(record.via),
-        host: String(record.host),
-        port: typeof record.port === 'number' ? record.port : undefined,
-        allowed: record.allowed === true,
-        rule: asString(record.rule),
-        injected: asNames(record.injected) ?? [],
-      });
-      break;
-    case 'exec.failed':
+    case 'failed':
       summary.end = 'failed';
       summary.code = asString(record.code);
       summary.reason = asString(record.reason);
+      break;
+    case 'run':
+      if (summary.runId !== undefined && record.event !== 'background.started') keepExtra(summary, record);
       break;
     default:
       break;
   }
   if (summary.runId === undefined) summary.record = record;
-  if (TERMINAL.has(record.event)) summary.complete = true;
+  if (isTerminalRole(role)) summary.complete = true;
 }
 
 /** Whether a run failed: execgate refused it as invalid, it failed to run, or it ended badly. */
@@ -217,6 +266,8 @@ export class RunAssembler {
   readonly #emit: (summary: RunSummary) => void;
   /** Lines that were not records (counted, not reviewed). */
   skipped = 0;
+  /** The policy the log last said was loaded, for runs whose records do not name one. */
+  #policy: string | undefined;
 
   constructor(emit: (summary: RunSummary) => void, options: AssemblerOptions = {}) {
     this.#emit = emit;
@@ -236,8 +287,12 @@ export class RunAssembler {
   pushRecord(record: ChainRecord, line?: string): void {
     const runId = asString(record.runId);
     let summary = runId === undefined ? undefined : this.#open.get(runId);
+    if (runId === undefined && (record.event === 'gateway.started' || record.event === 'policy.loaded')) {
+      this.#policy = asString(record.event === 'policy.loaded' ? record.source : record.policy) ?? this.#policy;
+    }
     if (summary === undefined) {
       summary = newSummary(record);
+      if (runId !== undefined) summary.policy = this.#policy;
       if (runId !== undefined) this.#open.set(runId, summary);
       this.#queue.set(summary, true);
     }

@@ -46,7 +46,11 @@ export interface SecretUse {
   ref: string;
   kind: string;
   name: string;
+  /** Runs that named it, allowed or not. */
   runs: number;
+  /** Requests naming it that the policy denied, or that were rejected as invalid (nothing resolved). */
+  denied: number;
+  rejected: number;
   found: number;
   notFound: number;
   sources: Record<string, number>;
@@ -111,12 +115,14 @@ export class StatsCollector {
       let use = this.#secrets.get(key);
       if (use === undefined) {
         if (this.#secrets.size >= MAX_DISTINCT) continue;
-        use = { ref: key, kind: ref.kind, name: ref.id, runs: 0, found: 0, notFound: 0, sources: {}, fingerprints: 0, failed: 0, firstTime: summary.time, lastTime: summary.time, prints: new Set() };
+        use = { ref: key, kind: ref.kind, name: ref.id, runs: 0, denied: 0, rejected: 0, found: 0, notFound: 0, sources: {}, fingerprints: 0, failed: 0, firstTime: summary.time, lastTime: summary.time, prints: new Set() };
         this.#secrets.set(key, use);
       }
       use.runs++;
-      if (ref.found === false) use.notFound++;
-      else use.found++;
+      if (summary.decision === 'denied') use.denied++;
+      else if (summary.decision === 'rejected') use.rejected++;
+      else if (ref.found === false) use.notFound++;
+      else if (ref.found === true) use.found++;
       if (ref.source !== undefined) use.sources[ref.source] = (use.sources[ref.source] ?? 0) + 1;
       if (ref.fingerprint !== undefined && use.prints.size < MAX_FINGERPRINTS) use.prints.add(ref.fingerprint);
       if (failed) use.failed++;

@@ -43,6 +43,18 @@ export interface VerifyResult {
   readonly breakCount: number;
   /** Accounted-for crash leftovers, and a start mid-chain accepted with `partial`. */
   readonly notes: readonly VerifyProblem[];
+  /**
+   * Files in which no record verifies under the key at hand and whose records name another key
+   * id (or none): the wrong key, said once instead of once per record.
+   */
+  readonly wrongKey: readonly WrongKeyFile[];
+}
+
+export interface WrongKeyFile {
+  readonly file: string;
+  /** The key id the file's records name, when they name one. */
+  readonly keyId?: string;
+  readonly records: number;
 }
 
 export interface VerifyOptions {
@@ -50,6 +62,16 @@ export interface VerifyOptions {
   partial?: boolean;
   /** Breaks listed in the result (all are counted); default 20. */
   maxProblems?: number;
+}
+
+/** MAC failures in the current file, held until the file shows whether the key is right at all. */
+interface PendingMacFailures {
+  problems: VerifyProblem[];
+  count: number;
+  /** A record of this file verified: the key is right, the failures are edits. */
+  anyVerified: boolean;
+  /** The key id the file's records name (the first record of a file carries it). */
+  declaredKeyId: string | undefined;
 }
 
 interface Leftover {
@@ -68,6 +90,8 @@ export class ChainVerifier {
   readonly #files: VerifiedFile[] = [];
   readonly #breaks: VerifyProblem[] = [];
   readonly #notes: VerifyProblem[] = [];
+  readonly #wrongKey: WrongKeyFile[] = [];
+  #pending: PendingMacFailures = { problems: [], count: 0, anyVerified: false, declaredKeyId: undefined };
   #breakCount = 0;
   #records = 0;
   #firstSeq: number | undefined;
@@ -87,7 +111,33 @@ export class ChainVerifier {
     if (this.#breaks.length < this.#maxProblems) this.#breaks.push(problem);
   }
 
+  #flushPending(): void {
+    const pending = this.#pending;
+    for (const problem of pending.problems) this.#break(problem);
+    this.#breakCount += pending.count - pending.problems.length;
+    this.#pending = { problems: [], count: 0, anyVerified: pending.anyVerified, declaredKeyId: pending.declaredKeyId };
+  }
+
+  #macFailure(problem: VerifyProblem): void {
+    if (this.#pending.anyVerified) {
+      this.#break(problem);
+      return;
+    }
+    this.#pending.count++;
+    if (this.#pending.problems.length < this.#maxProblems) this.#pending.problems.push(problem);
+  }
+
   #endFile(): void {
+    const pending = this.#pending;
+    const file = this.#file;
+    // Not one record of the file verifies, and the file does not claim our key id: the wrong key.
+    if (file !== undefined && pending.count > 0 && !pending.anyVerified && pending.declaredKeyId !== this.#keyId) {
+      this.#wrongKey.push({ file: file.file, ...(pending.declaredKeyId !== undefined ? { keyId: pending.declaredKeyId } : {}), records: pending.count });
+      this.#pending = { problems: [], count: 0, anyVerified: false, declaredKeyId: undefined };
+    } else {
+      this.#flushPending();
+    }
+    this.#pending = { problems: [], count: 0, anyVerified: false, declaredKeyId: undefined };
     const leftover = this.#leftover;
     if (leftover !== undefined) {
       this.#break({
@@ -120,6 +170,10 @@ export class ChainVerifier {
     // Most lines: an intact ordinary record, linked without parsing its JSON.
     const link = entry.overlong ? undefined : readVerifiedLink(this.#key, entry.bytes);
     if (link !== undefined) {
+      if (!this.#pending.anyVerified) {
+        this.#pending.anyVerified = true;
+        this.#flushPending();
+      }
       const leftover = this.#leftover;
       this.#leftover = undefined;
       if (leftover !== undefined) this.#unaccounted(leftover);
@@ -137,14 +191,19 @@ export class ChainVerifier {
     const leftover = this.#leftover;
     this.#leftover = undefined;
     const recovered = record.recovered as { offset?: unknown; bytes?: unknown } | undefined;
+    if (typeof record.keyId === 'string') this.#pending.declaredKeyId ??= record.keyId;
     if (!parsed.macOk) {
       if (leftover !== undefined) this.#break({ ...leftover, reason: `this line is ${leftover.why}` });
       const keyNote =
         typeof record.keyId === 'string' && record.keyId !== this.#keyId
           ? `it was sealed under audit key id ${record.keyId}, but the key at hand has id ${this.#keyId}: verify with the key the log was written under`
           : 'it was edited, or forged by someone without the audit key';
-      this.#break({ ...at, reason: `its hash does not match its content: ${keyNote}` });
+      this.#macFailure({ ...at, reason: `its hash does not match its content: ${keyNote}` });
     } else {
+      if (!this.#pending.anyVerified) {
+        this.#pending.anyVerified = true;
+        this.#flushPending();
+      }
       if (leftover !== undefined) {
         const accounted =
           record.event === 'chain.resumed' &&
@@ -211,8 +270,11 @@ export class ChainVerifier {
 
   finish(): VerifyResult {
     this.#endFile();
+    // Failures held back until their file showed a verifying record join the list late: put it in file order again.
+    const order = new Map(this.#files.map((file, index) => [file.file, index]));
+    this.#breaks.sort((a, b) => (order.get(a.file) ?? 0) - (order.get(b.file) ?? 0) || a.line - b.line);
     return {
-      ok: this.#breakCount === 0 && this.#records > 0,
+      ok: this.#breakCount === 0 && this.#wrongKey.length === 0 && this.#records > 0,
       keyId: this.#keyId,
       records: this.#records,
       ...(this.#firstSeq !== undefined ? { firstSeq: this.#firstSeq } : {}),
@@ -221,6 +283,7 @@ export class ChainVerifier {
       breaks: this.#breaks,
       breakCount: this.#breakCount,
       notes: this.#notes,
+      wrongKey: this.#wrongKey,
     };
   }
 }

@@ -89,8 +89,9 @@ test('search filters: --denied, --failed, --ref, --command, --event, --actor, --
   const failed = searchRuns(['--failed']);
   expect(failed).toHaveLength(3);
   expect(failed).toEqual(expect.arrayContaining([scenario.exit3, scenario.timedOut]));
-  expect(searchRuns(['--ref', 'x'])).toEqual([scenario.ok, scenario.encoded]);
+  expect(searchRuns(['--ref', 'x'])).toEqual([scenario.ok, scenario.encoded, scenario.denied]);
   expect(searchRuns(['--ref', '<<secret:x>>', '--failed'])).toEqual([]);
+  expect(searchRuns(['--ref', '<<secret:x>>', '--denied'])).toEqual([scenario.denied]);
   expect(searchRuns(['--command', '^sleep '])).toEqual([scenario.timedOut]);
   expect(searchRuns(['--event', 'exec.denied,exec.rejected'])).toHaveLength(2);
   expect(searchRuns(['--actor', 'session-1', '--event', 'exec.finished'])).toEqual([scenario.ok, scenario.encoded]);
@@ -131,14 +132,14 @@ test('stats: counts by event, decision and exit status, top commands, secrets by
   expect(stats.decisions).toEqual({ allowed: 5, denied: 1, rejected: 1 });
   expect(stats.exits).toMatchObject({ '0': 3, '3': 1, timeout: 1, '-': 2 });
   expect(stats.events).toMatchObject({ 'exec.request': 6, 'exec.denied': 1, 'exec.rejected': 1, 'exec.finished': 5, 'gateway.started': 1, 'secret.set': 1 });
-  expect(stats.secrets).toEqual([expect.objectContaining({ ref: '<<secret:x>>', name: 'x', runs: 2, found: 2, sources: { env: 2 }, fingerprints: 1 })]);
+  expect(stats.secrets).toEqual([expect.objectContaining({ ref: '<<secret:x>>', name: 'x', runs: 3, denied: 1, found: 2, sources: { env: 2 }, fingerprints: 1 })]);
   expect(stats.topCommands).toHaveLength(7);
   const text = cli(['audit', 'stats', '--since', '1d']);
   expect(text.stdout).toMatch(/by decision:\n\s+5  allowed\n\s+1  denied\n\s+1  rejected/);
-  expect(text.stdout).toMatch(/secrets used \(by name\):\n\s+2  <<secret:x>>  found 2, not found 0, from env 2, 1 distinct value\(s\)/);
+  expect(text.stdout).toMatch(/secrets used \(by name\):\n\s+3  <<secret:x>>  found 2, not found 0, denied 1, rejected 0, from env 2, 1 distinct value\(s\)/);
 });
 
-test('report: a self-contained page with every run, the denial highlighted, secrets by name, everything escaped', () => {
+test('report: a self-contained page with every run embedded, the chain verdict, everything from the log escaped', () => {
   const out = join(home, 'report.html');
   const result = cli(['audit', 'report', '--html', out]);
   expect(result.status).toBe(0);
@@ -146,13 +147,17 @@ test('report: a self-contained page with every run, the denial highlighted, secr
   const html = readFileSync(out, 'utf8');
   surfaces.push(html);
   expect(html).toContain('Chain verified: ');
-  expect(html).toMatch(new RegExp(`<tr class="run denied" data-run-id="${scenario.denied}">`));
-  expect(html).toMatch(new RegExp(`<tr class="run failed" data-run-id="${scenario.exit3}">`));
-  expect(html).toContain('<code>&lt;&lt;secret:x&gt;&gt;</code>');
-  expect(html).not.toMatch(/<script/i);
+  const data = JSON.parse(/<script type="application\/json" id="execgate-data">(.*?)<\/script>/s.exec(html)![1]!) as {
+    strings: string[]; runs: { i: string; d: string; o: number; c: number }[]; secrets: { ref: string; denied: number; allowed: number }[];
+  };
+  expect(data.runs.map((run) => run.i)).toEqual(expect.arrayContaining([scenario.ok, scenario.denied, scenario.exit3, scenario.injected]));
+  expect(data.runs.find((run) => run.i === scenario.denied)).toMatchObject({ d: 'denied', o: 1 });
+  expect(data.runs.find((run) => run.i === scenario.exit3)).toMatchObject({ d: 'allowed', o: 2 });
+  expect(data.strings[data.runs.find((run) => run.i === scenario.injected)!.c]).toBe(INJECTED_COMMAND);
+  expect(data.secrets).toEqual([expect.objectContaining({ ref: '<<secret:x>>', denied: 1, allowed: 2 })]);
+  expect(html).not.toMatch(/<script>document/i);
   expect(html).not.toContain('<img');
   expect(html).not.toContain('<b>evil</b>');
-  expect(html).toContain('&lt;script&gt;document.title=&quot;PWNED&quot;');
   expect(html).toContain("default-src 'none'");
   expect(INJECTED_COMMAND).toContain('<script>');
 });

@@ -84,3 +84,38 @@ export async function runScenario(home: string): Promise<Scenario> {
     await gateway.close();
   }
 }
+
+export interface BackgroundScenario {
+  exited: string;
+  failed: string;
+  killed: string;
+  rejectedRef: string;
+}
+
+/** Background runs that end three ways (exit 0 with a secret, exit 5, killed), and a rejected request naming a secret. */
+export async function runBackgroundScenario(home: string): Promise<BackgroundScenario> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { createGateway } = require('../../src/gateway') as typeof import('../../src/gateway');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { DEFAULT_POLICY } = require('../../src/policy/effective') as typeof import('../../src/policy/effective');
+  // Runs in the state directory itself, which a sandbox hides (as runScenario).
+  const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' as const } };
+  const gateway = createGateway({ home, env: gatewayEnv(home), cwd: home, policy });
+  try {
+    const exited = await gateway.exec({ command: 'echo "bg <<secret:x>>"', mode: 'background', actor: 'mcp:codex/bg' });
+    const failed = await gateway.exec({ command: 'echo broken >&2; exit 5', mode: 'background', actor: 'mcp:codex/bg' });
+    const killed = await gateway.exec({ command: 'sleep 30', mode: 'background', actor: 'mcp:codex/bg' });
+    await gateway.background.wait(exited.id);
+    await gateway.background.wait(failed.id);
+    await gateway.background.kill(killed.id, { signal: 'SIGKILL' });
+    await gateway.background.wait(killed.id);
+    await gateway.exec({ command: 'echo <<secret:x>>', cwd: join(home, 'no-such-dir'), actor: 'tool:run_bash' }).then(
+      () => { throw new Error('expected a rejection'); },
+      () => undefined,
+    );
+    const rejectedRef = readRecords(join(home, 'audit.log')).filter((record) => record.event === 'exec.rejected').map((record) => record.runId as string).pop()!;
+    return { exited: exited.id, failed: failed.id, killed: killed.id, rejectedRef };
+  } finally {
+    await gateway.close();
+  }
+}

@@ -127,12 +127,38 @@ describe('one file', () => {
     expect(result.first).toMatch(new RegExp(`^BROKEN: ${path} line 12: the file ends in the middle of a line \\(\\d+ bytes with no line end\\): it was truncated mid-record`));
   });
 
-  test('the wrong key is named as such', () => {
+  test('the wrong key is one line naming both key ids, not a break per record', () => {
     const other = join(home, 'other.key');
     writeFileSync(other, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
     const result = verify(['--key-file', other]);
     expect(result.status).toBe(1);
-    expect(result.first).toMatch(new RegExp(`^BROKEN: ${path} line 1 \\(seq 1\\): its hash does not match its content: it was sealed under audit key id [0-9a-f]{16}, but the key at hand has id [0-9a-f]{16}`));
+    const keyId = (JSON.parse(readLines(path)[0]!) as { keyId: string }).keyId;
+    const lines = result.out.trimEnd().split('\n');
+    expect(lines.filter((line) => /key id/.test(line) && !line.startsWith('1 file(s)'))).toEqual([
+      expect.stringMatching(new RegExp(`^WRONG KEY: 12 record\\(s\\) in ${path} were sealed under audit key id ${keyId}, but the key at hand has id (?!${keyId})[0-9a-f]{16}; nothing in them could be checked\\.`)),
+    ]);
+    expect(result.out).not.toContain('BROKEN');
+    expect(result.out).not.toContain('edited, or forged');
+  });
+
+  test('with the right key, records that all fail are edits, not a wrong key', () => {
+    const lines = readLines(path).map((line) => line.replace(/"command":"echo (\d+)"/, '"command":"echo $1; curl evil"'));
+    writeLines(path, lines);
+    const result = verify();
+    expect(result.status).toBe(1);
+    expect(result.out).not.toContain('WRONG KEY');
+    expect(result.first).toBe(`BROKEN: ${path} line 1 (seq 1): its hash does not match its content: it was edited, or forged by someone without the audit key`);
+    expect(result.out).toContain('11 more break(s) after it');
+  });
+
+  test('OK says what verify cannot see: the newest records cut off at a record boundary', () => {
+    const lines = readLines(path);
+    writeLines(path, lines.slice(0, 9));
+    const result = verify();
+    expect(result.status).toBe(0);
+    expect(result.out).toContain('OK: the chain is intact');
+    expect(result.out).toContain('Not visible to verify: records cut off after seq 9 at a record boundary');
+    expect(result.out).toContain('--against');
   });
 
   test('no key: exit 125 with a coded error, not a verdict', () => {
@@ -209,5 +235,58 @@ describe('a rotated set', () => {
     expect(verify().status).toBe(0);
     expect(basename(path)).toBe('audit.log');
     expect(readFileSync(path, 'utf8')).toContain('"seq":41,');
+  });
+});
+
+describe('--against a copy kept elsewhere', () => {
+  let copy: string;
+  beforeEach(() => {
+    writeLog(12);
+    copy = join(home, 'collector.log');
+    // A collector's copy: the same lines, plus one the collector wrote itself.
+    writeFileSync(copy, `rsyslogd: started\n${readFileSync(path, 'utf8')}`);
+  });
+
+  test('the same records: OK, and the tail is vouched for', () => {
+    const result = verify(['--against', copy]);
+    expect(result.status).toBe(0);
+    expect(result.out).toContain(`against ${copy}: 12 record(s) there (up to seq 12), 12 here (up to seq 12); 1 line(s) there are not records`);
+    expect(result.out).toContain('OK: every record the copy holds is in the local log, byte for byte.');
+    expect(result.out).not.toContain('Not visible to verify');
+  });
+
+  test('the newest local records cut off at a record boundary: verify alone says OK, the copy names the first missing record', () => {
+    writeLines(path, readLines(path).slice(0, 10));
+    expect(verify().status).toBe(0);
+    const result = verify(['--against', copy]);
+    expect(result.status).toBe(1);
+    expect(result.out).toContain(`MISSING: seq 11 (${copy} line 12) is in the copy but not in the local log: the newest local records were cut off, or the local log set was removed (2 record(s) missing in all).`);
+  });
+
+  test('the whole local set deleted and a new chain started with the key: the first differing record is named', () => {
+    rmSync(path);
+    writeLog(3);
+    expect(verify().status).toBe(0);
+    const result = verify(['--against', copy]);
+    expect(result.status).toBe(1);
+    expect(result.out).toContain(`DIFFERS: seq 1 is not the same record here (${path} line 1) as in the copy (${copy} line 2)`);
+    expect(result.out).toMatch(/MISSING: seq 4 /);
+  });
+
+  test('the whole local set deleted: named, not a usage error', () => {
+    rmSync(path);
+    const result = verify(['--against', copy]);
+    expect(result.status).toBe(1);
+    expect(result.out).toContain('BROKEN: no local audit log at all');
+    expect(result.out).toContain('MISSING: seq 1 ');
+  });
+
+  test('records only in the local log (the collector was down) are a note, not a break', () => {
+    const lines = readFileSync(copy, 'utf8').split('\n');
+    lines.splice(5, 2);
+    writeFileSync(copy, lines.join('\n'));
+    const result = verify(['--against', copy]);
+    expect(result.status).toBe(0);
+    expect(result.out).toMatch(/note: seq 5 \(.* line 5\) is only in the local log: the copy lags or missed it while the collector was unreachable \(2 record\(s\) only here\)/);
   });
 });

@@ -1,7 +1,6 @@
 /*
  * Egress decisions recorded against their run in the real audit log, and reviewed with the real
- * CLI: `audit show RUN_ID` lists them, `audit report --html` marks them, `audit verify` accepts
- * the chain. The proxy's decision hook writes the records as the gateway will.
+ * CLI: `audit show --json RUN_ID` lists them under the run, `audit verify` accepts the chain. The proxy's decision hook writes the records as the gateway will.
  */
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -70,16 +69,13 @@ test('every decision is in the audit log under its run, with rule and injected r
   expect(log).not.toContain(VALUE);
   expect(log).not.toContain(sentinel);
 
-  const show = execgate(['audit', 'show', runId], home);
+  const show = execgate(['audit', 'show', '--json', runId], home);
   expect(show.stderr).toBe('');
-  expect(show.stdout).toContain('egress    allowed allowed.test:80 (http, rule allow:allowed.test, injected <<secret:api>>)');
-  expect(show.stdout).toContain('egress    DENIED  attacker.test:80 (http, rule not-allowlisted)');
-  expect(show.stdout).toContain('egress    DENIED  rebind.test:80 (http, rule address:loopback)');
-
+  const egress = show.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>).filter((r) => r.event === EGRESS_AUDIT_EVENT);
+  expect(egress.map((r) => [r.runId, r.via, r.host, r.port, r.allowed, r.rule, r.injected])).toEqual([
+    [runId, 'http', 'allowed.test', 80, true, 'allow:allowed.test', ['secret:api']],
+    [runId, 'http', 'attacker.test', 80, false, 'not-allowlisted', undefined],
+    [runId, 'http', 'rebind.test', 80, false, 'address:loopback', undefined],
+  ]);
   expect(execgate(['audit', 'verify'], home).status).toBe(0);
-  const html = join(tmp.dir, 'report.html');
-  expect(execgate(['audit', 'report', '--html', html], home).status).toBe(0);
-  const page = readFileSync(html, 'utf8');
-  expect(page).toContain('<span class="egress" title="allowed, secret injected">allowed.test:80 &#x1F511;</span>');
-  expect(page).toContain('<span class="egress denied" title="denied">&#x2715; attacker.test:80</span>');
 });
