@@ -108,6 +108,14 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_MCP_LISTEN_FAILED: 'The MCP HTTP server could not listen on the requested address and port.',
   EXECGATE_ERR_MCP_AUDIT_STDOUT: 'The policy sends the audit log to stdout, which the stdio MCP transport needs for the protocol.',
 
+  // --- egress (network path) ---
+  EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID: 'A host pattern in `sandbox.network` or `secrets.bind` is not valid syntax.',
+  EXECGATE_ERR_EGRESS_BIND_INVALID: 'A `secrets.bind` entry is not valid (no hosts, unknown delivery, bad reference).',
+  EXECGATE_ERR_EGRESS_UNREACHABLE: 'A bound secret used by the request can never reach any of its hosts under the network policy; nothing was run.',
+  EXECGATE_ERR_EGRESS_NEEDS_SANDBOX: 'A secret bound to hosts (`secrets.bind`) was used by a run that has no sandbox, so the binding could not be enforced; nothing was run.',
+  EXECGATE_ERR_EGRESS_CA_FAILED: 'The per-gateway certificate authority for TLS interception could not be created or written.',
+  EXECGATE_ERR_EGRESS_PROXY_FAILED: 'The egress proxy could not open the socket for a run.',
+
   // --- CLI ---
   EXECGATE_ERR_CLI_USAGE: 'The command line is not valid.',
   EXECGATE_ERR_UNEXPECTED: 'An unexpected internal error; please report it with the command that caused it.',

@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ExecgateError } from '../errors';
+import { checkEgress } from '../egress/plan';
 import { sanitizeEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
 import { Redactor } from '../redact';
@@ -162,6 +163,17 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     roots: policy.cwd.roots,
     env: context.env,
     pty: request.pty,
+  });
+
+  // Secrets bound to hosts (`secrets.bind`) are checked before any store is asked: one that could
+  // never reach its hosts, or a run that could not be held to them, refuses the request here.
+  // The egress proxy is not wired into sandboxed runs yet: until it is, a bound secret fails
+  // closed (inject needs the proxy; a sandbox with `network: open` could not hold env delivery).
+  checkEgress({
+    network: policy.network,
+    bindings: policy.secrets.bind,
+    refs: tokens.map((token) => `${token.kind}:${token.id}`),
+    sandboxed: false,
   });
 
   const resolution = await context.refs.resolveTokens(tokens);

@@ -69,6 +69,11 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
         ...matchToDocument(restriction.match),
         ...(restriction.reason !== undefined ? { reason: restriction.reason } : {}),
       })),
+      bind: policy.secrets.bind.map((binding) => ({
+        ref: binding.ref,
+        hosts: binding.hosts.map((host) => host.text),
+        delivery: binding.delivery,
+      })),
     },
     audit: {
       enabled: policy.audit.enabled,
@@ -83,7 +88,14 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
     sandbox: {
       mode: policy.sandbox.mode,
       ...(policy.sandbox.helper !== undefined ? { helper: policy.sandbox.helper } : {}),
-      network: policy.sandbox.network,
+      // The plain spelling when the egress policy says no more than it; the egress object otherwise.
+      network: policy.network.mode === policy.sandbox.network && policy.network.allow.length === 0 && policy.network.deny.length === 0
+        ? policy.sandbox.network
+        : {
+          mode: policy.network.mode,
+          allow: policy.network.allow.map((host) => host.text),
+          deny: policy.network.deny.map((host) => host.text),
+        },
       filesystem: {
         hidden: [...policy.sandbox.filesystem.hidden],
         writable: [...policy.sandbox.filesystem.writable],

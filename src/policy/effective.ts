@@ -4,6 +4,7 @@
  * re-validates configuration.
  */
 
+import { NO_NETWORK, type NetworkPolicy, type SecretBinding } from '../egress/rules';
 import type { CommandMatch } from './match';
 import type { AuditSettings } from '../audit/from-policy';
 
@@ -115,7 +116,11 @@ export interface EffectivePolicy {
     readonly restrict: readonly SecretRestriction[];
     /** A reference no source knows: pass it on as text, do that and warn, or refuse the run. */
     readonly unknown: UnknownRefPolicy;
+    /** Secrets bound to the hosts they are for (`secrets.bind`), validated. */
+    readonly bind: readonly SecretBinding[];
   };
+  /** `sandbox.network`: what a sandboxed run may reach through the egress proxy. */
+  readonly network: NetworkPolicy;
   /** Working directories: a request's cwd (symlinks resolved) must be inside a root; empty = anywhere. */
   readonly cwd: {
     readonly roots: readonly string[];
@@ -165,7 +170,9 @@ export const DEFAULT_POLICY: EffectivePolicy = deepFreeze({
     set: {},
   },
   background: { maxConcurrent: 64, maxFileBytes: 256 * 1024 * 1024, ringBytes: 64 * 1024, onClose: 'kill' },
-  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [], unknown: 'literal' },
+  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [], unknown: 'literal', bind: [] },
+  // The same as `sandbox.network: none`: loopback only.
+  network: NO_NETWORK,
   cwd: { roots: [] },
   rules: { default: 'allow', list: [] },
   audit: { enabled: true, fingerprints: true, env: true },

@@ -1,9 +1,9 @@
 /* eslint-disable */
 // @ts-nocheck
 // Generated from policies/schema.json by src/policy/generate-validator.ts; do not edit.
-export const SCHEMA_SHA256 = '21771d95a9ff9d34e388e76abd194cdba39a19a3e46c099a7aa54ec2c8eebac2';
+export const SCHEMA_SHA256 = 'aaed091e9f4190fb99a0a66e8bbe4f1f4b3aba6264c94ed22372f40006d5d282';
 export { validate20 as validate };
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"urn:execgate:policy:1","title":"execgate policy","description":"What agents may run through execgate, with which secrets, in which directories, and how runs are limited and audited. Every key is optional except `version`; a key left out keeps the value of the policy this one extends, or of the embedded default.","type":"object","additionalProperties":false,"required":["version"],"properties":{"$schema":{"type":"string","description":"The JSON Schema of this file, for editors (ignored by execgate)."},"version":{"title":"the policy format version `1`","description":"The policy format version. This execgate reads version 1.","const":1},"extends":{"title":"a policy file path or a list of them","description":"Policies this one is layered on, applied in order, then this file on top. Paths are relative to this file; `execgate:NAME` names a policy shipped with execgate (`execgate:default`, `execgate:strict`, `execgate:ci`).","anyOf":[{"$ref":"#/$defs/extendsTarget"},{"type":"array","minItems":1,"maxItems":16,"items":{"$ref":"#/$defs/extendsTarget"}}]},"exec":{"$ref":"#/$defs/exec"},"cwd":{"$ref":"#/$defs/cwd"},"env":{"$ref":"#/$defs/env"},"rules":{"$ref":"#/$defs/rules"},"secrets":{"$ref":"#/$defs/secrets"},"audit":{"$ref":"#/$defs/audit"},"sandbox":{"$ref":"#/$defs/sandbox"}},"$defs":{"extendsTarget":{"title":"a policy file path (relative to this file) or `execgate:NAME`","type":"string","minLength":1,"maxLength":4096,"pattern":"^[^\\u0000]+$"},"duration":{"title":"a duration: whole milliseconds, or a number with a unit such as `500ms`, `30s`, `5m`, `2h`, `1d`","anyOf":[{"type":"integer","minimum":0,"maximum":2147483647},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h|d)$"}]},"size":{"title":"a size: whole bytes, or a number with a unit such as `64KiB`, `1MiB`, `2GiB`, `500KB`","anyOf":[{"type":"integer","minimum":0},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(B|KB|KiB|MB|MiB|GB|GiB)$"}]},"mode":{"type":"object","additionalProperties":false,"description":"One execution mode.","properties":{"allowed":{"type":"boolean","description":"Whether requests may use this mode."},"timeout":{"$ref":"#/$defs/duration","description":"The timeout a request gets when it asks for none. 0 = none (then `maxTimeout`, when set, applies)."},"maxTimeout":{"$ref":"#/$defs/duration","description":"The longest timeout a request may ask for; longer ones (and `timeout: 0`) are cut to it. 0 = no maximum."}}},"exec":{"type":"object","additionalProperties":false,"description":"Modes, timeouts, the grace period, output limits and background limits.","properties":{"modes":{"type":"object","additionalProperties":false,"properties":{"sync":{"$ref":"#/$defs/mode"},"pty":{"$ref":"#/$defs/mode"},"background":{"$ref":"#/$defs/mode"}}},"grace":{"$ref":"#/$defs/duration","description":"Time between SIGTERM and SIGKILL when a run is stopped."},"drainTimeout":{"$ref":"#/$defs/duration","description":"After the main process exits, how long to keep reading output that escaped processes may still hold open."},"output":{"type":"object","additionalProperties":false,"properties":{"maxBytes":{"$ref":"#/$defs/size","description":"Bytes of each stream kept in memory (head + tail); the middle is cut with a notice. At least 1KiB."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of the full (redacted) output file kept when output was cut. At least 1KiB."}}},"background":{"type":"object","additionalProperties":false,"properties":{"maxConcurrent":{"type":"integer","minimum":1,"maximum":10000,"description":"Background processes that may run at once per gateway; one more is refused."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of each background output file. At least 1KiB."},"ringBytes":{"$ref":"#/$defs/size","description":"Recent output kept in memory per background process. At least 1KiB."},"onClose":{"enum":["kill","keep"],"description":"What closing the gateway does with background processes still running."}}}}},"cwd":{"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first). Empty = anywhere.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}},"envName":{"title":"a variable name, or a prefix ending in `*`","type":"string","pattern":"^[^=\\u0000*]+\\*?$"},"envNames":{"type":"array","uniqueItems":true,"maxItems":1024,"items":{"$ref":"#/$defs/envName"}},"regex":{"title":"a JavaScript regular expression","type":"string","minLength":1,"maxLength":4096},"env":{"type":"object","additionalProperties":false,"description":"How the child environment is built.","properties":{"mode":{"enum":["inherit","allowlist"],"description":"`inherit`: start from the gateway's environment (hazards stripped, secrets withheld). `allowlist`: start from HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR and `allowlist`."},"allowlist":{"$ref":"#/$defs/envNames","description":"In allowlist mode, more inherited variables to copy (a trailing `*` makes a prefix)."},"allowSecrets":{"$ref":"#/$defs/envNames","description":"Secret-looking variables let through to the child anyway; their values are masked in output."},"strip":{"$ref":"#/$defs/envNames","description":"More variables to remove, on top of the built-in hazard list."},"secretNamePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable names that mark more variables as secret (withheld)."},"secretValuePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable values that mark more variables as secret (withheld)."},"set":{"type":"object","description":"Variables set in every child, after sanitizing.","maxProperties":1024,"propertyNames":{"title":"a variable name (no `=` or NUL)","pattern":"^[^=\\u0000]+$"},"additionalProperties":{"title":"a string value","type":"string","pattern":"^[^\\u0000]*$"}},"path":{"title":"a PATH value","type":"string","pattern":"^[^\\u0000]*$","description":"PATH for every child (replaces the inherited one)."}}},"commandWords":{"title":"a command (its first words), or a list of commands","anyOf":[{"type":"string","pattern":"\\S"},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","pattern":"\\S"}}]},"prefixes":{"title":"a text prefix, or a list of them","anyOf":[{"type":"string","minLength":1},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1}}]},"ruleId":{"title":"an id: letters, digits and `. _ - : / [ ]`, starting with a letter or digit","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._:/\\[\\]-]{0,127}$"},"reason":{"title":"a reason shown to the caller (1 to 500 characters)","type":"string","minLength":1,"maxLength":500},"rule":{"type":"object","additionalProperties":false,"required":["action"],"description":"One command rule. Give exactly one of `command`, `prefix`, `regex`.","properties":{"id":{"$ref":"#/$defs/ruleId","description":"Shown in decisions and audit records; default FILE:rules.list[N]."},"action":{"enum":["allow","deny"],"description":"What a match decides."},"command":{"$ref":"#/$defs/commandWords","description":"Word form: a simple command in the text starts with these words (`git`, `git push`). A deny rule matches when any simple command does; an allow rule only when every one does."},"prefix":{"$ref":"#/$defs/prefixes","description":"Prefix form: a simple command, its words joined by single spaces, starts with this text. Any (deny) / every (allow), as for `command`."},"regex":{"$ref":"#/$defs/regex","description":"A JavaScript regular expression tested against the whole unresolved command text."},"reason":{"$ref":"#/$defs/reason","description":"Why; shown to the caller when the rule denies."}},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"rules":{"type":"object","additionalProperties":false,"description":"Ordered command rules: the first rule that matches decides; when none does, `default` decides.","properties":{"default":{"enum":["allow","deny"],"description":"The decision when no rule matches."},"reason":{"$ref":"#/$defs/reason","description":"Shown to the caller when `default: deny` decides."},"list":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/rule"},"description":"Rules in order. Rules of an extended policy come first."}}},"refPattern":{"title":"a reference such as `secret:NAME` or `decrypt:ID` (`*` matches any characters)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"},"restriction":{"type":"object","additionalProperties":false,"required":["ref"],"description":"Which commands may use a secret. Give exactly one of `command`, `prefix`, `regex`; every simple command must match.","properties":{"id":{"$ref":"#/$defs/ruleId"},"ref":{"anyOf":[{"$ref":"#/$defs/refPattern"},{"type":"array","minItems":1,"maxItems":256,"items":{"$ref":"#/$defs/refPattern"}}],"description":"The reference(s) this restriction applies to."},"command":{"$ref":"#/$defs/commandWords"},"prefix":{"$ref":"#/$defs/prefixes"},"regex":{"$ref":"#/$defs/regex"},"reason":{"$ref":"#/$defs/reason"}},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"secrets":{"type":"object","additionalProperties":false,"description":"Which references may be used, by which commands, and how.","properties":{"alias":{"type":"boolean","description":"Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text."},"minLength":{"type":"integer","minimum":1,"maximum":1024,"description":"Shortest resolved value that may be used; shorter values are refused (they cannot be masked reliably)."},"allow":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/refPattern"},"description":"References that may be used at all. A command naming any other is denied. Default: all."},"restrict":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/restriction"},"description":"Per-reference command restrictions; all that apply to a reference must be met."},"unknown":{"enum":["literal","warn","deny"],"description":"A reference no source knows: `literal` (default) passes the token on as text; `warn` does that and logs a warning; `deny` refuses the run (EXECGATE_ERR_REF_UNKNOWN) before anything is spawned."}}},"sandboxPath":{"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"},"sandboxPaths":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}},"sandbox":{"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own PID, mount, IPC, UTS and network namespaces; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the working directory roots, a private /tmp and `filesystem.writable`.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"enum":["none","open"],"description":"`none` (default): a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services and abstract UNIX sockets (a D-Bus session bus) are out of reach. `open`: the host's network, loopback and abstract sockets included."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the working directory roots (`cwd.roots`, else the request's cwd) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}},"audit":{"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}}}};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"urn:execgate:policy:1","title":"execgate policy","description":"What agents may run through execgate, with which secrets, in which directories, and how runs are limited and audited. Every key is optional except `version`; a key left out keeps the value of the policy this one extends, or of the embedded default.","type":"object","additionalProperties":false,"required":["version"],"properties":{"$schema":{"type":"string","description":"The JSON Schema of this file, for editors (ignored by execgate)."},"version":{"title":"the policy format version `1`","description":"The policy format version. This execgate reads version 1.","const":1},"extends":{"title":"a policy file path or a list of them","description":"Policies this one is layered on, applied in order, then this file on top. Paths are relative to this file; `execgate:NAME` names a policy shipped with execgate (`execgate:default`, `execgate:strict`, `execgate:ci`).","anyOf":[{"$ref":"#/$defs/extendsTarget"},{"type":"array","minItems":1,"maxItems":16,"items":{"$ref":"#/$defs/extendsTarget"}}]},"exec":{"$ref":"#/$defs/exec"},"cwd":{"$ref":"#/$defs/cwd"},"env":{"$ref":"#/$defs/env"},"rules":{"$ref":"#/$defs/rules"},"secrets":{"$ref":"#/$defs/secrets"},"audit":{"$ref":"#/$defs/audit"},"sandbox":{"$ref":"#/$defs/sandbox"}},"$defs":{"extendsTarget":{"title":"a policy file path (relative to this file) or `execgate:NAME`","type":"string","minLength":1,"maxLength":4096,"pattern":"^[^\\u0000]+$"},"duration":{"title":"a duration: whole milliseconds, or a number with a unit such as `500ms`, `30s`, `5m`, `2h`, `1d`","anyOf":[{"type":"integer","minimum":0,"maximum":2147483647},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h|d)$"}]},"size":{"title":"a size: whole bytes, or a number with a unit such as `64KiB`, `1MiB`, `2GiB`, `500KB`","anyOf":[{"type":"integer","minimum":0},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(B|KB|KiB|MB|MiB|GB|GiB)$"}]},"mode":{"type":"object","additionalProperties":false,"description":"One execution mode.","properties":{"allowed":{"type":"boolean","description":"Whether requests may use this mode."},"timeout":{"$ref":"#/$defs/duration","description":"The timeout a request gets when it asks for none. 0 = none (then `maxTimeout`, when set, applies)."},"maxTimeout":{"$ref":"#/$defs/duration","description":"The longest timeout a request may ask for; longer ones (and `timeout: 0`) are cut to it. 0 = no maximum."}}},"exec":{"type":"object","additionalProperties":false,"description":"Modes, timeouts, the grace period, output limits and background limits.","properties":{"modes":{"type":"object","additionalProperties":false,"properties":{"sync":{"$ref":"#/$defs/mode"},"pty":{"$ref":"#/$defs/mode"},"background":{"$ref":"#/$defs/mode"}}},"grace":{"$ref":"#/$defs/duration","description":"Time between SIGTERM and SIGKILL when a run is stopped."},"drainTimeout":{"$ref":"#/$defs/duration","description":"After the main process exits, how long to keep reading output that escaped processes may still hold open."},"output":{"type":"object","additionalProperties":false,"properties":{"maxBytes":{"$ref":"#/$defs/size","description":"Bytes of each stream kept in memory (head + tail); the middle is cut with a notice. At least 1KiB."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of the full (redacted) output file kept when output was cut. At least 1KiB."}}},"background":{"type":"object","additionalProperties":false,"properties":{"maxConcurrent":{"type":"integer","minimum":1,"maximum":10000,"description":"Background processes that may run at once per gateway; one more is refused."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of each background output file. At least 1KiB."},"ringBytes":{"$ref":"#/$defs/size","description":"Recent output kept in memory per background process. At least 1KiB."},"onClose":{"enum":["kill","keep"],"description":"What closing the gateway does with background processes still running."}}}}},"cwd":{"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first). Empty = anywhere.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}},"envName":{"title":"a variable name, or a prefix ending in `*`","type":"string","pattern":"^[^=\\u0000*]+\\*?$"},"envNames":{"type":"array","uniqueItems":true,"maxItems":1024,"items":{"$ref":"#/$defs/envName"}},"regex":{"title":"a JavaScript regular expression","type":"string","minLength":1,"maxLength":4096},"env":{"type":"object","additionalProperties":false,"description":"How the child environment is built.","properties":{"mode":{"enum":["inherit","allowlist"],"description":"`inherit`: start from the gateway's environment (hazards stripped, secrets withheld). `allowlist`: start from HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR and `allowlist`."},"allowlist":{"$ref":"#/$defs/envNames","description":"In allowlist mode, more inherited variables to copy (a trailing `*` makes a prefix)."},"allowSecrets":{"$ref":"#/$defs/envNames","description":"Secret-looking variables let through to the child anyway; their values are masked in output."},"strip":{"$ref":"#/$defs/envNames","description":"More variables to remove, on top of the built-in hazard list."},"secretNamePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable names that mark more variables as secret (withheld)."},"secretValuePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable values that mark more variables as secret (withheld)."},"set":{"type":"object","description":"Variables set in every child, after sanitizing.","maxProperties":1024,"propertyNames":{"title":"a variable name (no `=` or NUL)","pattern":"^[^=\\u0000]+$"},"additionalProperties":{"title":"a string value","type":"string","pattern":"^[^\\u0000]*$"}},"path":{"title":"a PATH value","type":"string","pattern":"^[^\\u0000]*$","description":"PATH for every child (replaces the inherited one)."}}},"commandWords":{"title":"a command (its first words), or a list of commands","anyOf":[{"type":"string","pattern":"\\S"},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","pattern":"\\S"}}]},"prefixes":{"title":"a text prefix, or a list of them","anyOf":[{"type":"string","minLength":1},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1}}]},"ruleId":{"title":"an id: letters, digits and `. _ - : / [ ]`, starting with a letter or digit","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._:/\\[\\]-]{0,127}$"},"reason":{"title":"a reason shown to the caller (1 to 500 characters)","type":"string","minLength":1,"maxLength":500},"rule":{"type":"object","additionalProperties":false,"required":["action"],"description":"One command rule. Give exactly one of `command`, `prefix`, `regex`.","properties":{"id":{"$ref":"#/$defs/ruleId","description":"Shown in decisions and audit records; default FILE:rules.list[N]."},"action":{"enum":["allow","deny"],"description":"What a match decides."},"command":{"$ref":"#/$defs/commandWords","description":"Word form: a simple command in the text starts with these words (`git`, `git push`). A deny rule matches when any simple command does; an allow rule only when every one does."},"prefix":{"$ref":"#/$defs/prefixes","description":"Prefix form: a simple command, its words joined by single spaces, starts with this text. Any (deny) / every (allow), as for `command`."},"regex":{"$ref":"#/$defs/regex","description":"A JavaScript regular expression tested against the whole unresolved command text."},"reason":{"$ref":"#/$defs/reason","description":"Why; shown to the caller when the rule denies."}},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"rules":{"type":"object","additionalProperties":false,"description":"Ordered command rules: the first rule that matches decides; when none does, `default` decides.","properties":{"default":{"enum":["allow","deny"],"description":"The decision when no rule matches."},"reason":{"$ref":"#/$defs/reason","description":"Shown to the caller when `default: deny` decides."},"list":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/rule"},"description":"Rules in order. Rules of an extended policy come first."}}},"refPattern":{"title":"a reference such as `secret:NAME` or `decrypt:ID` (`*` matches any characters)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"},"restriction":{"type":"object","additionalProperties":false,"required":["ref"],"description":"Which commands may use a secret. Give exactly one of `command`, `prefix`, `regex`; every simple command must match.","properties":{"id":{"$ref":"#/$defs/ruleId"},"ref":{"anyOf":[{"$ref":"#/$defs/refPattern"},{"type":"array","minItems":1,"maxItems":256,"items":{"$ref":"#/$defs/refPattern"}}],"description":"The reference(s) this restriction applies to."},"command":{"$ref":"#/$defs/commandWords"},"prefix":{"$ref":"#/$defs/prefixes"},"regex":{"$ref":"#/$defs/regex"},"reason":{"$ref":"#/$defs/reason"}},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"secrets":{"type":"object","additionalProperties":false,"description":"Which references may be used, by which commands, and how.","properties":{"alias":{"type":"boolean","description":"Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text."},"minLength":{"type":"integer","minimum":1,"maximum":1024,"description":"Shortest resolved value that may be used; shorter values are refused (they cannot be masked reliably)."},"allow":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/refPattern"},"description":"References that may be used at all. A command naming any other is denied. Default: all."},"restrict":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/restriction"},"description":"Per-reference command restrictions; all that apply to a reference must be met."},"unknown":{"enum":["literal","warn","deny"],"description":"A reference no source knows: `literal` (default) passes the token on as text; `warn` does that and logs a warning; `deny` refuses the run (EXECGATE_ERR_REF_UNKNOWN) before anything is spawned."},"bind":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/secretBinding"},"description":"Secrets bound to the hosts they are for. A run using a bound secret may send it only there; with `delivery: inject` the run never receives the value at all (the egress proxy puts it into requests to those hosts). Lists from extended policies are combined."}}},"secretBinding":{"title":"a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject}`","type":"object","additionalProperties":false,"required":["ref","hosts"],"properties":{"ref":{"title":"one reference, `secret:NAME` or `decrypt:ID` (no `*`)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"},"hosts":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/hostPattern"},"description":"The hosts the secret is for (at least one). They also bound what the run may reach: intersected with `sandbox.network`."},"delivery":{"enum":["env","inject"],"description":"`env` (default): the value is in the child's environment, and every connection of a run using it is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value on requests to these hosts only (needs the sandbox)."}}},"hostPattern":{"title":"a host pattern: `api.github.com`, `*.npmjs.org`, `*`, `192.0.2.10`, `[2001:db8::1]`, each with an optional `:PORT`","type":"string","minLength":1,"maxLength":300},"network":{"type":"object","additionalProperties":false,"description":"What a sandboxed run may reach. The run has no network interface but loopback in `none` and `allowlist`; traffic leaves only through the gateway's egress proxy, which decides by host name and refuses names resolving to loopback, link-local, metadata or this host's addresses.","properties":{"mode":{"enum":["open","none","allowlist"],"description":"`open`: every host not denied; `none`: nothing leaves the run; `allowlist`: only hosts matching `allow` (and not `deny`)."},"allow":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns that may be reached in `allowlist` mode. An IP literal is reachable (in any mode) only when a pattern names it."},"deny":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns never reached; deny wins over allow. Lists from extended policies are combined."}}},"sandboxPath":{"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"},"sandboxPaths":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}},"sandbox":{"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own PID, mount, IPC, UTS and network namespaces; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the working directory roots, a private /tmp and `filesystem.writable`.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"anyOf":[{"enum":["none","open"],"description":"`none` (default): a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services and abstract UNIX sockets (a D-Bus session bus) are out of reach. `open`: the host's network, loopback and abstract sockets included."},{"$ref":"#/$defs/network"}],"description":"`none` or `open` (see above), or an egress policy `{mode: open|none|allowlist, allow, deny}` for the gateway's egress proxy. Until the proxy is wired into sandboxed runs, an egress policy gets the private loopback-only namespace (nothing leaves)."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the working directory roots (`cwd.roots`, else the request's cwd) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}},"audit":{"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}}}};
 const schema32 = {"title":"a policy file path (relative to this file) or `execgate:NAME`","type":"string","minLength":1,"maxLength":4096,"pattern":"^[^\\u0000]+$"};
 const schema44 = {"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first). Empty = anywhere.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}};
 const func1 = Object.prototype.hasOwnProperty;
@@ -1889,7 +1889,7 @@ return errors === 0;
 }
 validate33.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema58 = {"type":"object","additionalProperties":false,"description":"Which references may be used, by which commands, and how.","properties":{"alias":{"type":"boolean","description":"Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text."},"minLength":{"type":"integer","minimum":1,"maximum":1024,"description":"Shortest resolved value that may be used; shorter values are refused (they cannot be masked reliably)."},"allow":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/refPattern"},"description":"References that may be used at all. A command naming any other is denied. Default: all."},"restrict":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/restriction"},"description":"Per-reference command restrictions; all that apply to a reference must be met."},"unknown":{"enum":["literal","warn","deny"],"description":"A reference no source knows: `literal` (default) passes the token on as text; `warn` does that and logs a warning; `deny` refuses the run (EXECGATE_ERR_REF_UNKNOWN) before anything is spawned."}}};
+const schema58 = {"type":"object","additionalProperties":false,"description":"Which references may be used, by which commands, and how.","properties":{"alias":{"type":"boolean","description":"Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text."},"minLength":{"type":"integer","minimum":1,"maximum":1024,"description":"Shortest resolved value that may be used; shorter values are refused (they cannot be masked reliably)."},"allow":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/refPattern"},"description":"References that may be used at all. A command naming any other is denied. Default: all."},"restrict":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/restriction"},"description":"Per-reference command restrictions; all that apply to a reference must be met."},"unknown":{"enum":["literal","warn","deny"],"description":"A reference no source knows: `literal` (default) passes the token on as text; `warn` does that and logs a warning; `deny` refuses the run (EXECGATE_ERR_REF_UNKNOWN) before anything is spawned."},"bind":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/secretBinding"},"description":"Secrets bound to the hosts they are for. A run using a bound secret may send it only there; with `delivery: inject` the run never receives the value at all (the egress proxy puts it into requests to those hosts). Lists from extended policies are combined."}}};
 const schema59 = {"title":"a reference such as `secret:NAME` or `decrypt:ID` (`*` matches any characters)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"};
 const pattern22 = new RegExp("^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$", "u");
 const schema60 = {"type":"object","additionalProperties":false,"required":["ref"],"description":"Which commands may use a secret. Give exactly one of `command`, `prefix`, `regex`; every simple command must match.","properties":{"id":{"$ref":"#/$defs/ruleId"},"ref":{"anyOf":[{"$ref":"#/$defs/refPattern"},{"type":"array","minItems":1,"maxItems":256,"items":{"$ref":"#/$defs/refPattern"}}],"description":"The reference(s) this restriction applies to."},"command":{"$ref":"#/$defs/commandWords"},"prefix":{"$ref":"#/$defs/prefixes"},"regex":{"$ref":"#/$defs/regex"},"reason":{"$ref":"#/$defs/reason"}},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]};
@@ -2464,6 +2464,168 @@ return errors === 0;
 }
 validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
+const schema68 = {"title":"a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject}`","type":"object","additionalProperties":false,"required":["ref","hosts"],"properties":{"ref":{"title":"one reference, `secret:NAME` or `decrypt:ID` (no `*`)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"},"hosts":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/hostPattern"},"description":"The hosts the secret is for (at least one). They also bound what the run may reach: intersected with `sandbox.network`."},"delivery":{"enum":["env","inject"],"description":"`env` (default): the value is in the child's environment, and every connection of a run using it is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value on requests to these hosts only (needs the sandbox)."}}};
+const schema69 = {"title":"a host pattern: `api.github.com`, `*.npmjs.org`, `*`, `192.0.2.10`, `[2001:db8::1]`, each with an optional `:PORT`","type":"string","minLength":1,"maxLength":300};
+const pattern28 = new RegExp("^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$", "u");
+
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate40.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.ref === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ref"},message:"must have required property '"+"ref"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.hosts === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "hosts"},message:"must have required property '"+"hosts"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "ref") || (key0 === "hosts")) || (key0 === "delivery"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.ref !== undefined){
+let data0 = data.ref;
+if(typeof data0 === "string"){
+if(!pattern28.test(data0)){
+const err3 = {instancePath:instancePath+"/ref",schemaPath:"#/properties/ref/pattern",keyword:"pattern",params:{pattern: "^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"},message:"must match pattern \""+"^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/ref",schemaPath:"#/properties/ref/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.hosts !== undefined){
+let data1 = data.hosts;
+if(Array.isArray(data1)){
+if(data1.length > 256){
+const err5 = {instancePath:instancePath+"/hosts",schemaPath:"#/properties/hosts/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(func2(data2) > 300){
+const err6 = {instancePath:instancePath+"/hosts/" + i0,schemaPath:"#/$defs/hostPattern/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(func2(data2) < 1){
+const err7 = {instancePath:instancePath+"/hosts/" + i0,schemaPath:"#/$defs/hostPattern/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/hosts/" + i0,schemaPath:"#/$defs/hostPattern/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/hosts",schemaPath:"#/properties/hosts/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.delivery !== undefined){
+let data3 = data.delivery;
+if(!((data3 === "env") || (data3 === "inject"))){
+const err10 = {instancePath:instancePath+"/delivery",schemaPath:"#/properties/delivery/enum",keyword:"enum",params:{allowedValues: schema68.properties.delivery.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate40.errors = vErrors;
+return errors === 0;
+}
+validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
 
 function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2477,7 +2639,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(((((key0 === "alias") || (key0 === "minLength")) || (key0 === "allow")) || (key0 === "restrict")) || (key0 === "unknown"))){
+if(!((((((key0 === "alias") || (key0 === "minLength")) || (key0 === "allow")) || (key0 === "restrict")) || (key0 === "unknown")) || (key0 === "bind"))){
 const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err0];
@@ -2651,9 +2813,11 @@ vErrors.push(err12);
 errors++;
 }
 }
-}
-else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.bind !== undefined){
+let data7 = data.bind;
+if(Array.isArray(data7)){
+if(data7.length > 1024){
+const err13 = {instancePath:instancePath+"/bind",schemaPath:"#/properties/bind/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2662,18 +2826,48 @@ vErrors.push(err13);
 }
 errors++;
 }
+const len2 = data7.length;
+for(let i3=0; i3<len2; i3++){
+if(!(validate40(data7[i3], {instancePath:instancePath+"/bind/" + i3,parentData:data7,parentDataProperty:i3,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate40.errors : vErrors.concat(validate40.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/bind",schemaPath:"#/properties/bind/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
 validate37.errors = vErrors;
 return errors === 0;
 }
 validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema68 = {"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}};
-const pattern28 = new RegExp("^(/|~/)[^\\u0000]*$", "u");
+const schema70 = {"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}};
+const pattern29 = new RegExp("^(/|~/)[^\\u0000]*$", "u");
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate41.evaluated;
+const evaluated0 = validate43.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2708,7 +2902,7 @@ errors++;
 if(data.path !== undefined){
 let data1 = data.path;
 if(typeof data1 === "string"){
-if(!pattern28.test(data1)){
+if(!pattern29.test(data1)){
 const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/|~/)[^\\u0000]*$"},message:"must match pattern \""+"^(/|~/)[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -2733,7 +2927,7 @@ errors++;
 if(data.destination !== undefined){
 let data2 = data.destination;
 if(!((data2 === "file") || (data2 === "stdout"))){
-const err4 = {instancePath:instancePath+"/destination",schemaPath:"#/properties/destination/enum",keyword:"enum",params:{allowedValues: schema68.properties.destination.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/destination",schemaPath:"#/properties/destination/enum",keyword:"enum",params:{allowedValues: schema70.properties.destination.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2857,7 +3051,7 @@ errors++;
 if(data.fsync !== undefined){
 let data5 = data.fsync;
 if(!(((data5 === "always") || (data5 === "before-spawn")) || (data5 === "never"))){
-const err13 = {instancePath:instancePath+"/fsync",schemaPath:"#/properties/fsync/enum",keyword:"enum",params:{allowedValues: schema68.properties.fsync.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/fsync",schemaPath:"#/properties/fsync/enum",keyword:"enum",params:{allowedValues: schema70.properties.fsync.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2902,20 +3096,196 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
-validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema70 = {"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own PID, mount, IPC, UTS and network namespaces; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the working directory roots, a private /tmp and `filesystem.writable`.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"enum":["none","open"],"description":"`none` (default): a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services and abstract UNIX sockets (a D-Bus session bus) are out of reach. `open`: the host's network, loopback and abstract sockets included."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the working directory roots (`cwd.roots`, else the request's cwd) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}};
-const pattern30 = new RegExp("^/[^\\u0000]*$", "u");
-const schema71 = {"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}};
-const schema72 = {"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"};
+const schema72 = {"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own PID, mount, IPC, UTS and network namespaces; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the working directory roots, a private /tmp and `filesystem.writable`.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"anyOf":[{"enum":["none","open"],"description":"`none` (default): a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services and abstract UNIX sockets (a D-Bus session bus) are out of reach. `open`: the host's network, loopback and abstract sockets included."},{"$ref":"#/$defs/network"}],"description":"`none` or `open` (see above), or an egress policy `{mode: open|none|allowlist, allow, deny}` for the gateway's egress proxy. Until the proxy is wired into sandboxed runs, an egress policy gets the private loopback-only namespace (nothing leaves)."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the working directory roots (`cwd.roots`, else the request's cwd) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}};
+const pattern31 = new RegExp("^/[^\\u0000]*$", "u");
+const schema73 = {"type":"object","additionalProperties":false,"description":"What a sandboxed run may reach. The run has no network interface but loopback in `none` and `allowlist`; traffic leaves only through the gateway's egress proxy, which decides by host name and refuses names resolving to loopback, link-local, metadata or this host's addresses.","properties":{"mode":{"enum":["open","none","allowlist"],"description":"`open`: every host not denied; `none`: nothing leaves the run; `allowlist`: only hosts matching `allow` (and not `deny`)."},"allow":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns that may be reached in `allowlist` mode. An IP literal is reachable (in any mode) only when a pattern names it."},"deny":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns never reached; deny wins over allow. Lists from extended policies are combined."}}};
 
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate44.evaluated;
+const evaluated0 = validate46.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!(((key0 === "mode") || (key0 === "allow")) || (key0 === "deny"))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(data.mode !== undefined){
+let data0 = data.mode;
+if(!(((data0 === "open") || (data0 === "none")) || (data0 === "allowlist"))){
+const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema73.properties.mode.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.allow !== undefined){
+let data1 = data.allow;
+if(Array.isArray(data1)){
+if(data1.length > 1024){
+const err2 = {instancePath:instancePath+"/allow",schemaPath:"#/properties/allow/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(func2(data2) > 300){
+const err3 = {instancePath:instancePath+"/allow/" + i0,schemaPath:"#/$defs/hostPattern/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(func2(data2) < 1){
+const err4 = {instancePath:instancePath+"/allow/" + i0,schemaPath:"#/$defs/hostPattern/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/allow/" + i0,schemaPath:"#/$defs/hostPattern/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/allow",schemaPath:"#/properties/allow/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.deny !== undefined){
+let data3 = data.deny;
+if(Array.isArray(data3)){
+if(data3.length > 1024){
+const err7 = {instancePath:instancePath+"/deny",schemaPath:"#/properties/deny/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+const len1 = data3.length;
+for(let i1=0; i1<len1; i1++){
+let data4 = data3[i1];
+if(typeof data4 === "string"){
+if(func2(data4) > 300){
+const err8 = {instancePath:instancePath+"/deny/" + i1,schemaPath:"#/$defs/hostPattern/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(func2(data4) < 1){
+const err9 = {instancePath:instancePath+"/deny/" + i1,schemaPath:"#/$defs/hostPattern/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/deny/" + i1,schemaPath:"#/$defs/hostPattern/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/deny",schemaPath:"#/properties/deny/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+validate46.errors = vErrors;
+return errors === 0;
+}
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema76 = {"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}};
+const schema77 = {"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"};
+
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate48.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2990,16 +3360,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
-validate44.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
+validate48.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate43.evaluated;
+const evaluated0 = validate45.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3022,7 +3392,7 @@ errors++;
 if(data.mode !== undefined){
 let data0 = data.mode;
 if(!(((data0 === "required") || (data0 === "auto")) || (data0 === "off"))){
-const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema70.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema72.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3035,7 +3405,7 @@ errors++;
 if(data.helper !== undefined){
 let data1 = data.helper;
 if(typeof data1 === "string"){
-if(!pattern30.test(data1)){
+if(!pattern31.test(data1)){
 const err2 = {instancePath:instancePath+"/helper",schemaPath:"#/properties/helper/pattern",keyword:"pattern",params:{pattern: "^/[^\\u0000]*$"},message:"must match pattern \""+"^/[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -3059,8 +3429,11 @@ errors++;
 }
 if(data.network !== undefined){
 let data2 = data.network;
+const _errs6 = errors;
+let valid1 = false;
+const _errs7 = errors;
 if(!((data2 === "none") || (data2 === "open"))){
-const err4 = {instancePath:instancePath+"/network",schemaPath:"#/properties/network/enum",keyword:"enum",params:{allowedValues: schema70.properties.network.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/network",schemaPath:"#/properties/network/anyOf/0/enum",keyword:"enum",params:{allowedValues: schema72.properties.network.anyOf[0].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3069,13 +3442,17 @@ vErrors.push(err4);
 }
 errors++;
 }
+var _valid0 = _errs7 === errors;
+valid1 = valid1 || _valid0;
+const _errs8 = errors;
+if(!(validate46(data2, {instancePath:instancePath+"/network",parentData:data,parentDataProperty:"network",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
+errors = vErrors.length;
 }
-if(data.filesystem !== undefined){
-let data3 = data.filesystem;
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-for(const key1 in data3){
-if(!(((key1 === "hidden") || (key1 === "writable")) || (key1 === "readOnly"))){
-const err5 = {instancePath:instancePath+"/filesystem",schemaPath:"#/properties/filesystem/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+var _valid0 = _errs8 === errors;
+valid1 = valid1 || _valid0;
+if(!valid1){
+const err5 = {instancePath:instancePath+"/network",schemaPath:"#/properties/network/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3084,28 +3461,24 @@ vErrors.push(err5);
 }
 errors++;
 }
-}
-if(data3.hidden !== undefined){
-if(!(validate44(data3.hidden, {instancePath:instancePath+"/filesystem/hidden",parentData:data3,parentDataProperty:"hidden",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
-errors = vErrors.length;
-}
-}
-if(data3.writable !== undefined){
-if(!(validate44(data3.writable, {instancePath:instancePath+"/filesystem/writable",parentData:data3,parentDataProperty:"writable",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
-errors = vErrors.length;
-}
-}
-if(data3.readOnly !== undefined){
-if(!(validate44(data3.readOnly, {instancePath:instancePath+"/filesystem/readOnly",parentData:data3,parentDataProperty:"readOnly",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
-errors = vErrors.length;
-}
-}
+else {
+errors = _errs6;
+if(vErrors !== null){
+if(_errs6){
+vErrors.length = _errs6;
 }
 else {
-const err6 = {instancePath:instancePath+"/filesystem",schemaPath:"#/properties/filesystem/type",keyword:"type",params:{type: "object"},message:"must be object"};
+vErrors = null;
+}
+}
+}
+}
+if(data.filesystem !== undefined){
+let data3 = data.filesystem;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+for(const key1 in data3){
+if(!(((key1 === "hidden") || (key1 === "writable")) || (key1 === "readOnly"))){
+const err6 = {instancePath:instancePath+"/filesystem",schemaPath:"#/properties/filesystem/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3115,9 +3488,27 @@ vErrors.push(err6);
 errors++;
 }
 }
+if(data3.hidden !== undefined){
+if(!(validate48(data3.hidden, {instancePath:instancePath+"/filesystem/hidden",parentData:data3,parentDataProperty:"hidden",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate48.errors : vErrors.concat(validate48.errors);
+errors = vErrors.length;
+}
+}
+if(data3.writable !== undefined){
+if(!(validate48(data3.writable, {instancePath:instancePath+"/filesystem/writable",parentData:data3,parentDataProperty:"writable",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate48.errors : vErrors.concat(validate48.errors);
+errors = vErrors.length;
+}
+}
+if(data3.readOnly !== undefined){
+if(!(validate48(data3.readOnly, {instancePath:instancePath+"/filesystem/readOnly",parentData:data3,parentDataProperty:"readOnly",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate48.errors : vErrors.concat(validate48.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err7 = {instancePath:instancePath+"/filesystem",schemaPath:"#/properties/filesystem/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3126,10 +3517,22 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate43.errors = vErrors;
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate45.errors = vErrors;
 return errors === 0;
 }
-validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3469,14 +3872,14 @@ errors = vErrors.length;
 }
 }
 if(data.audit !== undefined){
-if(!(validate41(data.audit, {instancePath:instancePath+"/audit",parentData:data,parentDataProperty:"audit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
+if(!(validate43(data.audit, {instancePath:instancePath+"/audit",parentData:data,parentDataProperty:"audit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
 errors = vErrors.length;
 }
 }
 if(data.sandbox !== undefined){
-if(!(validate43(data.sandbox, {instancePath:instancePath+"/sandbox",parentData:data,parentDataProperty:"sandbox",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+if(!(validate45(data.sandbox, {instancePath:instancePath+"/sandbox",parentData:data,parentDataProperty:"sandbox",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate45.errors : vErrors.concat(validate45.errors);
 errors = vErrors.length;
 }
 }
