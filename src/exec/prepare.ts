@@ -15,7 +15,8 @@ import { ExecgateError } from '../errors';
 import { checkEgress } from '../egress/plan';
 import { sanitizeEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
-import { Redactor } from '../redact';
+import { Redactor, type MaskMemory } from '../redact';
+import { isExecgateSecretName, isSecretName } from '../env/secrets';
 import type { RefStore } from '../refs/store';
 import { substituteTokens, type Replacement } from '../refs/substitute';
 import { scanTokens } from '../refs/tokens';
@@ -96,6 +97,11 @@ export interface PrepareContext {
   readonly fingerprint?: (value: string) => string;
   /** The gateway's state and shared network for the sandbox; default: the state directory of `env`. */
   readonly sandbox?: SandboxContext;
+  /**
+   * Values earlier runs of this gateway resolved or passed through: every run masks them too,
+   * and this run's values join them once its plan exists.
+   */
+  readonly remembered?: MaskMemory;
 }
 
 /*
@@ -115,20 +121,8 @@ export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value:
  * SSH_CLIENT is set. A command must not pick up the user's interactive start-up files, so bash
  * always gets --norc --noprofile; other shells read no start-up file for `-c` (ENV is stripped).
  */
-const BASH = /(^|\/)bash$/;
-
-/*
- * Descriptors the gateway inherited without close-on-exec (`execgate run ... 200<secret`, a
- * host that forked it holding files open) would reach the command and everything it starts,
- * sandbox or not: a hidden file stays readable through an open descriptor. Node opens its own
- * descriptors close-on-exec, so what arrives above 2 is exactly what was never meant for the
- * command: closed before the command's first word. (No redirection on the loop: `exec` inside
- * a redirected compound command would make that redirection permanent.)
- */
-export const CLOSE_FDS = 'for __execgate_fd in /proc/self/fd/*; do __execgate_fd=${__execgate_fd##*/}; [ "$__execgate_fd" -gt 2 ] && exec {__execgate_fd}>&-; done; unset __execgate_fd';
-
 export function getShellFlags(shell: string): string[] {
-  return BASH.test(shell) ? ['--norc', '--noprofile'] : [];
+  return /(^|\/)bash$/.test(shell) ? ['--norc', '--noprofile'] : [];
 }
 
 export function createRunId(): string {
@@ -216,7 +210,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // The prologue shares the command's first line, so the shell's own messages (`line 1: x: command
   // not found`) number the lines as the caller wrote them; a newline keeps the epilogue out of
   // the command's last line (a trailing comment, say).
-  const prologue = [BASH.test(request.shell) ? CLOSE_FDS : '', request.prologue.replace(/[\s;]+$/, '')].filter(Boolean).join('; ');
+  const prologue = request.prologue.replace(/[\s;]+$/, '');
   const script = `${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
@@ -239,19 +233,33 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   }
   // Withheld values never reach the child, but the child may meet them another way (a file,
   // a second reference); mask them too when they are long enough to mask meaningfully.
+  // A removed variable with a secret's name (an allowlist drops EXECGATE_SECRET_* as `removed`)
+  // is masked for the same reason, and so is every EXECGATE_SECRET_* value of the gateway's own
+  // environment: the env source hands those out, so they are known secrets whether or not this
+  // run's environment would have carried them.
   const inheritedOrRequested = { ...(request.envMode === 'replace' ? {} : context.env), ...request.env };
-  for (const name of sanitized.withheld) {
+  const removedSecrets = sanitized.removed.filter((name) => isSecretName(name));
+  for (const name of [...sanitized.withheld, ...removedSecrets]) {
     const value = inheritedOrRequested[name];
     if (typeof value === 'string' && value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
+  }
+  for (const [name, value] of Object.entries(context.env)) {
+    if (isExecgateSecretName(name) && typeof value === 'string' && value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
+  }
+  // Values earlier runs met: a file, file name or socket one run filled with a value reaches the
+  // caller masked when this run prints it. Labels this run registered first stay.
+  if (context.remembered) {
+    const own = secrets.length;
+    for (const [value, label] of context.remembered.entries()) {
+      if (value.length >= policy.secrets.minLength) mask(value, label);
+    }
+    for (const { value, label } of secrets.slice(0, own)) context.remembered.remember(value, label);
   }
 
   const env: Record<string, string> = { ...sanitized.env, ...injected, [RUN_ID_VARIABLE]: runId };
 
   // Sandboxed: bubblewrap (or nsenter, for the shared network) runs the shell.
-  // A shell other than bash cannot close a descriptor above 9 itself: bash does it, then
-  // becomes that shell (same argv as otherwise, one exec more).
-  const closer = BASH.test(request.shell) ? [] : ['/bin/bash', '--norc', '--noprofile', '-c', `${CLOSE_FDS}; exec "$@"`, 'execgate'];
-  const argv = [...sandboxed.prefix, ...closer, request.shell, ...getShellFlags(request.shell), '-c', script];
+  const argv = [...sandboxed.prefix, request.shell, ...getShellFlags(request.shell), '-c', script];
   const plan: SpawnPlan = Object.freeze({
     runId,
     request,
