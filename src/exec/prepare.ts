@@ -13,7 +13,8 @@ import { sanitizeEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
 import { Redactor } from '../redact';
 import type { RefStore } from '../refs/store';
-import { substituteTokens, type Replacement } from '../refs/substitute';
+import { substituteTokens, validateTokenPlacements, type Replacement } from '../refs/substitute';
+import { readShell } from '../shell';
 import { scanTokens } from '../refs/tokens';
 import { decideRequest, type Decision } from '../policy/decide';
 import type { RefKind } from '../refs/types';
@@ -122,8 +123,11 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // A mode the policy turns off is a policy decision (decideRequest), audited as a denial.
   // The policy decides on the unresolved command and the references it names, before any
   // source is asked for a value.
+  // One reading of the shell text, before any source is asked for a value: the policy decides on
+  // it, and every token that could not be substituted safely is refused here too.
   const tokens = scanTokens(request.command, { alias: policy.secrets.alias });
-  const decision = decideRequest(policy, request, tokens);
+  const analysis = readShell(request.command, tokens);
+  const decision = decideRequest(policy, request, tokens, analysis);
   context.onDecision?.(decision, request, runId);
   if (!decision.allowed) {
     throw new ExecgateError(
@@ -137,6 +141,8 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       },
     );
   }
+
+  validateTokenPlacements(analysis);
 
   const resolution = await context.refs.resolveTokens(tokens);
 
@@ -179,7 +185,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     const envName = envNames.get(`${token.kind}:${token.id}`);
     if (envName) replacements.push({ token, envName });
   }
-  const body = replacements.length > 0 ? substituteTokens(request.command, replacements) : request.command;
+  const body = replacements.length > 0 ? substituteTokens(request.command, replacements, analysis) : request.command;
   // Newlines keep host text out of the command's own last line (a trailing comment, say).
   const script = `${request.prologue ? `${request.prologue}\n` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);

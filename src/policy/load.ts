@@ -19,6 +19,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { RE2JS } from 're2js';
 import { DEFAULT_POLICY, EXEC_MODES, deepFreeze, type CommandRule, type EffectivePolicy, type ExecMode, type SecretRestriction } from './effective';
 import { toCommandWords, type CommandMatch } from './match';
 import { createPolicyError, formatPath, type PathSegment, type PolicyErrorCode, type PolicyProblem } from './problems';
@@ -260,6 +261,16 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
     (get(doc, ['env', key]) as string[] | undefined)?.forEach((pattern, index) => regexes.push([['env', key, index], pattern]));
   }
   for (const [path, pattern] of regexes) {
+    if (path[0] !== 'env') {
+      // Command rules run on RE2 (linear time on agent-controlled text); it has no
+      // backreferences or lookaround.
+      try {
+        RE2JS.compile(pattern as string);
+      } catch (error) {
+        report(path, `regular expression not supported by RE2 (execgate runs rule patterns in linear time): ${(error as Error).message.replace(/^error parsing regexp: /, '')}`);
+      }
+      continue;
+    }
     try {
       new RegExp(pattern as string);
     } catch (error) {
@@ -383,9 +394,12 @@ function getItemId(item: Doc, origin: ItemOrigin, key: string): string {
 // --- compiling -------------------------------------------------------------------------------
 
 function compileMatch(item: Doc): CommandMatch {
-  if (item.command !== undefined) return { kind: 'command', commands: toCommandWords(item.command as string | string[]) };
+  if (item.command !== undefined) {
+    const commands = toCommandWords(item.command as string | string[]);
+    return item.flags !== undefined ? { kind: 'command', commands, flags: [...(item.flags as string[])] } : { kind: 'command', commands };
+  }
   if (item.prefix !== undefined) return { kind: 'prefix', prefixes: typeof item.prefix === 'string' ? [item.prefix] : [...(item.prefix as string[])] };
-  return { kind: 'regex', regex: new RegExp(item.regex as string) };
+  return { kind: 'regex', regex: RE2JS.compile(item.regex as string), source: item.regex as string };
 }
 
 function expandHome(path: string, homeDir: string): string {
