@@ -173,16 +173,13 @@ function skipOptions(
   to: number,
   valued: (option: string) => boolean,
   onOption: (option: string, value: CommandWord | string | null, at: number) => void,
-  report: CommandReport,
 ): number {
   let i = index;
   while (i < to) {
     const word = words[i]!;
-    if (word.text === null) {
-      // An option known only at run time could take the next word as its value.
-      report.uncertain('an option known only at run time', word);
-      return -1;
-    }
+    // A dynamic word ends the options: the caller decides what an operand known only at run
+    // time means (a builtin's operand, a wrapper's command: uncertain).
+    if (word.text === null) return i;
     const text = word.text;
     if (text === '--') return i + 1;
     if (!text.startsWith('-') || text === '-') return i;
@@ -246,11 +243,11 @@ function readShellCommand(words: readonly CommandWord[], from: number, to: numbe
       if (option === '-c' || option === '--command') script = true;
       if (option === '-s' || option === '-i') stdin = true;
     },
-    report,
   );
-  if (operands < 0) {
-    report.refuse(from + 1, to, { context: 'uncertain', reason: `the options of \`${name}\` are known only at run time` });
-    report.sink(`\`${name}\` with options known only at run time`, words[from]!);
+  if (operands < to && words[operands]!.text === null && !script) {
+    // `bash "$x" ...`: the word could be `-c`, which would make the next word a script.
+    report.refuse(operands, to, { context: 'uncertain', reason: `\`${name}\` gets an option or script file known only at run time` });
+    report.uncertain(`\`${name}\` gets an option or script file known only at run time`, words[operands]!);
     return;
   }
   if (script) {
@@ -284,13 +281,7 @@ function readWrapper(
       codeFound = true;
       if (value !== null) codeValue(value, at, words, report, `${name} ${option}`);
     },
-    report,
   );
-  if (start < 0) {
-    report.refuse(from + 1, to, { context: 'uncertain', reason: `the options of \`${name}\` are known only at run time` });
-    report.sink(`\`${name}\` with options known only at run time`, words[from]!);
-    return;
-  }
   if (spec.all === 'remote') {
     // The host, then the command line the remote shell parses (or its input).
     report.refuse(start + 1, to, { context: 'remote-command', reason: 'ssh hands its command line to the remote shell, which parses it' });
@@ -348,12 +339,7 @@ function readFind(words: readonly CommandWord[], from: number, to: number, repor
 function readBuiltin(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string, hops: number): void {
   const at = words[from]!;
   const operandsOf = (valued: string[], onOption: (option: string, value: CommandWord | string | null, at: number) => void = () => {}): number => {
-    const start = skipOptions(words, from + 1, to, (option) => valued.includes(option), onOption, report);
-    if (start < 0) {
-      report.refuse(from + 1, to, { context: 'uncertain', reason: `the options of \`${name}\` are known only at run time` });
-      report.sink(`\`${name}\` with options known only at run time`, at);
-    }
-    return start;
+    return skipOptions(words, from + 1, to, (option) => valued.includes(option), onOption);
   };
   const names = (start: number, end: number, reason: string): void => {
     report.refuse(start, end, { context: 'variable-name', reason });
@@ -373,7 +359,6 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
     }
     case 'trap': {
       const start = operandsOf([]);
-      if (start < 0) return;
       report.refuse(start, to, { context: 'evaluated', reason: '`trap` runs its action as shell code' });
       if (start < to) codeValue(words[start]!, start, words, report, 'trap', 'evaluated');
       return;
@@ -389,7 +374,6 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
     case 'readonly': {
       const flags = new Set<string>();
       const start = operandsOf([], (option) => flags.add(option));
-      if (start < 0) return;
       const attribute = flags.has('-i') ? 'integer' : flags.has('-n') ? 'reference' : flags.has('-a') || flags.has('-A') ? 'array' : null;
       if (flags.has('-f') || flags.has('-F')) return;
       for (let i = start; i < to; i += 1) {

@@ -54,7 +54,7 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
   };
   const sink = shared.sinks[0];
   const readings = tokens.map((token) => {
-    let placement = shared.placements.get(token) ?? unplaced;
+    let placement = shared.problem ? unplaced : (shared.placements.get(token) ?? unplaced);
     if (sink && placement.kind === 'expand') {
       placement = { kind: 'refuse', context: 'value-evaluated', reason: `${sink.reason}, at offset ${sink.offset}` };
     }
@@ -692,8 +692,8 @@ class Lexer {
   }
 
   private closeParen(frame: CommandFrame, i: number): number {
+    this.endWord(frame);
     if (frame.cases[frame.cases.length - 1] === 'pattern') {
-      this.endWord(frame);
       frame.cases[frame.cases.length - 1] = 'body';
       frame.commandStart = true;
       return i + 1;
