@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ExecgateError } from '../errors';
-import { sanitizeEnv } from '../env';
+import { sanitizeEnv, validateRequestedEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
 import { Redactor } from '../redact';
 import type { RefStore } from '../refs/store';
@@ -142,6 +142,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     );
   }
 
+  validateRequestedEnv(request.env, policy.env.requestable);
   validateTokenPlacements(analysis);
 
   const resolution = await context.refs.resolveTokens(tokens);

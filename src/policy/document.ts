@@ -48,6 +48,7 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
       secretValuePatterns: policy.env.secretValuePatterns.map((pattern) => pattern.source),
       set: { ...policy.env.set },
       ...(policy.env.path !== undefined ? { path: policy.env.path } : {}),
+      ...(policy.env.requestable !== undefined ? { requestable: [...policy.env.requestable] } : {}),
     },
     rules: {
       default: policy.rules.default,

@@ -59,6 +59,8 @@ export interface EffectivePolicy {
     readonly secretValuePatterns: readonly RegExp[];
     readonly set: Readonly<Record<string, string>>;
     readonly path?: string;
+    /** When set, the only variables a request's `env` may set (`*` suffix: a prefix). */
+    readonly requestable?: readonly string[];
   };
   /** Background runs (the runtime limit is `modes.background.defaultTimeout` / `maxTimeout`). */
   readonly background: {

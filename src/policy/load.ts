@@ -20,6 +20,7 @@ import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { RE2JS } from 're2js';
+import { getHazardCategory } from '../env/hazards';
 import { DEFAULT_POLICY, EXEC_MODES, deepFreeze, type CommandRule, type EffectivePolicy, type ExecMode, type SecretRestriction } from './effective';
 import { toCommandWords, type CommandMatch } from './match';
 import { createPolicyError, formatPath, type PathSegment, type PolicyErrorCode, type PolicyProblem } from './problems';
@@ -267,7 +268,7 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
       try {
         RE2JS.compile(pattern as string);
       } catch (error) {
-        report(path, `regular expression not supported by RE2 (execgate runs rule patterns in linear time): ${(error as Error).message.replace(/^error parsing regexp: /, '')}`);
+        report(path, `invalid regular expression (RE2 syntax, which runs in linear time): ${(error as Error).message.replace(/^error parsing regexp: /, '')}`);
       }
       continue;
     }
@@ -276,6 +277,11 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
     } catch (error) {
       report(path, `invalid regular expression: ${(error as Error).message.replace(/^Invalid regular expression: /, '')}`);
     }
+  }
+
+  for (const name of Object.keys((get(doc, ['env', 'set']) as Record<string, string> | undefined) ?? {})) {
+    const hazard = getHazardCategory(name);
+    if (hazard) report(['env', 'set', name], `sets \`${name}\`, a variable execgate strips from every child (${hazard.why}); remove it, or run a command that sets it itself`);
   }
 
   const mode = get(doc, ['env', 'mode']);
@@ -466,6 +472,7 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
       secretValuePatterns: [...D.env.secretValuePatterns, ...list<string>('env.secretValuePatterns', []).map((p) => new RegExp(p))],
       set: { ...D.env.set, ...((at('env.set') as Record<string, string> | undefined) ?? {}) },
       ...(envPath !== undefined ? { path: envPath } : D.env.path !== undefined ? { path: D.env.path } : {}),
+      ...(at('env.requestable') !== undefined ? { requestable: list<string>('env.requestable', []) } : {}),
     },
     background: {
       maxConcurrent: (at('exec.background.maxConcurrent') as number | undefined) ?? D.background.maxConcurrent,
