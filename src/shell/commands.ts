@@ -314,13 +314,20 @@ function readWrapper(
     return;
   }
   if (name === 'env') {
-    while (start < to && words[start]!.assignment !== null) {
-      readAssignment(words, start, report, true);
+    // env takes any `NAME=value` (quoted too, `BASH_FUNC_f%%` too) as a variable for the command.
+    for (let name = envName(words[start]); start < to && name !== null; name = envName(words[start])) {
+      readAssignment(words.map((word, at) => (at === start ? { ...word, assignment: name } : word)), start, report, true);
       start += 1;
     }
   }
   start += Math.min(spec.positional ?? 0, to - start);
   readFrom(words, start, to, report, name, hops + 1);
+}
+
+function envName(word: CommandWord | undefined): string | null {
+  if (!word) return null;
+  const match = /^([^=]+)=/.exec(word.text ?? word.raw.replace(/['"\\]/g, ''));
+  return match && !match[1]!.startsWith('-') ? match[1]! : null;
 }
 
 function readFind(words: readonly CommandWord[], from: number, to: number, report: CommandReport, hops: number): void {
