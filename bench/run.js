@@ -27,6 +27,7 @@ const FIGURES = [
   'background.js',
   'cli-start.js',
   'mcp.js',
+  'shell-reader.js',
 ];
 
 function runFigureProcess(file, args, reportPath, env) {

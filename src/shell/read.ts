@@ -27,6 +27,7 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
   const shared: Shared = {
     command,
     byStart: new Map(tokens.map((token) => [token.start, token])),
+    isStart: new Uint8Array(command.length + 1),
     placements: new Map(),
     poison: null,
     problem: null,
@@ -38,6 +39,7 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
     assignments: [],
     codeBudget: 4 * command.length + 65536,
   };
+  for (const token of tokens) if (token.start >= 0 && token.start < command.length) shared.isStart[token.start] = 1;
   const identity = new Int32Array(command.length);
   for (let index = 0; index < identity.length; index += 1) identity[index] = index;
   new Lexer(command, identity, shared, 'cmd', null, 0, [], undefined).run();
@@ -78,6 +80,8 @@ interface Condition {
 interface Shared {
   readonly command: string;
   readonly byStart: ReadonlyMap<number, RefToken>;
+  /** 1 at the offset of each token's start: a cheap test before the map lookup. */
+  readonly isStart: Uint8Array;
   readonly placements: Map<RefToken, Placement>;
   poison: Finding | null;
   problem: Finding | null;
@@ -168,6 +172,7 @@ interface Outer {
 }
 
 const TOKEN = 'TOKEN';
+const NAME_CHAR = /[A-Za-z0-9_!#@*?$-]/;
 const BLANK = new Set([' ', '\t']);
 const METACHAR = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
 const ARITHMETIC_TEST_OPERATORS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
@@ -208,7 +213,9 @@ class Lexer {
     if (depth > MAX_NESTING) throw tooComplex(`nests backquotes, heredocs or code run by \`eval\`/\`sh -c\` more than ${MAX_NESTING} levels deep`);
     this.stack = [root === 'cmd' ? newCommandFrame('root', 0) : { kind: 'heredoc', start: 0, owner: null }];
     // Static code read again maps every character to one offset, so no token registers there.
+    if (shared.byStart.size === 0) return;
     for (let index = 0; index < text.length; index += 1) {
+      if (shared.isStart[map[index] as number] !== 1) continue;
       const token = shared.byStart.get(map[index] as number);
       if (token === undefined) continue;
       const last = index + token.raw.length - 1;
@@ -446,10 +453,11 @@ class Lexer {
     return i + 1;
   }
 
+  /** The name-like text at `i` (and the character after it), for the small lookahead regexes. */
   private plainSlice(i: number): string {
     let end = i;
-    while (end < this.text.length && end - i < 300 && !this.starts.has(end) && this.text[end] !== '\n') end += 1;
-    return this.text.slice(i, end);
+    while (end < this.text.length && end - i < 300 && !this.starts.has(end) && NAME_CHAR.test(this.text[end] as string)) end += 1;
+    return this.text.slice(i, Math.min(end + 1, this.text.length));
   }
 
   private endWord(frame: CommandFrame): void {
