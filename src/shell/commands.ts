@@ -350,9 +350,7 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
   };
   const names = (start: number, end: number, reason: string): void => {
     report.refuse(start, end, { context: 'variable-name', reason });
-    for (let i = start; i < end; i += 1) {
-      if (words[i]!.text === null) report.sink(`\`${name}\` takes a variable name known only at run time`, words[i]!);
-    }
+    for (let i = start; i < end; i += 1) if (words[i]!.text === null) report.sink(`\`${name}\` takes a variable name known only at run time`, words[i]!);
   };
   switch (name) {
     case 'eval': {

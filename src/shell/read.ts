@@ -57,9 +57,7 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
   const sink = shared.sinks[0];
   const readings = tokens.map((token) => {
     let placement = shared.problem ? unplaced : (shared.placements.get(token) ?? unplaced);
-    if (sink && placement.kind === 'expand') {
-      placement = { kind: 'refuse', context: 'value-evaluated', reason: `${sink.reason}, at offset ${sink.offset}` };
-    }
+    if (sink && placement.kind === 'expand') placement = { kind: 'refuse', context: 'value-evaluated', reason: `${sink.reason}, at offset ${sink.offset}` };
     return Object.freeze({ token, placement });
   });
   return Object.freeze({
@@ -109,6 +107,7 @@ interface CommandFrame {
   readonly start: number;
   wordStart: boolean;
   commandStart: boolean;
+  wordAtCommandStart: boolean;
   /** The current word while it is plain unquoted text (for reserved words), else null. */
   word: string | null;
   /** The current word's static value (quotes removed), null once part of it is dynamic. */
@@ -116,19 +115,20 @@ interface CommandFrame {
   /** Unquoted characters of the current word (for globs, braces and tilde). */
   unquoted: string;
   wordBegin: number;
+  /** `NAME=` / `NAME[...]=` starting the word; the subscript's name and where it closed. */
   assignment: string | null;
   subscriptName: string | null;
   arithEnd: number;
-  wordAtCommandStart: boolean;
+  wordEquals: boolean;
+  /** Reserved-word states: `function NAME`, a `for`/`select` header, after `time`, after `coproc`. */
   functionName: boolean;
   header: boolean;
   afterTime: boolean;
   coproc: boolean;
-  cmd: Cmd;
-  wordEquals: boolean;
   redirectTarget: boolean;
   hereString: boolean;
   patternStart: boolean;
+  cmd: Cmd;
   readonly cases: CaseState[];
   readonly pending: Heredoc[];
   condition: Condition | null;
@@ -180,15 +180,14 @@ const ARITHMETIC_TEST_OPERATORS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-
 const COMMAND_PREFIX_WORDS = new Set(['!', '{', '}', 'then', 'do', 'else', 'elif', 'if', 'while', 'until', 'fi', 'done', 'time', 'coproc']);
 const DYNAMIC_UNQUOTED = /[*?]|\[.*\]|\{[^}]*(?:,|\.\.)[^}]*\}|^~/;
 
+const PLACEMENTS: Record<Exclude<Frame['kind'], 'param'>, Placement> = {
+  cmd: { kind: 'expand', context: 'unquoted' }, squote: { kind: 'expand', context: 'single-quoted' }, dquote: { kind: 'expand', context: 'double-quoted' },
+  heredoc: { kind: 'expand', context: 'heredoc' }, ansi: { kind: 'refuse', context: 'ansi-c-string' }, locale: { kind: 'refuse', context: 'locale-string' },
+  arith: { kind: 'refuse', context: 'arithmetic' },
+};
 const FRAME_NAMES: Record<Frame['kind'], string> = {
-  cmd: '`$(...)` or `(...)`',
-  squote: "single-quoted string '...'",
-  dquote: 'double-quoted string "..."',
-  ansi: "`$'...'` string",
-  locale: '`$"..."` string',
-  heredoc: 'heredoc body',
-  param: '`${...}` expansion',
-  arith: 'arithmetic expression',
+  cmd: '`$(...)` or `(...)`', squote: "single-quoted string '...'", dquote: 'double-quoted string "..."', ansi: "`$'...'` string", locale: '`$"..."` string',
+  heredoc: 'heredoc body', param: '`${...}` expansion', arith: 'arithmetic expression',
 };
 
 class Lexer {
@@ -327,27 +326,11 @@ class Lexer {
     if (poison) return { kind: 'refuse', context: 'uncertain', reason: poison.reason };
     const enclosing = this.inArithmetic();
     if (enclosing) return enclosing;
-    switch (frame.kind) {
-      case 'cmd':
-        return { kind: 'expand', context: 'unquoted' };
-      case 'squote':
-        return { kind: 'expand', context: 'single-quoted' };
-      case 'dquote':
-        return { kind: 'expand', context: 'double-quoted' };
-      case 'heredoc':
-        return { kind: 'expand', context: 'heredoc' };
-      case 'ansi':
-        return { kind: 'refuse', context: 'ansi-c-string' };
-      case 'locale':
-        return { kind: 'refuse', context: 'locale-string' };
-      case 'arith':
-        return { kind: 'refuse', context: 'arithmetic' };
-      case 'param':
-        if (frame.part === 'word') return { kind: 'expand', context: 'parameter-word' };
-        if (frame.part === 'arith') return { kind: 'refuse', context: 'arithmetic' };
-        if (frame.part === 'afterName') return { kind: 'refuse', context: 'parameter-name' };
-        return { kind: 'refuse', context: 'uncertain', reason: 'the `${...}` expansion around the reference has a form execgate does not read' };
-    }
+    if (frame.kind !== 'param') return PLACEMENTS[frame.kind];
+    if (frame.part === 'word') return { kind: 'expand', context: 'parameter-word' };
+    if (frame.part === 'arith') return { kind: 'refuse', context: 'arithmetic' };
+    if (frame.part === 'afterName') return { kind: 'refuse', context: 'parameter-name' };
+    return { kind: 'refuse', context: 'uncertain', reason: 'the `${...}` expansion around the reference has a form execgate does not read' };
   }
 
   // --- dispatch ------------------------------------------------------------------------------
@@ -614,9 +597,7 @@ class Lexer {
       }
     }
     if (cmd.input) {
-      for (const { token, word } of cmd.tokens) {
-        if (word === 'input') this.refine(token, { kind: 'refuse', context: cmd.input.context, reason: cmd.input.reason });
-      }
+      for (const { token, word } of cmd.tokens) if (word === 'input') this.refine(token, { kind: 'refuse', context: cmd.input.context, reason: cmd.input.reason });
     }
     for (const { text, at, kind, via } of codes) this.readCode(text, at, kind, via);
   }
@@ -843,7 +824,6 @@ class Lexer {
             k = this.refuseAt(k, 'quoted-heredoc') - 1;
           }
         }
-        if (heredoc.cmd.input?.context === 'shell-script') this.readCode(this.text.slice(position, bodyEnd), { text: null, start: this.origin(position), end: this.origin(bodyEnd), assignment: null, raw: '' }, 'script', 'heredoc');
       } else {
         const body = new Lexer(
           this.text.slice(position, bodyEnd),
@@ -856,8 +836,8 @@ class Lexer {
           undefined,
         );
         body.run();
-        if (heredoc.cmd.input?.context === 'shell-script') this.readCode(this.text.slice(position, bodyEnd), { text: null, start: this.origin(position), end: this.origin(bodyEnd), assignment: null, raw: '' }, 'script', 'heredoc');
       }
+      if (heredoc.cmd.input?.context === 'shell-script') this.readCode(this.text.slice(position, bodyEnd), { text: null, start: this.origin(position), end: this.origin(bodyEnd), assignment: null, raw: '' }, 'script', 'heredoc');
       position = next;
     }
     return position;
@@ -867,15 +847,11 @@ class Lexer {
     let lineStart = from;
     while (lineStart < this.text.length) {
       let lineEnd = this.lineEnd(lineStart);
-      if (!heredoc.quoted) {
-        while (lineEnd < this.text.length && endsWithEscape(this.text, lineStart, lineEnd)) lineEnd = this.lineEnd(lineEnd + 1);
-      }
+      if (!heredoc.quoted) while (lineEnd < this.text.length && endsWithEscape(this.text, lineStart, lineEnd)) lineEnd = this.lineEnd(lineEnd + 1);
       let line = this.text.slice(lineStart, lineEnd);
       if (!heredoc.quoted) line = line.replace(/\\\n/g, '');
       if (heredoc.stripTabs) line = line.replace(/^\t+/, '');
-      if (line === heredoc.delimiter && !this.hasTokenIn(lineStart, lineEnd)) {
-        return { bodyEnd: lineStart, next: Math.min(lineEnd + 1, this.text.length) };
-      }
+      if (line === heredoc.delimiter && !this.hasTokenIn(lineStart, lineEnd)) return { bodyEnd: lineStart, next: Math.min(lineEnd + 1, this.text.length) };
       lineStart = lineEnd + 1;
     }
     if (this.shared.uncertain.length < 64) this.shared.uncertain.push({ reason: `a heredoc without its delimiter line \`${heredoc.delimiter}\``, offset: this.origin(from) });
@@ -1170,33 +1146,9 @@ function newCmd(): Cmd {
 }
 
 function newCommandFrame(origin: CommandFrame['origin'], start: number): CommandFrame {
-  return {
-    kind: 'cmd',
-    origin,
-    start,
-    wordStart: true,
-    commandStart: true,
-    word: null,
-    value: null,
-    unquoted: '',
-    wordBegin: start,
-    assignment: null,
-    subscriptName: null,
-    arithEnd: -1,
-    wordAtCommandStart: false,
-    functionName: false,
-    header: false,
-    afterTime: false,
-    coproc: false,
-    cmd: newCmd(),
-    wordEquals: false,
-    redirectTarget: false,
-    hereString: false,
-    patternStart: false,
-    cases: [],
-    pending: [],
-    condition: null,
-  };
+  return { kind: 'cmd', origin, start, wordStart: true, commandStart: true, word: null, value: null, unquoted: '', wordBegin: start, assignment: null, subscriptName: null, arithEnd: -1,
+    wordAtCommandStart: false, functionName: false, header: false, afterTime: false, coproc: false, cmd: newCmd(), wordEquals: false, redirectTarget: false, hereString: false,
+    patternStart: false, cases: [], pending: [], condition: null };
 }
 
 /** Something other than a plain character joins the current word (a quote, an expansion, a token). */
