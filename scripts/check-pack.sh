@@ -48,3 +48,19 @@ if (result.stdout !== 'ok') throw new Error('import run printed ' + JSON.stringi
 console.log('check-pack: import ok');
 "
 ./node_modules/.bin/execgate --version
+
+# What the MCP client configurations start: `execgate mcp` on stdio (stdin at its end closes the
+# session, and the server stops cleanly).
+./node_modules/.bin/execgate mcp --workdir . < /dev/null 2> "$work/mcp.err"
+grep -q 'serving on stdio' "$work/mcp.err"
+echo "check-pack: execgate mcp starts and stops"
+
+# A policy started from the installed package points its editor at a schema that exists.
+./node_modules/.bin/execgate policy init --from strict team.yaml > /dev/null
+schema="$(sed -n 's/^# yaml-language-server: \$schema=//p' team.yaml)"
+if [ ! -f "$schema" ]; then
+  echo "check-pack: policy init wrote a schema reference that does not exist: $schema" >&2
+  exit 1
+fi
+./node_modules/.bin/execgate policy check team.yaml > /dev/null
+echo "check-pack: policy init -> $schema"

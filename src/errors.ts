@@ -32,6 +32,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_REF_UNSAFE_CONTEXT: 'A reference sits where no shell expansion can carry its value safely.',
   EXECGATE_ERR_REF_INVALID: 'A reference kind, name or value given to the RefStore is invalid.',
   EXECGATE_ERR_REF_TOO_SHORT: 'A reference resolved to a value shorter than the minimum maskable length.',
+  EXECGATE_ERR_REF_UNKNOWN: 'The command names a reference no source knows, and the policy (`secrets.unknown: deny`) refuses to pass it on as text.',
   EXECGATE_ERR_REF_REPLACEMENT_INVALID: 'A replacement given to reference substitution does not fit the command.',
 
   // --- secret stores (keyring, vault) ---
@@ -65,6 +66,8 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_POLICY_INVALID: 'A policy file is not valid (syntax, schema, or contradicting settings); it was not loaded.',
   EXECGATE_ERR_POLICY_NOT_FOUND: 'A policy file, or a policy it extends, cannot be read.',
   EXECGATE_ERR_POLICY_EXTENDS_CYCLE: 'Policy files extend each other in a circle.',
+  EXECGATE_ERR_CWD_OUTSIDE_ROOTS: 'The gateway\'s working directory is outside the policy\'s `cwd.roots`; it did not start.',
+  EXECGATE_ERR_POLICY_INIT_EXISTS: '`execgate policy init` was asked to write a file that already exists.',
   EXECGATE_ERR_POLICY_TOO_LARGE: 'A policy file is larger than execgate reads.',
 
   // --- redaction (redact) ---

@@ -22,6 +22,8 @@ import { scanTokens } from './refs/tokens';
 import { getHome } from './home';
 import { DEFAULT_POLICY, type EffectivePolicy, type ExecMode } from './policy/effective';
 import type { LoadedPolicy } from './policy/load';
+import { validateCwdInRoots } from './policy/roots';
+import { describeUnknownRefs, getUnknownRefs } from './policy/unknown-refs';
 import { createEnvSource } from './refs/sources/env';
 import { createKeyringSource } from './refs/sources/keyring';
 import type { VaultSourceOptions } from './refs/sources/vault';
@@ -67,8 +69,8 @@ export interface GatewayOptions {
   keyring?: false | { service?: string };
   /** The encrypted vault under `home`: `false` leaves it out. Default: included. */
   vault?: false;
-  /** A pino logger for operational messages; default: Node process warnings. */
-  logger?: pino.Logger;
+  /** A pino logger (or anything with pino's `warn(obj, msg)`) for operational messages; default: Node process warnings. */
+  logger?: GatewayLogger;
   /** On close(), `kill` running background processes or `keep` them; default from the policy (`kill`). */
   backgroundOnClose?: 'kill' | 'keep';
   /**
@@ -86,6 +88,9 @@ export interface GatewayOptions {
    */
   spawner?: SpawnerKind;
 }
+
+/** What the gateway needs of a logger: pino's `warn(obj, msg)`. */
+export type GatewayLogger = Pick<pino.Logger, 'warn'> | { warn(obj: object, msg: string): void };
 
 export interface WatchPolicyOptions {
   /** Signal that triggers a reload; `false` for none. Default `SIGHUP`. */
@@ -114,7 +119,7 @@ export class Gateway {
   readonly #cwd: string;
   readonly #shell: string;
   readonly #audit: AuditSink;
-  readonly #logger: pino.Logger | undefined;
+  readonly #logger: GatewayLogger | undefined;
   readonly #shutdown = new AbortController();
   readonly #running = new Set<Promise<unknown>>();
   readonly #backgroundOnClose: 'kill' | 'keep' | undefined;
@@ -144,6 +149,7 @@ export class Gateway {
       }
     }
     this.#policy = loaded?.policy ?? options.policy ?? DEFAULT_POLICY;
+    validateCwdInRoots(this.#policy, this.#cwd);
     const sources: RefSource[] = [];
     if (options.envSource !== false) sources.push(createEnvSource(this.#env));
     const keyringEnabled = options.keyring !== false && !isKeyringDisabled(this.#env);
@@ -343,6 +349,9 @@ export class Gateway {
         message: error instanceof Error ? error.message : String(error),
       });
       throw error;
+    }
+    if (policy.secrets.unknown === 'warn' && getUnknownRefs(plan.refs).length > 0) {
+      this.#warn({ runId, refs: getUnknownRefs(plan.refs) }, `Run ${runId}: ${describeUnknownRefs(getUnknownRefs(plan.refs))} (\`secrets.unknown: warn\`).`);
     }
     this.#audit.write('exec.started', {
       runId,

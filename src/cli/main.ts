@@ -1,15 +1,35 @@
 #!/usr/bin/env node
 /*
  * The execgate command. Each subcommand lives in its own module; this file only wires them
- * up, turns errors into one coded line on stderr, and maps outcomes to exit statuses.
+ * up, turns errors into one coded line on stderr, and maps outcomes to exit statuses:
+ * help asked for (or a command group named without a subcommand) is printed on stdout with
+ * status 0; a command line that cannot be understood is status 2 with a pointer to the help of
+ * the command it was meant for; execgate refusing or failing is 125.
  */
 import { Command, CommanderError } from 'commander';
-import { ExecgateError } from '../errors';
+import { ExecgateError, isExecgateError } from '../errors';
 import { registerRunCommand } from './commands/run';
-import { CliExit, EXIT_EXECGATE_ERROR, formatCliError, type CliIo } from './io';
+import { CliExit, EXIT_CANCELLED, EXIT_EXECGATE_ERROR, EXIT_USAGE, EXIT_STATUS_HELP, formatCliError, type CliIo } from './io';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { version } = require('../../package.json') as { version: string };
+
+/** Thrown from commander's exit hook: the error, and the command line it belongs to. */
+class UsageExit extends Error {
+  readonly error: CommanderError;
+  readonly command: string;
+  constructor(error: CommanderError, command: string) {
+    super(error.message);
+    this.error = error;
+    this.command = command;
+  }
+}
+
+function getCommandPath(command: Command): string {
+  const names: string[] = [];
+  for (let current: Command | null = command; current; current = current.parent) names.unshift(current.name());
+  return names.join(' ');
+}
 
 /**
  * `only: 'run'` registers the run command alone: `execgate run` is what scripts call over and
@@ -27,37 +47,67 @@ export function buildProgram(io: CliIo, only?: 'run'): Command {
     )
     .version(version)
     .enablePositionalOptions()
-    .exitOverride()
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
-      writeErr: (text) => io.stderr.write(text),
+      // Commander writes help to stderr when a group is named without a subcommand; that help
+      // is what the person asked for, so it goes to stdout like `--help` (errors are printed
+      // by main() as one coded line, never through here).
+      writeErr: (text) => io.stdout.write(text),
       outputError: () => { /* printed as a coded line by main() */ },
-    });
+    })
+    .addHelpText('after', EXIT_STATUS_HELP);
   registerRunCommand(program, io);
-  if (only === 'run') return program;
-  /* eslint-disable @typescript-eslint/no-require-imports */
-  (require('./commands/background') as typeof import('./commands/background')).registerBackgroundCommands(program, io);
-  (require('./commands/demo') as typeof import('./commands/demo')).registerDemoCommand(program, io);
-  (require('./commands/secret') as typeof import('./commands/secret')).registerSecretCommands(program, io);
-  (require('./commands/policy') as typeof import('./commands/policy')).registerPolicyCommands(program, io);
-  (require('./commands/audit') as typeof import('./commands/audit')).registerAuditCommands(program, io);
-  (require('./commands/mcp') as typeof import('./commands/mcp')).registerMcpCommand(program, io);
-  /* eslint-enable @typescript-eslint/no-require-imports */
+  if (only !== 'run') {
+    /* eslint-disable @typescript-eslint/no-require-imports */
+    (require('./commands/background') as typeof import('./commands/background')).registerBackgroundCommands(program, io);
+    (require('./commands/demo') as typeof import('./commands/demo')).registerDemoCommand(program, io);
+    (require('./commands/secret') as typeof import('./commands/secret')).registerSecretCommands(program, io);
+    (require('./commands/policy') as typeof import('./commands/policy')).registerPolicyCommands(program, io);
+    (require('./commands/audit') as typeof import('./commands/audit')).registerAuditCommands(program, io);
+    (require('./commands/mcp') as typeof import('./commands/mcp')).registerMcpCommand(program, io);
+    /* eslint-enable @typescript-eslint/no-require-imports */
+  }
+  // Every command reports its own exit through one hook that remembers which command it was,
+  // so a usage error can point at that command's help rather than the top-level one.
+  const hook = (command: Command): void => {
+    command.exitOverride((error) => { throw new UsageExit(error, getCommandPath(command)); });
+    command.commands.forEach(hook);
+  };
+  hook(program);
   return program;
+}
+
+/** Exit status and stderr line for a commander outcome (help, version, usage error). */
+function handleUsageExit(exit: UsageExit, io: CliIo): number {
+  const { error } = exit;
+  if (error.code === 'commander.helpDisplayed' || error.code === 'commander.help' || error.code === 'commander.version') return 0;
+  if (error.exitCode === 0) return 0;
+  const message = error.message.replace(/^error: /, '');
+  io.stderr.write(`${formatCliError(new ExecgateError('EXECGATE_ERR_CLI_USAGE', `${message} (see \`${exit.command} --help\`)`))}\n`);
+  return EXIT_USAGE;
 }
 
 export async function main(argv: string[], io: CliIo): Promise<number> {
   const program = buildProgram(io, argv[0] === 'run' ? 'run' : undefined);
+  // Usage errors an action finds (a malformed --env, a bad --port) name the command too.
+  let acting = 'execgate';
+  program.hook('preAction', (_program, actionCommand) => { acting = getCommandPath(actionCommand); });
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (error) {
     if (error instanceof CliExit) return error.status;
-    if (error instanceof CommanderError) {
-      if (error.exitCode === 0 || error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return 0;
-      const message = error.message.replace(/^error: /, '');
-      io.stderr.write(`${formatCliError(new ExecgateError('EXECGATE_ERR_CLI_USAGE', `${message} (see \`execgate --help\`)`))}\n`);
-      return EXIT_EXECGATE_ERROR;
+    if (error instanceof UsageExit) return handleUsageExit(error, io);
+    if (error instanceof CommanderError) return handleUsageExit(new UsageExit(error, 'execgate'), io);
+    if (isExecgateError(error) && error.details.cancelled === true) {
+      // Ctrl-C at a prompt: what the person meant, not a usage error (status as for SIGINT).
+      io.stderr.write(`${formatCliError(error)}\n`);
+      return EXIT_CANCELLED;
+    }
+    if (isExecgateError(error) && error.code === 'EXECGATE_ERR_CLI_USAGE') {
+      const pointer = /--help\b/.test(error.message) ? '' : ` (see \`${acting} --help\`)`;
+      io.stderr.write(`${formatCliError(error)}${pointer}\n`);
+      return EXIT_USAGE;
     }
     io.stderr.write(`${formatCliError(error)}\n`);
     return EXIT_EXECGATE_ERROR;

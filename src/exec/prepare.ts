@@ -17,6 +17,7 @@ import { substituteTokens, validateTokenPlacements, type Replacement } from '../
 import { readShell } from '../shell';
 import { scanTokens } from '../refs/tokens';
 import { decideRequest, type Decision } from '../policy/decide';
+import { validateUnknownRefs } from '../policy/unknown-refs';
 import type { RefKind } from '../refs/types';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
 import { RUN_ID_VARIABLE } from './terminate';
@@ -121,8 +122,6 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     );
   }
   // A mode the policy turns off is a policy decision (decideRequest), audited as a denial.
-  // The policy decides on the unresolved command and the references it names, before any
-  // source is asked for a value.
   // One reading of the shell text, before any source is asked for a value: the policy decides on
   // it, and every token that could not be substituted safely is refused here too.
   const tokens = scanTokens(request.command, { alias: policy.secrets.alias });
@@ -146,6 +145,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   validateTokenPlacements(analysis);
 
   const resolution = await context.refs.resolveTokens(tokens);
+  validateUnknownRefs(policy, resolution.refs);
 
   const redactor = new Redactor({ minLength: policy.secrets.minLength });
   const secrets: Array<{ value: string; label: string }> = [];

@@ -64,6 +64,7 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
       alias: policy.secrets.alias,
       minLength: policy.secrets.minLength,
       allow: [...policy.secrets.allow],
+      unknown: policy.secrets.unknown,
       restrict: policy.secrets.restrict.map((restriction) => ({
         id: restriction.id,
         ref: restriction.refs.length === 1 ? restriction.refs[0] : [...restriction.refs],

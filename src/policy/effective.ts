@@ -36,6 +36,8 @@ export interface SecretRestriction {
   readonly reason?: string;
 }
 
+export type UnknownRefPolicy = 'literal' | 'warn' | 'deny';
+
 export interface EffectivePolicy {
   /** Where the policy came from: a file path, or `<embedded default>`. */
   readonly source: string;
@@ -82,6 +84,8 @@ export interface EffectivePolicy {
     readonly allow: readonly string[];
     /** Per-reference command restrictions; every one that applies to a reference must be met. */
     readonly restrict: readonly SecretRestriction[];
+    /** A reference no source knows: pass it on as text, do that and warn, or refuse the run. */
+    readonly unknown: UnknownRefPolicy;
   };
   /** Working directories: a request's cwd (symlinks resolved) must be inside a root; empty = anywhere. */
   readonly cwd: {
@@ -145,7 +149,7 @@ export const DEFAULT_POLICY: EffectivePolicy = deepFreeze({
     set: {},
   },
   background: { maxConcurrent: 64, maxFileBytes: 256 * 1024 * 1024, ringBytes: 64 * 1024, onClose: 'kill' },
-  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [] },
+  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [], unknown: 'literal' },
   cwd: { roots: [] },
   rules: { default: 'allow', list: [] },
   audit: { enabled: true, fingerprints: true, env: true },

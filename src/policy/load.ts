@@ -485,6 +485,7 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
       minLength: (at('secrets.minLength') as number | undefined) ?? D.secrets.minLength,
       allow: list('secrets.allow', D.secrets.allow),
       restrict,
+      unknown: (at('secrets.unknown') as EffectivePolicy['secrets']['unknown'] | undefined) ?? D.secrets.unknown,
     },
     cwd: { roots: list<string>('cwd.roots', D.cwd.roots).map((root) => expandHome(root, homeDir)) },
     rules: {

@@ -101,8 +101,8 @@ test('search filters: --denied, --failed, --ref, --command, --event, --actor, --
   const stored = readFileSync(join(home, 'audit.log'), 'utf8').split('\n').filter((line) => line.includes(`"runId":"${scenario.ok}"`));
   expect(cli(['audit', 'search', '--json', '--command', '^echo "token']).stdout).toBe(`${stored.join('\n')}\n`);
   const bad = cli(['audit', 'search', '--since', 'yesterday-ish']);
-  expect(bad.status).toBe(125);
-  expect(bad.stderr).toMatch(/^execgate: EXECGATE_ERR_CLI_USAGE: Expected `--since` to be an ISO date/);
+  expect(bad.status).toBe(2);
+  expect(bad.stderr).toMatch(/^execgate: EXECGATE_ERR_CLI_USAGE: Expected `--since` to be an ISO date.*\(see `execgate audit search --help`\)$/m);
 });
 
 test('show: the whole story of one run; unknown run id is a coded error', () => {

@@ -31,7 +31,7 @@ describe('execgate run', () => {
     expect(result.status).toBe(3);
   });
 
-  test('words after -- are joined, options after the first word belong to the command', () => {
+  test('several words after -- are an argv; options after the first word belong to the command', () => {
     const result = execgate(['run', 'echo', '--json', 'x']);
     expect(result.stdout).toBe('--json x\n');
     expect(result.status).toBe(0);
@@ -85,21 +85,21 @@ describe('execgate run', () => {
   });
 
   test.each([
-    [['run', '--cwd', '/nonexistent-dir', '--', 'true'], 'EXECGATE_ERR_CWD_NOT_FOUND'],
-    [['run', '--timeout', '-1', '--', 'true'], 'EXECGATE_ERR_INVALID_TIMEOUT'],
-    [['run', '--timeout', 'soon', '--', 'true'], 'EXECGATE_ERR_INVALID_TIMEOUT'],
-    [['run', '--env', 'NOEQUALS', '--', 'true'], 'EXECGATE_ERR_CLI_USAGE'],
-    [['run', '--pty', '--', 'true'], 'EXECGATE_ERR_INVALID_OPTION'],
-    [['run', '--mode', 'pty', '--cols', 'wide', '--', 'true'], 'EXECGATE_ERR_CLI_USAGE'],
-    [['run', '--mode', 'warp', '--', 'true'], 'EXECGATE_ERR_INVALID_MODE'],
-    [['run', '--policy', 'p.yaml', '--', 'true'], 'EXECGATE_ERR_POLICY_NOT_FOUND'],
-    [['run', '--shell', 'bash', '--', 'true'], 'EXECGATE_ERR_INVALID_SHELL'],
-    [['run', '--bogus', '--', 'true'], 'EXECGATE_ERR_CLI_USAGE'],
-    [['run'], 'EXECGATE_ERR_CLI_USAGE'],
-    [['frobnicate'], 'EXECGATE_ERR_CLI_USAGE'],
-  ])('%j refuses with %s, exit 125, one coded line', (args, code) => {
-    const result = execgate(args as string[]);
-    expect(result.status).toBe(125);
+    [['run', '--cwd', '/nonexistent-dir', '--', 'true'], 'EXECGATE_ERR_CWD_NOT_FOUND', 125],
+    [['run', '--timeout', '-1', '--', 'true'], 'EXECGATE_ERR_INVALID_TIMEOUT', 125],
+    [['run', '--timeout', 'soon', '--', 'true'], 'EXECGATE_ERR_INVALID_TIMEOUT', 125],
+    [['run', '--env', 'NOEQUALS', '--', 'true'], 'EXECGATE_ERR_CLI_USAGE', 2],
+    [['run', '--pty', '--', 'true'], 'EXECGATE_ERR_INVALID_OPTION', 125],
+    [['run', '--mode', 'pty', '--cols', 'wide', '--', 'true'], 'EXECGATE_ERR_CLI_USAGE', 2],
+    [['run', '--mode', 'warp', '--', 'true'], 'EXECGATE_ERR_INVALID_MODE', 125],
+    [['run', '--policy', 'p.yaml', '--', 'true'], 'EXECGATE_ERR_POLICY_NOT_FOUND', 125],
+    [['run', '--shell', 'bash', '--', 'true'], 'EXECGATE_ERR_INVALID_SHELL', 125],
+    [['run', '--bogus', '--', 'true'], 'EXECGATE_ERR_CLI_USAGE', 2],
+    [['run'], 'EXECGATE_ERR_CLI_USAGE', 2],
+    [['frobnicate'], 'EXECGATE_ERR_CLI_USAGE', 2],
+  ] as Array<[string[], string, number]>)('%j refuses with %s, exit %d, one coded line', (args, code, status) => {
+    const result = execgate(args);
+    expect(result.status).toBe(status);
     expect(result.stdout).toBe('');
     const lines = result.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
@@ -113,7 +113,7 @@ describe('execgate run', () => {
     expect(top.stdout).toContain('<<secret:NAME>>');
     const run = execgate(['run', '--help']);
     expect(run.status).toBe(0);
-    for (const text of ['--json', '--mode', '--cwd', '--timeout', '--env', '--shell', '--policy', '<<secret:NAME>>', '<<decrypt:ID>>', '{{secret:NAME}}', '124', '125']) {
+    for (const text of ['--json', '--mode', '--cwd', '--timeout', '--env', '--shell', '--policy', '<<secret:NAME>>', '<<decrypt:ID>>', '{{secret:NAME}}', '124', '125', '--verbose', 'curl -H "Authorization: Bearer <<secret:api-token>>"']) {
       expect(run.stdout).toContain(text);
     }
   });
@@ -143,6 +143,9 @@ describe('execgate demo', () => {
     expect(result.stdout).toContain(createHash('sha256').update(value).digest('hex'));
     expect(result.stdout).toContain('value intact  : yes');
     expect(result.stdout).toMatch(/"event":"exec.finished"/);
+    // The other half: the shipped strict policy refuses a command, nothing runs, it is audited.
+    expect(result.stdout).toContain('refused       : EXECGATE_ERR_POLICY_DENIED (rule no-privilege-escalation), nothing was run');
+    expect(result.stdout).toMatch(/audit record {2}: \{.*"event":"exec.denied".*"command":"sudo id"/);
   });
 });
 

@@ -343,7 +343,7 @@ describe('execgate mcp options', () => {
     const { spawnSync } = await import('node:child_process');
     const { CLI } = await import('./helpers');
     const refused = spawnSync(process.execPath, [CLI, 'mcp', '--disable-tools', 'nope'], { env: serverEnv(tmp.dir), encoding: 'utf8', input: '' });
-    expect(refused.status).toBe(125);
+    expect(refused.status).toBe(2);
     expect(refused.stdout).toBe('');
     expect(refused.stderr).toMatch(/EXECGATE_ERR_CLI_USAGE: Cannot disable unknown tool `nope`/);
   });

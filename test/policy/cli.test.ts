@@ -146,12 +146,13 @@ describe('execgate policy schema and show', () => {
     expect(result.stdout).toContain('# The resolved policy: <embedded default>');
   });
 
-  test('a missing or unknown subcommand is a usage error', () => {
-    for (const args of [['policy'], ['policy', 'frob']]) {
-      const result = execgate(args);
-      expect(result.status).toBe(125);
-      expect(result.stderr).toMatch(/^execgate: EXECGATE_ERR_CLI_USAGE: .*check, explain, schema, show/);
-    }
+  test('`policy` alone prints its help; an unknown subcommand is a usage error naming that help', () => {
+    const help = execgate(['policy']);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/check[\s\S]*explain[\s\S]*schema[\s\S]*show[\s\S]*init/);
+    const result = execgate(['policy', 'frob']);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toBe("execgate: EXECGATE_ERR_CLI_USAGE: unknown command 'frob' (see `execgate policy --help`)\n");
   });
 });
 

@@ -111,7 +111,12 @@ describe('working directories', () => {
     mkdirSync(join(root, 'project'), { recursive: true });
     mkdirSync(outside);
     symlinkSync(outside, join(root, 'link-out'));
-    const gateway = open(writePolicy(`version: 1\ncwd:\n  roots: ["${root}"]\n`));
+    const policyFile = writePolicy(`version: 1\ncwd:\n  roots: ["${root}"]\n`);
+    // A gateway working outside every root would deny each request that names no cwd: it does not start.
+    expect(() => createGateway({ home: home(), env: baseEnv(), cwd: outside, policyFile })).toThrow(
+      expect.objectContaining({ code: 'EXECGATE_ERR_CWD_OUTSIDE_ROOTS' }),
+    );
+    const gateway = open(policyFile, { cwd: root });
 
     expect((await gateway.exec({ command: 'pwd', cwd: join(root, 'project') })).stdout).toBe(`${join(root, 'project')}\n`);
     for (const cwd of [outside, join(root, 'link-out'), tmp.dir]) {

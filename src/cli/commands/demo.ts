@@ -2,12 +2,14 @@
  * `execgate demo`: the main job on embedded defaults, end to end. A secret arrives through the
  * environment source, a command references it, the shell receives the real value (proved by
  * hashing it inside the shell), the output shows it masked, and the audit records of the run
- * are printed.
+ * are printed. Then the other half: a policy refusing a command before anything runs.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { createGateway, getCurrentUser } from '../../gateway';
+import { isExecgateError } from '../../errors';
+import { getShippedPolicyPath } from '../../policy/load';
 import { getEnvSecretName } from '../../refs/sources/env';
 import type { CliIo } from '../io';
 
@@ -58,4 +60,27 @@ async function demoAction(io: CliIo): Promise<void> {
   } finally {
     await gateway.close();
   }
+  await showDenial(io, env, say);
+}
+
+/** The shipped strict policy refuses `sudo`: the refusal, its rule and reason, and its audit record. */
+async function showDenial(io: CliIo, env: NodeJS.ProcessEnv, say: (line?: string) => void): Promise<void> {
+  const policyFile = getShippedPolicyPath('strict') as string;
+  const gateway = createGateway({ env, cwd: io.cwd, policyFile });
+  const command = 'sudo id';
+  say('');
+  say('--- a denial: the shipped strict policy (policies/strict.yaml) ---');
+  say(`command       : ${command}`);
+  try {
+    await gateway.exec({ command, actor: `cli:${getCurrentUser()}` });
+    say('refused       : NO (the command ran)');
+  } catch (error) {
+    if (!isExecgateError(error) || error.code !== 'EXECGATE_ERR_POLICY_DENIED') throw error;
+    say(`refused       : ${error.code} (rule ${String(error.details.rule)}), nothing was run`);
+    say(`reason        : ${String(error.details.reason)}`);
+  } finally {
+    await gateway.close();
+  }
+  const denied = readFileSync(`${gateway.home}/audit.log`, 'utf8').split('\n').filter((line) => line.includes('"event":"exec.denied"')).pop();
+  if (denied !== undefined) say(`audit record  : ${denied}`);
 }

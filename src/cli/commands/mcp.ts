@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import { createGateway, type Gateway } from '../../gateway';
 import { ExecgateError } from '../../errors';
 import { usageError, type CliIo } from '../io';
+import { createCliLogger } from '../notices';
 
 interface McpFlags {
   workdir?: string;
@@ -22,6 +23,7 @@ interface McpFlags {
   allowRemote?: boolean;
   allowedHost: string[];
   tools?: string;
+  verbose?: boolean;
 }
 
 const TOOL_SETS = ['files'] as const;
@@ -60,6 +62,7 @@ export function registerMcpCommand(program: Command, io: CliIo): void {
     .option('--port <n>', 'HTTP: port to listen on (default 7337; 0 picks a free one)')
     .option('--allow-remote', 'HTTP: allow listening on a non-loopback address')
     .option('--allowed-host <name>', 'HTTP: another Host header value to answer to, name[:port] (repeatable)', collect, [])
+    .option('--verbose', 'also say what is usually noise (no OS keyring on a machine without a desktop session)')
     .addHelpText('after', HELP)
     .action(async (flags: McpFlags) => {
       await mcpAction(flags, io);
@@ -136,6 +139,8 @@ async function mcpAction(flags: McpFlags, io: CliIo): Promise<void> {
   const gateway: Gateway = createGateway({
     env: io.env,
     cwd: workdir,
+    // Warnings (a policy reload refused, a keyring that should answer) as plain lines on stderr.
+    logger: createCliLogger(io, { verbose: flags.verbose === true, prefix: 'execgate mcp' }),
     ...(policyFile !== undefined ? { policyFile, watchPolicy: true } : {}),
   });
   let stop!: () => void;

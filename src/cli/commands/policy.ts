@@ -1,5 +1,5 @@
 /*
- * `execgate policy check|explain|schema|show`: the tools an ops team uses on policy files.
+ * `execgate policy check|explain|schema|show` (and `init`, in policy-init.ts): the tools an ops team uses on policy files.
  * Nothing here runs a command.
  */
 import type { Command } from 'commander';
@@ -16,6 +16,7 @@ import { readShell, type ShellAnalysis, type Word } from '../../shell';
 import { getYaml } from '../../policy/source';
 import { scanTokens } from '../../refs/tokens';
 import { CliExit, type CliIo } from '../io';
+import { registerPolicyInitCommand } from './policy-init';
 
 /** Exit status of `check` with an invalid file and of `explain` with a denial. */
 const EXIT_REFUSED = 1;
@@ -52,7 +53,7 @@ function display(path: string, io: CliIo): string {
 export function registerPolicyCommands(program: Command, io: CliIo): void {
   const policy = program
     .command('policy')
-    .description('Check, explain and show policy files (nothing is run)')
+    .description('Check, explain and show policy files, or start one (nothing is run)')
     .enablePositionalOptions()
     .addHelpText('after', POLICY_HELP);
 
@@ -175,10 +176,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
       io.stdout.write(`${header.join('\n')}\n${getYaml().stringify(document, { lineWidth: 0 })}`);
     });
 
-  policy.argument('[subcommand]').action((name: string | undefined) => {
-    const what = name === undefined ? 'Expected a subcommand' : `Unknown policy subcommand \`${name}\`; expected one`;
-    throw new ExecgateError('EXECGATE_ERR_CLI_USAGE', `${what} of: check, explain, schema, show (see \`execgate policy --help\`).`);
-  });
+  registerPolicyInitCommand(policy, io);
 }
 
 /** A word as `policy explain` shows it: static as read (quotes removed), dynamic as written with `(?)`. */

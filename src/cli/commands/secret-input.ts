@@ -52,7 +52,7 @@ function readHidden(stdin: TtyInput, io: CliIo, prompt: string): Promise<Buffer>
     };
     const onData = (chunk: Buffer | string) => {
       for (const byte of typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk) {
-        if (byte === 0x03) return finish(new ExecgateError('EXECGATE_ERR_CLI_USAGE', 'Cancelled; nothing was stored.'));
+        if (byte === 0x03) return finish(new ExecgateError('EXECGATE_ERR_CLI_USAGE', 'Cancelled; nothing was stored.', { cancelled: true }));
         if (byte === 0x0d || byte === 0x0a || byte === 0x04) return finish();
         if (byte === 0x7f || byte === 0x08) {
           // Drop one whole UTF-8 character: its continuation bytes, then its lead byte.

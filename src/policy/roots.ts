@@ -1,0 +1,38 @@
+/*
+ * A gateway's own working directory against the policy's `cwd.roots`. Requests that name no
+ * `cwd` run there; when it is outside every root each of them would be denied, which an agent
+ * sees only as one refusal after another. So a gateway in that state does not start.
+ */
+import { realpathSync } from 'node:fs';
+import { sep } from 'node:path';
+import { ExecgateError } from '../errors';
+import type { EffectivePolicy } from './effective';
+
+function realpathOrUndefined(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function isInside(path: string, root: string): boolean {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
+}
+
+/** Throws EXECGATE_ERR_CWD_OUTSIDE_ROOTS when `cwd` (symlinks resolved) is outside every root. */
+export function validateCwdInRoots(policy: EffectivePolicy, cwd: string): void {
+  if (policy.cwd.roots.length === 0) return;
+  // A directory that does not exist is refused per request, with the more precise error.
+  const real = realpathOrUndefined(cwd);
+  if (real === undefined) return;
+  const roots = policy.cwd.roots.map(realpathOrUndefined).filter((root): root is string => root !== undefined);
+  if (roots.some((root) => isInside(real, root))) return;
+  throw new ExecgateError(
+    'EXECGATE_ERR_CWD_OUTSIDE_ROOTS',
+    `The working directory \`${real}\` is outside the directories the policy (${policy.source}) allows ` +
+      `(${policy.cwd.roots.map((root) => `\`${root}\``).join(', ')}), so every request without its own cwd would be denied; ` +
+      'the gateway did not start. Start it in a directory inside a root (the `cwd` option; `execgate mcp --workdir DIR`), or add the directory to `cwd.roots`.',
+    { cwd: real, roots: [...policy.cwd.roots] },
+  );
+}

@@ -1,0 +1,96 @@
+/*
+ * `execgate run -- WORDS...` through the real CLI: quoting survives, shell syntax in a word is
+ * text, and reference tokens inside words still resolve to exactly their value.
+ */
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { makeTempDir } from '../helpers/tmp';
+import { execgateAsync, execgateSync } from './helpers';
+
+let tmp: ReturnType<typeof makeTempDir>;
+beforeEach(() => { tmp = makeTempDir('execgate-cli-argv-'); });
+afterEach(() => tmp.cleanup());
+
+// A value that would break any naive pasting: spaces, quotes, $, ;, a backtick.
+const TOKEN_VALUE = `tok-9f2c "q" 'x' $HOME; echo PWNED \`id\``;
+
+describe('the curl header case', () => {
+  let server: Server;
+  let seen: IncomingHttpHeaders[];
+  let url: string;
+
+  beforeEach(async () => {
+    seen = [];
+    server = createServer((request, response) => {
+      seen.push(request.headers);
+      response.end(`you sent: ${request.headers.authorization ?? '(nothing)'}\n`);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1?a=1&b=2`;
+  });
+  afterEach(async () => { await new Promise((resolve) => server.close(resolve)); });
+
+  test('several words: the header arrives whole, with the resolved value, and the echo is masked', async () => {
+    const result = await execgateAsync(
+      ['run', '--', 'curl', '-sS', '--noproxy', '*', '-H', 'Authorization: Bearer <<secret:api-token>>', url],
+      { cwd: tmp.dir, env: { EXECGATE_SECRET_API_TOKEN: TOKEN_VALUE } },
+    );
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.authorization).toBe(`Bearer ${TOKEN_VALUE}`);
+    expect(result.stdout).toBe('you sent: Bearer [REDACTED:secret:api-token]\n');
+  });
+
+  test('one word: the shell command as written, its own quoting decides', async () => {
+    const result = await execgateAsync(
+      ['run', '--', `curl -sS --noproxy '*' -H "Authorization: Bearer <<secret:api-token>>" '${url}'`],
+      { cwd: tmp.dir, env: { EXECGATE_SECRET_API_TOKEN: TOKEN_VALUE } },
+    );
+    expect(result.status).toBe(0);
+    expect(seen[0]?.authorization).toBe(`Bearer ${TOKEN_VALUE}`);
+    expect(result.stdout).not.toContain('tok-9f2c');
+  });
+});
+
+describe('several words are run exactly as given', () => {
+  const run = (words: string[], env: Record<string, string> = {}) => execgateSync(['run', '--', ...words], { cwd: tmp.dir, env });
+
+  test('`;` and `$` are text, quotes are kept, empty words survive', () => {
+    const marker = join(tmp.dir, 'MARKER');
+    const result = run(['printf', '[%s]\\n', 'a;b', `touch ${marker}`, '$HOME', '$(id)', `it's "quoted"`, '', '*']);
+    expect(result.stdout).toBe(`[a;b]\n[touch ${marker}]\n[$HOME]\n[$(id)]\n[it's "quoted"]\n[]\n[*]\n`);
+    expect(result.status).toBe(0);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test('`echo a;b` as two words prints a;b and runs no `b`', () => {
+    const result = run(['echo', 'a;b']);
+    expect(result.stdout).toBe('a;b\n');
+    expect(result.stderr).toBe('');
+  });
+
+  test('tokens inside words resolve to exactly the value, whatever it holds, and are masked', () => {
+    const result = run(['sh', '-c', 'printf "%s" "$1" | sha256sum', 'sh', 'pre-<<secret:api-token>>-post'], { EXECGATE_SECRET_API_TOKEN: TOKEN_VALUE });
+    const { createHash } = require('node:crypto') as typeof import('node:crypto');
+    expect(result.stdout.split(' ')[0]).toBe(createHash('sha256').update(`pre-${TOKEN_VALUE}-post`).digest('hex'));
+    expect(result.stdout).not.toContain('PWNED');
+    const echoed = run(['printf', '%s|', '<<secret:api-token>>', 'x<<secret:api-token>>'], { EXECGATE_SECRET_API_TOKEN: TOKEN_VALUE });
+    expect(echoed.stdout).toBe('[REDACTED:secret:api-token]|x[REDACTED:secret:api-token]|');
+  });
+
+  test('the audit log and --json keep the unresolved words', () => {
+    const result = execgateSync(['run', '--json', '--', 'echo', 'a b', '<<secret:api-token>>'], { cwd: tmp.dir, env: { EXECGATE_SECRET_API_TOKEN: TOKEN_VALUE } });
+    const json = JSON.parse(result.stdout) as { command: string; stdout: string };
+    expect(json.command).toBe("echo 'a b' '<<secret:api-token>>'");
+    expect(json.stdout).toBe('a b [REDACTED:secret:api-token]\n');
+    expect(result.stdout).not.toContain('tok-9f2c');
+  });
+
+  test('one word keeps shell semantics: pipes and `;` work', () => {
+    const result = run(['echo a;echo b | tr b c']);
+    expect(result.stdout).toBe('a\nc\n');
+  });
+});

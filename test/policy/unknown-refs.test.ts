@@ -1,0 +1,67 @@
+/*
+ * `secrets.unknown` through the real gateway: literal (the default) passes an unknown token on
+ * as text, warn does that and tells the host's logger, deny refuses before anything is spawned.
+ */
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createGateway, type Gateway } from '../../src/gateway';
+import { baseEnv, makeTempDir } from '../helpers/tmp';
+
+let tmp: ReturnType<typeof makeTempDir>;
+const gateways: Gateway[] = [];
+beforeEach(() => { tmp = makeTempDir('execgate-unknown-'); });
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((gateway) => gateway.close()));
+  tmp.cleanup();
+});
+
+function open(unknown: string | undefined, warnings: Array<{ obj: unknown; msg: string }>): Gateway {
+  const policyFile = join(tmp.dir, 'p.yaml');
+  writeFileSync(policyFile, `version: 1\n${unknown ? `secrets:\n  unknown: ${unknown}\n` : ''}`);
+  const gateway = createGateway({
+    home: join(tmp.dir, 'home'),
+    env: baseEnv({ EXECGATE_SECRET_KNOWN: 'known-value-123456' }),
+    cwd: tmp.dir,
+    policyFile,
+    logger: { warn: (obj: object, msg: string) => { warnings.push({ obj, msg }); } },
+  });
+  gateways.push(gateway);
+  return gateway;
+}
+
+test.each([[undefined], ['literal']])('%s: the token stays as text, no warning', async (setting) => {
+  const warnings: Array<{ obj: unknown; msg: string }> = [];
+  const result = await open(setting, warnings).exec({ command: "printf '%s' '<<secret:unknown-one>>'" });
+  expect(result.stdout).toBe('<<secret:unknown-one>>');
+  expect(result.refs).toEqual([expect.objectContaining({ ref: '<<secret:unknown-one>>', found: false })]);
+  expect(warnings).toEqual([]);
+});
+
+test('warn: the token stays as text and the logger is told, by name', async () => {
+  const warnings: Array<{ obj: unknown; msg: string }> = [];
+  const result = await open('warn', warnings).exec({ command: "printf '%s %s' '<<secret:unknown-one>>' <<secret:known>>" });
+  expect(result.stdout).toBe('<<secret:unknown-one>> [REDACTED:secret:known]');
+  expect(warnings).toHaveLength(1);
+  expect(warnings[0]?.msg).toContain('no source knows <<secret:unknown-one>>');
+  expect(warnings[0]?.obj).toMatchObject({ refs: ['<<secret:unknown-one>>'] });
+  expect(JSON.stringify(warnings)).not.toContain('known-value');
+});
+
+test('deny: EXECGATE_ERR_REF_UNKNOWN, nothing spawned; known references still run', async () => {
+  const gateway = open('deny', []);
+  const marker = join(tmp.dir, 'MARKER');
+  await expect(gateway.exec({ command: `touch ${marker}; echo <<secret:unknown-one>> <<secret:known>>` })).rejects.toMatchObject({
+    code: 'EXECGATE_ERR_REF_UNKNOWN',
+    details: { rule: 'secrets.unknown', refs: ['<<secret:unknown-one>>'] },
+  });
+  expect(existsSync(marker)).toBe(false);
+  expect((await gateway.exec({ command: 'echo <<secret:known>>' })).stdout).toBe('[REDACTED:secret:known]\n');
+});
+
+test('a policy with another value is invalid', () => {
+  const policyFile = join(tmp.dir, 'bad.yaml');
+  writeFileSync(policyFile, 'version: 1\nsecrets:\n  unknown: ignore\n');
+  expect(() => createGateway({ home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir, policyFile })).toThrow(
+    expect.objectContaining({ code: 'EXECGATE_ERR_POLICY_INVALID' }),
+  );
+});
