@@ -41,6 +41,8 @@ export interface CommandReport {
   /** A token in the value of this assignment is refused if NAME turns out integer or array. */
   assigned(name: string, word: number, declaration: boolean): void;
   attribute(name: string, kind: 'integer' | 'array' | 'reference'): void;
+  /** NAME may hold a value known only at run time (a reference's value among them). */
+  taint(name: string): void;
 }
 
 type Kind =
@@ -130,6 +132,7 @@ function readAssignment(words: readonly CommandWord[], index: number, report: Co
     }
     return;
   }
+  if (word.text === null) report.taint(name);
   if (isArithmeticVariable(name)) {
     report.refuse(index, index + 1, { context: 'arithmetic', reason: `bash evaluates a value assigned to \`${name}\` as arithmetic` });
     if (word.text === null) report.sink(`\`${name}\` is assigned a value known only at run time, which bash evaluates as arithmetic`, word);
@@ -350,7 +353,11 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
   };
   const names = (start: number, end: number, reason: string): void => {
     report.refuse(start, end, { context: 'variable-name', reason });
-    for (let i = start; i < end; i += 1) if (words[i]!.text === null) report.sink(`\`${name}\` takes a variable name known only at run time`, words[i]!);
+    for (let i = start; i < end; i += 1) {
+      const text = words[i]!.text;
+      if (text === null) report.sink(`\`${name}\` takes a variable name known only at run time`, words[i]!);
+      else report.taint(text);
+    }
   };
   switch (name) {
     case 'eval': {

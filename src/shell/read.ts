@@ -35,6 +35,7 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
     commands: [],
     uncertain: [],
     sinks: [],
+    tainted: new Set(),
     attributes: new Map(),
     assignments: [],
     codeBudget: 4 * command.length + 65536,
@@ -54,7 +55,12 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
     context: 'uncertain',
     reason: shared.problem?.reason ?? 'the reference sits where execgate could not follow the shell syntax',
   };
-  const sink = shared.sinks[0];
+  // A sink counts when it may evaluate a value that came from a reference: any value, or a
+  // variable the text sets from something known only at run time (or execgate's own variables).
+  const references = [...shared.attributes.values()].some((set) => set.has('reference'));
+  const reaches = (name: string): boolean => references || shared.tainted.has(name) || SET_BY_SHELL.test(name);
+  const sinks = shared.sinks.filter((each) => each.names === null || [...each.names].some(reaches)).map(({ reason, offset }) => ({ reason, offset }));
+  const sink = sinks[0];
   const readings = tokens.map((token) => {
     let placement = shared.problem ? unplaced : (shared.placements.get(token) ?? unplaced);
     if (sink && placement.kind === 'expand') placement = { kind: 'refuse', context: 'value-evaluated', reason: `${sink.reason}, at offset ${sink.offset}` };
@@ -65,7 +71,7 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
     commands: Object.freeze(shared.commands),
     tokens: Object.freeze(readings),
     uncertain: Object.freeze(uncertain),
-    sinks: Object.freeze([...shared.sinks]),
+    sinks: Object.freeze(sinks),
   });
 }
 
@@ -86,7 +92,9 @@ interface Shared {
   readonly conditions: Set<Condition>;
   readonly commands: SimpleCommand[];
   readonly uncertain: Finding[];
-  readonly sinks: Finding[];
+  readonly sinks: Array<Finding & { readonly names: ReadonlySet<string> | null }>;
+  /** Variables that may hold a value known only at run time (a reference's value among them). */
+  readonly tainted: Set<string>;
   readonly attributes: Map<string, Set<'integer' | 'array' | 'reference'>>;
   readonly assignments: Array<{ name: string; declaration: boolean; tokens: RefToken[] }>;
   codeBudget: number;
@@ -123,6 +131,8 @@ interface CommandFrame {
   /** Reserved-word states: `function NAME`, a `for`/`select` header, after `time`, after `coproc`. */
   functionName: boolean;
   header: boolean;
+  /** The next word of a `for`/`select` header names the loop variable. */
+  loopVar: boolean;
   afterTime: boolean;
   coproc: boolean;
   redirectTarget: boolean;
@@ -146,6 +156,7 @@ interface ParameterFrame {
   readonly start: number;
   readonly quoted: boolean;
   part: 'afterName' | 'word' | 'arith' | 'uncertain';
+  names?: Set<string> | null;
 }
 
 interface ArithmeticFrame {
@@ -153,7 +164,8 @@ interface ArithmeticFrame {
   readonly start: number;
   readonly closer: '))' | ']';
   depth: number;
-  variable: boolean;
+  /** Variables the expression reads; null once it reads something else (`$(...)`, `$1`). */
+  names: Set<string> | null;
 }
 
 type Frame = CommandFrame | StringFrame | ParameterFrame | ArithmeticFrame;
@@ -172,6 +184,8 @@ interface Outer {
 }
 
 const TOKEN = 'TOKEN';
+/** Variables that may hold a reference's value without an assignment in the text. */
+const SET_BY_SHELL = /^(?:EXECGATE_REF_.*|[0-9@*]|REPLY|MAPFILE|BASH_REMATCH|OPTARG|COPROC|BASH_ARGV|BASH_ARGC|FUNCNAME|BASH_COMMAND|_)$/;
 const NAME_CHAR = /[A-Za-z0-9_!#@*?$-]/;
 const BLANK = new Set([' ', '\t']);
 const METACHAR = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
@@ -273,8 +287,9 @@ class Lexer {
     return this.text.length;
   }
 
-  private sink(reason: string, index: number): void {
-    if (this.shared.sinks.length < 64) this.shared.sinks.push({ reason, offset: this.origin(index) });
+  /** `names`: the variables whose values the sink evaluates (null: any value at all). */
+  private sink(reason: string, index: number, names: ReadonlySet<string> | null = null): void {
+    if (this.shared.sinks.length < 256) this.shared.sinks.push({ reason, offset: this.origin(index), names });
   }
 
   private refuseAt(index: number, context: RefusedContext): number {
@@ -421,7 +436,7 @@ class Lexer {
         frame.word = null;
         frame.value = null;
         frame.subscriptName = subscript[0].slice(0, -1) || null;
-        this.push({ kind: 'arith', start: i, closer: ']', depth: 0, variable: false });
+        this.push({ kind: 'arith', start: i, closer: ']', depth: 0, names: new Set() });
         return i + subscript[0].length;
       }
     }
@@ -493,6 +508,8 @@ class Lexer {
     }
     if (frame.origin === 'array') return;
     if (frame.header) {
+      if (frame.loopVar) this.shared.tainted.add(value ?? '');
+      frame.loopVar = false;
       if (word === 'do') {
         frame.header = false;
         frame.commandStart = true;
@@ -529,6 +546,7 @@ class Lexer {
     }
     if (reserved && (word === 'for' || word === 'select')) {
       frame.header = true;
+      frame.loopVar = true;
       return;
     }
     if (reserved && word === '[[') {
@@ -569,7 +587,7 @@ class Lexer {
       },
       refuse: (from, to, evaluation) => refusals.push({ from, to, evaluation }),
       code: (text, at, kind, via) => codes.push({ text, at, kind, via }),
-      sink: (reason, at) => this.shared.sinks.length < 64 && this.shared.sinks.push({ reason, offset: at.start }),
+      sink: (reason, at) => this.shared.sinks.length < 64 && this.shared.sinks.push({ reason, offset: at.start, names: null }),
       uncertain: (reason, at) => this.shared.uncertain.length < 64 && this.shared.uncertain.push({ reason, offset: at.start }),
       input: (evaluation) => {
         cmd.input ??= evaluation;
@@ -581,6 +599,9 @@ class Lexer {
         }
         const tokens = byWord.get(word) ?? [];
         if (tokens.length > 0) this.shared.assignments.push({ name, declaration, tokens });
+      },
+      taint: (name) => {
+        this.shared.tainted.add(name);
       },
       attribute: (name, kind) => {
         const set = this.shared.attributes.get(name) ?? new Set();
@@ -652,7 +673,7 @@ class Lexer {
 
   private openParen(frame: CommandFrame, i: number): number {
     if (frame.wordStart && this.peek(i + 1) === '(') {
-      this.push({ kind: 'arith', start: i, closer: '))', depth: 0, variable: false });
+      this.push({ kind: 'arith', start: i, closer: '))', depth: 0, names: new Set() });
       return i + 2;
     }
     if (frame.cases[frame.cases.length - 1] === 'pattern' && frame.patternStart && frame.wordStart) {
@@ -662,6 +683,7 @@ class Lexer {
     if (!frame.wordStart && frame.wordEquals && frame.assignment !== null && this.text[i - 1] === '=') {
       // `NAME=( ... )`: a compound array assignment; its words are data (subscripts are arithmetic).
       this.shared.attributes.set(frame.assignment, new Set([...(this.shared.attributes.get(frame.assignment) ?? []), 'array']));
+      this.shared.tainted.add(frame.assignment);
       frame.value = null;
       this.push(newCommandFrame('array', i));
       return i + 1;
@@ -925,7 +947,7 @@ class Lexer {
     if (next === '(') {
       dynamic();
       if (this.peek(i + 2) === '(') {
-        this.push({ kind: 'arith', start: i, closer: '))', depth: 0, variable: false });
+        this.push({ kind: 'arith', start: i, closer: '))', depth: 0, names: new Set() });
         return i + 3;
       }
       this.push(newCommandFrame('substitution', i));
@@ -933,7 +955,7 @@ class Lexer {
     }
     if (next === '[') {
       dynamic();
-      this.push({ kind: 'arith', start: i, closer: ']', depth: 0, variable: false });
+      this.push({ kind: 'arith', start: i, closer: ']', depth: 0, names: new Set() });
       return i + 2;
     }
     if (next === '{') {
@@ -975,7 +997,7 @@ class Lexer {
     }
     const after = i + 2 + name[0].length;
     if (this.peek(after) === '[') {
-      this.push({ kind: 'arith', start: after, closer: ']', depth: 0, variable: false });
+      this.push({ kind: 'arith', start: after, closer: ']', depth: 0, names: new Set() });
       return after + 1;
     }
     return after;
@@ -987,7 +1009,11 @@ class Lexer {
       return i + 1;
     }
     if (frame.part === 'afterName') return this.parameterOperator(frame, i, c);
-    if (frame.part === 'arith' && /[A-Za-z_$`]/.test(c)) this.sink('an offset or length in `${NAME:offset:length}`, which is arithmetic on variables', i);
+    if (frame.part === 'arith') {
+      frame.names ??= new Set();
+      if (frame.names !== null) this.readsIn(frame, i, c);
+      if (frame.names === null || (frame.names.size > 0 && /[A-Za-z_$`]/.test(c))) this.sink('an offset or length in `${NAME:offset:length}`, which is arithmetic on variables', i, frame.names);
+    }
     if (c === '\\') {
       if (this.peek(i + 1) === TOKEN) return this.refuseAt(i + 1, 'escaped');
       return i + 2;
@@ -1060,7 +1086,7 @@ class Lexer {
       }
       return i + 1;
     }
-    if (/[A-Za-z_$`]/.test(c)) frame.variable = true;
+    if (frame.names !== null) this.readsIn(frame, i, c);
     if (c === '\\') return this.peek(i + 1) === TOKEN ? i + 1 : i + 2;
     if (c === '$') return this.dollar(i, true, null);
     if (c === '`') return this.backquote(i);
@@ -1071,8 +1097,21 @@ class Lexer {
     return i + 1;
   }
 
+  /** Note what an arithmetic expression (or `${x:offset:length}`) at `i` reads. */
+  private readsIn(frame: { names?: Set<string> | null }, i: number, c: string): void {
+    const before = this.text[i - 1] ?? '';
+    if (/[A-Za-z_]/.test(c) && !/[A-Za-z0-9_#$]/.test(before)) {
+      frame.names?.add(/^[A-Za-z_][A-Za-z0-9_]*/.exec(this.text.slice(i, i + 300))![0]);
+    } else if (c === '`' || (c === '$' && !/^\$(?:\{#?[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_])/.test(this.text.slice(i, i + 300)))) {
+      frame.names = null; // `$(...)`, backquotes, `$1`, `$@`: any value
+    } else if (c === '$') {
+      const name = /^\$\{?(#?)([A-Za-z_][A-Za-z0-9_]*)/.exec(this.text.slice(i, i + 300))!;
+      if (name[1] !== '#') frame.names?.add(name[2]!); // `${#NAME}` is a length, a number
+    }
+  }
+
   private afterArithmetic(frame: ArithmeticFrame, end: number): void {
-    if (frame.variable) this.sink('an arithmetic context that reads variables or expansions, whose values bash evaluates as expressions', frame.start);
+    if (frame.names === null || frame.names.size > 0) this.sink('an arithmetic context that reads variables or expansions, whose values bash evaluates as expressions', frame.start, frame.names);
     const parent = this.top();
     if (parent.kind !== 'cmd') return;
     parent.arithEnd = end;
@@ -1147,7 +1186,7 @@ function newCmd(): Cmd {
 
 function newCommandFrame(origin: CommandFrame['origin'], start: number): CommandFrame {
   return { kind: 'cmd', origin, start, wordStart: true, commandStart: true, word: null, value: null, unquoted: '', wordBegin: start, assignment: null, subscriptName: null, arithEnd: -1,
-    wordAtCommandStart: false, functionName: false, header: false, afterTime: false, coproc: false, cmd: newCmd(), wordEquals: false, redirectTarget: false, hereString: false,
+    wordAtCommandStart: false, functionName: false, header: false, loopVar: false, afterTime: false, coproc: false, cmd: newCmd(), wordEquals: false, redirectTarget: false, hereString: false,
     patternStart: false, cases: [], pending: [], condition: null };
 }
 

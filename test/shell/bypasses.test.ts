@@ -189,6 +189,18 @@ describe('sinks where the outer bash evaluates a value as code', () => {
     }
   });
 
+  test('a value reaching evaluated code through execgate\'s own variable or a copy is refused', () => {
+    expect(refusedContext('echo <<secret:x>>; echo $((EXECGATE_REF_0))')).toBe('value-evaluated');
+    expect(refusedContext('X=<<secret:x>>; Y=$X; echo $((Y))')).toBe('value-evaluated');
+    expect(refusedContext('read Y <<< <<secret:x>>; echo $((Y))')).toBe('value-evaluated');
+    expect(refusedContext('f() { echo $(($1)); }; f <<secret:x>>')).toBe('value-evaluated');
+    expect(refusedContext('for v in <<secret:x>>; do echo $((v)); done')).toBe('value-evaluated');
+  });
+
+  test('arithmetic on variables that cannot hold the value does not refuse it', () => {
+    expect(substitute('V=<<secret:x>>; for ((i=0; i<${#V}; i++)); do printf %s "${V:i:1}"; done')).toBe('V="${V0}"; for ((i=0; i<${#V}; i++)); do printf %s "${V:i:1}"; done');
+  });
+
   test('a value used as data beside static code still substitutes', () => {
     expect(substitute('export TOKEN=<<secret:x>>; git fetch')).toBe('export TOKEN="${V0}"; git fetch');
     expect(substitute("bash -c 'curl -H \"$1\" x' _ <<secret:x>>")).toBe("bash -c 'curl -H \"$1\" x' _ \"${V0}\"");
