@@ -25,7 +25,7 @@ async function run({ quick, log }) {
   const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
   const { home, env, cleanup } = benchEnv('execgate-bench-background-');
   const count = quick ? 20 : 200;
-  const policy = { ...DEFAULT_POLICY, background: { ...DEFAULT_POLICY.background, maxConcurrent: count } };
+  const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' }, background: { ...DEFAULT_POLICY.background, maxConcurrent: count } };
   const gateway = createGateway({ home, env, policy });
   const results = { rawStart: [], start: [], rawKill: [], kill: [], status: [], list: [], rawMemory: [], memory: [] };
 

@@ -22,6 +22,8 @@ function time(file, args, env) {
 
 async function run({ quick, log }) {
   const { env, cleanup } = benchEnv('execgate-bench-cli-');
+  // The CLI as users get it: the embedded default policy (sandboxed where the platform allows).
+  delete env.EXECGATE_POLICY;
   const cli = join(DIST, 'cli', 'main.js');
   const variants = {
     cli: () => time(process.execPath, [cli, 'run', '--', 'true'], env),

@@ -13,7 +13,7 @@
 const { spawn } = require('node:child_process');
 const { join } = require('node:path');
 const { performance } = require('node:perf_hooks');
-const { DIST, benchEnv, interleave, row, runFigure, waitChild } = require('./lib');
+const { DIST, benchEnv, interleave, row, runFigure, unsandboxedPolicy, waitChild } = require('./lib');
 
 const SECRET = 'bench-secret-value-0123456789abcdef';
 const SHELL = '/bin/bash';
@@ -22,7 +22,7 @@ async function run({ quick, log }) {
   const { createGateway } = require(join(DIST, 'gateway.js'));
   const { AuditLog } = require(join(DIST, 'audit', 'log.js'));
   const { preparePlan, createRunId } = require(join(DIST, 'exec', 'prepare.js'));
-  const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
+  const DEFAULT_POLICY = unsandboxedPolicy();
   const { execa } = await import('execa');
   const { home, env, cleanup } = benchEnv('execgate-bench-exec-');
   const gatewayEnv = { ...env, EXECGATE_SECRET_BENCH_TOKEN: SECRET };
@@ -37,10 +37,10 @@ async function run({ quick, log }) {
     close() { log1.close(); },
   };
   const gateways = {
-    default: createGateway({ home: join(home, 'default'), env: gatewayEnv, audit: timed }),
-    noFsync: createGateway({ home: join(home, 'nofsync'), env: gatewayEnv, audit: { fsync: 'never' } }),
-    noAudit: createGateway({ home: join(home, 'noaudit'), env: gatewayEnv, audit: false }),
-    helper: createGateway({ home: join(home, 'helper'), env: gatewayEnv, spawner: 'helper' }),
+    default: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'default'), env: gatewayEnv, audit: timed }),
+    noFsync: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'nofsync'), env: gatewayEnv, audit: { fsync: 'never' } }),
+    noAudit: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'noaudit'), env: gatewayEnv, audit: false }),
+    helper: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'helper'), env: gatewayEnv, spawner: 'helper' }),
   };
 
   // The raw baselines get what the shell gets from execgate: the same script and environment.

@@ -70,14 +70,25 @@ function benchEnv(prefix = 'execgate-bench-') {
   const home = mkdtempSync(join(tmpdir(), prefix));
   process.env.EXECGATE_KEYRING = 'off';
   process.env.EXECGATE_HOME = home;
+  // Figures 1-7 measure the unsandboxed path (as before the sandbox existed); figure 8 the sandbox.
+  const policyFile = join(home, 'unsandboxed.yaml');
+  writeFileSync(policyFile, 'version: 1\nsandbox:\n  mode: off\n');
   const env = {
     PATH: process.env.PATH || '/usr/bin:/bin',
     HOME: home,
     LANG: 'C.UTF-8',
     EXECGATE_HOME: home,
     EXECGATE_KEYRING: 'off',
+    EXECGATE_POLICY: policyFile,
   };
   return { home, env, cleanup: () => rmSync(home, { recursive: true, force: true }) };
+}
+
+/** The embedded default policy with the OS sandbox off (figures that measure the unsandboxed path). */
+function unsandboxedPolicy(base) {
+  const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
+  const policy = base || DEFAULT_POLICY;
+  return { ...policy, sandbox: { ...policy.sandbox, mode: 'off' } };
 }
 
 /** Resolves once the child has exited and both of its output pipes are closed (what an executor waits for). */
@@ -188,6 +199,7 @@ module.exports = {
   rssMiB,
   runFigure,
   summarize,
+  unsandboxedPolicy,
   waitChild,
   watchRss,
 };

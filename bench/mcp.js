@@ -24,7 +24,7 @@ async function run({ quick, log }) {
   const client = new Client({ name: 'execgate-bench', version: '1' });
   await client.connect(transport);
   await client.listTools();
-  const gateway = createGateway({ home: join(home, 'direct'), env });
+  const gateway = createGateway({ policy: require('./lib').unsandboxedPolicy(), home: join(home, 'direct'), env });
   const variants = {
     mcp: async () => {
       const result = await client.callTool({ name: 'bash', arguments: { command: 'true' } });

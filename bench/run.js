@@ -27,6 +27,7 @@ const FIGURES = [
   'background.js',
   'cli-start.js',
   'mcp.js',
+  'sandbox.js',
   'shell-reader.js',
 ];
 

@@ -12,7 +12,7 @@
  */
 const { spawn } = require('node:child_process');
 const { join } = require('node:path');
-const { DIST, benchEnv, interleave, row, runFigure, waitChild, watchRss } = require('./lib');
+const { DIST, benchEnv, interleave, row, runFigure, unsandboxedPolicy, waitChild, watchRss } = require('./lib');
 
 const MB = 1e6;
 
@@ -21,8 +21,8 @@ async function run({ quick, log }) {
   const { home, env, cleanup } = benchEnv('execgate-bench-throughput-');
   const bytes = quick ? 64 * 1024 * 1024 : 1024 * 1024 * 1024;
   const producer = `head -c ${bytes} /dev/zero`;
-  const gateway = createGateway({ home: join(home, 'default'), env });
-  const helper = createGateway({ home: join(home, 'helper'), env, spawner: 'helper' });
+  const gateway = createGateway({ policy: unsandboxedPolicy(), home: join(home, 'default'), env });
+  const helper = createGateway({ policy: unsandboxedPolicy(), home: join(home, 'helper'), env, spawner: 'helper' });
   const growth = {};
   const measured = (name, fn) => async () => {
     const before = process.memoryUsage.rss();

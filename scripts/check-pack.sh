@@ -55,6 +55,26 @@ console.log('check-pack: import ok');
 grep -q 'serving on stdio' "$work/mcp.err"
 echo "check-pack: execgate mcp starts and stops"
 
+# Embedders reach the server as `execgate/mcp` (require and import).
+node -e "
+const { createGateway } = require('execgate');
+const { createMcpServer, serveHttp } = require('execgate/mcp');
+(async () => {
+  const gateway = createGateway();
+  const http = await serveHttp(createMcpServer({ gateway }), { port: 0, token: 'check-pack-token-0123456789' });
+  const response = await fetch(http.url, { method: 'POST', body: '{}' });
+  await http.close();
+  await gateway.close();
+  if (response.status !== 401) throw new Error('execgate/mcp answered ' + response.status + ' without a token');
+  console.log('check-pack: require(\"execgate/mcp\") serves HTTP');
+})().catch((error) => { console.error(error); process.exit(1); });
+"
+node --input-type=module -e "
+import { createMcpServer, serveStdio } from 'execgate/mcp';
+if (typeof createMcpServer !== 'function' || typeof serveStdio !== 'function') throw new Error('execgate/mcp has no named exports under import');
+console.log('check-pack: import from execgate/mcp ok');
+"
+
 # A policy started from the installed package points its editor at a schema that exists.
 ./node_modules/.bin/execgate policy init --from strict team.yaml > /dev/null
 schema="$(sed -n 's/^# yaml-language-server: \$schema=//p' team.yaml)"

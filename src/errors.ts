@@ -61,6 +61,10 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_BACKGROUND_LIMIT: 'The maximum number of concurrent background processes is reached.',
   EXECGATE_ERR_BACKGROUND_RUNNING: 'The background process is still running; kill it before removing it.',
 
+  // --- sandbox ---
+  EXECGATE_ERR_SANDBOX_UNAVAILABLE: 'The policy requires a sandbox and this platform cannot start one; nothing was run.',
+  EXECGATE_ERR_SANDBOX_PATH: 'The working directory lies inside a path the sandbox hides; nothing was run.',
+
   // --- policy ---
   EXECGATE_ERR_POLICY_DENIED: 'The policy refused the request.',
   EXECGATE_ERR_POLICY_INVALID: 'A policy file is not valid (syntax, schema, or contradicting settings); it was not loaded.',
@@ -98,6 +102,8 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_MCP_UNAUTHORIZED: 'An MCP HTTP request had no bearer token, or not the right one.',
   EXECGATE_ERR_MCP_HOST_REFUSED: 'An MCP HTTP request named a Host or Origin this server does not answer to (DNS rebinding protection).',
   EXECGATE_ERR_MCP_SESSION_NOT_FOUND: 'An MCP HTTP request named a session id the server does not have.',
+  EXECGATE_ERR_MCP_REQUEST_TOO_LARGE: 'An MCP HTTP request body was larger than the server accepts (HTTP 413).',
+  EXECGATE_ERR_MCP_TRANSPORT_UNSUPPORTED: 'A client asked for the deprecated HTTP+SSE transport on a server that has it turned off.',
   EXECGATE_ERR_MCP_REMOTE_REFUSED: 'The MCP HTTP server was asked to listen on a non-loopback address without --allow-remote.',
   EXECGATE_ERR_MCP_TOKEN_INVALID: 'EXECGATE_MCP_TOKEN is too short or holds characters a header cannot carry.',
   EXECGATE_ERR_MCP_LISTEN_FAILED: 'The MCP HTTP server could not listen on the requested address and port.',

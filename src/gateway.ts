@@ -29,6 +29,7 @@ import { createKeyringSource } from './refs/sources/keyring';
 import type { VaultSourceOptions } from './refs/sources/vault';
 import { isKeyringDisabled } from './vault/os-keyring';
 import { RefStore } from './refs/store';
+import { SharedNetwork, type SandboxContext } from './sandbox';
 import type { RefKind, RefSource } from './refs/types';
 
 const SUPPORTED_MODES: ReadonlySet<ExecMode> = new Set<ExecMode>(['sync', 'pty', 'background']);
@@ -125,6 +126,10 @@ export class Gateway {
   readonly #backgroundOnClose: 'kill' | 'keep' | undefined;
   readonly #backgroundLauncher: 'in-process' | 'detached';
   readonly #spawner: Spawner;
+  /** One private network namespace per sandbox helper, shared by this gateway's runs. */
+  readonly #networks = new Map<string, SharedNetwork>();
+  readonly #sandboxWarned = new Set<string>();
+  readonly #sandbox: SandboxContext;
   #background: BackgroundManager | undefined;
   #closed = false;
 
@@ -171,6 +176,21 @@ export class Gateway {
     this.#audit.write('gateway.started', { pid: process.pid, policy: this.policy.source, sources: this.refs.sourceNames });
     if (loaded) this.#audit.write('policy.loaded', { source: loaded.policy.source, files: loaded.files, digest: loaded.digest, reload: false });
     if (options.watchPolicy) this.watchPolicy(options.watchPolicy === true ? {} : options.watchPolicy);
+    const audit = this.#audit;
+    this.#sandbox = Object.freeze({
+      home: this.home,
+      ...(audit instanceof AuditLog ? { auditPath: audit.path } : {}),
+      network: (helper: string): SharedNetwork => {
+        let network = this.#networks.get(helper);
+        if (!network) this.#networks.set(helper, (network = new SharedNetwork(helper)));
+        return network;
+      },
+      onUnsandboxed: (reason: string): void => {
+        if (this.#sandboxWarned.has(reason)) return;
+        this.#sandboxWarned.add(reason);
+        this.#warn({ reason }, `Commands run WITHOUT the OS sandbox (sandbox.mode: auto): ${reason}. Use sandbox.mode: required to refuse them instead.`);
+      },
+    });
     // Last: a helper process is started only for a gateway that did start.
     this.#spawner = createSpawner(spawner);
   }
@@ -322,6 +342,7 @@ export class Gateway {
           shell: this.#shell,
           supportedModes: SUPPORTED_MODES,
           fingerprint: policy.audit.fingerprints ? this.#audit.fingerprint?.bind(this.#audit) : undefined,
+          sandbox: this.#sandbox,
           onNormalized: (normalized) => {
             this.#audit.write('exec.request', {
               runId,
@@ -362,6 +383,7 @@ export class Gateway {
       decision: plan.decision,
       refs: plan.auditRefs,
       ...(policy.audit.env ? { env: plan.envReport } : {}),
+      sandbox: plan.sandbox,
     });
     if (plan.request.mode === 'background') {
       try {
@@ -476,6 +498,7 @@ export class Gateway {
       this.#background?.close(this.#backgroundOnClose ?? this.policy.background.onClose),
     ]);
     await this.#spawner.close();
+    for (const network of this.#networks.values()) network.close();
     this.#audit.write('gateway.stopped', { pid: process.pid, runsStopped: stopped });
     this.#audit.close();
   }

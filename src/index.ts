@@ -24,7 +24,10 @@ export { DEFAULT_POLICY } from './policy/effective';
 export { loadPolicyFile, checkPolicyFile } from './policy/load';
 export type { LoadedPolicy } from './policy/load';
 export type { WatchPolicyOptions } from './gateway';
-export type { EffectivePolicy, ExecMode } from './policy/effective';
+export type { EffectivePolicy, ExecMode, SandboxSettings } from './policy/effective';
+export { checkPlatform as checkSandboxPlatform } from './sandbox/detect';
+export type { PlatformCheck as SandboxPlatformCheck } from './sandbox/detect';
+export type { SandboxReport } from './sandbox/plan';
 export { getHome } from './home';
 
 // tools and agent

@@ -75,6 +75,7 @@ export class OutputCollector {
       redactions: ending.redactions,
       env: { removed: plan.envReport.removed, withheld: plan.envReport.withheld },
       refs: plan.refs,
+      sandbox: plan.sandbox.sandboxed ? { sandboxed: true } : { sandboxed: false, reason: plan.sandbox.reason },
       ...(fullOutputPath ? { fullOutputPath } : {}),
       message,
     };

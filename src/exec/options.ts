@@ -33,7 +33,9 @@ export interface ExecRequest {
   /**
    * Host-supplied shell text run before / after the command in the same shell (for example a
    * trap that prints the final working directory). Not shown in results, audit records or policy
-   * decisions, which see `command` alone; never given to an agent to set.
+   * decisions, which see `command` alone; never given to an agent to set. The prologue is
+   * joined to the command's first line with `; ` (line numbers in the shell's messages stay the
+   * command's own), so it must be a complete command list.
    */
   prologue?: string;
   epilogue?: string;

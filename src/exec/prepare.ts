@@ -1,8 +1,11 @@
 /*
  * The one path. Every mode (sync, pty, background) goes through `preparePlan`; executors only
  * adapt I/O. Order matters and is the security argument of execgate:
- *   validate -> policy decision -> resolve references -> build the child environment ->
- *   build the redactor -> SpawnPlan.
+ *   validate -> policy decision -> sandbox plan -> resolve references -> build the child
+ *   environment -> build the redactor -> SpawnPlan.
+ * The sandbox is planned before any store is asked for a value, so a run the policy requires to
+ * be sandboxed and that cannot be fails without resolving anything. When sandboxed, the plan's
+ * `shell`/`args` are bubblewrap's argv around the shell: every executor spawns them as they are.
  * Nothing is spawned before the plan exists, and a plan exists only if every step succeeded.
  * The plan holds resolved values only inside the child environment and the redactor; the
  * command it carries for display, logs and audit is the unresolved one.
@@ -19,6 +22,8 @@ import { scanTokens } from '../refs/tokens';
 import { decideRequest, type Decision } from '../policy/decide';
 import { validateUnknownRefs } from '../policy/unknown-refs';
 import type { RefKind } from '../refs/types';
+import { planSandbox, type SandboxContext, type SandboxReport } from '../sandbox';
+import { getHome } from '../home';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
 import { RUN_ID_VARIABLE } from './terminate';
 
@@ -56,6 +61,8 @@ export interface SpawnPlan {
   readonly auditRefs: readonly AuditedRefUse[];
   readonly decision: Decision;
   readonly envReport: EnvReport;
+  /** Whether the run is sandboxed, how (namespaces, hidden and writable paths) or why not. */
+  readonly sandbox: SandboxReport;
   readonly limits: {
     readonly timeout: number;
     readonly grace: number;
@@ -80,6 +87,8 @@ export interface PrepareContext {
   readonly onDecision?: (decision: Decision, request: NormalizedRequest, runId: string) => void;
   /** Keyed fingerprint of a resolved value for the audit log (never the value itself). */
   readonly fingerprint?: (value: string) => string;
+  /** The gateway's state and shared network for the sandbox; default: the state directory of `env`. */
+  readonly sandbox?: SandboxContext;
 }
 
 /*
@@ -144,6 +153,15 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   validateRequestedEnv(request.env, policy.env.requestable);
   validateTokenPlacements(analysis);
 
+  const sandboxed = await planSandbox({
+    settings: policy.sandbox,
+    context: context.sandbox ?? { home: getHome(context.env) },
+    cwd: request.cwd,
+    roots: policy.cwd.roots,
+    env: context.env,
+    pty: request.pty,
+  });
+
   const resolution = await context.refs.resolveTokens(tokens);
   validateUnknownRefs(policy, resolution.refs);
 
@@ -187,8 +205,11 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     if (envName) replacements.push({ token, envName });
   }
   const body = replacements.length > 0 ? substituteTokens(request.command, replacements, analysis) : request.command;
-  // Newlines keep host text out of the command's own last line (a trailing comment, say).
-  const script = `${request.prologue ? `${request.prologue}\n` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
+  // The prologue shares the command's first line, so the shell's own messages (`line 1: x: command
+  // not found`) number the lines as the caller wrote them; a newline keeps the epilogue out of
+  // the command's last line (a trailing comment, say).
+  const prologue = request.prologue.replace(/[\s;]+$/, '');
+  const script = `${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
   const sanitized = sanitizeEnv({
@@ -218,12 +239,14 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
 
   const env: Record<string, string> = { ...sanitized.env, ...injected, [RUN_ID_VARIABLE]: runId };
 
+  // Sandboxed: bubblewrap (or nsenter, for the shared network) runs the shell.
+  const argv = [...sandboxed.prefix, request.shell, ...getShellFlags(request.shell), '-c', script];
   const plan: SpawnPlan = Object.freeze({
     runId,
     request,
     displayCommand: request.command,
-    shell: request.shell,
-    args: Object.freeze([...getShellFlags(request.shell), '-c', script]),
+    shell: argv[0] as string,
+    args: Object.freeze(argv.slice(1)),
     env: Object.freeze(env),
     cwd: request.cwd,
     redactor,
@@ -239,6 +262,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       withheld: Object.freeze([...sanitized.withheld]),
       reported: Object.freeze([...sanitized.reported]),
     }),
+    sandbox: sandboxed.report,
     limits: Object.freeze({
       timeout: request.timeout,
       grace: request.grace,

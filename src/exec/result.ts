@@ -27,6 +27,8 @@ export interface ExecResult {
   readonly redactions: number;
   readonly env: { readonly removed: readonly string[]; readonly withheld: readonly string[] };
   readonly refs: readonly RefUse[];
+  /** Whether the run was sandboxed, or why not (the audit record has the full sandbox plan). */
+  readonly sandbox: { readonly sandboxed: boolean; readonly reason?: string };
   /** Path of the full redacted combined output, present when any capture was cut. */
   readonly fullOutputPath?: string;
   /** One line describing how the run ended. */

@@ -33,10 +33,13 @@ export interface Sentinel {
 
 export function createSentinel(): Sentinel {
   const marker = `__EXECGATE_CWD_${randomBytes(16).toString('hex')}__`;
+  return { marker, prologue: prologueFor(marker) };
+}
+
+function prologueFor(marker: string): string {
   // One printf, so the block reaches the pipe in one write; errors (a closed stdout) are
   // dropped so they do not show up in the command's stderr.
-  const prologue = `trap '{ printf "\\n%s\\n%s\\n" ${marker} "$PWD"; } 2>/dev/null' EXIT`;
-  return { marker, prologue };
+  return `trap '{ printf "\\n%s\\n%s\\n" ${marker} "$PWD"; } 2>/dev/null' EXIT`;
 }
 
 export interface SentinelParse {
@@ -90,7 +93,12 @@ export function stripSentinel(text: string, marker: string): string {
 }
 
 function maskMarker(text: string, marker: string): string {
-  return text.includes(marker) ? text.split(marker).join(MARKER_PLACEHOLDER) : text;
+  if (!text.includes(marker)) return text;
+  // The prologue shares the command's first line, so a syntax error there quotes it
+  // (`bash: -c: line 1: \`trap '...' EXIT; foo(\``): show the line as the caller wrote it.
+  const prologue = `${prologueFor(marker)}; `;
+  const bare = text.includes(prologue) ? text.split(prologue).join('') : text;
+  return bare.includes(marker) ? bare.split(marker).join(MARKER_PLACEHOLDER) : bare;
 }
 
 /** Bytes from the end of a full-output file searched for the block (it sits near the end). */

@@ -10,12 +10,14 @@ import {
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
+  SetLevelRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { ExecgateError } from '../errors';
 import type { Gateway } from '../gateway';
 import type { ToolRegistry } from '../tools/registry';
 import { ArgumentValidator } from '../tools/validate';
+import { DEFAULT_PROGRESS_INTERVAL, ProgressReporter } from './progress';
 import { McpSession } from './session';
 import { BashTool } from './tools/bash';
 import { createFileTools } from './tools/files';
@@ -36,12 +38,20 @@ export interface ExecgateMcpOptions {
   disabledTools?: readonly string[];
   /** Also offer the built-in file tools, confined to `workdir`. */
   fileTools?: boolean;
+  /**
+   * Milliseconds between two `notifications/progress` of a tool call whose client sent a
+   * progressToken (default 5000): well under the 60 s request timeout of common clients.
+   */
+  progressInterval?: number;
 }
 
 const INSTRUCTIONS =
   'execgate runs shell commands through a policy-checked gateway. Pass secrets as <<secret:NAME>> in a command ' +
   '(or in process_write data): execgate resolves them just before the command runs and masks their values in every result. ' +
   'The bash tool keeps its working directory between calls. Errors from execgate itself come back as one line starting with an EXECGATE_ERR_ code.';
+
+/** Log levels at which an `info` message is wanted. */
+const INFO_OR_BELOW: ReadonlySet<string> = new Set(['debug', 'info']);
 
 export class ExecgateMcpServer {
   readonly gateway: Gateway;
@@ -50,10 +60,12 @@ export class ExecgateMcpServer {
   readonly #sessions = new Map<string, { session: McpSession; server: Server }>();
   readonly #validator = new ArgumentValidator();
   readonly #registry: ToolRegistry | undefined;
+  readonly #progressInterval: number;
 
   constructor(options: ExecgateMcpOptions) {
     this.gateway = options.gateway;
     this.workdir = options.workdir ?? process.cwd();
+    this.#progressInterval = validateInterval(options.progressInterval);
     const tools: McpTool[] = [];
     if (options.bash !== false) tools.push(new BashTool(), ...createProcessTools());
     if (options.fileTools) {
@@ -91,8 +103,13 @@ export class ExecgateMcpServer {
     const session = new McpSession(this.workdir, id);
     const server = new Server(
       { name: 'execgate', version, title: 'execgate' },
-      { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS },
+      { capabilities: { tools: { listChanged: true }, logging: {} }, instructions: INSTRUCTIONS },
     );
+    // Log messages are opt-in: only a client that set a level gets them (see progress.ts).
+    server.setRequestHandler(SetLevelRequestSchema, (request) => {
+      session.logLevel = request.params.level;
+      return {};
+    });
     server.oninitialized = () => {
       session.clientName = server.getClientVersion()?.name;
     };
@@ -113,12 +130,24 @@ export class ExecgateMcpServer {
       } catch (error) {
         return errorResult(error);
       }
-      return tool.call(args, {
-        signal: extra.signal,
-        gateway: this.gateway,
-        session,
-        notifyToolsChanged: () => extra.sendNotification({ method: 'notifications/tools/list_changed' }),
-      });
+      const token = request.params._meta?.progressToken;
+      const log = session.logLevel !== undefined && INFO_OR_BELOW.has(session.logLevel);
+      const progress = token === undefined && !log
+        ? undefined
+        : new ProgressReporter((notification) => extra.sendNotification(notification), { ...(token !== undefined ? { token } : {}), log }, this.#progressInterval, `${name} running`);
+      session.beginCall();
+      try {
+        return await tool.call(args, {
+          signal: extra.signal,
+          gateway: this.gateway,
+          session,
+          notifyToolsChanged: () => extra.sendNotification({ method: 'notifications/tools/list_changed' }),
+          ...(progress ? { progress } : {}),
+        });
+      } finally {
+        progress?.stop();
+        session.endCall();
+      }
     });
     this.#sessions.set(session.id, { session, server });
     return { session, server };
@@ -148,6 +177,18 @@ export class ExecgateMcpServer {
     await Promise.allSettled([...this.#sessions.keys()].map((id) => this.closeSession(id)));
     await this.#registry?.close();
   }
+}
+
+function validateInterval(value: unknown): number {
+  if (value === undefined) return DEFAULT_PROGRESS_INTERVAL;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 10 || value > 600_000) {
+    throw new ExecgateError(
+      'EXECGATE_ERR_INVALID_OPTION',
+      `Expected \`progressInterval\` to be a number of milliseconds from 10 to 600000, got ${JSON.stringify(value) ?? String(value)}.`,
+      { option: 'progressInterval' },
+    );
+  }
+  return value;
 }
 
 export function createMcpServer(options: ExecgateMcpOptions): ExecgateMcpServer {

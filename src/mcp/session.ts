@@ -16,6 +16,10 @@ export class McpSession {
   #clientName = 'unknown';
   readonly #processes = new Set<string>();
   #closed = false;
+  #lastActive = Date.now();
+  /** The client's `logging/setLevel`, when it sent one. */
+  logLevel: string | undefined;
+  #calls = 0;
 
   constructor(workdir: string, id: string = randomUUID()) {
     this.id = id;
@@ -48,6 +52,27 @@ export class McpSession {
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** A request arrived or a call ended: the session is in use. */
+  touch(): void {
+    this.#lastActive = Date.now();
+  }
+
+  /** A tool call started; a session with a call under way is never idle. */
+  beginCall(): void {
+    this.#calls += 1;
+    this.touch();
+  }
+
+  endCall(): void {
+    this.#calls = Math.max(0, this.#calls - 1);
+    this.touch();
+  }
+
+  /** Milliseconds since the session was last used; 0 while a call is under way. */
+  idleFor(now = Date.now()): number {
+    return this.#calls > 0 ? 0 : Math.max(0, now - this.#lastActive);
   }
 
   markClosed(): void {

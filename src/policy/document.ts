@@ -82,5 +82,15 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
       fingerprints: policy.audit.fingerprints,
       env: policy.audit.env,
     },
+    sandbox: {
+      mode: policy.sandbox.mode,
+      ...(policy.sandbox.helper !== undefined ? { helper: policy.sandbox.helper } : {}),
+      network: policy.sandbox.network,
+      filesystem: {
+        hidden: [...policy.sandbox.filesystem.hidden],
+        writable: [...policy.sandbox.filesystem.writable],
+        readOnly: [...policy.sandbox.filesystem.readOnly],
+      },
+    },
   };
 }

@@ -36,6 +36,36 @@ export interface SecretRestriction {
   readonly reason?: string;
 }
 
+/** The OS sandbox of every run (src/sandbox). */
+export interface SandboxSettings {
+  /** `required`: refuse a run that cannot be sandboxed. `auto`: sandbox where possible. `off`: never. */
+  readonly mode: 'required' | 'auto' | 'off';
+  /** The bubblewrap executable; unset = the first `bwrap` in the standard system directories. */
+  readonly helper?: string;
+  /** `none`: loopback only, one namespace per gateway. `open`: the host's network. */
+  readonly network: 'none' | 'open';
+  readonly filesystem: {
+    /** Hidden inside (`~/` kept; expanded against the gateway's HOME when a run is planned). */
+    readonly hidden: readonly string[];
+    /** Writable besides the working directory roots and the private /tmp. */
+    readonly writable: readonly string[];
+    /** Read-only even inside a writable root. */
+    readonly readOnly: readonly string[];
+  };
+}
+
+/*
+ * Credential files and directories of common tools, hidden in every sandbox whatever the policy
+ * says (a policy's `sandbox.filesystem.hidden` adds to this list).
+ */
+export const DEFAULT_HIDDEN_PATHS: readonly string[] = Object.freeze([
+  '~/.ssh', '~/.aws', '~/.gnupg', '~/.config/gcloud', '~/.kube', '~/.docker/config.json', '~/.netrc',
+  '~/.git-credentials', '~/.config/git/credentials', '~/.npmrc', '~/.yarnrc.yml', '~/.pypirc', '~/.azure',
+  '~/.config/gh', '~/.config/hub', '~/.terraform.d/credentials.tfrc.json', '~/.vault-token', '~/.password-store',
+  '~/.local/share/keyrings', '~/.pgpass', '~/.my.cnf', '~/.cargo/credentials.toml', '~/.cargo/credentials',
+  '~/.gem/credentials', '~/.config/execgate', '~/.execgate',
+]);
+
 export type UnknownRefPolicy = 'literal' | 'warn' | 'deny';
 
 export interface EffectivePolicy {
@@ -115,6 +145,7 @@ export interface EffectivePolicy {
     /** Record the names of variables removed or withheld. */
     readonly env: boolean;
   };
+  readonly sandbox: SandboxSettings;
 }
 
 /** Freezes plain objects and arrays; compiled patterns (RegExp, RE2) keep their own state. */
@@ -153,6 +184,7 @@ export const DEFAULT_POLICY: EffectivePolicy = deepFreeze({
   cwd: { roots: [] },
   rules: { default: 'allow', list: [] },
   audit: { enabled: true, fingerprints: true, env: true },
+  sandbox: { mode: 'auto', network: 'none', filesystem: { hidden: [...DEFAULT_HIDDEN_PATHS], writable: [], readOnly: [] } },
 });
 
 export { deepFreeze };

@@ -10,9 +10,10 @@
  * Merging, base first and each file on top of what it extends:
  *   - mappings merge key by key; a scalar replaces the one below;
  *   - lists that add restrictions accumulate: `rules.list`, `secrets.restrict`, `env.strip`,
- *     `env.secretNamePatterns`, `env.secretValuePatterns` (a base's rules come first);
+ *     `env.secretNamePatterns`, `env.secretValuePatterns`, `sandbox.filesystem.hidden`,
+ *     `sandbox.filesystem.readOnly` (a base's rules come first);
  *   - lists that grant something are replaced whole: `cwd.roots`, `env.allowlist`,
- *     `env.allowSecrets`, `secrets.allow`.
+ *     `env.allowSecrets`, `secrets.allow`, `sandbox.filesystem.writable`.
  * Keys no file sets keep the embedded default.
  */
 import { createHash } from 'node:crypto';
@@ -294,7 +295,10 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
 
 // --- merging ---------------------------------------------------------------------------------
 
-const ACCUMULATED = new Set(['rules.list', 'secrets.restrict', 'env.strip', 'env.secretNamePatterns', 'env.secretValuePatterns']);
+const ACCUMULATED = new Set([
+  'rules.list', 'secrets.restrict', 'env.strip', 'env.secretNamePatterns', 'env.secretValuePatterns',
+  'sandbox.filesystem.hidden', 'sandbox.filesystem.readOnly',
+]);
 
 interface ItemOrigin {
   readonly entry: FileEntry;
@@ -323,7 +327,7 @@ function mergeInto(target: Doc, source: Doc, path: string[], entry: FileEntry, o
     if (ACCUMULATED.has(name)) {
       const before = (target[key] as unknown[] | undefined) ?? [];
       const combined = [...before, ...(value as unknown[])];
-      target[key] = name.startsWith('env.') ? [...new Set(combined)] : combined;
+      target[key] = name.startsWith('env.') || name.startsWith('sandbox.') ? [...new Set(combined)] : combined;
       origins.set(name, entry);
     } else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
       const child = (target[key] as Doc | undefined) ?? {};
@@ -414,6 +418,11 @@ function expandHome(path: string, homeDir: string): string {
   return resolve(path);
 }
 
+/** `~` forms stay as they are (expanded per run); anything else becomes a normalized absolute path. */
+function keepHome(path: string): string {
+  return path === '~' || path.startsWith('~/') ? path : resolve(path);
+}
+
 function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string, homeDir: string): EffectivePolicy {
   const D = DEFAULT_POLICY;
   const at = (path: string): unknown => get(doc, path.split('.'));
@@ -502,6 +511,18 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
       ...(at('audit.fsync') !== undefined ? { fsync: at('audit.fsync') as 'always' | 'before-spawn' | 'never' } : {}),
       fingerprints: (at('audit.fingerprints') as boolean | undefined) ?? D.audit.fingerprints,
       env: (at('audit.env') as boolean | undefined) ?? D.audit.env,
+    },
+    sandbox: {
+      mode: (at('sandbox.mode') as 'required' | 'auto' | 'off' | undefined) ?? D.sandbox.mode,
+      ...(at('sandbox.helper') !== undefined ? { helper: at('sandbox.helper') as string } : {}),
+      network: (at('sandbox.network') as 'none' | 'open' | undefined) ?? D.sandbox.network,
+      filesystem: {
+        // The built-in credential list always applies; a policy adds to it. `~` is kept and
+        // expanded when a run is planned, against the HOME of the gateway that runs it.
+        hidden: [...new Set([...D.sandbox.filesystem.hidden, ...list<string>('sandbox.filesystem.hidden', []).map((p) => keepHome(p))])],
+        writable: list<string>('sandbox.filesystem.writable', D.sandbox.filesystem.writable).map((p) => keepHome(p)),
+        readOnly: list<string>('sandbox.filesystem.readOnly', D.sandbox.filesystem.readOnly).map((p) => keepHome(p)),
+      },
     },
   };
   return deepFreeze(policy);

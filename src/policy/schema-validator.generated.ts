@@ -1,9 +1,9 @@
 /* eslint-disable */
 // @ts-nocheck
 // Generated from policies/schema.json by src/policy/generate-validator.ts; do not edit.
-export const SCHEMA_SHA256 = '47f81628e820e4d4b51ac689ef9d093fffd91d19b9cb2c776575f8cc9d4d2a7d';
+export const SCHEMA_SHA256 = '351a3a19c58a3667cd22cf8ef3fcb95005ffb357d45a1f1e2af5c208103222b5';
 export { validate20 as validate };
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"urn:execgate:policy:1","title":"execgate policy","description":"What agents may run through execgate, with which secrets, in which directories, and how runs are limited and audited. Every key is optional except `version`; a key left out keeps the value of the policy this one extends, or of the embedded default.","type":"object","additionalProperties":false,"required":["version"],"properties":{"$schema":{"type":"string","description":"The JSON Schema of this file, for editors (ignored by execgate)."},"version":{"title":"the policy format version `1`","description":"The policy format version. This execgate reads version 1.","const":1},"extends":{"title":"a policy file path or a list of them","description":"Policies this one is layered on, applied in order, then this file on top. Paths are relative to this file; `execgate:NAME` names a policy shipped with execgate (`execgate:default`, `execgate:strict`, `execgate:ci`).","anyOf":[{"$ref":"#/$defs/extendsTarget"},{"type":"array","minItems":1,"maxItems":16,"items":{"$ref":"#/$defs/extendsTarget"}}]},"exec":{"$ref":"#/$defs/exec"},"cwd":{"$ref":"#/$defs/cwd"},"env":{"$ref":"#/$defs/env"},"rules":{"$ref":"#/$defs/rules"},"secrets":{"$ref":"#/$defs/secrets"},"audit":{"$ref":"#/$defs/audit"}},"$defs":{"extendsTarget":{"title":"a policy file path (relative to this file) or `execgate:NAME`","type":"string","minLength":1,"maxLength":4096,"pattern":"^[^\\u0000]+$"},"duration":{"title":"a duration: whole milliseconds, or a number with a unit such as `500ms`, `30s`, `5m`, `2h`, `1d`","anyOf":[{"type":"integer","minimum":0,"maximum":2147483647},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h|d)$"}]},"size":{"title":"a size: whole bytes, or a number with a unit such as `64KiB`, `1MiB`, `2GiB`, `500KB`","anyOf":[{"type":"integer","minimum":0},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(B|KB|KiB|MB|MiB|GB|GiB)$"}]},"mode":{"type":"object","additionalProperties":false,"description":"One execution mode.","properties":{"allowed":{"type":"boolean","description":"Whether requests may use this mode."},"timeout":{"$ref":"#/$defs/duration","description":"The timeout a request gets when it asks for none. 0 = none (then `maxTimeout`, when set, applies)."},"maxTimeout":{"$ref":"#/$defs/duration","description":"The longest timeout a request may ask for; longer ones (and `timeout: 0`) are cut to it. 0 = no maximum."}}},"exec":{"type":"object","additionalProperties":false,"description":"Modes, timeouts, the grace period, output limits and background limits.","properties":{"modes":{"type":"object","additionalProperties":false,"properties":{"sync":{"$ref":"#/$defs/mode"},"pty":{"$ref":"#/$defs/mode"},"background":{"$ref":"#/$defs/mode"}}},"grace":{"$ref":"#/$defs/duration","description":"Time between SIGTERM and SIGKILL when a run is stopped."},"drainTimeout":{"$ref":"#/$defs/duration","description":"After the main process exits, how long to keep reading output that escaped processes may still hold open."},"output":{"type":"object","additionalProperties":false,"properties":{"maxBytes":{"$ref":"#/$defs/size","description":"Bytes of each stream kept in memory (head + tail); the middle is cut with a notice. At least 1KiB."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of the full (redacted) output file kept when output was cut. At least 1KiB."}}},"background":{"type":"object","additionalProperties":false,"properties":{"maxConcurrent":{"type":"integer","minimum":1,"maximum":10000,"description":"Background processes that may run at once per gateway; one more is refused."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of each background output file. At least 1KiB."},"ringBytes":{"$ref":"#/$defs/size","description":"Recent output kept in memory per background process. At least 1KiB."},"onClose":{"enum":["kill","keep"],"description":"What closing the gateway does with background processes still running."}}}}},"cwd":{"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first). Empty = anywhere.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}},"envName":{"title":"a variable name, or a prefix ending in `*`","type":"string","pattern":"^[^=\\u0000*]+\\*?$"},"envNames":{"type":"array","uniqueItems":true,"maxItems":1024,"items":{"$ref":"#/$defs/envName"}},"flags":{"type":"array","minItems":1,"maxItems":64,"items":{"title":"a flag: one letter (`r`) or a long option name (`force`)","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9-]*$"},"description":"With `command`: the command must also carry every one of these options, in any order or cluster (`flags: [r, f]` matches `rm -rf`, `rm -fr`, `rm -r -f`, `rm -Rf`, `rm --recursive --force`). A one-letter flag matches either case and the long option starting with that letter; a longer one matches that long option."},"regex":{"title":"a JavaScript regular expression","type":"string","minLength":1,"maxLength":4096},"env":{"type":"object","additionalProperties":false,"description":"How the child environment is built.","properties":{"mode":{"enum":["inherit","allowlist"],"description":"`inherit`: start from the gateway's environment (hazards stripped, secrets withheld). `allowlist`: start from HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR and `allowlist`."},"allowlist":{"$ref":"#/$defs/envNames","description":"In allowlist mode, more inherited variables to copy (a trailing `*` makes a prefix)."},"allowSecrets":{"$ref":"#/$defs/envNames","description":"Secret-looking variables let through to the child anyway; their values are masked in output."},"strip":{"$ref":"#/$defs/envNames","description":"More variables to remove, on top of the built-in hazard list."},"secretNamePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable names that mark more variables as secret (withheld)."},"secretValuePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable values that mark more variables as secret (withheld)."},"requestable":{"$ref":"#/$defs/envNames","description":"When set, the only variables a request's `env` may set (a trailing `*` makes a prefix); any other is refused (EXECGATE_ERR_ENV_NOT_REQUESTABLE). A policy that allows only some commands should leave out HOME, PATH, XDG_* and GIT_*, which point those commands at other configuration."},"set":{"type":"object","description":"Variables set in every child, after sanitizing. A variable execgate strips as a hazard cannot be set here (load-time error).","maxProperties":1024,"propertyNames":{"title":"a variable name (no `=` or NUL)","pattern":"^[^=\\u0000]+$"},"additionalProperties":{"title":"a string value","type":"string","pattern":"^[^\\u0000]*$"}},"path":{"title":"a PATH value","type":"string","pattern":"^[^\\u0000]*$","description":"PATH for every child (replaces the inherited one)."}}},"commandWords":{"title":"a command (its first words), or a list of commands","anyOf":[{"type":"string","pattern":"\\S"},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","pattern":"\\S"}}]},"prefixes":{"title":"a text prefix, or a list of them","anyOf":[{"type":"string","minLength":1},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1}}]},"ruleId":{"title":"an id: letters, digits and `. _ - : / [ ]`, starting with a letter or digit","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._:/\\[\\]-]{0,127}$"},"reason":{"title":"a reason shown to the caller (1 to 500 characters)","type":"string","minLength":1,"maxLength":500},"rule":{"type":"object","additionalProperties":false,"required":["action"],"description":"One command rule. Give exactly one of `command`, `prefix`, `regex`.","properties":{"id":{"$ref":"#/$defs/ruleId","description":"Shown in decisions and audit records; default FILE:rules.list[N]."},"action":{"enum":["allow","deny"],"description":"What a match decides."},"command":{"$ref":"#/$defs/commandWords","description":"Word form: a simple command in the text starts with these words (`git`, `git push`), compared after quote removal; commands behind wrappers (`sudo`, `env`, `xargs`, `find -exec`) and in code run by `sh -c` or `eval` count too. A deny rule matches when any simple command does; an allow rule only when every one does and the text was read with confidence."},"flags":{"$ref":"#/$defs/flags"},"prefix":{"$ref":"#/$defs/prefixes","description":"Prefix form: a simple command, its words joined by single spaces, starts with this text. Any (deny) / every (allow), as for `command`."},"regex":{"$ref":"#/$defs/regex","description":"A regular expression in RE2 syntax (no backreferences or lookaround) tested against the whole unresolved command text, in linear time."},"reason":{"$ref":"#/$defs/reason","description":"Why; shown to the caller when the rule denies."}},"dependentRequired":{"flags":["command"]},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"rules":{"type":"object","additionalProperties":false,"description":"Ordered command rules: the first rule that matches decides; when none does, `default` decides.","properties":{"default":{"enum":["allow","deny"],"description":"The decision when no rule matches."},"reason":{"$ref":"#/$defs/reason","description":"Shown to the caller when `default: deny` decides."},"list":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/rule"},"description":"Rules in order. Rules of an extended policy come first."}}},"refPattern":{"title":"a reference such as `secret:NAME` or `decrypt:ID` (`*` matches any characters)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"},"restriction":{"type":"object","additionalProperties":false,"required":["ref"],"description":"Which commands may use a secret. Give exactly one of `command`, `prefix`, `regex`; every simple command must match.","properties":{"id":{"$ref":"#/$defs/ruleId"},"ref":{"anyOf":[{"$ref":"#/$defs/refPattern"},{"type":"array","minItems":1,"maxItems":256,"items":{"$ref":"#/$defs/refPattern"}}],"description":"The reference(s) this restriction applies to."},"command":{"$ref":"#/$defs/commandWords"},"flags":{"$ref":"#/$defs/flags"},"prefix":{"$ref":"#/$defs/prefixes"},"regex":{"$ref":"#/$defs/regex"},"reason":{"$ref":"#/$defs/reason"}},"dependentRequired":{"flags":["command"]},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"secrets":{"type":"object","additionalProperties":false,"description":"Which references may be used, by which commands, and how.","properties":{"alias":{"type":"boolean","description":"Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text."},"minLength":{"type":"integer","minimum":1,"maximum":1024,"description":"Shortest resolved value that may be used; shorter values are refused (they cannot be masked reliably)."},"allow":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/refPattern"},"description":"References that may be used at all. A command naming any other is denied. Default: all."},"restrict":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/restriction"},"description":"Per-reference command restrictions; all that apply to a reference must be met."},"unknown":{"enum":["literal","warn","deny"],"description":"A reference no source knows: `literal` (default) passes the token on as text; `warn` does that and logs a warning; `deny` refuses the run (EXECGATE_ERR_REF_UNKNOWN) before anything is spawned."}}},"audit":{"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}}}};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"urn:execgate:policy:1","title":"execgate policy","description":"What agents may run through execgate, with which secrets, in which directories, and how runs are limited and audited. Every key is optional except `version`; a key left out keeps the value of the policy this one extends, or of the embedded default.","type":"object","additionalProperties":false,"required":["version"],"properties":{"$schema":{"type":"string","description":"The JSON Schema of this file, for editors (ignored by execgate)."},"version":{"title":"the policy format version `1`","description":"The policy format version. This execgate reads version 1.","const":1},"extends":{"title":"a policy file path or a list of them","description":"Policies this one is layered on, applied in order, then this file on top. Paths are relative to this file; `execgate:NAME` names a policy shipped with execgate (`execgate:default`, `execgate:strict`, `execgate:ci`).","anyOf":[{"$ref":"#/$defs/extendsTarget"},{"type":"array","minItems":1,"maxItems":16,"items":{"$ref":"#/$defs/extendsTarget"}}]},"exec":{"$ref":"#/$defs/exec"},"cwd":{"$ref":"#/$defs/cwd"},"env":{"$ref":"#/$defs/env"},"rules":{"$ref":"#/$defs/rules"},"secrets":{"$ref":"#/$defs/secrets"},"audit":{"$ref":"#/$defs/audit"},"sandbox":{"$ref":"#/$defs/sandbox"}},"$defs":{"extendsTarget":{"title":"a policy file path (relative to this file) or `execgate:NAME`","type":"string","minLength":1,"maxLength":4096,"pattern":"^[^\\u0000]+$"},"duration":{"title":"a duration: whole milliseconds, or a number with a unit such as `500ms`, `30s`, `5m`, `2h`, `1d`","anyOf":[{"type":"integer","minimum":0,"maximum":2147483647},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h|d)$"}]},"size":{"title":"a size: whole bytes, or a number with a unit such as `64KiB`, `1MiB`, `2GiB`, `500KB`","anyOf":[{"type":"integer","minimum":0},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(B|KB|KiB|MB|MiB|GB|GiB)$"}]},"mode":{"type":"object","additionalProperties":false,"description":"One execution mode.","properties":{"allowed":{"type":"boolean","description":"Whether requests may use this mode."},"timeout":{"$ref":"#/$defs/duration","description":"The timeout a request gets when it asks for none. 0 = none (then `maxTimeout`, when set, applies)."},"maxTimeout":{"$ref":"#/$defs/duration","description":"The longest timeout a request may ask for; longer ones (and `timeout: 0`) are cut to it. 0 = no maximum."}}},"exec":{"type":"object","additionalProperties":false,"description":"Modes, timeouts, the grace period, output limits and background limits.","properties":{"modes":{"type":"object","additionalProperties":false,"properties":{"sync":{"$ref":"#/$defs/mode"},"pty":{"$ref":"#/$defs/mode"},"background":{"$ref":"#/$defs/mode"}}},"grace":{"$ref":"#/$defs/duration","description":"Time between SIGTERM and SIGKILL when a run is stopped."},"drainTimeout":{"$ref":"#/$defs/duration","description":"After the main process exits, how long to keep reading output that escaped processes may still hold open."},"output":{"type":"object","additionalProperties":false,"properties":{"maxBytes":{"$ref":"#/$defs/size","description":"Bytes of each stream kept in memory (head + tail); the middle is cut with a notice. At least 1KiB."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of the full (redacted) output file kept when output was cut. At least 1KiB."}}},"background":{"type":"object","additionalProperties":false,"properties":{"maxConcurrent":{"type":"integer","minimum":1,"maximum":10000,"description":"Background processes that may run at once per gateway; one more is refused."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of each background output file. At least 1KiB."},"ringBytes":{"$ref":"#/$defs/size","description":"Recent output kept in memory per background process. At least 1KiB."},"onClose":{"enum":["kill","keep"],"description":"What closing the gateway does with background processes still running."}}}}},"cwd":{"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first). Empty = anywhere.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}},"envName":{"title":"a variable name, or a prefix ending in `*`","type":"string","pattern":"^[^=\\u0000*]+\\*?$"},"envNames":{"type":"array","uniqueItems":true,"maxItems":1024,"items":{"$ref":"#/$defs/envName"}},"flags":{"type":"array","minItems":1,"maxItems":64,"items":{"title":"a flag: one letter (`r`) or a long option name (`force`)","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9-]*$"},"description":"With `command`: the command must also carry every one of these options, in any order or cluster (`flags: [r, f]` matches `rm -rf`, `rm -fr`, `rm -r -f`, `rm -Rf`, `rm --recursive --force`). A one-letter flag matches either case and the long option starting with that letter; a longer one matches that long option."},"regex":{"title":"a JavaScript regular expression","type":"string","minLength":1,"maxLength":4096},"env":{"type":"object","additionalProperties":false,"description":"How the child environment is built.","properties":{"mode":{"enum":["inherit","allowlist"],"description":"`inherit`: start from the gateway's environment (hazards stripped, secrets withheld). `allowlist`: start from HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR and `allowlist`."},"allowlist":{"$ref":"#/$defs/envNames","description":"In allowlist mode, more inherited variables to copy (a trailing `*` makes a prefix)."},"allowSecrets":{"$ref":"#/$defs/envNames","description":"Secret-looking variables let through to the child anyway; their values are masked in output."},"strip":{"$ref":"#/$defs/envNames","description":"More variables to remove, on top of the built-in hazard list."},"secretNamePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable names that mark more variables as secret (withheld)."},"secretValuePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable values that mark more variables as secret (withheld)."},"requestable":{"$ref":"#/$defs/envNames","description":"When set, the only variables a request's `env` may set (a trailing `*` makes a prefix); any other is refused (EXECGATE_ERR_ENV_NOT_REQUESTABLE). A policy that allows only some commands should leave out HOME, PATH, XDG_* and GIT_*, which point those commands at other configuration."},"set":{"type":"object","description":"Variables set in every child, after sanitizing. A variable execgate strips as a hazard cannot be set here (load-time error).","maxProperties":1024,"propertyNames":{"title":"a variable name (no `=` or NUL)","pattern":"^[^=\\u0000]+$"},"additionalProperties":{"title":"a string value","type":"string","pattern":"^[^\\u0000]*$"}},"path":{"title":"a PATH value","type":"string","pattern":"^[^\\u0000]*$","description":"PATH for every child (replaces the inherited one)."}}},"commandWords":{"title":"a command (its first words), or a list of commands","anyOf":[{"type":"string","pattern":"\\S"},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","pattern":"\\S"}}]},"prefixes":{"title":"a text prefix, or a list of them","anyOf":[{"type":"string","minLength":1},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1}}]},"ruleId":{"title":"an id: letters, digits and `. _ - : / [ ]`, starting with a letter or digit","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._:/\\[\\]-]{0,127}$"},"reason":{"title":"a reason shown to the caller (1 to 500 characters)","type":"string","minLength":1,"maxLength":500},"rule":{"type":"object","additionalProperties":false,"required":["action"],"description":"One command rule. Give exactly one of `command`, `prefix`, `regex`.","properties":{"id":{"$ref":"#/$defs/ruleId","description":"Shown in decisions and audit records; default FILE:rules.list[N]."},"action":{"enum":["allow","deny"],"description":"What a match decides."},"command":{"$ref":"#/$defs/commandWords","description":"Word form: a simple command in the text starts with these words (`git`, `git push`), compared after quote removal; commands behind wrappers (`sudo`, `env`, `xargs`, `find -exec`) and in code run by `sh -c` or `eval` count too. A deny rule matches when any simple command does; an allow rule only when every one does and the text was read with confidence."},"flags":{"$ref":"#/$defs/flags"},"prefix":{"$ref":"#/$defs/prefixes","description":"Prefix form: a simple command, its words joined by single spaces, starts with this text. Any (deny) / every (allow), as for `command`."},"regex":{"$ref":"#/$defs/regex","description":"A regular expression in RE2 syntax (no backreferences or lookaround) tested against the whole unresolved command text, in linear time."},"reason":{"$ref":"#/$defs/reason","description":"Why; shown to the caller when the rule denies."}},"dependentRequired":{"flags":["command"]},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"rules":{"type":"object","additionalProperties":false,"description":"Ordered command rules: the first rule that matches decides; when none does, `default` decides.","properties":{"default":{"enum":["allow","deny"],"description":"The decision when no rule matches."},"reason":{"$ref":"#/$defs/reason","description":"Shown to the caller when `default: deny` decides."},"list":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/rule"},"description":"Rules in order. Rules of an extended policy come first."}}},"refPattern":{"title":"a reference such as `secret:NAME` or `decrypt:ID` (`*` matches any characters)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"},"restriction":{"type":"object","additionalProperties":false,"required":["ref"],"description":"Which commands may use a secret. Give exactly one of `command`, `prefix`, `regex`; every simple command must match.","properties":{"id":{"$ref":"#/$defs/ruleId"},"ref":{"anyOf":[{"$ref":"#/$defs/refPattern"},{"type":"array","minItems":1,"maxItems":256,"items":{"$ref":"#/$defs/refPattern"}}],"description":"The reference(s) this restriction applies to."},"command":{"$ref":"#/$defs/commandWords"},"flags":{"$ref":"#/$defs/flags"},"prefix":{"$ref":"#/$defs/prefixes"},"regex":{"$ref":"#/$defs/regex"},"reason":{"$ref":"#/$defs/reason"}},"dependentRequired":{"flags":["command"]},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"secrets":{"type":"object","additionalProperties":false,"description":"Which references may be used, by which commands, and how.","properties":{"alias":{"type":"boolean","description":"Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text."},"minLength":{"type":"integer","minimum":1,"maximum":1024,"description":"Shortest resolved value that may be used; shorter values are refused (they cannot be masked reliably)."},"allow":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/refPattern"},"description":"References that may be used at all. A command naming any other is denied. Default: all."},"restrict":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/restriction"},"description":"Per-reference command restrictions; all that apply to a reference must be met."},"unknown":{"enum":["literal","warn","deny"],"description":"A reference no source knows: `literal` (default) passes the token on as text; `warn` does that and logs a warning; `deny` refuses the run (EXECGATE_ERR_REF_UNKNOWN) before anything is spawned."}}},"sandboxPath":{"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"},"sandboxPaths":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}},"sandbox":{"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own PID, mount, IPC, UTS and network namespaces; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the working directory roots, a private /tmp and `filesystem.writable`.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"enum":["none","open"],"description":"`none` (default): a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services and abstract UNIX sockets (a D-Bus session bus) are out of reach. `open`: the host's network, loopback and abstract sockets included."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the working directory roots (`cwd.roots`, else the request's cwd) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}},"audit":{"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}}}};
 const schema32 = {"title":"a policy file path (relative to this file) or `execgate:NAME`","type":"string","minLength":1,"maxLength":4096,"pattern":"^[^\\u0000]+$"};
 const schema44 = {"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first). Empty = anywhere.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}};
 const func1 = Object.prototype.hasOwnProperty;
@@ -3067,6 +3067,230 @@ return errors === 0;
 }
 validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
+const schema72 = {"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own PID, mount, IPC, UTS and network namespaces; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the working directory roots, a private /tmp and `filesystem.writable`.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"enum":["none","open"],"description":"`none` (default): a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services and abstract UNIX sockets (a D-Bus session bus) are out of reach. `open`: the host's network, loopback and abstract sockets included."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the working directory roots (`cwd.roots`, else the request's cwd) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}};
+const pattern32 = new RegExp("^/[^\\u0000]*$", "u");
+const schema73 = {"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}};
+const schema74 = {"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"};
+
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate45.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(Array.isArray(data)){
+if(data.length > 1024){
+const err0 = {instancePath,schemaPath:"#/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+const len0 = data.length;
+for(let i0=0; i0<len0; i0++){
+let data0 = data[i0];
+if(typeof data0 === "string"){
+if(!pattern14.test(data0)){
+const err1 = {instancePath:instancePath+"/" + i0,schemaPath:"#/$defs/sandboxPath/pattern",keyword:"pattern",params:{pattern: "^(/|~/|~$)[^\\u0000]*$"},message:"must match pattern \""+"^(/|~/|~$)[^\\u0000]*$"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath:instancePath+"/" + i0,schemaPath:"#/$defs/sandboxPath/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+let i1 = data.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data[i1], data[j0])){
+const err3 = {instancePath,schemaPath:"#/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+break outer0;
+}
+}
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate45.errors = vErrors;
+return errors === 0;
+}
+validate45.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate44.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!((((key0 === "mode") || (key0 === "helper")) || (key0 === "network")) || (key0 === "filesystem"))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(data.mode !== undefined){
+let data0 = data.mode;
+if(!(((data0 === "required") || (data0 === "auto")) || (data0 === "off"))){
+const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema72.properties.mode.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.helper !== undefined){
+let data1 = data.helper;
+if(typeof data1 === "string"){
+if(!pattern32.test(data1)){
+const err2 = {instancePath:instancePath+"/helper",schemaPath:"#/properties/helper/pattern",keyword:"pattern",params:{pattern: "^/[^\\u0000]*$"},message:"must match pattern \""+"^/[^\\u0000]*$"+"\""};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/helper",schemaPath:"#/properties/helper/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.network !== undefined){
+let data2 = data.network;
+if(!((data2 === "none") || (data2 === "open"))){
+const err4 = {instancePath:instancePath+"/network",schemaPath:"#/properties/network/enum",keyword:"enum",params:{allowedValues: schema72.properties.network.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.filesystem !== undefined){
+let data3 = data.filesystem;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+for(const key1 in data3){
+if(!(((key1 === "hidden") || (key1 === "writable")) || (key1 === "readOnly"))){
+const err5 = {instancePath:instancePath+"/filesystem",schemaPath:"#/properties/filesystem/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data3.hidden !== undefined){
+if(!(validate45(data3.hidden, {instancePath:instancePath+"/filesystem/hidden",parentData:data3,parentDataProperty:"hidden",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate45.errors : vErrors.concat(validate45.errors);
+errors = vErrors.length;
+}
+}
+if(data3.writable !== undefined){
+if(!(validate45(data3.writable, {instancePath:instancePath+"/filesystem/writable",parentData:data3,parentDataProperty:"writable",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate45.errors : vErrors.concat(validate45.errors);
+errors = vErrors.length;
+}
+}
+if(data3.readOnly !== undefined){
+if(!(validate45(data3.readOnly, {instancePath:instancePath+"/filesystem/readOnly",parentData:data3,parentDataProperty:"readOnly",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate45.errors : vErrors.concat(validate45.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/filesystem",schemaPath:"#/properties/filesystem/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+else {
+const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+validate44.errors = vErrors;
+return errors === 0;
+}
+validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="urn:execgate:policy:1" */;
@@ -3407,6 +3631,12 @@ errors = vErrors.length;
 if(data.audit !== undefined){
 if(!(validate42(data.audit, {instancePath:instancePath+"/audit",parentData:data,parentDataProperty:"audit",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
+errors = vErrors.length;
+}
+}
+if(data.sandbox !== undefined){
+if(!(validate44(data.sandbox, {instancePath:instancePath+"/sandbox",parentData:data,parentDataProperty:"sandbox",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
 errors = vErrors.length;
 }
 }

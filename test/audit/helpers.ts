@@ -58,6 +58,8 @@ export async function runScenario(home: string): Promise<Scenario> {
   const { DEFAULT_POLICY } = require('../../src/policy/effective') as typeof import('../../src/policy/effective');
   const policy = {
     ...DEFAULT_POLICY,
+    // The scenario runs in the state directory itself, which a sandbox hides (test/sandbox).
+    sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' as const },
     rules: { default: 'allow' as const, list: [{ id: 'no-network', action: 'deny' as const, match: { kind: 'regex' as const, regex: /\bcurl\b/ }, reason: 'network tools are not allowed' }] },
   };
   const gateway = createGateway({ home, env: gatewayEnv(home), cwd: home, policy });

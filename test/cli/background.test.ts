@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
+import { baseEnv, isAlive, makeTempDir, waitFor, UNSANDBOXED_POLICY_FILE } from '../helpers/tmp';
 
 const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 let tmp: ReturnType<typeof makeTempDir>;
@@ -17,7 +17,8 @@ afterEach(() => {
 });
 
 function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return baseEnv({ EXECGATE_HOME: join(tmp.dir, 'home'), PATH: '/usr/bin:/bin', ...extra });
+  // The test follows the run's pids from the host: the unsandboxed path (test/sandbox has the other).
+  return baseEnv({ EXECGATE_HOME: join(tmp.dir, 'home'), PATH: '/usr/bin:/bin', EXECGATE_POLICY: UNSANDBOXED_POLICY_FILE, ...extra });
 }
 
 function execgate(args: string[], extra: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {

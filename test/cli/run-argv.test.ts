@@ -4,7 +4,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeTempDir } from '../helpers/tmp';
 import { execgateAsync, execgateSync } from './helpers';
@@ -17,6 +17,13 @@ afterEach(() => tmp.cleanup());
 const TOKEN_VALUE = `tok-9f2c "q" 'x' $HOME; echo PWNED \`id\``;
 
 describe('the curl header case', () => {
+  // The server is on the host's loopback, which a sandboxed run reaches only with the host's
+  // network (`sandbox.network: open`; the default `none` keeps it out, see test/sandbox).
+  const openNetwork = (): Record<string, string> => {
+    const policy = join(tmp.dir, 'open-network.yaml');
+    writeFileSync(policy, 'version: 1\nsandbox:\n  network: open\n');
+    return { EXECGATE_POLICY: policy };
+  };
   let server: Server;
   let seen: IncomingHttpHeaders[];
   let url: string;
@@ -35,7 +42,7 @@ describe('the curl header case', () => {
   test('several words: the header arrives whole, with the resolved value, and the echo is masked', async () => {
     const result = await execgateAsync(
       ['run', '--', 'curl', '-sS', '--noproxy', '*', '-H', 'Authorization: Bearer <<secret:api-token>>', url],
-      { cwd: tmp.dir, env: { EXECGATE_SECRET_API_TOKEN: TOKEN_VALUE } },
+      { cwd: tmp.dir, env: { EXECGATE_SECRET_API_TOKEN: TOKEN_VALUE, ...openNetwork() } },
     );
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
@@ -47,7 +54,7 @@ describe('the curl header case', () => {
   test('one word: the shell command as written, its own quoting decides', async () => {
     const result = await execgateAsync(
       ['run', '--', `curl -sS --noproxy '*' -H "Authorization: Bearer <<secret:api-token>>" '${url}'`],
-      { cwd: tmp.dir, env: { EXECGATE_SECRET_API_TOKEN: TOKEN_VALUE } },
+      { cwd: tmp.dir, env: { EXECGATE_SECRET_API_TOKEN: TOKEN_VALUE, ...openNetwork() } },
     );
     expect(result.status).toBe(0);
     expect(seen[0]?.authorization).toBe(`Bearer ${TOKEN_VALUE}`);

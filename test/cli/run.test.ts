@@ -2,6 +2,7 @@
  * The CLI as users run it: the built `dist/cli/main.js` in a real node process.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { checkSandboxPlatform } from '../../src';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -146,6 +147,18 @@ describe('execgate demo', () => {
     // The other half: the shipped strict policy refuses a command, nothing runs, it is audited.
     expect(result.stdout).toContain('refused       : EXECGATE_ERR_POLICY_DENIED (rule no-privilege-escalation), nothing was run');
     expect(result.stdout).toMatch(/audit record {2}: \{.*"event":"exec.denied".*"command":"sudo id"/);
+  });
+
+  test('shows the sandbox: the /proc/$PPID/environ read from inside finds no EXECGATE_SECRET_ variable', () => {
+    const result = execgate(['demo'], { EXECGATE_SECRET_DEMO_TOKEN: 'demo-value-for-test-0123456789' });
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('sandbox probe : tr "\\0" "\\n" < /proc/$PPID/environ');
+    if (checkSandboxPlatform().ok) {
+      expect(result.stdout).toContain('sandbox       : yes (bubblewrap');
+      expect(result.stdout).toMatch(/probe found {3}: 0; processes visible: \d+ \(.*the parent is the sandbox, not the gateway\)/);
+    } else {
+      expect(result.stdout).toContain('sandbox       : NO: ');
+    }
   });
 });
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { findByCookie } from '../../src/exec/terminate';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
-import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
+import { baseEnv, isAlive, makeTempDir, waitFor, UNSANDBOXED_POLICY } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof makeTempDir>;
 let gateway: Gateway;
@@ -11,7 +11,7 @@ const PASSWORD = 'db-password-value-0123456789';
 
 beforeEach(() => {
   tmp = makeTempDir();
-  gateway = createGateway({ home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir });
+  gateway = createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir });
   gateway.refs.set('secret', 'db-password', PASSWORD);
 });
 afterEach(async () => {

@@ -2,14 +2,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { findByCookie } from '../../src/exec/terminate';
-import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
+import { baseEnv, isAlive, makeTempDir, waitFor, UNSANDBOXED_POLICY } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof makeTempDir>;
 let gateway: Gateway;
 
 beforeEach(() => {
   tmp = makeTempDir();
-  gateway = createGateway({ home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir });
+  gateway = createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir });
 });
 afterEach(async () => {
   await gateway.close();

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { AnsiStripper, stripAnsi } from '../../src/exec/ansi';
 import { findByCookie } from '../../src/exec/terminate';
-import { baseEnv, isAlive, makeTempDir } from '../helpers/tmp';
+import { baseEnv, isAlive, makeTempDir, UNSANDBOXED_POLICY } from '../helpers/tmp';
 import fc from 'fast-check';
 
 let tmp: ReturnType<typeof makeTempDir>;
@@ -12,7 +12,7 @@ const SECRET = 'pty-secret-value-0123456789';
 
 beforeEach(() => {
   tmp = makeTempDir();
-  gateway = createGateway({ home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir });
+  gateway = createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir });
   gateway.refs.set('secret', 'pty-token', SECRET);
 });
 afterEach(async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { AutoSpawner, type SpawnedProcess } from '../../src/exec/spawner';
 import { HelperSpawner } from '../../src/exec/spawner/helper';
-import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
+import { baseEnv, isAlive, makeTempDir, waitFor, UNSANDBOXED_POLICY } from '../helpers/tmp';
 
 const API_KEY = 'sk-test-NOT-REAL-spawner-0123456789';
 
@@ -13,7 +13,7 @@ let gateway: Gateway;
 
 beforeEach(() => {
   tmp = makeTempDir();
-  gateway = createGateway({ home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir, spawner: 'helper' });
+  gateway = createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir, spawner: 'helper' });
   gateway.refs.set('secret', 'api-key', API_KEY);
 });
 afterEach(async () => {
@@ -155,8 +155,8 @@ describe('choosing the spawner', () => {
 
   test('`direct` spawns from this process; EXECGATE_SPAWNER sets the default', async () => {
     for (const gw of [
-      createGateway({ home: join(tmp.dir, 'd1'), env: baseEnv(), cwd: tmp.dir, spawner: 'direct' }),
-      createGateway({ home: join(tmp.dir, 'd2'), env: baseEnv({ EXECGATE_SPAWNER: 'direct' }), cwd: tmp.dir }),
+      createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'd1'), env: baseEnv(), cwd: tmp.dir, spawner: 'direct' }),
+      createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'd2'), env: baseEnv({ EXECGATE_SPAWNER: 'direct' }), cwd: tmp.dir }),
     ]) {
       try {
         expect(Number((await gw.exec({ command: 'echo $PPID' })).stdout)).toBe(process.pid);

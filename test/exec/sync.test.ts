@@ -1,14 +1,14 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
-import { baseEnv, makeTempDir } from '../helpers/tmp';
+import { baseEnv, makeTempDir, UNSANDBOXED_POLICY } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof makeTempDir>;
 let gateway: Gateway;
 
 beforeEach(() => {
   tmp = makeTempDir();
-  gateway = createGateway({ home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir });
+  gateway = createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir });
 });
 afterEach(async () => {
   await gateway.close();

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, realpathSync } from 'node:fs';
+import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -40,3 +41,16 @@ export async function waitFor(check: () => boolean, timeoutMs = 5000, stepMs = 2
   }
   return check();
 }
+
+/*
+ * The embedded default policy with the OS sandbox off. For tests of the unsandboxed path: they
+ * look at the run's processes from the host (pids a command prints, its process group, the
+ * cookie sweep), which a PID namespace makes meaningless. test/sandbox covers sandboxed runs.
+ */
+export const UNSANDBOXED_POLICY = Object.freeze({
+  ...DEFAULT_POLICY,
+  sandbox: Object.freeze({ ...DEFAULT_POLICY.sandbox, mode: 'off' as const }),
+});
+
+/** The same as a policy file, for tests that start the CLI. */
+export const UNSANDBOXED_POLICY_FILE = join(__dirname, 'unsandboxed.yaml');

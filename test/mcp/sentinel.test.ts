@@ -8,7 +8,7 @@ import { makeTempDir } from '../helpers/tmp';
 
 function runWith(shell: string, command: string, cwd = '/tmp'): { stdout: string; status: number | null; marker: string } {
   const { marker, prologue } = createSentinel();
-  const result = spawnSync(shell, ['-c', `${prologue}\n${command}`], { cwd, encoding: 'utf8' });
+  const result = spawnSync(shell, ['-c', `${prologue}; ${command}`], { cwd, encoding: 'utf8' });
   return { stdout: result.stdout, status: result.status, marker };
 }
 

@@ -24,6 +24,10 @@ describe('execgate mcp over stdio', () => {
     mkdirSync(launch);
     writeFileSync(policy, [
       'version: 1',
+      // These tests move between directories under /tmp, which a sandbox makes private, and
+      // follow pids from the host; test/sandbox covers MCP runs in the sandbox.
+      'sandbox:',
+      '  mode: off',
       'rules:',
       '  default: allow',
       '  list:',

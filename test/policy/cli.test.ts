@@ -105,6 +105,8 @@ describe('execgate policy explain', () => {
       tokens: [{ reference: '<<secret:x>>', offset: 5, refused: false, context: 'unquoted' }],
       uncertain: [],
       sinks: [],
+      // The sandbox a run would get here (test/sandbox checks its contents).
+      sandbox: expect.objectContaining({ sandboxed: expect.any(Boolean) }),
     });
   });
 

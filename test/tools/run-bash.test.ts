@@ -4,7 +4,7 @@ import { createGateway, type Gateway } from '../../src/gateway';
 import { createDefaultToolRegistry } from '../../src/tools/defaults';
 import type { ToolRegistry } from '../../src/tools/registry';
 import { RUN_BASH_MAX_STREAM_BYTES } from '../../src/tools/run-bash';
-import { isAlive, makeTempDir, waitFor } from '../helpers/tmp';
+import { isAlive, makeTempDir, waitFor, UNSANDBOXED_POLICY } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof makeTempDir>;
 let gateway: Gateway;
@@ -16,7 +16,7 @@ function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 
 beforeEach(() => {
   tmp = makeTempDir('execgate-run-bash-');
-  gateway = createGateway({ home: join(tmp.dir, 'home'), env: gatewayEnv({ GREETING: 'from-gateway' }), cwd: tmp.dir });
+  gateway = createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'home'), env: gatewayEnv({ GREETING: 'from-gateway' }), cwd: tmp.dir });
   registry = createDefaultToolRegistry({ gateway, workdir: tmp.dir });
   registry.enableTool('run_bash');
 });

@@ -2,7 +2,9 @@
  * `execgate demo`: the main job on embedded defaults, end to end. A secret arrives through the
  * environment source, a command references it, the shell receives the real value (proved by
  * hashing it inside the shell), the output shows it masked, and the audit records of the run
- * are printed. Then the other half: a policy refusing a command before anything runs.
+ * are printed. Then the sandbox at work: the command tries to read the gateway's own
+ * environment through /proc/$PPID/environ, and finds only its sandbox. Then the other half: a
+ * policy refusing a command before anything runs.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -50,6 +52,7 @@ async function demoAction(io: CliIo): Promise<void> {
     say(`value intact  : ${hashInShell === expected ? 'yes (sha256 computed inside the shell matches)' : 'NO'}`);
     say(`env withheld  : ${result.env.withheld.join(', ') || '(none)'}`);
     say(`env removed   : ${result.env.removed.join(', ') || '(none)'}`);
+    await demoSandbox(gateway, say);
     say('');
     say(`--- audit records for ${result.id} (${gateway.home}/audit.log) ---`);
     await gateway.close();
@@ -83,4 +86,14 @@ async function showDenial(io: CliIo, env: NodeJS.ProcessEnv, say: (line?: string
   }
   const denied = readFileSync(`${gateway.home}/audit.log`, 'utf8').split('\n').filter((line) => line.includes('"event":"exec.denied"')).pop();
   if (denied !== undefined) say(`audit record  : ${denied}`);
+}
+
+/** The read the issue's threat model starts from: the gateway's environment, from inside a run. */
+async function demoSandbox(gateway: ReturnType<typeof createGateway>, say: (line?: string) => void): Promise<void> {
+  const probe = 'tr "\\0" "\\n" < /proc/$PPID/environ | grep -c EXECGATE_SECRET_; echo "processes visible: $(ls -d /proc/[0-9]* | wc -l)"';
+  say('');
+  say(`sandbox probe : ${probe}`);
+  const result = await gateway.exec({ command: probe, actor: `cli:${getCurrentUser()}` });
+  say(`sandbox       : ${result.sandbox.sandboxed ? 'yes (bubblewrap: own PID, mount, IPC, UTS and network namespaces; state directory and credentials hidden)' : `NO: ${result.sandbox.reason}`}`);
+  say(`probe found   : ${result.stdout.trim().split('\n').join('; ')} (EXECGATE_SECRET_* variables in its parent's environment; ${result.sandbox.sandboxed ? 'the parent is the sandbox, not the gateway' : 'unsandboxed, the parent is the gateway'})`);
 }

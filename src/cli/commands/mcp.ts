@@ -23,6 +23,10 @@ interface McpFlags {
   allowRemote?: boolean;
   allowedHost: string[];
   tools?: string;
+  progressInterval?: string;
+  maxRequestBytes?: string;
+  sessionIdleTimeout?: string;
+  legacySse: boolean;
   verbose?: boolean;
 }
 
@@ -36,7 +40,11 @@ write_file, list_dir, mkdir, move, search_text, search_files (confined to --work
 HTTP: the endpoint is http://HOST:PORT/mcp. Every request needs
 \`Authorization: Bearer TOKEN\`: the value of EXECGATE_MCP_TOKEN, else a random token printed
 once to stderr at start. Requests whose Host or Origin is not this server are refused.
-Non-loopback addresses are refused unless --allow-remote is given.
+Non-loopback addresses are refused unless --allow-remote is given. Clients of the deprecated
+HTTP+SSE transport are served at GET /mcp (or /sse) unless --no-legacy-sse is given.
+
+Long calls: a client that sends a progressToken gets notifications/progress every
+--progress-interval seconds (default 5) with the output seen so far.
 
 Examples:
   execgate mcp --workdir ~/project
@@ -62,6 +70,10 @@ export function registerMcpCommand(program: Command, io: CliIo): void {
     .option('--port <n>', 'HTTP: port to listen on (default 7337; 0 picks a free one)')
     .option('--allow-remote', 'HTTP: allow listening on a non-loopback address')
     .option('--allowed-host <name>', 'HTTP: another Host header value to answer to, name[:port] (repeatable)', collect, [])
+    .option('--max-request-bytes <n>', 'HTTP: largest request body; larger ones get 413 (default 4194304)')
+    .option('--session-idle-timeout <seconds>', 'HTTP: close sessions unused this long, killing their background processes (default 1800; 0: never)')
+    .option('--no-legacy-sse', 'HTTP: do not serve the deprecated HTTP+SSE transport')
+    .option('--progress-interval <seconds>', 'seconds between progress notifications of a long call (default 5)')
     .option('--verbose', 'also say what is usually noise (no OS keyring on a machine without a desktop session)')
     .addHelpText('after', HELP)
     .action(async (flags: McpFlags) => {
@@ -81,6 +93,15 @@ function parsePort(text: string | undefined): number | undefined {
     throw usageError(`Expected --port to be an integer from 0 to 65535, got \`${text}\`.`);
   }
   return port;
+}
+
+function parseNumber(flag: string, text: string | undefined, minimum: number, integer: boolean): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value) || value < minimum || (integer && !Number.isInteger(value))) {
+    throw usageError(`Expected ${flag} to be ${integer ? 'an integer' : 'a number'} of at least ${minimum}, got \`${text}\`.`);
+  }
+  return value;
 }
 
 function resolveWorkdir(base: string, dir: string | undefined): string {
@@ -115,9 +136,15 @@ async function mcpAction(flags: McpFlags, io: CliIo): Promise<void> {
   const sets = parseList(flags.tools);
   const unknownSets = sets.filter((set) => !(TOOL_SETS as readonly string[]).includes(set));
   if (unknownSets.length > 0) throw usageError(`Unknown --tools set ${unknownSets.map((s) => `\`${s}\``).join(', ')}; known: ${TOOL_SETS.join(', ')}.`);
-  const httpOnly = flags.host !== undefined || flags.port !== undefined || flags.allowRemote || flags.allowedHost.length > 0;
-  if (!flags.http && httpOnly) throw usageError('--host, --port, --allow-remote and --allowed-host apply to --http only.');
+  const httpOnly = flags.host !== undefined || flags.port !== undefined || flags.allowRemote || flags.allowedHost.length > 0 ||
+    flags.maxRequestBytes !== undefined || flags.sessionIdleTimeout !== undefined || !flags.legacySse;
+  if (!flags.http && httpOnly) {
+    throw usageError('--host, --port, --allow-remote, --allowed-host, --max-request-bytes, --session-idle-timeout and --no-legacy-sse apply to --http only.');
+  }
   const port = parsePort(flags.port);
+  const maxBodyBytes = parseNumber('--max-request-bytes', flags.maxRequestBytes, 1024, true);
+  const idleSeconds = parseNumber('--session-idle-timeout', flags.sessionIdleTimeout, 0, false);
+  const progressSeconds = parseNumber('--progress-interval', flags.progressInterval, 0.01, false);
   const policyFile = flags.policy ?? (io.env.EXECGATE_POLICY || undefined);
 
   // Everything that can refuse to start is checked before the gateway exists.
@@ -157,6 +184,7 @@ async function mcpAction(flags: McpFlags, io: CliIo): Promise<void> {
         bash: flags.bash,
         disabledTools: parseList(flags.disableTools),
         fileTools: sets.includes('files'),
+        ...(progressSeconds !== undefined ? { progressInterval: Math.round(progressSeconds * 1000) } : {}),
       });
     } catch (error) {
       if (error instanceof ExecgateError && error.details.option === 'disabledTools') throw usageError(error.message.replace(/\.$/, ' (--disable-tools).'));
@@ -170,6 +198,13 @@ async function mcpAction(flags: McpFlags, io: CliIo): Promise<void> {
         token: token as string,
         allowRemote: flags.allowRemote === true,
         allowedHosts: flags.allowedHost,
+        legacySse: flags.legacySse,
+        ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
+        ...(idleSeconds !== undefined ? { sessionIdleTimeout: Math.round(idleSeconds * 1000) } : {}),
+        onSessionReaped: ({ sessionId, idleMs, killed }) => {
+          log(`closed session ${sessionId} after ${Math.round(idleMs / 1000)} s unused` +
+            (killed.length > 0 ? `; killed its background processes ${killed.join(', ')}` : ''));
+        },
       });
       log(`listening on ${server.url} (tools: ${mcp.toolNames.join(', ') || 'none'}; workdir ${workdir})`);
       if (generated) log(`bearer token (set EXECGATE_MCP_TOKEN to choose one): ${token}`);

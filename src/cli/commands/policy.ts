@@ -15,6 +15,8 @@ import { getSchemaText } from '../../policy/schema';
 import { readShell, type ShellAnalysis, type Word } from '../../shell';
 import { getYaml } from '../../policy/source';
 import { scanTokens } from '../../refs/tokens';
+import { planSandbox, type SandboxReport } from '../../sandbox';
+import { getHome } from '../../home';
 import { CliExit, type CliIo } from '../io';
 import { registerPolicyInitCommand } from './policy-init';
 
@@ -98,7 +100,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
     .option('--cwd <dir>', 'working directory the command would run in (default: the current directory)')
     .option('--json', 'print one JSON object')
     .passThroughOptions()
-    .action((words: string[], flags: { policy?: string; mode: string; cwd?: string; json?: boolean }) => {
+    .action(async (words: string[], flags: { policy?: string; mode: string; cwd?: string; json?: boolean }) => {
       const { policy: effective } = loadFor(flags.policy, io);
       const command = words.join(' ');
       const request = normalizeRequest(
@@ -111,6 +113,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
       const commands = analysis.commands.map((simple) => simple.words.map(describeWord));
       const contexts = describeContexts(analysis);
       const source = effective === DEFAULT_POLICY ? effective.source : display(effective.source, io);
+      const sandbox = await describeSandbox(effective, request.cwd, request.pty, io.env);
       if (flags.json) {
         io.stdout.write(
           `${JSON.stringify(
@@ -127,6 +130,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
               tokens: contexts,
               uncertain: analysis.uncertain,
               sinks: analysis.sinks,
+              sandbox,
             },
             null,
             2,
@@ -146,6 +150,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
             ? [`uncertain:  allow rules and secret restrictions do not match`, ...analysis.uncertain.map((finding) => `  at ${finding.offset}: ${finding.reason}`)]
             : ['uncertain:  -']),
           ...(analysis.sinks.length > 0 ? ['evaluates values as code (references refused):', ...analysis.sinks.map((finding) => `  at ${finding.offset}: ${finding.reason}`)] : []),
+          ...formatSandbox(sandbox),
         ];
         io.stdout.write(`${lines.join('\n')}\n`);
       }
@@ -164,16 +169,19 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
     .description('Print the resolved policy (after extends, every key filled in) as YAML, or JSON with --json')
     .option('--policy <file>', 'policy file (default $EXECGATE_POLICY, else the embedded default)')
     .option('--json', 'print JSON')
-    .action((flags: { policy?: string; json?: boolean }) => {
+    .action(async (flags: { policy?: string; json?: boolean }) => {
       const loaded = loadFor(flags.policy, io);
       const document = policyToDocument(loaded.policy);
       if (flags.json) {
         io.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
         return;
       }
+      // What a run in the current directory would get on this machine, as comments.
+      const sandbox = await describeSandbox(loaded.policy, io.cwd ?? process.cwd(), false, io.env);
       const from = loaded.files.length === 0 ? [loaded.policy.source] : loaded.files.map((file) => display(file, io)).reverse();
       const header = [`# The resolved policy: ${from.join(' <- ')}`, '# (extends applied, every key filled in; itself a valid policy file)'];
-      io.stdout.write(`${header.join('\n')}\n${getYaml().stringify(document, { lineWidth: 0 })}`);
+      const sandboxLines = formatSandbox(sandbox).map((line) => `# ${line}`);
+      io.stdout.write(`${header.join('\n')}\n${getYaml().stringify(document, { lineWidth: 0 })}${sandboxLines.join('\n')}\n`);
     });
 
   registerPolicyInitCommand(policy, io);
@@ -192,4 +200,28 @@ function describeContexts(analysis: ShellAnalysis): Array<{ reference: string; o
     context: placement.context,
     ...(placement.kind === 'refuse' && placement.reason ? { reason: placement.reason } : {}),
   }));
+}
+
+type SandboxDescription = SandboxReport | { readonly sandboxed: false; readonly refused: true; readonly reason: string };
+
+/** The sandbox a run in `cwd` would get here (the platform is probed; nothing is run). */
+async function describeSandbox(policy: EffectivePolicy, cwd: string, pty: boolean, env: NodeJS.ProcessEnv): Promise<SandboxDescription> {
+  try {
+    return (await planSandbox({ settings: policy.sandbox, context: { home: getHome(env) }, cwd, roots: policy.cwd.roots, env, pty })).report;
+  } catch (error) {
+    return { sandboxed: false, refused: true, reason: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+function formatSandbox(sandbox: SandboxDescription): string[] {
+  if (!sandbox.sandboxed) {
+    return [`sandbox:    ${'refused' in sandbox ? 'refused' : 'none'}: ${sandbox.reason}`];
+  }
+  return [
+    `sandbox:    ${sandbox.mechanism} (${sandbox.helper}); namespaces ${sandbox.namespaces.join(', ')}; network ${sandbox.network.mode}${sandbox.network.mode === 'none' ? ' (loopback only, shared by the runs of one gateway)' : ''}`,
+    `  hidden:   ${sandbox.hidden.join(' ')}`,
+    `  writable: ${sandbox.writable.join(' ')}`,
+    ...(sandbox.readOnly.length > 0 ? [`  readOnly: ${sandbox.readOnly.join(' ')}`] : []),
+    ...(sandbox.exposed.length > 0 ? [`  exposed:  ${sandbox.exposed.join('; ')}`] : []),
+  ];
 }

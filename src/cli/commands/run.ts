@@ -259,6 +259,7 @@ export function toJsonResult(result: ExecResult): Record<string, unknown> {
     env_removed: result.env.removed,
     env_withheld: result.env.withheld,
     refs: result.refs,
+    sandbox: result.sandbox,
     message: result.message,
     ...(result.fullOutputPath ? { full_output_path: result.fullOutputPath } : {}),
   };

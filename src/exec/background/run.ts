@@ -245,6 +245,7 @@ export class BackgroundRun {
       outputPath: this.#file.path,
       cwd: this.plan.cwd,
       pty: this.plan.request.pty,
+      sandboxed: this.plan.sandbox.sandboxed,
       ...(this.#reason ? { reason: this.#reason } : {}),
     };
   }

@@ -20,6 +20,8 @@ export interface BackgroundProcess {
   readonly outputPath: string;
   readonly cwd: string;
   readonly pty: boolean;
+  /** Whether it runs in the OS sandbox (the audit record says how, or why not). */
+  readonly sandboxed?: boolean;
   /** Why it ended, when it did not simply exit (killed, timed out, failed, gateway closed). */
   readonly reason?: string;
 }

@@ -102,6 +102,9 @@ export class BashTool implements McpTool {
     const { gateway, session } = context;
     const sentinel = createSentinel();
     const cwd = session.cwd;
+    const { progress } = context;
+    // The sentinel block may be the last line seen when a tick fires; it never shows.
+    progress?.hide(sentinel.marker);
     let result: ExecResult;
     try {
       result = await gateway.exec({
@@ -111,7 +114,10 @@ export class BashTool implements McpTool {
         maxOutput: OUTPUT_CAPTURE,
         actor: session.actor,
         prologue: sentinel.prologue,
-      }, context.signal ? { signal: context.signal } : {});
+      }, {
+        ...(context.signal ? { signal: context.signal } : {}),
+        ...(progress ? { onOutput: (_stream, chunk) => progress.observe(chunk) } : {}),
+      });
     } catch (error) {
       return this.#failed(error, context);
     }

@@ -142,9 +142,10 @@ export class ProcessStatusTool extends ProcessTool {
     required: [...PROCESS_REQUIRED, 'runtime_ms', 'output'],
   };
 
-  protected async run(args: Record<string, unknown>, { gateway, session }: McpToolContext): Promise<CallToolResult> {
+  protected async run(args: Record<string, unknown>, { gateway, session, progress }: McpToolContext): Promise<CallToolResult> {
     const id = requireOwned(session, args.id);
     const wait = (args.wait as number | undefined) ?? 0;
+    if (progress) progress.label = `waiting for ${id} to end`;
     if (wait > 0) await gateway.background.wait(id, Math.round(wait * 1000));
     const status: BackgroundStatus = gateway.background.status(id);
     const { output } = status;

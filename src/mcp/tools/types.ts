@@ -7,6 +7,7 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Gateway } from '../../gateway';
 import { isExecgateError } from '../../errors';
+import type { ProgressReporter } from '../progress';
 import type { McpSession } from '../session';
 
 export interface McpToolContext {
@@ -16,6 +17,8 @@ export interface McpToolContext {
   readonly signal?: AbortSignal;
   /** Tells the client the tool list changed (the bash description shows the directory). */
   readonly notifyToolsChanged: () => Promise<void>;
+  /** Present when the client asked for progress: feed it output, it sends the notifications. */
+  readonly progress?: ProgressReporter;
 }
 
 export interface McpTool {

@@ -1,0 +1,103 @@
+'use strict';
+/*
+ * Figure 8: what the sandbox costs. A sandboxed gateway.exec of `true` (the default policy with
+ * `sandbox.mode: required`, audit on) against raw spawns of the same sandbox: the very argv a
+ * plan carries (nsenter into the gateway's shared network namespace, then bubblewrap with the
+ * same mounts and namespaces, then bash), and bubblewrap making a network namespace of its own
+ * per run. Also against a raw unsandboxed `bash -c true`, the floor every peer pays the full
+ * namespace set-up on top of. All interleaved. Then output throughput through a sandboxed
+ * sync run against an unsandboxed one.
+ *
+ *   npm run build && node bench/sandbox.js [--quick]
+ */
+const { spawn } = require('node:child_process');
+const { mkdirSync } = require('node:fs');
+const { join } = require('node:path');
+const { DIST, benchEnv, interleave, row, runFigure, unsandboxedPolicy, waitChild } = require('./lib');
+
+const MB = 1e6;
+
+async function run({ quick, log }) {
+  const { createGateway } = require(join(DIST, 'gateway.js'));
+  const { preparePlan } = require(join(DIST, 'exec', 'prepare.js'));
+  const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
+  const { SharedNetwork, checkPlatform } = require(join(DIST, 'sandbox', 'index.js'));
+  const platform = checkPlatform();
+  if (!platform.ok) return { rows: [], notes: [`skipped: ${platform.reason}`] };
+
+  const { home, env, cleanup } = benchEnv('execgate-bench-sandbox-');
+  const work = join(home, 'work');
+  mkdirSync(work);
+  const sandboxed = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' } };
+  const gateway = createGateway({ policy: sandboxed, home: join(home, 'state'), env, cwd: work });
+  const plain = createGateway({ policy: unsandboxedPolicy(), home: join(home, 'plain'), env, cwd: work });
+
+  // The raw baselines run exactly what a plan runs: the same argv and environment.
+  const network = new SharedNetwork(platform.helper);
+  const plan = await preparePlan({
+    refs: gateway.refs, policy: sandboxed, env, cwd: work, shell: '/bin/bash', supportedModes: new Set(['sync']),
+    sandbox: { home: join(home, 'raw-state'), network: () => network },
+  }, { command: 'true' });
+  if (!plan.sandbox.sandboxed || !plan.sandbox.network.shared) throw new Error(`unexpected plan: ${JSON.stringify(plan.sandbox)}`);
+  const planArgv = [plan.shell, ...plan.args];
+  // Without the shared namespace: bubblewrap unshares the network itself (the argv starts at bwrap).
+  const bwrapAt = planArgv.indexOf(platform.helper);
+  const ownNetArgv = [...planArgv.slice(bwrapAt)];
+  ownNetArgv.splice(ownNetArgv.indexOf('--die-with-parent'), 0, '--unshare-net');
+  const spawnRaw = (argv) => waitChild(spawn(argv[0], argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: plan.env, cwd: work }));
+  const check = (result) => {
+    if (result.exitCode !== 0) throw new Error(`run failed: ${result.output}`);
+  };
+
+  const variants = {
+    rawBash: () => spawnRaw(['/bin/bash', '--norc', '--noprofile', '-c', 'true']),
+    rawPlan: () => spawnRaw(planArgv),
+    rawOwnNet: () => spawnRaw(ownNetArgv),
+    gateway: async () => check(await gateway.exec({ command: 'true' })),
+    unsandboxed: async () => check(await plain.exec({ command: 'true' })),
+  };
+  const iterations = quick ? 10 : 200;
+  log(`${iterations} interleaved iterations of ${Object.keys(variants).length} variants`);
+  const samples = await interleave(variants, { iterations, warmup: quick ? 2 : 20 });
+
+  const bytes = quick ? 64 * 1024 * 1024 : 1024 * 1024 * 1024;
+  const producer = `head -c ${bytes} /dev/zero`;
+  const checkBytes = (result) => {
+    if (result.exitCode !== 0 || result.bytes.stdout !== bytes) throw new Error(`read ${result.bytes.stdout} of ${bytes} bytes`);
+  };
+  const rounds = quick ? 1 : 5;
+  log(`${rounds} interleaved rounds of ${bytes / 1048576} MiB, sandboxed and not`);
+  const through = await interleave({
+    sandboxed: async () => checkBytes(await gateway.exec({ command: producer })),
+    unsandboxed: async () => checkBytes(await plain.exec({ command: producer })),
+  }, { iterations: rounds, warmup: 0 });
+
+  await gateway.close();
+  await plain.close();
+  network.close();
+  cleanup();
+
+  const rawPlan = { name: 'raw spawn of the plan argv', samples: samples.rawPlan };
+  const rawBash = { name: 'raw bash -c true', samples: samples.rawBash };
+  const rate = (ms) => bytes / MB / (ms / 1000);
+  const size = quick ? '64 MiB' : '1 GiB';
+  return {
+    rows: [
+      row(8, 'raw spawn: bash -c true (no sandbox)', samples.rawBash),
+      row(8, 'raw spawn: nsenter + bwrap (the plan argv) + bash -c true', samples.rawPlan, { of: rawBash }),
+      row(8, 'raw spawn: bwrap --unshare-net (own namespace) + bash -c true', samples.rawOwnNet, { of: rawBash }),
+      row(8, 'gateway.exec true, sandboxed (defaults + required)', samples.gateway, { of: rawPlan, target: 1.25 }),
+      row(8, '  same, against raw unsandboxed bash', samples.gateway, { of: rawBash }),
+      row(8, 'gateway.exec true, sandbox off', samples.unsandboxed, { of: rawBash }),
+      row(8, `${size} through a sandboxed sync run`, through.sandboxed.map(rate), { unit: 'MB/s', of: { name: 'unsandboxed', samples: through.unsandboxed.map(rate) }, higherIsBetter: true }),
+      row(8, `${size} through an unsandboxed sync run`, through.unsandboxed.map(rate), { unit: 'MB/s' }),
+    ],
+    notes: [
+      'A gateway\'s runs join one network namespace per gateway (nsenter, then bwrap): that is for sharing loopback between runs, not for speed; entering costs about what creating a namespace per run would.',
+    ],
+  };
+}
+
+const figure = { id: 8, title: 'The sandbox: sandboxed gateway.exec vs raw bubblewrap spawns vs raw bash', run };
+module.exports = figure;
+if (require.main === module) runFigure(figure);

@@ -1,0 +1,146 @@
+/*
+ * One private network namespace per gateway, shared by its runs. An agent's everyday loop
+ * starts a dev server in a background run and talks to it from later sync runs (`curl
+ * localhost:3000`); with a fresh namespace per run each run would have a loopback of its own and
+ * never see the server. So the gateway keeps a holder: a bubblewrap process with a new network
+ * namespace (loopback up, nothing else) whose only job is to keep that namespace alive, and each
+ * run enters it with nsenter(1) before bubblewrap builds the rest of its sandbox.
+ *
+ * The host's network, its loopback services and abstract UNIX sockets (a D-Bus session bus
+ * can live there) are all outside the namespace. The holder dies with the gateway
+ * (`--die-with-parent`); runs still inside keep the namespace alive until they end, so a
+ * background run the CLI left behind keeps its server reachable for itself.
+ *
+ * Joining needs CAP_SYS_ADMIN over the namespace: as root that is given; as another user the
+ * holder's namespace belongs to the user namespace bubblewrap made for it, and nsenter enters
+ * that first. Where joining is not possible (no nsenter, or entering is refused: tried once when
+ * the holder starts), runs fall back to a network namespace each.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, readlinkSync } from 'node:fs';
+
+const NSENTER_CANDIDATES = ['/usr/bin/nsenter', '/bin/nsenter', '/usr/sbin/nsenter'];
+const START_TIMEOUT_MS = 10_000;
+
+export interface NetworkJoin {
+  /** Program and arguments that run the sandbox helper inside the shared namespace. */
+  readonly prefix: readonly string[];
+  /** The namespace's inode (`net:[N]`), for the audit record. */
+  readonly namespace: string;
+}
+
+function findNsenter(): string | undefined {
+  return NSENTER_CANDIDATES.find((path) => {
+    try {
+      accessSync(path, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+export class SharedNetwork {
+  readonly #helper: string;
+  #holder: ChildProcess | undefined;
+  #pid = 0;
+  #namespace = '';
+  #starting: Promise<NetworkJoin | undefined> | undefined;
+  #closed = false;
+
+  constructor(helper: string) {
+    this.#helper = helper;
+  }
+
+  /** The way into the shared namespace, starting the holder on first use; undefined = not possible. */
+  join(): Promise<NetworkJoin | undefined> {
+    if (this.#closed) return Promise.resolve(undefined);
+    if (this.#holder && this.#isCurrent()) return Promise.resolve(this.#describe());
+    this.#starting ??= this.#start().finally(() => { this.#starting = undefined; });
+    return this.#starting;
+  }
+
+  /** The holder is still the process whose namespace we recorded (pids are reused). */
+  #isCurrent(): boolean {
+    try {
+      return readlinkSync(`/proc/${this.#pid}/ns/net`) === this.#namespace;
+    } catch {
+      return false;
+    }
+  }
+
+  #describe(): NetworkJoin {
+    const nsenter = findNsenter() as string;
+    const user = process.getuid?.() === 0 ? [] : [`--user=/proc/${this.#pid}/ns/user`, '--preserve-credentials'];
+    return { prefix: [nsenter, ...user, `--net=/proc/${this.#pid}/ns/net`, '--', this.#helper], namespace: this.#namespace };
+  }
+
+  async #start(): Promise<NetworkJoin | undefined> {
+    if (findNsenter() === undefined) return undefined;
+    this.#stopHolder();
+    const holder = spawn(this.#helper, [
+      '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-net', '--unshare-pid', '--die-with-parent',
+      '--new-session', '--cap-drop', 'ALL', '--info-fd', '3', '--', '/bin/sh', '-c', 'exec sleep infinity',
+    ], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin' } });
+    holder.on('error', () => { /* reported by the info pipe closing */ });
+    const info = await new Promise<string>((resolve) => {
+      let text = '';
+      const timer = setTimeout(() => resolve(text), START_TIMEOUT_MS);
+      const pipe = holder.stdio[3] as NodeJS.ReadableStream | null;
+      if (!pipe) {
+        clearTimeout(timer);
+        resolve('');
+        return;
+      }
+      pipe.setEncoding('utf8');
+      pipe.on('data', (chunk: string) => {
+        text += chunk;
+        if (text.includes('}')) {
+          clearTimeout(timer);
+          resolve(text);
+        }
+      });
+      pipe.on('end', () => { clearTimeout(timer); resolve(text); });
+      pipe.on('error', () => { clearTimeout(timer); resolve(text); });
+    });
+    const pid = Number((/"child-pid":\s*(\d+)/.exec(info) ?? [])[1]);
+    let namespace = '';
+    try {
+      namespace = readlinkSync(`/proc/${pid}/ns/net`);
+    } catch {
+      // not started
+    }
+    if (!pid || !namespace || this.#closed) {
+      holder.kill('SIGKILL');
+      return undefined;
+    }
+    (holder.stdio[3] as unknown as { destroy(): void } | null)?.destroy();
+    holder.unref();
+    this.#holder = holder;
+    this.#pid = pid;
+    this.#namespace = namespace;
+    // Entering is tried once: where it is refused (a user namespace nsenter may not join), runs
+    // fall back to a network namespace each rather than failing.
+    const join = this.#describe();
+    const probe = spawnSync(join.prefix[0] as string, [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
+      stdio: 'ignore', timeout: START_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' },
+    });
+    if (probe.status !== 0) {
+      this.#stopHolder();
+      this.#closed = true;
+      return undefined;
+    }
+    return join;
+  }
+
+  #stopHolder(): void {
+    if (this.#holder && this.#holder.exitCode === null) this.#holder.kill('SIGKILL');
+    this.#holder = undefined;
+  }
+
+  /** End the holder; runs inside keep the namespace alive until they end. */
+  close(): void {
+    this.#closed = true;
+    this.#stopHolder();
+  }
+}

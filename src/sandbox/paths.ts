@@ -1,0 +1,177 @@
+/*
+ * What a run sees of the file system, as three lists of real (symlink-resolved) host paths:
+ * hidden, writable and read-only-inside-writable. Everything else is read-only.
+ *
+ * Always hidden, whatever the policy says: the state directory (vault, vault key, audit key,
+ * background records), the audit log's directory, every session-bus and agent socket the
+ * gateway's environment names, and /run/user (each user's runtime directory: the bus, the
+ * keyring's control socket, gpg and ssh agents). Then the built-in credential list and the
+ * policy's `sandbox.filesystem.hidden`.
+ *
+ * A path that does not exist is skipped (there is nothing to hide, or to make writable) and
+ * reported as such. The state directory is the exception: it is created (0700) when missing,
+ * because a run that could create it could plant a vault key the gateway would later trust.
+ */
+import { mkdirSync, realpathSync, statSync } from 'node:fs';
+import { dirname, join, sep } from 'node:path';
+import { ExecgateError } from '../errors';
+import { DEFAULT_HIDDEN_PATHS, type SandboxSettings } from '../policy/effective';
+
+export interface FilesystemInput {
+  readonly settings: SandboxSettings;
+  /** The gateway's state directory ($EXECGATE_HOME). */
+  readonly home: string;
+  /** The audit log file, when there is one. */
+  readonly auditPath?: string;
+  /** The request's working directory (already checked against `cwd.roots`). */
+  readonly cwd: string;
+  /** `cwd.roots` of the policy; empty = the request's cwd is the writable root. */
+  readonly roots: readonly string[];
+  /** The gateway's own environment (HOME for `~`, bus and agent addresses). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** The home directory `~` stands for when the environment has no HOME. */
+  readonly userHome: string;
+}
+
+export interface HiddenPath {
+  readonly path: string;
+  /** Directories become an empty tmpfs; anything else is covered by /dev/null. */
+  readonly directory: boolean;
+}
+
+export interface FilesystemView {
+  readonly hidden: readonly HiddenPath[];
+  readonly writable: readonly string[];
+  readonly readOnly: readonly string[];
+  /** Listed paths that do not exist here (nothing to hide or bind). */
+  readonly skipped: readonly string[];
+  /** The session bus address names an abstract socket: only a network namespace hides it. */
+  readonly abstractBus: boolean;
+}
+
+function expand(path: string, home: string): string {
+  if (path === '~') return home;
+  if (path.startsWith('~/')) return join(home, path.slice(2));
+  return path;
+}
+
+function real(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+export function isInside(path: string, parent: string): boolean {
+  return path === parent || parent === '/' || path.startsWith(parent.endsWith(sep) ? parent : parent + sep);
+}
+
+/** Socket paths in a D-Bus address (`unix:path=/x,guid=..;unix:abstract=...`). */
+function getBusPaths(address: string | undefined): { paths: string[]; abstract: boolean } {
+  const paths: string[] = [];
+  let abstract = false;
+  for (const entry of (address ?? '').split(';')) {
+    for (const pair of entry.replace(/^unix:/, '').split(',')) {
+      const [key, value] = pair.split('=');
+      if (key === 'path' && value) paths.push(decodeURIComponent(value));
+      if (key === 'abstract') abstract = true;
+    }
+  }
+  return { paths, abstract };
+}
+
+export function getFilesystemView(input: FilesystemInput): FilesystemView {
+  const { settings, env } = input;
+  const userHome = env.HOME || input.userHome;
+  const skipped: string[] = [];
+
+  try {
+    mkdirSync(input.home, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new ExecgateError(
+      'EXECGATE_ERR_STATE_DIR',
+      `The state directory ${input.home} could not be created (${(error as NodeJS.ErrnoException).code ?? 'error'}); the sandbox must hide it, so nothing was run.`,
+      { home: input.home },
+      { cause: error },
+    );
+  }
+
+  const hiddenWanted = new Set<string>([input.home]);
+  if (input.auditPath) {
+    // The log's directory also holds its rotated files, chain state and lock; hide the file
+    // alone only where its directory is a place the run works in.
+    const dir = dirname(input.auditPath);
+    const inWorkArea = isInside(input.cwd, dir) || input.roots.some((root) => isInside(root, dir));
+    hiddenWanted.add(inWorkArea ? input.auditPath : dir);
+  }
+  const bus = getBusPaths(env.DBUS_SESSION_BUS_ADDRESS);
+  for (const path of bus.paths) hiddenWanted.add(path);
+  for (const name of ['XDG_RUNTIME_DIR', 'SSH_AUTH_SOCK', 'GNOME_KEYRING_CONTROL', 'GPG_AGENT_INFO']) {
+    const value = env[name];
+    if (value && value.startsWith('/')) hiddenWanted.add(value.split(':')[0] as string);
+  }
+  hiddenWanted.add('/run/user');
+  for (const path of settings.filesystem.hidden) hiddenWanted.add(expand(path, userHome));
+
+  const hidden: HiddenPath[] = [];
+  const seen = new Set<string>();
+  for (const wanted of hiddenWanted) {
+    const path = real(wanted);
+    if (path === undefined) {
+      // Reported for what a policy listed; the built-in credential list mostly does not exist.
+      const listed = settings.filesystem.hidden.filter((p) => !DEFAULT_HIDDEN_PATHS.includes(p));
+      if (listed.some((p) => expand(p, userHome) === wanted)) skipped.push(wanted);
+      continue;
+    }
+    if (seen.has(path) || path === '/') continue;
+    seen.add(path);
+    let directory = false;
+    try {
+      directory = statSync(path).isDirectory();
+    } catch {
+      continue;
+    }
+    hidden.push({ path, directory });
+  }
+
+  const cwd = real(input.cwd) ?? input.cwd;
+  for (const entry of hidden) {
+    if (entry.directory ? isInside(cwd, entry.path) : cwd === entry.path) {
+      throw new ExecgateError(
+        'EXECGATE_ERR_SANDBOX_PATH',
+        `The working directory ${input.cwd} is inside ${entry.path}, which the sandbox hides (state directory, audit log, session bus or a credential path). Run the command in another directory. Nothing was run.`,
+        { cwd: input.cwd, hidden: entry.path },
+      );
+    }
+  }
+
+  const writable: string[] = [];
+  const roots = input.roots.length > 0 ? input.roots : [input.cwd];
+  for (const wanted of [...roots, ...settings.filesystem.writable.map((p) => expand(p, userHome))]) {
+    const path = real(wanted);
+    if (path === undefined) {
+      skipped.push(wanted);
+      continue;
+    }
+    if (!writable.includes(path)) writable.push(path);
+  }
+  const readOnly: string[] = [];
+  for (const wanted of settings.filesystem.readOnly.map((p) => expand(p, userHome))) {
+    const path = real(wanted);
+    if (path === undefined) skipped.push(wanted);
+    else if (!readOnly.includes(path)) readOnly.push(path);
+  }
+  // Parents before children, so that a deeper mount lands on top of a shallower one.
+  const byDepth = (a: string, b: string): number => a.split(sep).length - b.split(sep).length;
+  writable.sort(byDepth);
+  readOnly.sort(byDepth);
+  hidden.sort((a, b) => byDepth(a.path, b.path));
+  return Object.freeze({
+    hidden: Object.freeze(hidden),
+    writable: Object.freeze(writable),
+    readOnly: Object.freeze(readOnly),
+    skipped: Object.freeze([...new Set(skipped)]),
+    abstractBus: bus.abstract,
+  });
+}

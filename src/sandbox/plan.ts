@@ -1,0 +1,112 @@
+/*
+ * The sandbox step of the one path (exec/prepare.ts calls it once per run): decide whether the
+ * run is sandboxed, how, or why not, and turn the shell's argv into bubblewrap's argv around
+ * it. Executors never see the difference: sync, PTY and background runs (the detached
+ * supervisor included) all spawn `plan.shell plan.args`, which is bubblewrap when sandboxed.
+ *
+ * `required` with no sandbox possible: EXECGATE_ERR_SANDBOX_UNAVAILABLE, before any reference is
+ * resolved, so nothing runs and no store is asked. `auto`: the run goes ahead unsandboxed and
+ * the plan says why (result, audit record, a one-time warning from the gateway).
+ */
+import { homedir } from 'node:os';
+import { ExecgateError } from '../errors';
+import type { SandboxSettings } from '../policy/effective';
+import { getBwrapArgs, NAMESPACES } from './args';
+import { checkPlatform } from './detect';
+import type { SharedNetwork } from './network';
+import { getFilesystemView } from './paths';
+
+export type SandboxReport =
+  | {
+    readonly sandboxed: true;
+    readonly mechanism: 'bubblewrap';
+    readonly helper: string;
+    readonly namespaces: readonly string[];
+    /** `none`: loopback only; `shared` says whether the gateway's runs share it. */
+    readonly network: { readonly mode: 'none' | 'open'; readonly shared: boolean; readonly namespace?: string };
+    readonly hidden: readonly string[];
+    readonly writable: readonly string[];
+    readonly readOnly: readonly string[];
+    /** Listed paths that do not exist here. */
+    readonly skipped: readonly string[];
+    /** What the sandbox does not cover for this run (said, not hidden). */
+    readonly exposed: readonly string[];
+  }
+  | { readonly sandboxed: false; readonly mode: 'auto' | 'off'; readonly reason: string };
+
+/** What the gateway knows that a plan needs: where its state is, its shared network. */
+export interface SandboxContext {
+  readonly home: string;
+  readonly auditPath?: string;
+  /** The gateway's shared network namespace for this helper; absent = one per run. */
+  readonly network?: (helper: string) => SharedNetwork;
+  /** Told once per reason when `auto` runs a command unsandboxed. */
+  readonly onUnsandboxed?: (reason: string) => void;
+}
+
+export interface SandboxInput {
+  readonly settings: SandboxSettings;
+  readonly context: SandboxContext;
+  readonly cwd: string;
+  readonly roots: readonly string[];
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly pty: boolean;
+}
+
+export interface SandboxedCommand {
+  readonly report: SandboxReport;
+  /** Program and arguments that run before the shell (empty when unsandboxed). */
+  readonly prefix: readonly string[];
+}
+
+function unavailable(reason: string): ExecgateError {
+  return new ExecgateError(
+    'EXECGATE_ERR_SANDBOX_UNAVAILABLE',
+    `The policy requires a sandbox (sandbox.mode: required) and none can be started: ${reason}. Nothing was run.`,
+    { reason },
+  );
+}
+
+export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand> {
+  const { settings } = input;
+  if (settings.mode === 'off') {
+    return { report: Object.freeze({ sandboxed: false, mode: 'off', reason: 'the policy turns the sandbox off (sandbox.mode: off)' }), prefix: [] };
+  }
+  const platform = checkPlatform(settings.helper);
+  if (!platform.ok) {
+    if (settings.mode === 'required') throw unavailable(platform.reason);
+    input.context.onUnsandboxed?.(platform.reason);
+    return { report: Object.freeze({ sandboxed: false, mode: 'auto', reason: platform.reason }), prefix: [] };
+  }
+  const view = getFilesystemView({
+    settings,
+    home: input.context.home,
+    auditPath: input.context.auditPath,
+    cwd: input.cwd,
+    roots: input.roots,
+    env: input.env,
+    userHome: homedir(),
+  });
+  const exposed: string[] = [];
+  let join;
+  if (settings.network === 'none') {
+    join = await input.context.network?.(platform.helper).join();
+  } else if (view.abstractBus) {
+    exposed.push('the D-Bus session bus is an abstract socket, reachable with sandbox.network: open');
+  }
+  const args = getBwrapArgs({ view, cwd: input.cwd, unshareNet: settings.network === 'none' && join === undefined, pty: input.pty });
+  const prefix = [...(join ? join.prefix : [platform.helper]), ...args, '--'];
+  const report: SandboxReport = {
+    sandboxed: true,
+    mechanism: 'bubblewrap',
+    helper: platform.helper,
+    namespaces: Object.freeze(settings.network === 'none' ? [...NAMESPACES, 'net'] : [...NAMESPACES]),
+    network: Object.freeze({ mode: settings.network, shared: join !== undefined, ...(join ? { namespace: join.namespace } : {}) }),
+    hidden: Object.freeze(view.hidden.map((h) => h.path)),
+    writable: Object.freeze(['/tmp (private)', ...view.writable]),
+    readOnly: Object.freeze(view.readOnly),
+    skipped: view.skipped,
+    exposed: Object.freeze(exposed),
+  };
+  return { report: Object.freeze(report), prefix: Object.freeze(prefix) };
+}

@@ -1,0 +1,74 @@
+/*
+ * The bubblewrap argv, checked as data: mount order (later mounts cover earlier ones, so hidden
+ * paths go last), what a PTY run keeps, and property tests that no path list can put a hidden
+ * path before a writable one that contains it.
+ */
+import fc from 'fast-check';
+import { getBwrapArgs } from '../../src/sandbox/args';
+import type { FilesystemView } from '../../src/sandbox/paths';
+
+function view(partial: Partial<FilesystemView>): FilesystemView {
+  return { hidden: [], writable: [], readOnly: [], skipped: [], abstractBus: false, ...partial };
+}
+
+/** The mounts of an argv in order: grants (bind, ro-bind of a path onto itself) and hides. */
+function parseMounts(args: string[]): Array<{ kind: 'grant' | 'hide' | 'base'; path: string }> {
+  const mounts: Array<{ kind: 'grant' | 'hide' | 'base'; path: string }> = [];
+  for (let i = 0; i < args.length; i++) {
+    const flag = args[i];
+    if (flag === '--bind' || flag === '--ro-bind') {
+      const [from, to] = [args[i + 1] as string, args[i + 2] as string];
+      mounts.push({ kind: to === '/' ? 'base' : from === '/dev/null' ? 'hide' : 'grant', path: to });
+      i += 2;
+    } else if (flag === '--tmpfs' || flag === '--dev' || flag === '--proc') {
+      const to = args[i + 1] as string;
+      mounts.push({ kind: flag === '--tmpfs' && to !== '/tmp' ? 'hide' : 'base', path: to });
+      i += 1;
+    }
+  }
+  return mounts;
+}
+
+describe('getBwrapArgs', () => {
+  test('read-only root, then private /tmp, writable, read-only again, hidden last; namespaces; cwd', () => {
+    const args = getBwrapArgs({
+      view: view({
+        writable: ['/work'],
+        readOnly: ['/work/.git/hooks'],
+        hidden: [{ path: '/work/.env.d', directory: true }, { path: '/home/u/.netrc', directory: false }],
+      }),
+      cwd: '/work',
+      unshareNet: true,
+      pty: false,
+    });
+    expect(args.slice(0, 9)).toEqual(['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp']);
+    expect(args.join(' ')).toContain('--bind /work /work --ro-bind /work/.git/hooks /work/.git/hooks --tmpfs /work/.env.d --ro-bind /dev/null /home/u/.netrc');
+    for (const flag of ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
+    expect(args.join(' ')).toContain('--cap-drop ALL');
+    expect(args.join(' ')).toContain('--chdir /work');
+  });
+
+  test('a PTY run keeps its session (controlling terminal); a shared network is not unshared again', () => {
+    const args = getBwrapArgs({ view: view({ writable: ['/w'] }), cwd: '/w', unshareNet: false, pty: true });
+    expect(args).not.toContain('--new-session');
+    expect(args).not.toContain('--unshare-net');
+  });
+
+  test('a hidden path under the private /tmp and outside every writable path needs no mount', () => {
+    const args = getBwrapArgs({ view: view({ writable: ['/tmp/work'], hidden: [{ path: '/tmp/state', directory: true }, { path: '/tmp/work/state', directory: true }] }), cwd: '/tmp/work', unshareNet: true, pty: false });
+    expect(args).not.toContain('/tmp/state');
+    expect(args).toContain('/tmp/work/state');
+  });
+
+  test('property: every hidden path is mounted after every writable or read-only mount', () => {
+    const segment = fc.constantFrom('a', 'b', 'c', '.ssh', 'state');
+    const path = fc.array(segment, { minLength: 1, maxLength: 4 }).map((parts) => `/${parts.join('/')}`);
+    fc.assert(fc.property(fc.uniqueArray(path, { maxLength: 5 }), fc.uniqueArray(path, { maxLength: 5 }), fc.uniqueArray(path, { maxLength: 5 }), (writable, readOnly, hidden) => {
+      const args = getBwrapArgs({ view: view({ writable, readOnly, hidden: hidden.map((p, i) => ({ path: p, directory: i % 2 === 0 })) }), cwd: '/', unshareNet: true, pty: false });
+      const mounts = parseMounts(args).slice(4); // after /, /dev, /proc and /tmp
+      const kinds = mounts.map((m) => m.kind);
+      expect(kinds.lastIndexOf('grant')).toBeLessThan(kinds.indexOf('hide') === -1 ? Infinity : kinds.indexOf('hide'));
+      expect(mounts.filter((m) => m.kind === 'hide').map((m) => m.path).sort()).toEqual([...hidden].sort());
+    }));
+  });
+});
