@@ -13,12 +13,13 @@
 import { randomBytes } from 'node:crypto';
 import { ExecgateError } from '../errors';
 import { checkEgress } from '../egress/plan';
-import { sanitizeEnv } from '../env';
+import { sanitizeEnv, validateRequestedEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
 import { Redactor, type MaskMemory } from '../redact';
 import { isExecgateSecretName, isSecretName } from '../env/secrets';
 import type { RefStore } from '../refs/store';
-import { substituteTokens, type Replacement } from '../refs/substitute';
+import { substituteTokens, validateTokenPlacements, type Replacement } from '../refs/substitute';
+import { readShell } from '../shell';
 import { scanTokens } from '../refs/tokens';
 import { decideRequest, type Decision } from '../policy/decide';
 import { validateUnknownRefs } from '../policy/unknown-refs';
@@ -144,10 +145,11 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     );
   }
   // A mode the policy turns off is a policy decision (decideRequest), audited as a denial.
-  // The policy decides on the unresolved command and the references it names, before any
-  // source is asked for a value.
+  // One reading of the shell text, before any source is asked for a value: the policy decides on
+  // it, and every token that could not be substituted safely is refused here too.
   const tokens = scanTokens(request.command, { alias: policy.secrets.alias });
-  const decision = decideRequest(policy, request, tokens);
+  const analysis = readShell(request.command, tokens);
+  const decision = decideRequest(policy, request, tokens, analysis);
   context.onDecision?.(decision, request, runId);
   if (!decision.allowed) {
     throw new ExecgateError(
@@ -161,6 +163,9 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       },
     );
   }
+
+  validateRequestedEnv(request.env, policy.env.requestable);
+  validateTokenPlacements(analysis);
 
   const sandboxed = await planSandbox({
     settings: policy.sandbox,
@@ -206,7 +211,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     const envName = envNames.get(`${token.kind}:${token.id}`);
     if (envName) replacements.push({ token, envName });
   }
-  const body = replacements.length > 0 ? substituteTokens(request.command, replacements) : request.command;
+  const body = replacements.length > 0 ? substituteTokens(request.command, replacements, analysis) : request.command;
   // The prologue shares the command's first line, so the shell's own messages (`line 1: x: command
   // not found`) number the lines as the caller wrote them; a newline keeps the epilogue out of
   // the command's last line (a trailing comment, say).

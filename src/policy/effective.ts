@@ -93,6 +93,8 @@ export interface EffectivePolicy {
     readonly secretValuePatterns: readonly RegExp[];
     readonly set: Readonly<Record<string, string>>;
     readonly path?: string;
+    /** When set, the only variables a request's `env` may set (`*` suffix: a prefix). */
+    readonly requestable?: readonly string[];
   };
   /** Background runs (the runtime limit is `modes.background.defaultTimeout` / `maxTimeout`). */
   readonly background: {
@@ -141,9 +143,12 @@ export interface EffectivePolicy {
   readonly sandbox: SandboxSettings;
 }
 
+/** Freezes plain objects and arrays; compiled patterns (RegExp, RE2) keep their own state. */
 function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !(value instanceof RegExp) && !Object.isFrozen(value)) {
-    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  const prototype = value && typeof value === 'object' ? Object.getPrototypeOf(value) : undefined;
+  const plain = prototype === Object.prototype || prototype === Array.prototype || prototype === null;
+  if (plain && !Object.isFrozen(value)) {
+    for (const key of Object.keys(value as object)) deepFreeze((value as Record<string, unknown>)[key]);
     Object.freeze(value);
   }
   return value;
