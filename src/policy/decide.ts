@@ -55,6 +55,13 @@ export function decideRequest(policy: EffectivePolicy, request: DecisionInput, t
   let parsed: ShellAnalysis | undefined = analysis;
   const getParsed = (): ShellAnalysis => (parsed ??= readShell(command, tokens));
 
+  if (policy.rules.uncertain === 'deny') {
+    const [first] = getParsed().uncertain;
+    if (first) {
+      return deny('rules.uncertain', `the command text cannot be read with confidence (${first.reason}), and the policy refuses such text; write the command so that its command names and code are static`);
+    }
+  }
+
   let decision: Decision | undefined;
   for (const rule of policy.rules.list) {
     if (rule.action === 'deny') {

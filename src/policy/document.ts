@@ -52,6 +52,7 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
     },
     rules: {
       default: policy.rules.default,
+      ...(policy.rules.uncertain !== undefined ? { uncertain: policy.rules.uncertain } : {}),
       ...(policy.rules.reason !== undefined ? { reason: policy.rules.reason } : {}),
       list: policy.rules.list.map((rule) => ({
         id: rule.id,

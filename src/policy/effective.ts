@@ -131,6 +131,8 @@ export interface EffectivePolicy {
   readonly rules: {
     readonly default: 'allow' | 'deny';
     readonly reason?: string;
+    /** `deny`: a text the shell reader marks uncertain is refused before any rule is tried. */
+    readonly uncertain?: 'allow' | 'deny';
     readonly list: readonly CommandRule[];
   };
   /** The audit log. `enabled` and `path` are read when a gateway starts. */
@@ -179,7 +181,7 @@ export const DEFAULT_POLICY: EffectivePolicy = deepFreeze({
   // The same as `sandbox.network: none`: loopback only.
   network: NO_NETWORK,
   cwd: { roots: [] },
-  rules: { default: 'allow', list: [] },
+  rules: { default: 'allow', uncertain: 'allow', list: [] },
   audit: { enabled: true, fingerprints: true, env: true },
   sandbox: { mode: 'auto', network: 'none', filesystem: { hidden: [...DEFAULT_HIDDEN_PATHS], writable: [], readOnly: [] } },
 });

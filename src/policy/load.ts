@@ -550,6 +550,7 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
     cwd: { roots: list<string>('cwd.roots', D.cwd.roots).map((root) => expandHome(root, homeDir)) },
     rules: {
       default: (at('rules.default') as 'allow' | 'deny' | undefined) ?? D.rules.default,
+      uncertain: (at('rules.uncertain') as 'allow' | 'deny' | undefined) ?? D.rules.uncertain,
       ...(rulesReason !== undefined ? { reason: rulesReason } : {}),
       list: rules,
     },

@@ -307,7 +307,12 @@ function readWrapper(
       report.input({ context: 'shell-script', reason: `\`${name}\` starts a shell that reads this input` });
       return;
     }
-    if (name === 'sg') start += 1;
+    if (name === 'sg') {
+      // `sg [-] GROUP [-c] COMMAND`: the group, and the optional `-` and `-c` around it, are not code.
+      if (words[start]?.text === '-') start += 1;
+      start += 1;
+      if (words[start]?.text === '-c') start += 1;
+    }
     const operands = words.slice(start, to);
     report.refuse(start, to, { context: 'shell-script', reason: `\`${name}\` runs its arguments through a shell` });
     if (operands.some((word) => word.text === null)) {
