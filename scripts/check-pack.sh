@@ -33,10 +33,12 @@ node -e "
 const { createGateway } = require('execgate');
 (async () => {
   const gateway = createGateway();
-  const result = await gateway.exec({ command: 'tty', mode: 'pty' });
+  // Inside the sandbox the terminal is the run's /dev/console (bubblewrap binds it there), so
+  // check that stdin and stdout are a terminal rather than a /dev/pts name.
+  const result = await gateway.exec({ command: '[ -t 0 ] && [ -t 1 ] && echo is-a-terminal; stty size', mode: 'pty' });
   await gateway.close();
-  if (!/^\/dev\/pts\//.test(result.stdout.trim())) throw new Error('PTY run printed ' + JSON.stringify(result.stdout));
-  console.log('check-pack: require + PTY run ok (' + result.stdout.trim() + ')');
+  if (!/^is-a-terminal\r?\n\d+ \d+/.test(result.stdout)) throw new Error('PTY run printed ' + JSON.stringify(result.stdout));
+  console.log('check-pack: require + PTY run ok (' + result.stdout.trim().replace(/\s+/g, ' ') + ')');
 })().catch((error) => { console.error(error); process.exit(1); });
 "
 node --input-type=module -e "
