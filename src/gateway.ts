@@ -189,7 +189,8 @@ export class Gateway {
         supportedModes: SUPPORTED_MODES,
         fingerprint: policy.audit.fingerprints ? this.#audit.fingerprint?.bind(this.#audit) : undefined,
         sandbox: this.#sandbox,
-        egress: () => this.#getEgress(),
+        // A detached background run outlives this process, and the proxy with it: no egress for it.
+        egress: (mode) => (mode === 'background' && this.#backgroundLauncher === 'detached' ? undefined : this.#getEgress()),
         onNormalized: (normalized) => records.requested(normalized),
       }, request, runId);
     } catch (error) {

@@ -98,8 +98,11 @@ export interface PrepareContext {
   readonly fingerprint?: (value: string) => string;
   /** The gateway's state and shared network for the sandbox; default: the state directory of `env`. */
   readonly sandbox?: SandboxContext;
-  /** The gateway's egress proxy (started on first need); without it a run that needs it is refused. */
-  readonly egress?: () => EgressProxy;
+  /**
+   * The gateway's egress proxy for a run of this mode (started on first need); undefined when the
+   * run would outlive it. Without one a sandboxed run has loopback only.
+   */
+  readonly egress?: (mode: ExecMode) => EgressProxy | undefined;
 }
 
 /*
@@ -197,7 +200,11 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // applies `sandbox.network` (open: every public host; allowlist: the listed ones). `none`: no
   // proxy, nothing leaves.
   const report = sandboxed.report;
-  const proxied = report.sandboxed && report.network.mode === 'none' && policy.network.mode !== 'none';
+  const wantsProxy = report.sandboxed && report.network.mode === 'none' && policy.network.mode !== 'none';
+  const egressProxy = wantsProxy ? context.egress?.(request.mode) : undefined;
+  // No proxy for this run (a background run that outlives the gateway, whose proxy would die with
+  // it): loopback only, and bound secrets are refused below.
+  const proxied = egressProxy !== undefined;
   // Secrets bound to hosts (`secrets.bind`) are checked before any store is asked: one that could
   // never reach its hosts, or a run that could not be held to them, refuses the request here.
   const egressCheck = checkEgress({
@@ -206,10 +213,6 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     refs: tokens.map((token) => `${token.kind}:${token.id}`),
     sandboxed: proxied,
   });
-  if (proxied && !context.egress) {
-    throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', 'This run needs the egress proxy (`sandbox.network` is `open` or `allowlist`), and none is available here. Nothing was run.');
-  }
-
   const resolution = await context.refs.resolveTokens(tokens);
   validateUnknownRefs(policy, resolution.refs);
 
@@ -275,7 +278,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   if (proxied) {
     const values = new Map<string, string>();
     for (const { ref, index } of indexed) values.set(`${ref.kind}:${ref.id}`, injected[`${REF_ENV_PREFIX}${index}`]!);
-    egress = await openRunEgress(context.egress!(), { runId, network: policy.network, check: egressCheck, values });
+    egress = await openRunEgress(egressProxy!, { runId, network: policy.network, check: egressCheck, values });
     for (const [ref, sentinel] of egress.sentinels) {
       const envName = envNames.get(ref);
       if (envName) injected[envName] = sentinel;
