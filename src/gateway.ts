@@ -15,7 +15,8 @@ import type { BackgroundProcess } from './exec/background/types';
 import { resolveInput } from './exec/input';
 import { getDefaultShell, type ExecRequest } from './exec/options';
 import { createRunId, preparePlan, releasePlan, type SpawnPlan } from './exec/prepare';
-import { EGRESS_AUDIT_EVENT, EgressProxy, getEgressAuditFields } from './egress';
+import { EGRESS_AUDIT_EVENT, getEgressAuditFields } from './egress/audit';
+import type { EgressProxy } from './egress/proxy';
 import type { ExecResult } from './exec/result';
 import { createSpawner, validateSpawnerKind, type Spawner, type SpawnerKind } from './exec/spawner';
 import { runForeground } from './exec/sync';
@@ -222,7 +223,9 @@ export class Gateway {
 
   /** The gateway's one egress proxy, started by the first run that needs it; its decisions go to the audit log under each run's id. */
   #getEgress(): EgressProxy {
-    this.#egress ??= new EgressProxy({
+    // Loaded on first need: a gateway whose runs never use the proxy never loads it (nor node-forge).
+    const { EgressProxy: Proxy } = require('./egress/proxy') as typeof import('./egress/proxy');
+    this.#egress ??= new Proxy({
       ...this.#egressOptions,
       onDecision: (decision) => this.#audit.write(EGRESS_AUDIT_EVENT, getEgressAuditFields(decision)),
     });
