@@ -29,6 +29,7 @@ const FIGURES = [
   'mcp.js',
   'egress.js',
   'sandbox.js',
+  'shell-reader.js',
 ];
 
 function runFigureProcess(file, args, reportPath, env) {

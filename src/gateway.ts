@@ -17,6 +17,7 @@ import { getDefaultShell, type ExecRequest } from './exec/options';
 import { createRunId, preparePlan, releasePlan, type SpawnPlan } from './exec/prepare';
 import { EGRESS_AUDIT_EVENT, getEgressAuditFields } from './egress/audit';
 import type { EgressProxy } from './egress/proxy';
+import { MaskMemory } from './redact/memory';
 import type { ExecResult } from './exec/result';
 import { createSpawner, validateSpawnerKind, type Spawner, type SpawnerKind } from './exec/spawner';
 import { runForeground } from './exec/sync';
@@ -44,6 +45,8 @@ export class Gateway {
   readonly home: string;
   readonly #policy: PolicyHolder;
   readonly #env: NodeJS.ProcessEnv;
+  /** Every value a run of this gateway resolved or passed through: later runs mask them too. */
+  readonly #masks = new MaskMemory();
   readonly #cwd: string;
   readonly #shell: string;
   readonly #audit: AuditSink;
@@ -192,6 +195,7 @@ export class Gateway {
         sandbox: this.#sandbox,
         // A detached background run outlives this process, and the proxy with it: no egress for it.
         egress: (mode) => (mode === 'background' && this.#backgroundLauncher === 'detached' ? undefined : this.#getEgress()),
+        remembered: this.#masks,
         onNormalized: (normalized) => records.requested(normalized),
       }, request, runId);
     } catch (error) {

@@ -15,11 +15,13 @@ import { ExecgateError } from '../errors';
 import { checkEgress } from '../egress/plan';
 import type { EgressProxy } from '../egress/proxy';
 import { openRunEgress, type RunEgress } from '../egress/run';
-import { sanitizeEnv } from '../env';
+import { sanitizeEnv, validateRequestedEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
-import { Redactor } from '../redact';
+import { Redactor, type MaskMemory } from '../redact';
+import { isExecgateSecretName, isSecretName } from '../env/secrets';
 import type { RefStore } from '../refs/store';
-import { substituteTokens, type Replacement } from '../refs/substitute';
+import { substituteTokens, validateTokenPlacements, type Replacement } from '../refs/substitute';
+import { readShell } from '../shell';
 import { scanTokens } from '../refs/tokens';
 import { decideRequest, type Decision } from '../policy/decide';
 import { validateUnknownRefs } from '../policy/unknown-refs';
@@ -103,6 +105,11 @@ export interface PrepareContext {
    * run would outlive it. Without one a sandboxed run has loopback only.
    */
   readonly egress?: (mode: ExecMode) => EgressProxy | undefined;
+  /**
+   * Values earlier runs of this gateway resolved or passed through: every run masks them too,
+   * and this run's values join them once its plan exists.
+   */
+  readonly remembered?: MaskMemory;
 }
 
 /*
@@ -134,20 +141,8 @@ export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value:
  * SSH_CLIENT is set. A command must not pick up the user's interactive start-up files, so bash
  * always gets --norc --noprofile; other shells read no start-up file for `-c` (ENV is stripped).
  */
-const BASH = /(^|\/)bash$/;
-
-/*
- * Descriptors the gateway inherited without close-on-exec (`execgate run ... 200<secret`, a
- * host that forked it holding files open) would reach the command and everything it starts,
- * sandbox or not: a hidden file stays readable through an open descriptor. Node opens its own
- * descriptors close-on-exec, so what arrives above 2 is exactly what was never meant for the
- * command: closed before the command's first word. (No redirection on the loop: `exec` inside
- * a redirected compound command would make that redirection permanent.)
- */
-export const CLOSE_FDS = 'for __execgate_fd in /proc/self/fd/*; do __execgate_fd=${__execgate_fd##*/}; [ "$__execgate_fd" -gt 2 ] && exec {__execgate_fd}>&-; done; unset __execgate_fd';
-
 export function getShellFlags(shell: string): string[] {
-  return BASH.test(shell) ? ['--norc', '--noprofile'] : [];
+  return /(^|\/)bash$/.test(shell) ? ['--norc', '--noprofile'] : [];
 }
 
 export function createRunId(): string {
@@ -169,10 +164,11 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     );
   }
   // A mode the policy turns off is a policy decision (decideRequest), audited as a denial.
-  // The policy decides on the unresolved command and the references it names, before any
-  // source is asked for a value.
+  // One reading of the shell text, before any source is asked for a value: the policy decides on
+  // it, and every token that could not be substituted safely is refused here too.
   const tokens = scanTokens(request.command, { alias: policy.secrets.alias });
-  const decision = decideRequest(policy, request, tokens);
+  const analysis = readShell(request.command, tokens);
+  const decision = decideRequest(policy, request, tokens, analysis);
   context.onDecision?.(decision, request, runId);
   if (!decision.allowed) {
     throw new ExecgateError(
@@ -186,6 +182,9 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       },
     );
   }
+
+  validateRequestedEnv(request.env, policy.env.requestable);
+  validateTokenPlacements(analysis);
 
   const sandboxed = await planSandbox({
     settings: policy.sandbox,
@@ -239,11 +238,11 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     const envName = envNames.get(`${token.kind}:${token.id}`);
     if (envName) replacements.push({ token, envName });
   }
-  const body = replacements.length > 0 ? substituteTokens(request.command, replacements) : request.command;
+  const body = replacements.length > 0 ? substituteTokens(request.command, replacements, analysis) : request.command;
   // The prologue shares the command's first line, so the shell's own messages (`line 1: x: command
   // not found`) number the lines as the caller wrote them; a newline keeps the epilogue out of
   // the command's last line (a trailing comment, say).
-  const prologue = [BASH.test(request.shell) ? CLOSE_FDS : '', request.prologue.replace(/[\s;]+$/, '')].filter(Boolean).join('; ');
+  const prologue = request.prologue.replace(/[\s;]+$/, '');
   const script = `${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
@@ -266,10 +265,27 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   }
   // Withheld values never reach the child, but the child may meet them another way (a file,
   // a second reference); mask them too when they are long enough to mask meaningfully.
+  // A removed variable with a secret's name (an allowlist drops EXECGATE_SECRET_* as `removed`)
+  // is masked for the same reason, and so is every EXECGATE_SECRET_* value of the gateway's own
+  // environment: the env source hands those out, so they are known secrets whether or not this
+  // run's environment would have carried them.
   const inheritedOrRequested = { ...(request.envMode === 'replace' ? {} : context.env), ...request.env };
-  for (const name of sanitized.withheld) {
+  const removedSecrets = sanitized.removed.filter((name) => isSecretName(name));
+  for (const name of [...sanitized.withheld, ...removedSecrets]) {
     const value = inheritedOrRequested[name];
     if (typeof value === 'string' && value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
+  }
+  for (const [name, value] of Object.entries(context.env)) {
+    if (isExecgateSecretName(name) && typeof value === 'string' && value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
+  }
+  // Values earlier runs met: a file, file name or socket one run filled with a value reaches the
+  // caller masked when this run prints it. Labels this run registered first stay.
+  if (context.remembered) {
+    const own = secrets.length;
+    for (const [value, label] of context.remembered.entries()) {
+      if (value.length >= policy.secrets.minLength) mask(value, label);
+    }
+    for (const { value, label } of secrets.slice(0, own)) context.remembered.remember(value, label);
   }
 
   // The run's proxy endpoint, opened only now that every value is known. An injected secret's
@@ -287,10 +303,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const env: Record<string, string> = { ...sanitized.env, ...injected, ...egress?.sandbox.env, [RUN_ID_VARIABLE]: runId };
 
   // Sandboxed: bubblewrap (or nsenter, for the shared network) runs the shell.
-  // A shell other than bash cannot close a descriptor above 9 itself: bash does it, then
-  // becomes that shell (same argv as otherwise, one exec more).
-  const closer = BASH.test(request.shell) ? [] : ['/bin/bash', '--norc', '--noprofile', '-c', `${CLOSE_FDS}; exec "$@"`, 'execgate'];
-  const inner = [...closer, request.shell, ...getShellFlags(request.shell), '-c', script];
+  const inner = [request.shell, ...getShellFlags(request.shell), '-c', script];
   // The run's directory is bound in after the sandbox's own mounts (before the final `--`), and
   // the bridge runs the shell (see egress/bridge.ts).
   const argv = egress

@@ -98,6 +98,8 @@ export interface EffectivePolicy {
     readonly secretValuePatterns: readonly RegExp[];
     readonly set: Readonly<Record<string, string>>;
     readonly path?: string;
+    /** When set, the only variables a request's `env` may set (`*` suffix: a prefix). */
+    readonly requestable?: readonly string[];
   };
   /** Background runs (the runtime limit is `modes.background.defaultTimeout` / `maxTimeout`). */
   readonly background: {
@@ -134,6 +136,8 @@ export interface EffectivePolicy {
   readonly rules: {
     readonly default: 'allow' | 'deny';
     readonly reason?: string;
+    /** `deny`: a text the shell reader marks uncertain is refused before any rule is tried. */
+    readonly uncertain?: 'allow' | 'deny';
     readonly list: readonly CommandRule[];
   };
   /** The audit log. `enabled` and `path` are read when a gateway starts. */
@@ -146,9 +150,12 @@ export interface EffectivePolicy {
   readonly sandbox: SandboxSettings;
 }
 
+/** Freezes plain objects and arrays; compiled patterns (RegExp, RE2) keep their own state. */
 function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !(value instanceof RegExp) && !Object.isFrozen(value)) {
-    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  const prototype = value && typeof value === 'object' ? Object.getPrototypeOf(value) : undefined;
+  const plain = prototype === Object.prototype || prototype === Array.prototype || prototype === null;
+  if (plain && !Object.isFrozen(value)) {
+    for (const key of Object.keys(value as object)) deepFreeze((value as Record<string, unknown>)[key]);
     Object.freeze(value);
   }
   return value;
@@ -179,7 +186,7 @@ export const DEFAULT_POLICY: EffectivePolicy = deepFreeze({
   // The same as `sandbox.network: open`: every public host, through the egress proxy.
   network: OPEN_NETWORK,
   cwd: { roots: [] },
-  rules: { default: 'allow', list: [] },
+  rules: { default: 'allow', uncertain: 'allow', list: [] },
   audit: { enabled: true, fingerprints: true, env: true },
   sandbox: { mode: 'auto', network: 'none', filesystem: { hidden: [...DEFAULT_HIDDEN_PATHS], writable: [], readOnly: [] } },
 });

@@ -23,6 +23,8 @@ import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:pat
 import { isExecgateError } from '../errors';
 import { parseHostPattern } from '../egress/hosts';
 import { normalizeNetworkPolicy, normalizeSecretBindings } from '../egress/rules';
+import { RE2JS } from 're2js';
+import { getHazardCategory } from '../env/hazards';
 import { DEFAULT_POLICY, EXEC_MODES, deepFreeze, type CommandRule, type EffectivePolicy, type ExecMode, type SecretRestriction } from './effective';
 import { toCommandWords, type CommandMatch } from './match';
 import { createPolicyError, formatPath, type PathSegment, type PolicyErrorCode, type PolicyProblem } from './problems';
@@ -264,6 +266,16 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
     (get(doc, ['env', key]) as string[] | undefined)?.forEach((pattern, index) => regexes.push([['env', key, index], pattern]));
   }
   for (const [path, pattern] of regexes) {
+    if (path[0] !== 'env') {
+      // Command rules run on RE2 (linear time on agent-controlled text); it has no
+      // backreferences or lookaround.
+      try {
+        RE2JS.compile(pattern as string);
+      } catch (error) {
+        report(path, `invalid regular expression (RE2 syntax, which runs in linear time): ${(error as Error).message.replace(/^error parsing regexp: /, '')}`);
+      }
+      continue;
+    }
     try {
       new RegExp(pattern as string);
     } catch (error) {
@@ -296,6 +308,10 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
       egressProblem(['secrets', 'bind', index], error);
     }
   });
+  for (const name of Object.keys((get(doc, ['env', 'set']) as Record<string, string> | undefined) ?? {})) {
+    const hazard = getHazardCategory(name);
+    if (hazard) report(['env', 'set', name], `sets \`${name}\`, a variable execgate strips from every child (${hazard.why}); remove it, or run a command that sets it itself`);
+  }
 
   const mode = get(doc, ['env', 'mode']);
   const allowlist = get(doc, ['env', 'allowlist']) as string[] | undefined;
@@ -435,9 +451,12 @@ function getItemId(item: Doc, origin: ItemOrigin, key: string): string {
 // --- compiling -------------------------------------------------------------------------------
 
 function compileMatch(item: Doc): CommandMatch {
-  if (item.command !== undefined) return { kind: 'command', commands: toCommandWords(item.command as string | string[]) };
+  if (item.command !== undefined) {
+    const commands = toCommandWords(item.command as string | string[]);
+    return item.flags !== undefined ? { kind: 'command', commands, flags: [...(item.flags as string[])] } : { kind: 'command', commands };
+  }
   if (item.prefix !== undefined) return { kind: 'prefix', prefixes: typeof item.prefix === 'string' ? [item.prefix] : [...(item.prefix as string[])] };
-  return { kind: 'regex', regex: new RegExp(item.regex as string) };
+  return { kind: 'regex', regex: RE2JS.compile(item.regex as string), source: item.regex as string };
 }
 
 function expandHome(path: string, homeDir: string): string {
@@ -509,6 +528,7 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
       secretValuePatterns: [...D.env.secretValuePatterns, ...list<string>('env.secretValuePatterns', []).map((p) => new RegExp(p))],
       set: { ...D.env.set, ...((at('env.set') as Record<string, string> | undefined) ?? {}) },
       ...(envPath !== undefined ? { path: envPath } : D.env.path !== undefined ? { path: D.env.path } : {}),
+      ...(at('env.requestable') !== undefined ? { requestable: list<string>('env.requestable', []) } : {}),
     },
     background: {
       maxConcurrent: (at('exec.background.maxConcurrent') as number | undefined) ?? D.background.maxConcurrent,
@@ -530,6 +550,7 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
     cwd: { roots: list<string>('cwd.roots', D.cwd.roots).map((root) => expandHome(root, homeDir)) },
     rules: {
       default: (at('rules.default') as 'allow' | 'deny' | undefined) ?? D.rules.default,
+      uncertain: (at('rules.uncertain') as 'allow' | 'deny' | undefined) ?? D.rules.uncertain,
       ...(rulesReason !== undefined ? { reason: rulesReason } : {}),
       list: rules,
     },
