@@ -4,6 +4,7 @@
  */
 import type pino from 'pino';
 import type { AuditOption } from './audit/from-policy';
+import type { EgressProxyOptions } from './egress/proxy';
 import type { SpawnerKind } from './exec/spawner';
 import type { OutputListener } from './exec/sync';
 import type { EffectivePolicy } from './policy/effective';
@@ -64,6 +65,13 @@ export interface GatewayOptions {
    * PTY and background runs spawn directly.
    */
   spawner?: SpawnerKind;
+  /**
+   * The egress proxy of sandboxed runs (`sandbox.network: open | allowlist`): how names are
+   * resolved and dialled, extra CAs trusted upstream, where its per-run sockets go. Default: the
+   * system resolver, Node's CA roots, the system temporary directory. Tests map names to servers
+   * on loopback here.
+   */
+  egress?: Pick<EgressProxyOptions, 'resolver' | 'dial' | 'upstreamCa' | 'runtimeDir' | 'connectTimeout'>;
 }
 
 export interface ExecOptions {

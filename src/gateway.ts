@@ -14,7 +14,9 @@ import type { BackgroundManager } from './exec/background/manager';
 import type { BackgroundProcess } from './exec/background/types';
 import { resolveInput } from './exec/input';
 import { getDefaultShell, type ExecRequest } from './exec/options';
-import { createRunId, preparePlan, type SpawnPlan } from './exec/prepare';
+import { createRunId, preparePlan, releasePlan, type SpawnPlan } from './exec/prepare';
+import { EGRESS_AUDIT_EVENT, getEgressAuditFields } from './egress/audit';
+import type { EgressProxy } from './egress/proxy';
 import { MaskMemory } from './redact/memory';
 import type { ExecResult } from './exec/result';
 import { createSpawner, validateSpawnerKind, type Spawner, type SpawnerKind } from './exec/spawner';
@@ -60,12 +62,15 @@ export class Gateway {
   readonly #sandbox: SandboxContext;
   #background: BackgroundManager | undefined;
   #closed = false;
+  #egress: EgressProxy | undefined;
+  readonly #egressOptions: GatewayOptions['egress'];
 
   constructor(options: GatewayOptions = {}) {
     this.#env = options.env ?? process.env;
     this.home = options.home ?? getHome(this.#env);
     this.#cwd = options.cwd ?? process.cwd();
     this.#shell = options.shell ?? getDefaultShell();
+    this.#egressOptions = options.egress;
     this.#logger = options.logger;
     try {
       this.#policy = new PolicyHolder({ file: options.policyFile, policy: options.policy, cwd: this.#cwd, homeDir: this.#env.HOME || os.homedir() });
@@ -188,6 +193,8 @@ export class Gateway {
         supportedModes: SUPPORTED_MODES,
         fingerprint: policy.audit.fingerprints ? this.#audit.fingerprint?.bind(this.#audit) : undefined,
         sandbox: this.#sandbox,
+        // A detached background run outlives this process, and the proxy with it: no egress for it.
+        egress: (mode) => (mode === 'background' && this.#backgroundLauncher === 'detached' ? undefined : this.#getEgress()),
         remembered: this.#masks,
         onNormalized: (normalized) => records.requested(normalized),
       }, request, runId);
@@ -211,10 +218,22 @@ export class Gateway {
       return await run;
     } catch (error) {
       records.failed(plan, error);
+      await releasePlan(plan);
       throw error;
     } finally {
       this.#running.delete(run);
     }
+  }
+
+  /** The gateway's one egress proxy, started by the first run that needs it; its decisions go to the audit log under each run's id. */
+  #getEgress(): EgressProxy {
+    // Loaded on first need: a gateway whose runs never use the proxy never loads it (nor node-forge).
+    const { EgressProxy: Proxy } = require('./egress/proxy') as typeof import('./egress/proxy');
+    this.#egress ??= new Proxy({
+      ...this.#egressOptions,
+      onDecision: (decision) => this.#audit.write(EGRESS_AUDIT_EVENT, getEgressAuditFields(decision)),
+    });
+    return this.#egress;
   }
 
   #warn(obj: object, msg: string): void {
@@ -235,6 +254,7 @@ export class Gateway {
     ]);
     await this.#spawner.close();
     for (const network of this.#networks.values()) network.close();
+    await this.#egress?.close();
     this.#audit.write('gateway.stopped', { pid: process.pid, runsStopped: stopped });
     this.#audit.close();
   }

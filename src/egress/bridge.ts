@@ -3,7 +3,10 @@
  * loopback, so it cannot reach any host port; the run's directory (holding the proxy's Unix
  * socket, the CA bundle and the Node preload) is bound into the sandbox instead, and a small
  * bridge inside listens on 127.0.0.1:PORT and carries each TCP connection to that socket. Tools
- * find it through the usual proxy variables.
+ * find it through the usual proxy variables, which the bridge sets once it knows its port (an
+ * ephemeral one by default), with the run's proxy credentials in them (`http://USER:PASS@...`):
+ * the runs of a gateway share one loopback, and the credentials are what tells the proxy that a
+ * connection to this bridge really comes from this run.
  *
  * The bridge is a Node script (the gateway's own `node`, so nothing extra must be installed; the
  * sandbox-runtime peer uses socat for the same job) that starts listening *before* it spawns the
@@ -17,7 +20,8 @@ import type { EgressRun } from './proxy';
 
 /** Where the run's directory appears inside the sandbox (on the sandbox's private /tmp). */
 export const EGRESS_MOUNT = '/tmp/.execgate-egress';
-export const DEFAULT_BRIDGE_PORT = 3128;
+/** 0: an ephemeral port per run, so that runs sharing a network namespace never collide. */
+export const DEFAULT_BRIDGE_PORT = 0;
 
 const BRIDGE_SOURCE = `'use strict';
 const net = require('net'), cp = require('child_process');
@@ -33,6 +37,10 @@ server.listen(Number(port), '127.0.0.1', () => {
   const env = { ...process.env };
   const extra = env.EXECGATE_EGRESS_NODE_OPTIONS; delete env.EXECGATE_EGRESS_NODE_OPTIONS;
   if (extra) env.NODE_OPTIONS = env.NODE_OPTIONS ? env.NODE_OPTIONS + ' ' + extra : extra;
+  const auth = env.EXECGATE_EGRESS_AUTH; delete env.EXECGATE_EGRESS_AUTH;
+  const at = (auth ? auth + '@' : '') + '127.0.0.1:' + server.address().port;
+  for (const n of ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy']) env[n] = 'http://' + at;
+  for (const n of ['ALL_PROXY', 'all_proxy']) env[n] = 'socks5h://' + at;
   const child = cp.spawn(argv[0], argv.slice(1), { stdio: 'inherit', env });
   for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGWINCH']) process.on(s, () => { try { child.kill(s); } catch {} });
   child.on('error', (e) => fail(127, 'cannot start ' + argv[0] + ': ' + e.message));
@@ -44,7 +52,7 @@ server.listen(Number(port), '127.0.0.1', () => {
 `;
 
 export interface SandboxEgress {
-  /** bubblewrap arguments: a private network namespace and the run's directory bound in. Append after the /tmp tmpfs. */
+  /** bubblewrap arguments: the run's directory bound in. Append after the /tmp tmpfs. The private network namespace is the sandbox's. */
   readonly bwrapArgs: readonly string[];
   /** Variables for the child (proxy, CA trust, Node preload). */
   readonly env: Readonly<Record<string, string>>;
@@ -55,10 +63,9 @@ export interface SandboxEgress {
 export function getSandboxEgress(run: EgressRun, options: { port?: number; nodePath?: string } = {}): SandboxEgress {
   const port = options.port ?? DEFAULT_BRIDGE_PORT;
   const nodePath = options.nodePath ?? process.execPath;
-  const proxy = `http://127.0.0.1:${port}`;
+  // HTTP(S)_PROXY / ALL_PROXY are set by the bridge (it alone knows the port it got).
   const env: Record<string, string> = {
-    HTTP_PROXY: proxy, http_proxy: proxy, HTTPS_PROXY: proxy, https_proxy: proxy,
-    ALL_PROXY: `socks5h://127.0.0.1:${port}`, all_proxy: `socks5h://127.0.0.1:${port}`,
+    ...(run.credentials ? { EXECGATE_EGRESS_AUTH: `${encodeURIComponent(run.credentials.username)}:${encodeURIComponent(run.credentials.password)}` } : {}),
     NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1',
     EXECGATE_EGRESS_NODE_OPTIONS: `--require ${EGRESS_MOUNT}/node-preload.cjs`,
   };
@@ -69,7 +76,7 @@ export function getSandboxEgress(run: EgressRun, options: { port?: number; nodeP
   return Object.freeze({
     // Read-only: connect(2) on the socket still works, while the CA bundle and the Node preload
     // (hard links shared by every run of the gateway) cannot be rewritten from inside.
-    bwrapArgs: Object.freeze(['--unshare-net', '--ro-bind', run.dir, EGRESS_MOUNT]),
+    bwrapArgs: Object.freeze(['--ro-bind', run.dir, EGRESS_MOUNT]),
     env: Object.freeze(env),
     wrap: (argv: readonly string[]) => [nodePath, '-e', BRIDGE_SOURCE, '--', `${EGRESS_MOUNT}/egress.sock`, String(port), ...argv],
   });

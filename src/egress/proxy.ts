@@ -5,13 +5,20 @@
  * the command to copy or forge).
  *
  * One socket speaks three protocols, told apart by the first byte: SOCKS5 (0x05) for any TCP, and
- * HTTP for CONNECT tunnels and plain-HTTP proxy requests. Every connection is decided by host
+ * HTTP for CONNECT tunnels and plain-HTTP proxy requests.
+ *
+ * The runs of one gateway share a network namespace, so a run could connect to another run's
+ * bridge on the shared loopback and borrow that run's policy and injections. A run opened with
+ * `credentials` is therefore also identified by them: every HTTP proxy request and CONNECT must
+ * carry them in Proxy-Authorization, every SOCKS5 client must give them as username/password
+ * (RFC 1929); they live only in that run's environment (its own PID namespace hides it from the
+ * others). Every connection is decided by host
  * name (CONNECT authority, absolute URL host, SOCKS domain), the name is resolved here and the
  * checked address is the one dialled. A CONNECT to a host an injected secret is bound to is
  * terminated with the per-gateway CA, so the sentinel can be swapped for the value and the
  * response redacted; every other tunnel is passed through unread.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -76,6 +83,13 @@ export interface EgressRunOptions {
   /** Env-delivered bound secrets the run uses (each narrows every connection). */
   readonly narrowing?: readonly SecretBinding[];
   readonly injections?: readonly Injection[];
+  /** When given, required on every connection of the run (see above). */
+  readonly credentials?: ProxyCredentials;
+}
+
+export interface ProxyCredentials {
+  readonly username: string;
+  readonly password: string;
 }
 
 export interface EgressRun {
@@ -85,6 +99,8 @@ export interface EgressRun {
   readonly socketPath: string;
   /** System CAs + the gateway CA; present when the run has injected secrets. */
   readonly caBundlePath: string | undefined;
+  /** What the run's clients must present (see above); absent = any client of the socket. */
+  readonly credentials: ProxyCredentials | undefined;
   close(): Promise<void>;
 }
 
@@ -157,6 +173,7 @@ export class EgressProxy {
       dir,
       socketPath,
       caBundlePath,
+      credentials: options.credentials,
       close: () => this.#closeRun(options.runId, dir),
     });
   }
@@ -221,7 +238,10 @@ export class EgressProxy {
       if (!first) return void socket.destroy();
       socket.unshift(first);
       if (first[0] === 0x05) {
-        void handleSocks(socket, (host, port) => this.#decide(context, 'socks', host, port), (decision) => this.#record(decision), (address, port) => this.#dialTarget(address, port), (socket) => this.#limitConnect(socket));
+        const credentials = context.options.credentials;
+        void handleSocks(socket, (host, port) => this.#decide(context, 'socks', host, port), (decision) => this.#record(decision), (address, port) => this.#dialTarget(address, port), (socket) => this.#limitConnect(socket),
+          credentials ? (username, password) => safeEqual(username, credentials.username) && safeEqual(password, credentials.password) : undefined,
+          () => this.#record({ runId: context.options.runId, via: 'socks', host: '', port: 0, allowed: false, rule: 'proxy-auth' }));
       } else {
         this.#getHttpServer(context).emit('connection', socket);
       }
@@ -272,6 +292,11 @@ export class EgressProxy {
 
   async #onConnect(context: RunContext, req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     client.on('error', () => client.destroy());
+    if (!isAuthorized(context, req)) {
+      this.#record({ runId: context.options.runId, via: 'connect', host: req.url ?? '', port: 0, allowed: false, rule: 'proxy-auth' });
+      client.end(`HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="execgate"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      return;
+    }
     const target = parseAuthority(req.url ?? '');
     const decision = target
       ? await this.#decide(context, 'connect', target.host, target.port)
@@ -325,6 +350,12 @@ export class EgressProxy {
   }
 
   async #onPlainRequest(context: RunContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!isAuthorized(context, req)) {
+      this.#record({ runId: context.options.runId, via: 'http', host: '', port: 0, allowed: false, rule: 'proxy-auth', method: req.method });
+      res.writeHead(407, { 'proxy-authenticate': 'Basic realm="execgate"', 'content-type': 'text/plain', connection: 'close' });
+      res.end('execgate egress proxy: this run\'s proxy credentials are required (they are in its HTTP_PROXY).\n');
+      return;
+    }
     let url: URL;
     try {
       url = new URL(req.url ?? '');
@@ -432,6 +463,23 @@ export class EgressProxy {
     if (bodySwap) req.pipe(bodySwap).pipe(upstream);
     else req.pipe(upstream);
   }
+}
+
+function isAuthorized(context: RunContext, req: IncomingMessage): boolean {
+  const credentials = context.options.credentials;
+  if (!credentials) return true;
+  const header = req.headers['proxy-authorization'];
+  const basic = typeof header === 'string' ? /^\s*basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header) : null;
+  if (!basic) return false;
+  const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon >= 0 && safeEqual(decoded.slice(0, colon), credentials.username) && safeEqual(decoded.slice(colon + 1), credentials.password);
+}
+
+function safeEqual(given: string, expected: string): boolean {
+  const a = Buffer.from(given, 'utf8');
+  const b = Buffer.from(expected, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function toHeaderObject(raw: readonly string[]): Record<string, string | string[]> {

@@ -5,6 +5,7 @@
  * wrapper) plus the sentinel each injected reference's variable holds instead of its value.
  * The caller closes `run` when the run has ended.
  */
+import { randomBytes } from 'node:crypto';
 import { getSandboxEgress, type SandboxEgress } from './bridge';
 import { createInjections, type EgressCheck } from './plan';
 import type { EgressProxy, EgressRun } from './proxy';
@@ -26,7 +27,9 @@ export async function openRunEgress(proxy: EgressProxy, options: {
   port?: number;
 }): Promise<RunEgress> {
   const injections = createInjections(options.check, options.values);
-  const run = await proxy.openRun({ runId: options.runId, network: options.network, narrowing: options.check.narrowing, injections });
+  // Per-run proxy credentials: the gateway's runs share a loopback (see proxy.ts).
+  const credentials = { username: 'run', password: randomBytes(24).toString('base64url') };
+  const run = await proxy.openRun({ runId: options.runId, network: options.network, narrowing: options.check.narrowing, injections, credentials });
   return Object.freeze({
     run,
     sandbox: getSandboxEgress(run, { port: options.port }),

@@ -1,5 +1,6 @@
 /*
- * SOCKS5 (RFC 1928) for TCP that is not HTTP: no authentication, CONNECT only. The destination is
+ * SOCKS5 (RFC 1928) for TCP that is not HTTP, CONNECT only: no authentication, or the run's
+ * username/password (RFC 1929) when the run has proxy credentials. The destination is
  * decided like every other (by the domain the client sent; `socks5h://` clients send names, which
  * is what ALL_PROXY says). A SOCKS tunnel is never intercepted: a sentinel sent through it stays a
  * sentinel.
@@ -15,15 +16,31 @@ export async function handleSocks(
   record: (decision: EgressDecision) => void,
   dial: (address: string, port: number) => { host: string; port: number } = (host, port) => ({ host, port }),
   limit: (socket: Socket) => Socket = (socket) => socket,
+  authenticate?: (username: string, password: string) => boolean,
+  onAuthFailed?: () => void,
 ): Promise<void> {
   try {
     const greeting = await readBytes(socket, 2);
     const methods = await readBytes(socket, greeting[1]!);
-    if (greeting[0] !== 0x05 || !methods.includes(0x00)) {
+    const method = authenticate ? 0x02 : 0x00;
+    if (greeting[0] !== 0x05 || !methods.includes(method)) {
+      if (authenticate) onAuthFailed?.();
       socket.end(Buffer.from([0x05, 0xff]));
       return;
     }
-    socket.write(Buffer.from([0x05, 0x00]));
+    socket.write(Buffer.from([0x05, method]));
+    if (authenticate) {
+      const version = await readBytes(socket, 1);
+      const username = (await readBytes(socket, (await readBytes(socket, 1))[0]!)).toString('utf8');
+      const password = (await readBytes(socket, (await readBytes(socket, 1))[0]!)).toString('utf8');
+      const ok = version[0] === 0x01 && authenticate(username, password);
+      if (!ok) {
+        onAuthFailed?.();
+        socket.end(Buffer.from([0x01, 0x01]));
+        return;
+      }
+      socket.write(Buffer.from([0x01, 0x00]));
+    }
     const head = await readBytes(socket, 4);
     if (head[0] !== 0x05 || head[1] !== 0x01) return void reply(socket, REPLY.commandNotSupported, true);
     let host: string;

@@ -9,12 +9,13 @@
  *     a pipe or the terminal cannot stretch the run;
  *   read the output to its end: pipes until they close (bounded by `drainTimeout`), a PTY
  *     master until EOF/EIO; a drain that gives up marks the run incomplete;
- *   settle once, with one RunEnd.
+ *   settle once, with one RunEnd; what the plan holds open for the run (its egress proxy
+ *     endpoint) is released there, and when the spawn fails.
  * Sinks (sync collector, background file + ring) receive redacted bytes through `onData`.
  */
 import { ExecgateError, isExecgateError } from '../errors';
 import { AnsiStripper } from './ansi';
-import type { SpawnPlan } from './prepare';
+import { releasePlan, type SpawnPlan } from './prepare';
 import { directSpawner } from './spawner/direct';
 import { ptySpawner } from './spawner/pty';
 import type { SpawnedProcess, Spawner } from './spawner/types';
@@ -78,6 +79,7 @@ export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Prom
     });
   } catch (error) {
     unwatch();
+    await releasePlan(plan);
     throw spawnFailed(plan, error);
   }
   return new Run(plan, child, options, unwatch);
@@ -110,6 +112,7 @@ export class Run {
       if (this.#timer) clearTimeout(this.#timer);
       options.signal?.removeEventListener('abort', onAbort);
       this.#unwatch();
+      return releasePlan(plan);
     });
     this.ended.catch(() => { /* the owner handles it */ });
   }

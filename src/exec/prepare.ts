@@ -13,6 +13,8 @@
 import { randomBytes } from 'node:crypto';
 import { ExecgateError } from '../errors';
 import { checkEgress } from '../egress/plan';
+import type { EgressProxy } from '../egress/proxy';
+import { openRunEgress, type RunEgress } from '../egress/run';
 import { sanitizeEnv, validateRequestedEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
 import { Redactor, type MaskMemory } from '../redact';
@@ -99,6 +101,11 @@ export interface PrepareContext {
   /** The gateway's state and shared network for the sandbox; default: the state directory of `env`. */
   readonly sandbox?: SandboxContext;
   /**
+   * The gateway's egress proxy for a run of this mode (started on first need); undefined when the
+   * run would outlive it. Without one a sandboxed run has loopback only.
+   */
+  readonly egress?: (mode: ExecMode) => EgressProxy | undefined;
+  /**
    * Values earlier runs of this gateway resolved or passed through: every run masks them too,
    * and this run's values join them once its plan exists.
    */
@@ -111,6 +118,18 @@ export interface PrepareContext {
  * rebuild the redactor in another process (the background supervisor) reads them.
  */
 const planSecrets = new WeakMap<SpawnPlan, ReadonlyArray<{ readonly value: string; readonly label: string }>>();
+
+/*
+ * What must be undone when the run ends (its egress proxy endpoint). Kept beside the plan for the
+ * same reason; the lifecycle calls releasePlan once, where every run ends.
+ */
+const planReleases = new WeakMap<SpawnPlan, () => Promise<void>>();
+
+export async function releasePlan(plan: SpawnPlan): Promise<void> {
+  const release = planReleases.get(plan);
+  planReleases.delete(plan);
+  await release?.().catch(() => undefined);
+}
 
 export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value: string; readonly label: string }> {
   return planSecrets.get(plan) ?? [];
@@ -176,17 +195,23 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     pty: request.pty,
   });
 
+  // Traffic leaves a sandboxed run with a private namespace only through the egress proxy, which
+  // applies `sandbox.network` (open: every public host; allowlist: the listed ones). `none`: no
+  // proxy, nothing leaves.
+  const report = sandboxed.report;
+  const wantsProxy = report.sandboxed && report.network.mode === 'none' && policy.network.mode !== 'none';
+  const egressProxy = wantsProxy ? context.egress?.(request.mode) : undefined;
+  // No proxy for this run (a background run that outlives the gateway, whose proxy would die with
+  // it): loopback only, and bound secrets are refused below.
+  const proxied = egressProxy !== undefined;
   // Secrets bound to hosts (`secrets.bind`) are checked before any store is asked: one that could
   // never reach its hosts, or a run that could not be held to them, refuses the request here.
-  // The egress proxy is not wired into sandboxed runs yet: until it is, a bound secret fails
-  // closed (inject needs the proxy; a sandbox with `network: open` could not hold env delivery).
-  checkEgress({
+  const egressCheck = checkEgress({
     network: policy.network,
     bindings: policy.secrets.bind,
     refs: tokens.map((token) => `${token.kind}:${token.id}`),
-    sandboxed: false,
+    sandboxed: proxied,
   });
-
   const resolution = await context.refs.resolveTokens(tokens);
   validateUnknownRefs(policy, resolution.refs);
 
@@ -200,7 +225,9 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const injected: Record<string, string> = {};
   const envNames = new Map<string, string>();
   const fingerprints = new Map<string, string>();
+  const indexed: Array<{ ref: RefUse; index: number }> = [];
   for (const { ref, index, value } of revealValues(resolution.refs, policy.secrets.minLength, 'run')) {
+    indexed.push({ ref, index });
     if (context.fingerprint) fingerprints.set(ref.ref, context.fingerprint(value));
     const envName = `${REF_ENV_PREFIX}${index}`;
     envNames.set(`${ref.kind}:${ref.id}`, envName);
@@ -261,10 +288,27 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     for (const { value, label } of secrets.slice(0, own)) context.remembered.remember(value, label);
   }
 
-  const env: Record<string, string> = { ...sanitized.env, ...injected, [RUN_ID_VARIABLE]: runId };
+  // The run's proxy endpoint, opened only now that every value is known. An injected secret's
+  // variable holds its sentinel: the value stays in the gateway (the proxy and the redactor).
+  let egress: RunEgress | undefined;
+  if (proxied) {
+    const values = new Map<string, string>();
+    for (const { ref, index } of indexed) values.set(`${ref.kind}:${ref.id}`, injected[`${REF_ENV_PREFIX}${index}`]!);
+    egress = await openRunEgress(egressProxy!, { runId, network: policy.network, check: egressCheck, values });
+    for (const [ref, sentinel] of egress.sentinels) {
+      const envName = envNames.get(ref);
+      if (envName) injected[envName] = sentinel;
+    }
+  }
+  const env: Record<string, string> = { ...sanitized.env, ...injected, ...egress?.sandbox.env, [RUN_ID_VARIABLE]: runId };
 
   // Sandboxed: bubblewrap (or nsenter, for the shared network) runs the shell.
-  const argv = [...sandboxed.prefix, request.shell, ...getShellFlags(request.shell), '-c', script];
+  const inner = [request.shell, ...getShellFlags(request.shell), '-c', script];
+  // The run's directory is bound in after the sandbox's own mounts (before the final `--`), and
+  // the bridge runs the shell (see egress/bridge.ts).
+  const argv = egress
+    ? [...sandboxed.prefix.slice(0, -1), ...egress.sandbox.bwrapArgs, '--', ...egress.sandbox.wrap(inner)]
+    : [...sandboxed.prefix, ...inner];
   const plan: SpawnPlan = Object.freeze({
     runId,
     request,
@@ -297,5 +341,9 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     }),
   });
   planSecrets.set(plan, Object.freeze(secrets));
+  if (egress) {
+    const run = egress.run;
+    planReleases.set(plan, () => run.close());
+  }
   return plan;
 }

@@ -4,7 +4,7 @@
  * re-validates configuration.
  */
 
-import { NO_NETWORK, type NetworkPolicy, type SecretBinding } from '../egress/rules';
+import { OPEN_NETWORK, type NetworkPolicy, type SecretBinding } from '../egress/rules';
 import type { CommandMatch } from './match';
 import type { AuditSettings } from '../audit/from-policy';
 
@@ -44,7 +44,12 @@ export interface SandboxSettings {
   readonly mode: 'required' | 'auto' | 'off';
   /** The bubblewrap executable; unset = the first `bwrap` in the standard system directories. */
   readonly helper?: string;
-  /** `none`: loopback only, one namespace per gateway. `open`: the host's network. */
+  /**
+   * The run's network namespace. `none`: private, loopback only, one per gateway; what leaves it
+   * goes through the egress proxy when `EffectivePolicy.network` is `open` or `allowlist` (every
+   * policy file spelling gives this). `open`: the host's network, for programmatic policies only
+   * (no policy file can ask for it): loopback services and abstract sockets are reachable.
+   */
   readonly network: 'none' | 'open';
   readonly filesystem: {
     /** Hidden inside (`~/` kept; expanded against the gateway's HOME when a run is planned). */
@@ -178,8 +183,8 @@ export const DEFAULT_POLICY: EffectivePolicy = deepFreeze({
   },
   background: { maxConcurrent: 64, maxFileBytes: 256 * 1024 * 1024, ringBytes: 64 * 1024, onClose: 'kill' },
   secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [], unknown: 'literal', bind: [] },
-  // The same as `sandbox.network: none`: loopback only.
-  network: NO_NETWORK,
+  // The same as `sandbox.network: open`: every public host, through the egress proxy.
+  network: OPEN_NETWORK,
   cwd: { roots: [] },
   rules: { default: 'allow', uncertain: 'allow', list: [] },
   audit: { enabled: true, fingerprints: true, env: true },

@@ -567,8 +567,10 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
     sandbox: {
       mode: (at('sandbox.mode') as 'required' | 'auto' | 'off' | undefined) ?? D.sandbox.mode,
       ...(at('sandbox.helper') !== undefined ? { helper: at('sandbox.helper') as string } : {}),
-      // An egress policy object means the private namespace; the egress proxy is the way out.
-      network: typeof at('sandbox.network') === 'object' ? 'none' : (at('sandbox.network') as 'none' | 'open' | undefined) ?? D.sandbox.network,
+      // Every spelling means the private namespace: in `open` and `allowlist` the egress proxy is
+      // the way out, so the host's loopback, its abstract sockets (a session bus) and the
+      // gateway's own sockets stay out of reach whatever the mode.
+      network: at('sandbox.network') === undefined ? D.sandbox.network : 'none',
       filesystem: {
         // The built-in credential list always applies; a policy adds to it. `~` is kept and
         // expanded when a run is planned, against the HOME of the gateway that runs it.

@@ -92,7 +92,7 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
   if (settings.network === 'none') {
     join = await input.context.network?.(platform.helper).join();
   } else if (view.abstractBus) {
-    exposed.push('the D-Bus session bus is an abstract socket, reachable with sandbox.network: open');
+    exposed.push('the D-Bus session bus is an abstract socket, reachable with the host network (sandbox.network: open in a policy built in code)');
   }
   const args = getBwrapArgs({ view, cwd: input.cwd, unshareNet: settings.network === 'none' && join === undefined, pty: input.pty });
   const prefix = [...(join ? join.prefix : [platform.helper]), ...args, '--'];

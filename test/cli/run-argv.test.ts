@@ -17,11 +17,11 @@ afterEach(() => tmp.cleanup());
 const TOKEN_VALUE = `tok-9f2c "q" 'x' $HOME; echo PWNED \`id\``;
 
 describe('the curl header case', () => {
-  // The server is on the host's loopback, which a sandboxed run reaches only with the host's
-  // network (`sandbox.network: open`; the default `none` keeps it out, see test/sandbox).
+  // The server is on the host's loopback, which no sandboxed run reaches (its loopback is the
+  // gateway's private one; the egress proxy refuses loopback addresses): these runs are unsandboxed.
   const openNetwork = (): Record<string, string> => {
     const policy = join(tmp.dir, 'open-network.yaml');
-    writeFileSync(policy, 'version: 1\nsandbox:\n  network: open\n');
+    writeFileSync(policy, 'version: 1\nsandbox:\n  mode: off\n');
     return { EXECGATE_POLICY: policy };
   };
   let server: Server;

@@ -1,6 +1,7 @@
 /*
  * `secrets.bind` on the gateway's one path: checked after the policy decision and before any
- * store is asked for a value. Runs are not sandboxed yet, so a bound secret fails closed.
+ * store is asked for a value. An unsandboxed run cannot be held to a secret's hosts, so there a
+ * bound secret fails closed (sandboxed runs: gateway-runs.test.ts).
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,20 +13,29 @@ let tmp: ReturnType<typeof makeTempDir>;
 let gateway: Gateway;
 const asked: string[] = [];
 
-beforeEach(() => {
-  tmp = makeTempDir('execgate-egress-gw-');
-  const policy = join(tmp.dir, 'policy.yaml');
+function writePolicy(sandboxMode: string): string {
+  const policy = join(tmp.dir, `policy-${sandboxMode}.yaml`);
   writeFileSync(policy, [
     'version: 1',
-    'sandbox: { network: { mode: allowlist, allow: [github.com] } }',
+    `sandbox: { mode: ${sandboxMode}, network: { mode: allowlist, allow: [github.com] } }`,
     'secrets:',
     '  bind:',
     '    - { ref: "secret:gh", hosts: [github.com], delivery: inject }',
     '    - { ref: "secret:npm", hosts: [registry.npmjs.org] }',
   ].join('\n'));
-  gateway = createGateway({ home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir, policyFile: policy });
+  return policy;
+}
+
+function makeGateway(sandboxMode: string): Gateway {
+  const created = createGateway({ home: join(tmp.dir, 'home'), env: baseEnv(), cwd: tmp.dir, policyFile: writePolicy(sandboxMode) });
+  created.refs.addSource({ name: 'spy', kinds: ['secret'], lookup: (_kind, id) => { asked.push(id); return { found: true, value: `value-of-${id}-0123456789` }; } });
+  return created;
+}
+
+beforeEach(() => {
+  tmp = makeTempDir('execgate-egress-gw-');
   asked.length = 0;
-  gateway.refs.addSource({ name: 'spy', kinds: ['secret'], lookup: (_kind, id) => { asked.push(id); return { found: true, value: `value-of-${id}-0123456789` }; } });
+  gateway = makeGateway('auto');
 });
 
 afterEach(async () => {
@@ -44,6 +54,8 @@ async function refusal(promise: Promise<unknown>): Promise<ExecgateError> {
 }
 
 test('a bound secret on an unsandboxed run: refused before resolution, nothing run', async () => {
+  await gateway.close();
+  gateway = makeGateway('off');
   const marker = join(tmp.dir, 'MARKER');
   const error = await refusal(gateway.exec({ command: `touch ${marker}; curl -H "Authorization: <<secret:gh>>" https://github.com` }));
   expect(error.code).toBe('EXECGATE_ERR_EGRESS_NEEDS_SANDBOX');

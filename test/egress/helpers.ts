@@ -152,13 +152,13 @@ export interface SandboxResult {
 
 /** Run `script` in bash inside a bare bwrap sandbox with no network but the egress bridge. */
 export function runSandboxed(run: EgressRun | undefined, script: string, env: Record<string, string> = {}, cwd?: string): Promise<SandboxResult> {
-  const egress = run ? getSandboxEgress(run) : undefined;
+  const egress = run ? getSandboxEgress(run, { port: 3128 }) : undefined;
   const argv = ['/bin/bash', '--norc', '--noprofile', '-c', script];
   const args = [
     '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp',
     '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent', '--new-session',
     ...(cwd ? ['--bind', cwd, cwd, '--chdir', cwd] : []),
-    ...(egress ? egress.bwrapArgs : ['--unshare-net']),
+    '--unshare-net', ...(egress ? egress.bwrapArgs : []),
     '--', ...(egress ? egress.wrap(argv) : argv),
   ];
   const childEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', ...egress?.env, ...env };

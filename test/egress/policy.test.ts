@@ -21,8 +21,8 @@ function loadError(files: Record<string, string>, entry = 'policy.yaml'): { code
   throw new Error('the policy loaded');
 }
 
-test('default is loopback only (`network: none`), strict an empty allowlist, ci binds its tokens by injection', () => {
-  expect(loadPolicyFile(join(POLICIES, 'default.yaml')).policy.network.mode).toBe('none');
+test('default is `open` through the proxy (the run itself has a private namespace), strict an empty allowlist, ci binds its tokens by injection', () => {
+  expect(loadPolicyFile(join(POLICIES, 'default.yaml')).policy.network.mode).toBe('open');
   expect(loadPolicyFile(join(POLICIES, 'default.yaml')).policy.sandbox.network).toBe('none');
   const strict = loadPolicyFile(join(POLICIES, 'strict.yaml')).policy;
   expect(strict.network.mode).toBe('allowlist');

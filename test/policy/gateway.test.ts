@@ -223,7 +223,8 @@ describe('environment', () => {
     const gateway = createGateway({ home: home(), env, cwd: tmp.dir, policyFile: join(POLICIES, 'strict.yaml') });
     gateways.push(gateway);
     const names = (await gateway.exec({ command: 'env' })).stdout.trim().split('\n').map((line) => line.slice(0, line.indexOf('=')));
-    const added = ['PAGER', 'GIT_PAGER', 'GIT_EDITOR', 'EDITOR', 'EXECGATE_RUN_ID', 'PWD', 'SHLVL', '_'];
+    const proxy = ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'NO_PROXY'].flatMap((name) => [name, name.toLowerCase()]);
+    const added = ['PAGER', 'GIT_PAGER', 'GIT_EDITOR', 'EDITOR', 'EXECGATE_RUN_ID', 'PWD', 'SHLVL', '_', ...proxy, 'NODE_OPTIONS'];
     const allowed = (name: string): boolean => added.includes(name) || BASE_ALLOWLIST.some((entry) => (entry.endsWith('*') ? name.startsWith(entry.slice(0, -1)) : entry === name));
     expect(names.filter((name) => !allowed(name))).toEqual([]);
     expect(names).toEqual(expect.arrayContaining(['HOME', 'PATH', 'USER', 'TZ']));

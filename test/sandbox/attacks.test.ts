@@ -52,7 +52,8 @@ const ATTACKS: Record<string, { command: string; leaked: (output: string) => boo
     leaked: (output) => !/count=0\b/.test(output),
   },
   'list the host processes (the gateway is a node process)': {
-    command: `cat /proc/[0-9]*/comm 2>/dev/null | sort -u | tr "\\n" " "; test -e /proc/$PPID/cwd && ls -l /proc/$PPID/exe | grep -q node && echo GATEWAY-PID-VISIBLE`,
+    // The run's own egress bridge (a node process inside the sandbox, the shell's parent) is not the gateway.
+    command: `for p in /proc/[0-9]*; do grep -qs "execgate egress bridge" $p/cmdline || cat $p/comm 2>/dev/null; done | sort -u | tr "\\n" " "; test -e /proc/$PPID/cwd && ! grep -qs "execgate egress bridge" /proc/$PPID/cmdline && ls -l /proc/$PPID/exe | grep -q node && echo GATEWAY-PID-VISIBLE`,
     leaked: (output) => output.includes('GATEWAY-PID-VISIBLE') || /\bnode\b/.test(output),
   },
   'read the state directory (audit key, audit log)': {

@@ -137,7 +137,9 @@ describe('policy files', () => {
     writeFileSync(join(tmp.dir, 'p.yaml'), 'version: 1\nsandbox:\n  mode: required\n  network: open\n  filesystem:\n    hidden: [~/.mytool]\n    writable: [~/cache, /srv/x/../y]\n');
     const { policy } = loadPolicyFile(join(tmp.dir, 'p.yaml'), { homeDir: '/home/u' });
     expect(policy.sandbox.mode).toBe('required');
-    expect(policy.sandbox.network).toBe('open');
+    // `open` in a policy file: the private namespace, every public host through the egress proxy.
+    expect(policy.sandbox.network).toBe('none');
+    expect(policy.network.mode).toBe('open');
     expect(policy.sandbox.filesystem.hidden).toEqual(expect.arrayContaining(['~/.ssh', '~/.aws', '~/.mytool']));
     expect(policy.sandbox.filesystem.writable).toEqual(['~/cache', '/srv/y']);
   });

