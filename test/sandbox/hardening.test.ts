@@ -3,12 +3,41 @@
  * gateway with real bubblewrap and real bash. Several only mean something when the gateway
  * runs as root (as CI does): the kernel lets uid 0 write sysctls without any capability.
  */
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { baseEnv, makeTempDir } from '../helpers/tmp';
+import { getRecordPath } from '../../src/exec/background/records';
+import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, MODES, runIn, type Mode } from './helpers';
 
 jest.setTimeout(60_000);
+
+const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
+
+/**
+ * `execgate run` in a child bash that first opens `fd` on `file` without close-on-exec, as a
+ * user's shell does for `execgate run -- '...' 200<file`.
+ */
+async function cliRunHolding(mode: Mode, sandbox: 'required' | 'off', fd: number, file: string, command: string): Promise<{ output: string; sandboxed: boolean }> {
+  const policy = join(tmp.dir, `policy-${sandbox}.yaml`);
+  writeFileSync(policy, `version: 1\nsandbox:\n  mode: ${sandbox}\n`);
+  const state = join(tmp.dir, 'state');
+  const stdout = await new Promise<string>((resolve, reject) => {
+    execFile('/bin/bash', ['-c', `exec ${fd}<"$1"; shift; exec "$@"`, 'holder', file, process.execPath, CLI, 'run', '--json', '--mode', mode, '--policy', policy, '--', command], {
+      cwd: work,
+      env: { ...baseEnv(), EXECGATE_HOME: state },
+      encoding: 'utf8',
+    }, (error, out) => (out ? resolve(out) : reject(error)));
+  });
+  const json = JSON.parse(stdout) as { output?: string; outputPath?: string; sandboxed?: boolean; sandbox?: { sandboxed: boolean }; id?: string };
+  if (mode !== 'background') return { output: json.output ?? '', sandboxed: json.sandbox?.sandboxed === true };
+  const path = json.outputPath as string;
+  expect(await waitFor(() => existsSync(path) && readFileSync(path, 'utf8').includes('[background process completed'), 20_000)).toBe(true);
+  const record = getRecordPath(state, json.id as string);
+  const supervisor = (): number => (JSON.parse(readFileSync(record, 'utf8')) as { supervisorPid: number }).supervisorPid;
+  expect(await waitFor(() => !isAlive(supervisor()), 20_000)).toBe(true);
+  return { output: readFileSync(path, 'utf8'), sandboxed: json.sandboxed === true };
+}
 
 let tmp: ReturnType<typeof makeTempDir>;
 let work: string;
@@ -47,6 +76,18 @@ describeSandboxed('hardening', () => {
         await gateway.close();
       }
       expect(readFileSync('/proc/sys/kernel/core_pattern', 'utf8')).toBe(before);
+    });
+
+    test.each(['required', 'off'] as const)('a descriptor the gateway inherited does not reach the command (sandbox %s)', async (sandbox) => {
+      const state = join(tmp.dir, 'state');
+      mkdirSync(state, { recursive: true, mode: 0o700 });
+      const secret = join(state, 'held.key');
+      writeFileSync(secret, 'HELD-KEY-MATERIAL-4242');
+      const run = await cliRunHolding(mode, sandbox, 200, secret, 'cat <&200 2>/dev/null | rev; ls /proc/self/fd | tr "\\n" " " | sed "s/^/fds=/"');
+      expect(run.sandboxed).toBe(sandbox === 'required');
+      expect(run.output).toContain('fds=');
+      expect(run.output).not.toContain('2424-LAIRETAM-YEK-DLEH');
+      expect(run.output).not.toMatch(/fds=.*\b200\b/);
     });
   });
 });
