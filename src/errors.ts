@@ -53,6 +53,7 @@ export const ERROR_CATALOG = {
   // --- execution (exec) ---
   EXECGATE_ERR_SPAWN_FAILED: 'The shell could not be started.',
   EXECGATE_ERR_GATEWAY_CLOSED: 'The gateway was closed; it accepts no new requests.',
+  EXECGATE_ERR_SPECIAL_FILE: 'A path names a FIFO, device, socket or a file under /proc, /sys or /dev, which execgate refuses to open.',
   EXECGATE_ERR_STATE_DIR: 'The state directory ($EXECGATE_HOME) could not be created or written.',
   EXECGATE_ERR_BACKGROUND_NOT_FOUND: 'No background process has that id.',
   EXECGATE_ERR_BACKGROUND_ENDED: 'The background process has ended (or closed its input); nothing was written.',
@@ -150,4 +151,14 @@ export function describeValue(value: unknown): string {
   }
   if (type === 'number' || type === 'boolean' || type === 'bigint') return `\`${String(value)}\` (${type})`;
   return `a value of type ${type}`;
+}
+
+/** The code of an error for records and results: its own, or EXECGATE_ERR_UNEXPECTED. */
+export function getErrorCode(error: unknown, fallback: ErrorCode = 'EXECGATE_ERR_UNEXPECTED'): ErrorCode {
+  return isExecgateError(error) ? error.code : fallback;
+}
+
+/** The message of anything thrown. */
+export function getErrorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

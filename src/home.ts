@@ -6,16 +6,31 @@ import { mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ExecgateError } from './errors';
+import { getSpecialKind } from './fs/special';
 
 /** `$EXECGATE_HOME`, else `~/.execgate`. Pure: creates nothing. */
 export function getHome(env: NodeJS.ProcessEnv = process.env): string {
   const configured = env.EXECGATE_HOME;
-  if (configured !== undefined && configured !== '') return resolve(configured);
-  return join(homedir(), '.execgate');
+  const home = configured !== undefined && configured !== '' ? resolve(configured) : join(homedir(), '.execgate');
+  validateStateDir(home);
+  return home;
+}
+
+/** A state directory under /proc, /sys or /dev, or one that is a FIFO or device, is refused. */
+function validateStateDir(dir: string): void {
+  const kind = getSpecialKind(dir);
+  if (kind !== undefined) {
+    throw new ExecgateError(
+      'EXECGATE_ERR_SPECIAL_FILE',
+      `The state directory \`${dir}\` is ${kind}. Set EXECGATE_HOME to an ordinary writable directory.`,
+      { path: dir, kind },
+    );
+  }
 }
 
 /** Create `dir` (and parents) with mode 0700 if missing; return it. */
 export function ensureDir(dir: string): string {
+  validateStateDir(dir);
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (error) {

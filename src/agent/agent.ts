@@ -219,7 +219,6 @@ export class Agent {
 }
 
 function createClient(options: AgentOptions): OpenAI {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { OpenAI: Client } = require('openai') as typeof import('openai');
   return new Client({
     ...options.clientOptions,

@@ -32,7 +32,6 @@ export function isAuditTransport(value: unknown): value is AuditTransport {
 /** Open a non-file destination as a stream of lines. */
 export function openAuditStream(destination: Exclude<AuditDestination, 'file'>): AuditStream {
   if (isAuditStream(destination)) return destination;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const pinoModule = require('pino') as typeof pino;
   if (destination === 'stdout') return pinoModule.destination({ dest: 1, sync: true }) as unknown as AuditStream;
   return pinoModule.transport(destination as pino.TransportSingleOptions) as unknown as AuditStream;

@@ -8,7 +8,6 @@ import { getExtra, type RunSummary } from './runs';
 import { getExitLabel } from './stats';
 
 // C0 and C1 controls, DEL, bidi embeddings/overrides/isolates, and line/paragraph separators.
-// eslint-disable-next-line no-control-regex
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 export function escapeTerminal(text: string): string {

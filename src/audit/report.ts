@@ -27,7 +27,6 @@ import { REPORT_SCRIPT, REPORT_STYLE } from './report-client';
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
 
 // Controls and bidi overrides are made visible, as in the terminal output.
-// eslint-disable-next-line no-control-regex
 const INVISIBLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 export function escapeHtml(value: unknown): string {

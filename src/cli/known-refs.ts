@@ -7,7 +7,7 @@
 import { getCliStores } from './commands/secret-stores';
 import type { CliIo } from './io';
 import type { RefKind } from '../refs/types';
-import { createKeyringClient, isKeyringDisabled, isValidSecretName } from '../vault';
+import { createKeyringClient, isKeyringDisabled, isValidSecretName } from '../stores';
 
 /** A listing is a convenience: never wait long on a keyring that prompts for unlocking. */
 const KEYRING_LIST_TIMEOUT_MS = 5_000;

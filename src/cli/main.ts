@@ -11,7 +11,6 @@ import { ExecgateError, isExecgateError } from '../errors';
 import { registerRunCommand } from './commands/run';
 import { CliExit, EXIT_CANCELLED, EXIT_EXECGATE_ERROR, EXIT_USAGE, EXIT_STATUS_HELP, formatCliError, type CliIo } from './io';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { version } = require('../../package.json') as { version: string };
 
 /** Thrown from commander's exit hook: the error, and the command line it belongs to. */
@@ -58,14 +57,12 @@ export function buildProgram(io: CliIo, only?: 'run'): Command {
     .addHelpText('after', EXIT_STATUS_HELP);
   registerRunCommand(program, io);
   if (only !== 'run') {
-    /* eslint-disable @typescript-eslint/no-require-imports */
     (require('./commands/background') as typeof import('./commands/background')).registerBackgroundCommands(program, io);
     (require('./commands/demo') as typeof import('./commands/demo')).registerDemoCommand(program, io);
     (require('./commands/secret') as typeof import('./commands/secret')).registerSecretCommands(program, io);
     (require('./commands/policy') as typeof import('./commands/policy')).registerPolicyCommands(program, io);
     (require('./commands/audit') as typeof import('./commands/audit')).registerAuditCommands(program, io);
     (require('./commands/mcp') as typeof import('./commands/mcp')).registerMcpCommand(program, io);
-    /* eslint-enable @typescript-eslint/no-require-imports */
   }
   // Every command reports its own exit through one hook that remembers which command it was,
   // so a usage error can point at that command's help rather than the top-level one.

@@ -9,15 +9,7 @@ import type { SpawnPlan } from './prepare';
 import { describeEnding, formatCutNotice, type ExecResult } from './result';
 import { OutputSpill } from './spill';
 
-export type StreamName = 'stdout' | 'stderr';
-
-export interface Ending {
-  readonly exitCode: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly timedOut: boolean;
-  readonly shutdown: boolean;
-  readonly redactions: number;
-}
+import type { RunEnd, StreamName } from './lifecycle';
 
 export class OutputCollector {
   readonly #plan: SpawnPlan;
@@ -51,9 +43,10 @@ export class OutputCollector {
     this.#onOutput?.(stream, bytes);
   }
 
-  finish(ending: Ending): ExecResult {
+  finish(end: RunEnd): ExecResult {
     const plan = this.#plan;
-    const message = describeEnding({ ...ending, timeout: plan.limits.timeout });
+    const ending = { exitCode: end.exitCode, signal: end.signal, timedOut: end.stopped === 'timeout', shutdown: end.stopped === 'shutdown' };
+    const message = describeEnding({ ...ending, timeout: plan.limits.timeout, complete: end.complete });
     const fullOutputPath = this.#spill.close(`[execgate: ${message}]`);
     const notice = (cut: number): string => formatCutNotice(cut, fullOutputPath);
     const { stdout, stderr } = this.#captures;
@@ -69,10 +62,11 @@ export class OutputCollector {
       signal: ending.signal,
       timedOut: ending.timedOut,
       killed: ending.timedOut || ending.shutdown,
-      truncated: { stdout: stdout.truncated, stderr: stderr.truncated, output: this.#combined.truncated },
+      // A drain that gave up may have lost the last bytes: say so rather than look whole.
+      truncated: { stdout: stdout.truncated || !end.complete, stderr: stderr.truncated, output: this.#combined.truncated || !end.complete },
       bytes: { stdout: stdout.totalBytes, stderr: stderr.totalBytes },
       durationMs: Math.round((performance.now() - this.#started) * 1000) / 1000,
-      redactions: ending.redactions,
+      redactions: end.redactions,
       env: { removed: plan.envReport.removed, withheld: plan.envReport.withheld },
       refs: plan.refs,
       sandbox: plan.sandbox.sandboxed ? { sandboxed: true } : { sandboxed: false, reason: plan.sandbox.reason },

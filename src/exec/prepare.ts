@@ -24,6 +24,7 @@ import type { RefKind } from '../refs/types';
 import { planSandbox, type SandboxContext, type SandboxReport } from '../sandbox';
 import { getHome } from '../home';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
+import { revealValues } from './resolve';
 import { RUN_ID_VARIABLE } from './terminate';
 
 export interface RefUse {
@@ -60,6 +61,12 @@ export interface SpawnPlan {
   readonly auditRefs: readonly AuditedRefUse[];
   readonly decision: Decision;
   readonly envReport: EnvReport;
+  /**
+   * What the lifecycle does with processes the command leaves behind once it exits: `keep` only
+   * when the request asks and the policy allows background processes (leftovers are background
+   * processes by another name), `kill` otherwise.
+   */
+  readonly leftovers: 'kill' | 'keep';
   /** Whether the run is sandboxed, how (namespaces, hidden and writable paths) or why not. */
   readonly sandbox: SandboxReport;
   readonly limits: {
@@ -182,31 +189,13 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const injected: Record<string, string> = {};
   const envNames = new Map<string, string>();
   const fingerprints = new Map<string, string>();
-  resolution.refs.forEach((ref, index) => {
-    if (!ref.found || !ref.value) return;
-    const value = ref.value.reveal();
+  for (const { ref, index, value } of revealValues(resolution.refs, policy.secrets.minLength, 'run')) {
     if (context.fingerprint) fingerprints.set(ref.ref, context.fingerprint(value));
-    if (value.length < policy.secrets.minLength) {
-      throw new ExecgateError(
-        'EXECGATE_ERR_REF_TOO_SHORT',
-        `${ref.ref} resolved (from ${ref.source}) to a value shorter than ${policy.secrets.minLength} characters. ` +
-          'Values that short cannot be masked reliably in output and masking them would reveal them; ' +
-          'store a longer secret or lower `secrets.minLength` in the policy. Nothing was run.',
-        { reference: ref.ref, minLength: policy.secrets.minLength },
-      );
-    }
-    if (value.includes('\0')) {
-      throw new ExecgateError(
-        'EXECGATE_ERR_REF_SOURCE_FAILED',
-        `${ref.ref} resolved (from ${ref.source}) to a value holding a NUL byte, which cannot be passed to a process. Nothing was run.`,
-        { reference: ref.ref },
-      );
-    }
     const envName = `${REF_ENV_PREFIX}${index}`;
     envNames.set(`${ref.kind}:${ref.id}`, envName);
     injected[envName] = value;
     mask(value, `${ref.kind}:${ref.id}`);
-  });
+  }
   for (const token of resolution.tokens) {
     const envName = envNames.get(`${token.kind}:${token.id}`);
     if (envName) replacements.push({ token, envName });
@@ -272,6 +261,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       withheld: Object.freeze([...sanitized.withheld]),
       reported: Object.freeze([...sanitized.reported]),
     }),
+    leftovers: request.leftovers === 'keep' && policy.modes.background.allowed ? 'keep' : 'kill',
     sandbox: sandboxed.report,
     limits: Object.freeze({
       timeout: request.timeout,

@@ -41,11 +41,13 @@ export function describeEnding(options: {
   timedOut: boolean;
   timeout: number;
   shutdown: boolean;
+  complete?: boolean;
 }): string {
   const how = options.signal ? `was killed by ${options.signal}` : `exited with code ${options.exitCode}`;
-  if (options.timedOut) return `Command timed out after ${options.timeout} ms and ${how}; its process group was killed.`;
-  if (options.shutdown) return `Command was stopped because the gateway closed and ${how}.`;
-  return `Command ${how}.`;
+  const lost = options.complete === false ? ' Its output did not end within the drain timeout; the last bytes may be missing.' : '';
+  if (options.timedOut) return `Command timed out after ${options.timeout} ms and ${how}; its process group was killed.${lost}`;
+  if (options.shutdown) return `Command was stopped because the gateway closed and ${how}.${lost}`;
+  return `Command ${how}.${lost}`;
 }
 
 export function formatCutNotice(cutBytes: number, fullOutputPath: string | undefined): string {

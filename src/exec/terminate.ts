@@ -83,8 +83,9 @@ const COOKIE = Buffer.from(`${RUN_ID_VARIABLE}=`);
  * its cookie looked up in `runIds`. Killing many runs at once (gateway shutdown, a session
  * closing) then costs one scan per round instead of one per run.
  */
-export function findByCookies(runIds: ReadonlySet<string>): Map<string, number[]> {
+export function findByCookies(runIds: ReadonlySet<string>, sincePid = 0): Map<string, number[]> {
   const found = new Map<string, number[]>();
+  const minPid = getScanStart(sincePid);
   let entries: string[];
   try {
     entries = readdirSync('/proc');
@@ -95,7 +96,7 @@ export function findByCookies(runIds: ReadonlySet<string>): Map<string, number[]
     const code = entry.charCodeAt(0);
     if (code < 48 || code > 57) continue;
     const pid = Number(entry);
-    if (pid === process.pid) continue;
+    if (pid === process.pid || pid < minPid) continue;
     let environ: Buffer;
     try {
       environ = readFileSync(`/proc/${entry}/environ`);
@@ -117,29 +118,46 @@ export function findByCookies(runIds: ReadonlySet<string>): Map<string, number[]
   return found;
 }
 
-// Sweeps requested in the same turn of the event loop share one /proc scan.
-let batch: { ids: Set<string>; result: Promise<Map<string, number[]>> } | undefined;
+/*
+ * Every process a run starts gets a pid allocated after its shell's, so the scan can skip the
+ * lower ones (most of /proc on a busy host), unless pids wrapped around since: the kernel's last
+ * allocated pid is then below the shell's, and the whole of /proc is read.
+ */
+function getScanStart(sincePid: number): number {
+  if (sincePid <= 0) return 0;
+  try {
+    const last = Number(readFileSync('/proc/sys/kernel/ns_last_pid', 'latin1'));
+    return Number.isSafeInteger(last) && last >= sincePid ? sincePid : 0;
+  } catch {
+    return 0;
+  }
+}
 
-function findByCookieBatched(runId: string): Promise<number[]> {
+// Sweeps requested in the same turn of the event loop share one /proc scan.
+let batch: { ids: Set<string>; sincePid: number; result: Promise<Map<string, number[]>> } | undefined;
+
+function findByCookieBatched(runId: string, sincePid: number): Promise<number[]> {
   if (!batch) {
     const ids = new Set<string>();
-    const result = new Promise<Map<string, number[]>>((resolve) => {
+    const state = { ids, sincePid, result: undefined as unknown as Promise<Map<string, number[]>> };
+    state.result = new Promise<Map<string, number[]>>((resolve) => {
       setImmediate(() => {
         batch = undefined;
-        resolve(findByCookies(ids));
+        resolve(findByCookies(ids, state.sincePid));
       });
     });
-    batch = { ids, result };
+    batch = state;
   }
+  batch.sincePid = Math.min(batch.sincePid, sincePid);
   batch.ids.add(runId);
   return batch.result.then((map) => map.get(runId) ?? []);
 }
 
 /** Stop then kill every process carrying the cookie; repeat until none is left. */
-export async function sweepByCookie(runId: string, rounds = 5): Promise<number[]> {
+export async function sweepByCookie(runId: string, rounds = 5, sincePid = 0): Promise<number[]> {
   const killed = new Set<number>();
   for (let round = 0; round < rounds; round++) {
-    const pids = await findByCookieBatched(runId);
+    const pids = await findByCookieBatched(runId, sincePid);
     if (pids.length === 0) break;
     for (const pid of pids) {
       try { process.kill(pid, 'SIGSTOP'); } catch { /* already gone */ }
@@ -160,6 +178,8 @@ export interface TerminateOptions {
   readonly runId: string;
   readonly grace: number;
   readonly signal?: NodeJS.Signals;
+  /** The run's shell pid when it was spawned in this process's view: the sweep reads only later pids. */
+  readonly sincePid?: number;
 }
 
 export interface TerminateReport {
@@ -188,6 +208,6 @@ export async function terminateRun(options: TerminateOptions): Promise<Terminate
       signalGroup(pgid, 'SIGKILL');
     }
   }
-  const swept = await sweepByCookie(runId);
+  const swept = await sweepByCookie(runId, 5, options.sincePid ?? 0);
   return { escalated, swept: swept.length };
 }

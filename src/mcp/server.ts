@@ -24,7 +24,6 @@ import { createFileTools } from './tools/files';
 import { createProcessTools } from './tools/process';
 import { errorResult, type McpTool } from './tools/types';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { version } = require('../../package.json') as { version: string };
 
 export interface ExecgateMcpOptions {

@@ -10,9 +10,8 @@
  */
 import { realpathSync } from 'node:fs';
 import { sep } from 'node:path';
-import type { NormalizedRequest } from '../exec/options';
 import type { RefToken } from '../refs/types';
-import type { EffectivePolicy } from './effective';
+import type { EffectivePolicy, ExecMode } from './effective';
 import { describeMatch, matchesAny, matchesEvery } from './match';
 import { parseCommandText, type ParsedCommand } from './shell-words';
 
@@ -25,7 +24,12 @@ export interface Decision {
 }
 
 /** The parts of a request a decision reads. */
-export type DecisionInput = Pick<NormalizedRequest, 'command' | 'mode' | 'cwd'>;
+/** What the decision reads of a request (exec/options.ts normalizes it). */
+export interface DecisionInput {
+  readonly command: string;
+  readonly mode: ExecMode;
+  readonly cwd: string;
+}
 
 const allow = (rule: string, reason: string): Decision => Object.freeze({ allowed: true, rule, reason });
 const deny = (rule: string, reason: string): Decision => Object.freeze({ allowed: false, rule, reason });

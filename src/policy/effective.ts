@@ -5,6 +5,7 @@
  */
 
 import type { CommandMatch } from './match';
+import type { AuditSettings } from '../audit/from-policy';
 
 export type ExecMode = 'sync' | 'pty' | 'background';
 
@@ -126,18 +127,7 @@ export interface EffectivePolicy {
     readonly list: readonly CommandRule[];
   };
   /** The audit log. `enabled` and `path` are read when a gateway starts. */
-  readonly audit: {
-    readonly enabled: boolean;
-    /** Default `$EXECGATE_HOME/audit.log`. */
-    readonly path?: string;
-    /** `file` or `stdout`; unset = the audit log's default (file). */
-    readonly destination?: 'file' | 'stdout';
-    /** Rotation size in bytes (0 = off); unset = the audit log's default. */
-    readonly maxBytes?: number;
-    /** Rotated files kept (0 = all); unset = the audit log's default. */
-    readonly maxFiles?: number;
-    /** When records reach the disk; unset = the audit log's default (`before-spawn`). */
-    readonly fsync?: 'always' | 'before-spawn' | 'never';
+  readonly audit: AuditSettings & {
     /** Record keyed fingerprints of resolved values. */
     readonly fingerprints: boolean;
     /** Record the names of variables removed or withheld. */

@@ -7,7 +7,7 @@
  * when that matches policies/schema.json and compiles with ajv otherwise, so a stale file is slow,
  * never wrong. A test fails while it is stale. Regenerate after editing the schema:
  *
- *   npm run build && node -e "require('./dist/policy/generate-validator').writeValidator()"
+ *   npm run generate:validator
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,9 +16,7 @@ import { AJV_OPTIONS, getSchema, getSchemaDigest } from './schema';
 export const GENERATED_VALIDATOR_PATH = join(__dirname, '..', '..', 'src', 'policy', 'schema-validator.generated.ts');
 
 export function generateValidatorSource(): string {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { default: Ajv2020 } = require('ajv/dist/2020') as { default: new (options: object) => { compile(schema: object): unknown } };
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { default: standaloneCode } = require('ajv/dist/standalone') as { default: (ajv: unknown, validate: unknown) => string };
   const ajv = new Ajv2020({ ...AJV_OPTIONS, code: { source: true, lines: true, esm: false } });
   const validate = ajv.compile(getSchema()) as { name: string };

@@ -63,7 +63,6 @@ export function getValidator(): Validate {
 
 /** Compile the schema with ajv (draft 2020-12). Used when no matching generated code exists. */
 export function compileWithAjv(): unknown {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { default: Ajv2020 } = require('ajv/dist/2020') as { default: new (options: object) => { compile(schema: object): Validate } };
   const ajv = new Ajv2020({ ...AJV_OPTIONS });
   return ajv.compile(getSchema());
@@ -71,7 +70,6 @@ export function compileWithAjv(): unknown {
 
 function loadGenerated(): Validate | undefined {
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const module = require('./schema-validator.generated') as { validate: Validate; SCHEMA_SHA256: string };
     return module.SCHEMA_SHA256 === getSchemaDigest() ? module.validate : undefined;
   } catch {

@@ -7,7 +7,9 @@
  * parser (core schema, no custom tags, unique keys, a bound on aliases); a `.json` file must also
  * be strict JSON. `yaml` is loaded on first use, so a gateway without a policy file never loads it.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, readSync } from 'node:fs';
+import { openRegularFileSync } from '../fs/special';
+import { isExecgateError } from '../errors';
 import { extname } from 'node:path';
 import type { Document, LineCounter, Node as YamlNode } from 'yaml';
 import { createHash } from 'node:crypto';
@@ -33,7 +35,6 @@ type YamlModule = typeof import('yaml');
 let yamlModule: YamlModule | undefined;
 
 export function getYaml(): YamlModule {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   yamlModule ??= require('yaml') as YamlModule;
   return yamlModule;
 }
@@ -53,6 +54,9 @@ export function readPolicySource(file: string, absolute: string): ReadResult {
       return {
         problems: [problem('EXECGATE_ERR_POLICY_TOO_LARGE', file, 1, 1, `the file is ${size} bytes; a policy file may be at most ${MAX_POLICY_BYTES} bytes (1 MiB). Is this the right file?`)],
       };
+    }
+    if (code === 'SPECIAL') {
+      return { problems: [problem('EXECGATE_ERR_POLICY_NOT_FOUND', file, 1, 1, `cannot read the policy file: it is ${String((error as Error & { kind: string }).kind)}, not a regular file`)] };
     }
     const why = code === 'ENOENT' || code === 'ENOTDIR' ? 'no such file' : code === 'EISDIR' || code === 'NOT_FILE' ? 'not a regular file' : code === 'EACCES' ? 'permission denied' : (code ?? String(error));
     return { problems: [problem('EXECGATE_ERR_POLICY_NOT_FOUND', file, 1, 1, `cannot read the policy file: ${why}`)] };
@@ -151,7 +155,13 @@ function readKeyAt(text: string, offset: number): string {
 
 /** Read at most MAX_POLICY_BYTES + 1 bytes, so a huge file is refused without reading it whole. */
 function readBounded(path: string): Buffer {
-  const fd = openSync(path, 'r');
+  let fd: number;
+  try {
+    fd = openRegularFileSync(path, 'policy file');
+  } catch (error) {
+    if (isExecgateError(error)) throw Object.assign(new Error(error.message), { code: 'SPECIAL', kind: error.details.kind });
+    throw error;
+  }
   try {
     const stats = fstatSync(fd);
     if (!stats.isFile()) throw Object.assign(new Error('not a file'), { code: 'NOT_FILE' });

@@ -9,12 +9,10 @@
  * back whole and is cut here; a longer one comes back as head + tail, and its head is exactly
  * the first 50 KB. Either way the full redacted output is kept in a file the notice names.
  */
-import { writeFileSync } from 'node:fs';
-import { constants as osConstants } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Gateway } from '../gateway';
 import type { ExecResult } from '../exec/result';
-import { ensureDir } from '../home';
+import { cutHead, FullOutput, getSignalStatus } from '../exec/present';
 import { defineSchema, type ChatTool, type ExecutableTool } from './types';
 
 /** Bytes of each stream run_bash returns before cutting (seed 000: 50 KB). */
@@ -98,51 +96,17 @@ export class RunBashTool implements ExecutableTool {
   }
 }
 
-/** The seed 000 shape of an ExecResult. `home` is where full-output files go. */
+/** The seed 000 shape of an ExecResult. `home` is where a full-output file goes when one is needed. */
 export function formatRunBashResult(result: ExecResult, home: string): RunBashResult {
-  const fullOutput = (stream: 'stdout' | 'stderr', text: string): string | undefined =>
-    result.fullOutputPath ?? (result.truncated[stream] ? undefined : saveStream(home, result.id, stream, text));
-  const stdout = cutStream(result, 'stdout', fullOutput);
-  let stderr = cutStream(result, 'stderr', fullOutput);
+  const full = new FullOutput(result, home);
+  const where = (): string | undefined => full.getPath(() => result.output);
+  const stdout = cutHead(result.stdout, result.bytes.stdout, RUN_BASH_MAX_STREAM_BYTES, 'stdout', where);
+  let stderr = cutHead(result.stderr, result.bytes.stderr, RUN_BASH_MAX_STREAM_BYTES, 'stderr', where);
   if (result.killed) {
     // Timeout, or the gateway closed: say so where a human or a model reading stderr looks.
     stderr += `${stderr === '' || stderr.endsWith('\n') ? '' : '\n'}[run_bash: ${result.message}]\n`;
   }
-  return { stdout, stderr, exit_code: getExitCode(result) };
-}
-
-function getExitCode(result: ExecResult): number {
-  if (result.killed) return -1;
-  if (result.exitCode !== null) return result.exitCode;
-  // Killed by a signal execgate did not send: the shell convention, 128 + the signal number.
-  const number = result.signal ? osConstants.signals[result.signal] : undefined;
-  return number === undefined ? -1 : 128 + number;
-}
-
-function cutStream(
-  result: ExecResult,
-  stream: 'stdout' | 'stderr',
-  fullOutput: (stream: 'stdout' | 'stderr', text: string) => string | undefined,
-): string {
-  const text = result[stream];
-  const total = result.bytes[stream];
-  if (total <= RUN_BASH_MAX_STREAM_BYTES && !result.truncated[stream]) return text;
-  const encoded = Buffer.from(text, 'utf8');
-  let end = Math.min(RUN_BASH_MAX_STREAM_BYTES, encoded.length);
-  // Back off to a character boundary: a cut inside a UTF-8 sequence would end in garbage.
-  while (end > 0 && end < encoded.length && (encoded[end]! & 0xc0) === 0x80) end -= 1;
-  const where = fullOutput(stream, text);
-  const path = where === undefined ? '' : `; full output: ${where}`;
-  return `${encoded.subarray(0, end).toString('utf8')}\n[... ${stream} truncated: showing the first ${end} of ${total} bytes${path} ...]\n`;
-}
-
-/** Keeps a whole (already redacted) stream the gateway did not spill; undefined if it cannot. */
-function saveStream(home: string, runId: string, stream: 'stdout' | 'stderr', text: string): string | undefined {
-  try {
-    const file = join(ensureDir(join(home, 'runs')), `${runId}.${stream}.log`);
-    writeFileSync(file, text, { mode: 0o600, flag: 'wx' });
-    return file;
-  } catch {
-    return undefined;
-  }
+  // Killed by execgate: -1 (seed 000); by a signal it did not send: 128 + N.
+  const exitCode = result.killed ? -1 : (result.exitCode ?? getSignalStatus(result.signal) ?? -1);
+  return { stdout, stderr, exit_code: exitCode };
 }

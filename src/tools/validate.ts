@@ -28,7 +28,6 @@ export class ArgumentValidator {
     const known = this.#compiled.get(toolName);
     if (known) return known;
     if (!this.#ajv) {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       const Ajv = (require('ajv') as { default: new (options: object) => AjvInstance }).default;
       // strict: false accepts schemas written for OpenAI that carry keywords ajv does not know.
       this.#ajv = new Ajv({ allErrors: true, strict: false });

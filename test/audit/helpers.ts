@@ -52,9 +52,7 @@ export const INJECTED_COMMAND =
 
 /** Runs through a real gateway: allowed with a secret, encoded output, a failure, a timeout, a denial, a rejection, an injection. */
 export async function runScenario(home: string): Promise<Scenario> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { createGateway } = require('../../src/gateway') as typeof import('../../src/gateway');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { DEFAULT_POLICY } = require('../../src/policy/effective') as typeof import('../../src/policy/effective');
   const policy = {
     ...DEFAULT_POLICY,

@@ -49,7 +49,6 @@ function keep(name: string, png: Buffer): void {
 }
 
 if (skipReason !== undefined) {
-  // eslint-disable-next-line no-console
   console.warn(`SKIPPED report rendering test: ${skipReason}`);
   test.skip(`the report renders in headless Chromium [SKIPPED: ${skipReason}]`, () => undefined);
 } else {

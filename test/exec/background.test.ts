@@ -185,7 +185,12 @@ describe('background mode', () => {
       env: baseEnv({ PATH: '/usr/bin:/bin' }),
       cwd: tmp.dir,
       policy: { ...DEFAULT_POLICY, background: { ...DEFAULT_POLICY.background, maxConcurrent: 100 } },
+      // The spawn helper keeps a pool of idle connections whose size varies; direct spawns
+      // make the descriptor count an exact measure of what the runs themselves leave open.
+      spawner: 'direct',
     });
+    // One run first: the containment watchdog is started once per process, not per run.
+    await gateway.exec({ command: 'true' });
     const fdsBefore = readdirSync('/proc/self/fd').length;
     const many = await Promise.all(Array.from({ length: 100 }, (_, i) => gateway.exec({ command: `echo proc-${i}; sleep 60`, mode: 'background' })));
     expect(new Set(many.map((p) => p.id)).size).toBe(100);

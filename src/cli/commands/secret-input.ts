@@ -5,7 +5,7 @@
  * read with echo off. The raw bytes are wiped once decoded.
  */
 import { ExecgateError } from '../../errors';
-import { MAX_VALUE_BYTES } from '../../vault';
+import { MAX_VALUE_BYTES } from '../../stores';
 import type { CliIo } from '../io';
 
 interface TtyInput extends NodeJS.ReadableStream {

@@ -4,7 +4,7 @@
  * the vault. Values are looked up but never returned.
  */
 import { ExecgateError } from '../../errors';
-import { Vault, createKeyringClient, KeyringUnavailableError, type KeyringClient } from '../../vault';
+import { Vault, createKeyringClient, KeyringUnavailableError, type KeyringClient } from '../../stores';
 
 export type SecretLocation =
   | { readonly source: 'env'; readonly variable: string }

@@ -12,7 +12,7 @@ import {
   isKeyringDisabled,
   KeyringUnavailableError,
   type KeyringClient,
-} from '../../vault';
+} from '../../stores';
 import type { CliIo } from '../io';
 
 export type StoreName = 'keyring' | 'vault';

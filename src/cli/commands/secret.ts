@@ -6,7 +6,7 @@
 import { Option, type Command } from 'commander';
 import { recordCliEvent } from '../../audit/cli-events';
 import { ExecgateError } from '../../errors';
-import { KeyringUnavailableError, isValidSecretName, validateSecretName } from '../../vault';
+import { KeyringUnavailableError, isValidSecretName, validateSecretName } from '../../stores';
 import { CliExit, type CliIo } from '../io';
 import { registerEncryptCommand } from './encrypt';
 import { readSecretValue } from './secret-input';

@@ -10,7 +10,9 @@ import { ExecgateError, describeValue } from '../../errors';
 import type { EffectivePolicy } from '../../policy/effective';
 import type { SpawnPlan } from '../prepare';
 import type { DetachedAudit } from './detached';
+import { getEndedFields } from './ended';
 import { BackgroundRun } from './run';
+import type { Spawner } from '../spawner/types';
 import { readOutputSlice } from './output-file';
 import { getBackgroundDir, getOutputPath, getRecordPath, listRecords, readRecord, refreshRecord } from './records';
 import type { BackgroundProcess, BackgroundStatus, KillOptions, StatusOptions } from './types';
@@ -30,6 +32,8 @@ export interface BackgroundManagerOptions {
   readonly launcher?: 'in-process' | 'detached';
   /** For detached runs: the audit log the supervisor records the end in. */
   readonly detachedAudit?: () => DetachedAudit | undefined;
+  /** What starts in-process pipe runs (the gateway's spawner). */
+  readonly spawner?: Spawner;
 }
 
 export class BackgroundManager {
@@ -67,20 +71,12 @@ export class BackgroundManager {
       ringBytes: policy.background.ringBytes,
       maxFileBytes: policy.background.maxFileBytes,
       maxRuntime: plan.limits.timeout,
+      spawner: this.#options.spawner,
     });
-    const started = run.start();
+    const started = await run.start();
     this.#runs.set(run.id, run);
     void run.done.then((ended) => {
-      this.#options.audit('background.ended', {
-        runId: ended.id,
-        actor: plan.request.actor,
-        command: ended.command,
-        state: ended.state,
-        exitCode: ended.exitCode,
-        signal: ended.signal,
-        reason: ended.reason,
-        durationMs: run.runtimeMs,
-      });
+      this.#options.audit('background.ended', getEndedFields(ended, plan.request.actor, run.runtimeMs));
     });
     return started;
   }
@@ -175,6 +171,8 @@ export class BackgroundManager {
     const running = [...this.#runs.values()].filter((run) => !run.ended);
     if (mode === 'kill') {
       await Promise.allSettled(running.map((run) => run.kill({}, { state: 'killed', reason: 'gateway closed' })));
+    } else {
+      for (const run of running) run.outlive();
     }
   }
 

@@ -5,6 +5,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { ExecgateError } from '../../errors';
+import { getIncompleteTail } from '../utf8';
 import type { OutputSlice } from './types';
 
 export class OutputFile {
@@ -53,17 +54,6 @@ const DEFAULT_PAGE = 64 * 1024;
 const DEFAULT_TAIL = 4 * 1024;
 const MAX_READ = 1024 * 1024;
 
-/** Bytes to drop from the end of `bytes` so it does not end inside a UTF-8 sequence. */
-function incompleteTail(bytes: Buffer): number {
-  for (let back = 1; back <= Math.min(3, bytes.length); back++) {
-    const byte = bytes[bytes.length - back] as number;
-    if ((byte & 0xc0) === 0x80) continue; // continuation byte: keep looking for the lead
-    const need = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
-    return need > back ? back : 0;
-  }
-  return 0;
-}
-
 export function readOutputSlice(path: string, options: { offset?: number; length?: number; ended: boolean }): OutputSlice {
   let totalBytes = 0;
   try {
@@ -85,7 +75,7 @@ export function readOutputSlice(path: string, options: { offset?: number; length
     const read = size > 0 ? readSync(fd, buffer, 0, size, offset) : 0;
     let bytes = buffer.subarray(0, read);
     const atEnd = offset + read >= totalBytes;
-    if (!(atEnd && options.ended)) bytes = bytes.subarray(0, bytes.length - incompleteTail(bytes));
+    if (!(atEnd && options.ended)) bytes = bytes.subarray(0, bytes.length - getIncompleteTail(bytes));
     const nextOffset = offset + bytes.length;
     return { text: bytes.toString('utf8'), offset, nextOffset, totalBytes, eof: options.ended && nextOffset >= totalBytes };
   } finally {

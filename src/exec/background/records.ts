@@ -8,6 +8,9 @@ import { readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findByCookie } from '../terminate';
 import type { BackgroundProcess } from './types';
+import { isProcessAlive } from '../../fs/process';
+
+export { isProcessAlive };
 
 export function getBackgroundDir(home: string): string {
   return join(home, 'bg');
@@ -58,15 +61,6 @@ export function listRecords(home: string): BackgroundRecord[] {
   return records.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
 }
 
-export function isProcessAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-}
 
 /**
  * A record as it stands now: a record that says `running` whose supervisor is gone and whose

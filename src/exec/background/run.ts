@@ -3,13 +3,10 @@
  * written to its file and a bounded in-memory ring, its end recorded. It runs in whichever
  * process holds it: the host's gateway, or the detached supervisor the CLI starts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { BoundedCapture } from '../capture';
-import { AnsiStripper } from '../ansi';
+import { startRun, type Run } from '../lifecycle';
 import type { SpawnPlan } from '../prepare';
-import { getSignalName, spawnPty } from '../pty-spawn';
-import { spawnFailed } from '../sync';
-import { terminateRun } from '../terminate';
+import type { Spawner } from '../spawner/types';
 import { ExecgateError } from '../../errors';
 import { OutputFile } from './output-file';
 import { getOutputPath, writeRecord, type BackgroundRecord } from './records';
@@ -23,6 +20,8 @@ export interface BackgroundRunOptions {
   readonly maxFileBytes: number;
   /** Kill after this many ms (0 = never). */
   readonly maxRuntime: number;
+  /** What starts pipe runs; default this process. */
+  readonly spawner?: Spawner;
 }
 
 export class BackgroundRun {
@@ -36,12 +35,9 @@ export class BackgroundRun {
   #exitCode: number | null = null;
   #signal: NodeJS.Signals | null = null;
   #reason: string | undefined;
-  #pid = 0;
-  #child: ChildProcess | undefined;
-  #term: ReturnType<typeof spawnPty> | undefined;
+  #run: Run | undefined;
   #stopping: { state: BackgroundState; reason: string } | undefined;
-  #terminating: Promise<unknown> | undefined;
-  #timer: NodeJS.Timeout | undefined;
+  #supervisorPid = process.pid;
   readonly #done: Promise<BackgroundProcess>;
   #resolveDone!: (process: BackgroundProcess) => void;
 
@@ -66,109 +62,38 @@ export class BackgroundRun {
     return this.#done;
   }
 
-  /** Start the command; throws (nothing left running) if it cannot be started. */
-  start(supervisorPid = process.pid): BackgroundProcess {
-    const plan = this.plan;
-    const stripper = plan.request.pty && plan.request.ansi === 'strip' ? new AnsiStripper() : undefined;
-    if (plan.request.pty) {
-      try {
-        this.#term = spawnPty(plan);
-      } catch (error) {
-        this.#file.close([`[background process failed: ${(error as Error).message}]`]);
-        throw error;
-      }
-      this.#pid = this.#term.pid;
-      const redactor = plan.redactor.createStream();
-      const take = (chunk: Buffer): void => this.#emit(redactor.push(stripper ? stripper.push(chunk) : chunk));
-      let lastData = Date.now();
-      const subscription = this.#term.onData((data: string | Buffer) => {
-        lastData = Date.now();
-        take(typeof data === 'string' ? Buffer.from(data) : data);
+  /** Start the command; rejects (nothing left running) if it cannot be started. */
+  async start(supervisorPid = process.pid): Promise<BackgroundProcess> {
+    let run: Run;
+    try {
+      run = await startRun(this.plan, {
+        onData: (_stream, bytes) => {
+          this.#file.write(bytes);
+          this.#ring.push(bytes);
+        },
+        spawner: this.#options.spawner,
+        stdin: 'pipe',
+        timeout: this.#options.maxRuntime,
       });
-      this.#term.onExit(({ exitCode, signal }) => {
-        const exitedAt = Date.now();
-        const settle = async (): Promise<void> => {
-          while (Date.now() - lastData < 30 && Date.now() - exitedAt < plan.limits.drainTimeout) await new Promise((r) => setTimeout(r, 30));
-          subscription.dispose();
-          if (stripper) this.#emit(redactor.push(stripper.flush()));
-          this.#emit(redactor.flush());
-          const name = getSignalName(signal);
-          await this.#finish(name ? null : exitCode, name);
-        };
-        void settle();
-      });
-    } else {
-      let child: ChildProcess;
-      try {
-        child = spawn(plan.shell, plan.args as string[], { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-      } catch (error) {
-        this.#file.close([`[background process failed: ${(error as Error).message}]`]);
-        throw spawnFailed(plan, error);
-      }
-      if (child.pid === undefined) {
-        this.#file.close(['[background process failed: the shell could not be started]']);
-        child.once('error', () => { /* reported by the throw below */ });
-        throw spawnFailed(plan, new Error('no pid'));
-      }
-      this.#child = child;
-      this.#pid = child.pid;
-      child.stdin?.on('error', () => { /* the process closed its stdin; writes report it */ });
-      const redactors = { stdout: plan.redactor.createStream(), stderr: plan.redactor.createStream() };
-      let open = 2;
-      let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-      let drainTimer: NodeJS.Timeout | undefined;
-      const settle = (): void => {
-        if (!exit || (open > 0 && drainTimer)) return;
-        if (drainTimer) clearTimeout(drainTimer);
-        this.#emit(redactors.stdout.flush());
-        this.#emit(redactors.stderr.flush());
-        void this.#finish(exit.code, exit.signal);
-        exit = undefined;
-      };
-      for (const name of ['stdout', 'stderr'] as const) {
-        const stream = child[name]!;
-        stream.on('data', (chunk: Buffer) => this.#emit(redactors[name].push(chunk)));
-        stream.once('close', () => {
-          open -= 1;
-          if (open === 0 && exit) {
-            if (drainTimer) clearTimeout(drainTimer);
-            drainTimer = undefined;
-            settle();
-          }
-        });
-      }
-      child.once('exit', (code, signal) => {
-        exit = { code, signal };
-        if (open === 0) {
-          settle();
-          return;
-        }
-        // A process the command left behind may hold the pipes: bound the wait.
-        drainTimer = setTimeout(() => {
-          child.stdout?.destroy();
-          child.stderr?.destroy();
-          drainTimer = undefined;
-          settle();
-        }, plan.limits.drainTimeout);
-      });
+    } catch (error) {
+      this.#file.close([`[background process failed: ${(error as Error).message}]`]);
+      throw error;
     }
-    if (this.#options.maxRuntime > 0) {
-      this.#timer = setTimeout(() => {
-        void this.kill({}, { state: 'timed_out', reason: `timed out after ${this.#options.maxRuntime} ms` });
-      }, this.#options.maxRuntime);
-      this.#timer.unref?.();
-    }
+    this.#run = run;
     this.#supervisorPid = supervisorPid;
+    run.ended.then(
+      (end) => this.#finish(end.exitCode, end.signal, end.stopped === 'timeout' && !this.#stopping
+        ? { state: 'timed_out', reason: `timed out after ${this.#options.maxRuntime} ms` }
+        : this.#stopping, end.complete),
+      (error: Error) => this.#finish(null, null, { state: 'failed', reason: error.message }, false),
+    );
     this.#writeRecord();
     return this.snapshot();
   }
 
-  #supervisorPid = process.pid;
-
-  #emit(bytes: Buffer): void {
-    if (bytes.length === 0) return;
-    this.#file.write(bytes);
-    this.#ring.push(bytes);
+  /** Let the run outlive this process (kept on close). */
+  outlive(): void {
+    this.#run?.outlive();
   }
 
   /** Write to the process's stdin (or terminal). The caller has resolved and registered any secret. */
@@ -176,42 +101,34 @@ export class BackgroundRun {
     if (this.ended) {
       throw new ExecgateError('EXECGATE_ERR_BACKGROUND_ENDED', `Background process ${this.id} has ended (${this.#state}); nothing was written.`, { id: this.id });
     }
-    if (this.#term) this.#term.write(data.toString('utf8'));
-    else if (this.#child?.stdin && !this.#child.stdin.destroyed) this.#child.stdin.write(data);
-    else throw new ExecgateError('EXECGATE_ERR_BACKGROUND_ENDED', `Background process ${this.id} closed its input; nothing was written.`, { id: this.id });
+    if (!this.#run?.write(data)) {
+      throw new ExecgateError('EXECGATE_ERR_BACKGROUND_ENDED', `Background process ${this.id} closed its input; nothing was written.`, { id: this.id });
+    }
   }
 
   /** Close stdin (end of input), e.g. for a command that reads until EOF. */
   endInput(): void {
-    this.#child?.stdin?.end();
+    this.#run?.endInput();
   }
 
   /** Stop the whole group (SIGTERM, grace, SIGKILL) and sweep escaped descendants. */
   async kill(options: KillOptions = {}, why: { state: BackgroundState; reason: string } = { state: 'killed', reason: 'killed on request' }): Promise<BackgroundProcess> {
-    if (!this.ended) {
+    if (!this.ended && this.#run) {
       this.#stopping ??= why;
-      this.#terminating ??= terminateRun({
-        pgid: this.#pid,
-        runId: this.id,
-        grace: options.grace ?? this.plan.limits.grace,
-        signal: options.signal,
-      });
-      await this.#terminating;
+      await this.#run.stop('request', { signal: options.signal, grace: options.grace });
     }
     return this.#done;
   }
 
-  async #finish(exitCode: number | null, signal: NodeJS.Signals | null): Promise<void> {
+  #finish(exitCode: number | null, signal: NodeJS.Signals | null, stopping: { state: BackgroundState; reason: string } | undefined, complete: boolean): void {
     if (this.ended) return;
-    if (this.#timer) clearTimeout(this.#timer);
-    if (this.#terminating) await this.#terminating.catch(() => undefined);
     this.#exitCode = exitCode;
     this.#signal = signal;
     this.#endedAt = new Date();
     let line: string;
-    if (this.#stopping) {
-      this.#state = this.#stopping.state;
-      this.#reason = this.#stopping.reason;
+    if (stopping) {
+      this.#state = stopping.state;
+      this.#reason = stopping.reason;
       const how = signal ? `by ${signal}` : `with exit code ${exitCode}`;
       line = this.#state === 'timed_out'
         ? `[background process ${this.#reason}; ended ${how}]`
@@ -220,8 +137,9 @@ export class BackgroundRun {
       this.#state = 'exited';
       line = signal ? `[background process completed: killed by ${signal}]` : `[background process completed with exit code ${exitCode}]`;
     }
-    this.#ring.push(Buffer.from(`\n${line}\n`));
-    this.#file.close([line]);
+    const lines = complete ? [line] : ['[execgate: the output did not end within the drain timeout; the last bytes may be missing]', line];
+    this.#ring.push(Buffer.from(`\n${lines.join('\n')}\n`));
+    this.#file.close(lines);
     this.#writeRecord();
     this.#resolveDone(this.snapshot());
   }
@@ -235,8 +153,8 @@ export class BackgroundRun {
     return {
       id: this.id,
       command: this.plan.displayCommand,
-      pid: this.#pid,
-      pgid: this.#pid,
+      pid: this.#run?.pid ?? 0,
+      pgid: this.#run?.pid ?? 0,
       state: this.#state,
       exitCode: this.#exitCode,
       signal: this.#signal,

@@ -4,9 +4,10 @@
  * and redacting the run's output into its file, until the run has ended.
  */
 import { Redactor } from '../../redact';
-import { isExecgateError } from '../../errors';
+import { getErrorCode } from '../../errors';
 import type { SpawnPlan } from '../prepare';
 import type { SupervisorInput } from './detached';
+import { getEndedFields } from './ended';
 import { BackgroundRun } from './run';
 import type { BackgroundProcess } from './types';
 
@@ -29,9 +30,9 @@ async function main(): Promise<void> {
   });
   let started;
   try {
-    started = run.start(process.pid);
+    started = await run.start(process.pid);
   } catch (error) {
-    const code = isExecgateError(error) ? error.code : 'EXECGATE_ERR_SPAWN_FAILED';
+    const code = getErrorCode(error, 'EXECGATE_ERR_SPAWN_FAILED');
     process.stdout.write(`${JSON.stringify({ error: { code, message: (error as Error).message } })}\n`);
     process.exitCode = 1;
     return;
@@ -54,20 +55,10 @@ function recordEnd(input: SupervisorInput, ended: BackgroundProcess, durationMs:
   if (!input.audit) return;
   try {
     // Loaded only here: most supervisors spend their life waiting, not auditing.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { AuditLog } = require('../../audit/log') as typeof import('../../audit/log');
     const env: NodeJS.ProcessEnv = input.audit.key ? { EXECGATE_AUDIT_KEY: input.audit.key } : {};
     const log = new AuditLog({ path: input.audit.path, home: input.audit.home, env });
-    log.write('background.ended', {
-      runId: ended.id,
-      actor: input.plan.request.actor,
-      command: ended.command,
-      state: ended.state,
-      exitCode: ended.exitCode,
-      signal: ended.signal,
-      reason: ended.reason,
-      durationMs,
-    });
+    log.write('background.ended', getEndedFields(ended, input.plan.request.actor, durationMs));
     log.close();
   } catch {
     // The output file and the record already say how the run ended.

@@ -31,7 +31,6 @@ function helperClosed(): ExecgateError {
 
 /** The helper's code is loaded only by a process that uses it. */
 function createHelperSpawner(): HelperSpawner {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   return new (require('./helper') as typeof import('./helper')).HelperSpawner();
 }
 

@@ -14,6 +14,8 @@ export interface SpawnRequest {
   readonly cwd: string;
   /** `ignore`: /dev/null (sync mode). `pipe`: a writable stream the caller feeds (background). */
   readonly stdin: 'ignore' | 'pipe';
+  /** Run on a pseudo-terminal of this size (stdout carries both streams); see pty.ts. */
+  readonly terminal?: { readonly cols: number; readonly rows: number };
 }
 
 export interface ProcessExit {
@@ -32,6 +34,18 @@ export interface SpawnedProcess {
    * happens before the caller listens is not lost.
    */
   readonly exit: Promise<ProcessExit>;
+  /**
+   * Resolves once the process has ended even though its output may still be open (a PTY master
+   * still holding buffered bytes). Absent: `exit` says it.
+   */
+  readonly exited?: Promise<void>;
+  /**
+   * Read what is left of the output without waiting; true once its end was reached. For a
+   * terminal, whose end (EIO) the event loop may never be told about.
+   */
+  readonly readRest?: () => boolean;
+  /** Stop reading output now (the drain gave up); absent: the caller destroys the streams. */
+  readonly release?: () => void;
 }
 
 export type SpawnerKind = 'direct' | 'helper' | 'auto';

@@ -8,14 +8,12 @@
  * covers seed 002's 128 KB plus the sentinel block, so output under the limit comes back whole
  * and longer output still has the first and last 4 KB at hand for the cut made here.
  */
-import { statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { statSync } from 'node:fs';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { ExecgateError, isExecgateError } from '../../errors';
 import type { ExecResult } from '../../exec/result';
-import { ensureDir } from '../../home';
 import { createSentinel, stripSentinel, stripSentinelFromFile, takeSentinel } from '../sentinel';
-import { cutMiddle, MCP_OUTPUT_LIMIT } from '../truncate';
+import { cutMiddle, FullOutput, MIDDLE_CUT_KEEP, MIDDLE_CUT_LIMIT } from '../../exec/present';
 import type { McpSession } from '../session';
 import { errorResult, textResult, type McpTool, type McpToolContext } from './types';
 
@@ -24,7 +22,7 @@ export const BASH_DEFAULT_TIMEOUT = 120;
 /** Seconds for `mode: default` and `mode: slow` (seed 002). */
 export const BASH_MODE_TIMEOUTS = Object.freeze({ default: 30, slow: 900 });
 
-const OUTPUT_CAPTURE = MCP_OUTPUT_LIMIT + 8 * 1024;
+const OUTPUT_CAPTURE = MIDDLE_CUT_LIMIT + 8 * 1024;
 
 const INPUT_SCHEMA = {
   type: 'object' as const,
@@ -135,18 +133,18 @@ export class BashTool implements McpTool {
       await context.notifyToolsChanged().catch(() => { /* the client went away; the result still says */ });
     }
 
-    const totals = {
-      stdout: result.bytes.stdout - stdout.removedBytes,
-      stderr: result.bytes.stderr,
-    };
+    const totals = { stdout: result.bytes.stdout - stdout.removedBytes, stderr: result.bytes.stderr };
     const combinedTotal = totals.stdout + totals.stderr;
-    // The gateway spills to a file only past its own (larger) capture; past 128 KB the agent is
-    // told where the whole output is, so keep it when the gateway did not.
-    const needsCut = combinedTotal > MCP_OUTPUT_LIMIT;
-    const fullOutputPath = needsCut ? (result.fullOutputPath ?? saveOutput(gateway.home, result, output)) : result.fullOutputPath;
-    const shownOutput = cutMiddle(output, combinedTotal, fullOutputPath);
-    const shownStdout = cutMiddle(stdout.text, totals.stdout, fullOutputPath);
-    const shownStderr = cutMiddle(stderr, totals.stderr, fullOutputPath);
+    // Seed 002's budget is for the whole output: past it, the text and the structured streams
+    // are each cut to their first and last 4 KB, never two full copies of a large output, and
+    // every view names the one file holding it all.
+    const full = new FullOutput(result, gateway.home);
+    const fullOutputPath = combinedTotal > MIDDLE_CUT_LIMIT ? full.getPath(() => output) : result.fullOutputPath;
+    const cut = (text: string, total: number): string | undefined =>
+      combinedTotal > MIDDLE_CUT_LIMIT ? cutMiddle(text, total, fullOutputPath, MIDDLE_CUT_KEEP * 2) : undefined;
+    const shownOutput = cut(output, combinedTotal);
+    const shownStdout = cut(stdout.text, totals.stdout);
+    const shownStderr = cut(stderr, totals.stderr);
 
     let text = shownOutput ?? output;
     const ending = describeEnding(result);
@@ -234,16 +232,5 @@ function isDirectory(path: string): boolean {
     return statSync(path).isDirectory();
   } catch {
     return false;
-  }
-}
-
-/** The whole (redacted, sentinel-free) combined output, kept when it is cut and the gateway did not spill it. */
-function saveOutput(home: string, result: ExecResult, output: string): string | undefined {
-  try {
-    const file = join(ensureDir(join(home, 'runs')), `${result.id}.log`);
-    writeFileSync(file, `${output}${output.endsWith('\n') ? '' : '\n'}[execgate: ${result.message}]\n`, { mode: 0o600, flag: 'wx' });
-    return file;
-  } catch {
-    return undefined;
   }
 }

@@ -54,7 +54,6 @@ class RegistryTool implements McpTool {
 /** The file tools of a default registry rooted at `workdir`, as MCP tools. */
 export function createFileTools(gateway: Gateway, workdir: string): { tools: McpTool[]; registry: ToolRegistry } {
   // Loaded here, not at import: a server without --tools files never loads the file tools.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { createDefaultToolRegistry: create } = require('../../tools/defaults') as typeof import('../../tools/defaults');
   const registry = create({ gateway, workdir });
   const tools: McpTool[] = [];

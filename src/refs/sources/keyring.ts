@@ -8,7 +8,7 @@
  * access denied) is not: the reference fails closed with EXECGATE_ERR_REF_SOURCE_FAILED.
  */
 import { ExecgateError } from '../../errors';
-import { createKeyringClient, KeyringUnavailableError, DEFAULT_SERVICE } from '../../vault/os-keyring';
+import { createKeyringClient, KeyringUnavailableError, DEFAULT_SERVICE } from '../../stores/os-keyring';
 import type { RefKind, RefSource, SourceAnswer } from '../types';
 
 export interface KeyringSourceOptions {

@@ -5,7 +5,7 @@
  * fails the reference closed, even for a name the vault might not hold.
  */
 import { ExecgateError } from '../../errors';
-import { Vault, type VaultOptions } from '../../vault';
+import { Vault, type VaultOptions } from '../../stores';
 import type { RefKind, RefSource, SourceAnswer } from '../types';
 
 export type VaultSourceOptions = Pick<VaultOptions, 'home' | 'env' | 'keyring' | 'lockTimeoutMs'>;

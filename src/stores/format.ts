@@ -10,7 +10,7 @@
  * Parsing is strict: anything unexpected is reported as a corrupt vault rather than guessed at.
  */
 import { ExecgateError } from '../errors';
-import type { RefKind } from '../refs/types';
+import type { RefKind } from './names';
 import { isValidSecretName } from './names';
 
 export const VAULT_FORMAT = 'execgate-vault';

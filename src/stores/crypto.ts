@@ -15,7 +15,7 @@
  * Buffers that held plaintext or key material are wiped with sodium.memzero once used. JS
  * strings cannot be wiped; they are kept only as long as the caller holds them.
  */
-import type { RefKind } from '../refs/types';
+import type { RefKind } from './names';
 import type { Sodium } from './sodium';
 
 export const KEY_BYTES = 32;

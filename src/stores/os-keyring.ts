@@ -39,7 +39,6 @@ let loaded: Keyring | undefined;
 function loadKeyring(): Keyring {
   if (loaded === undefined) {
     try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       loaded = require('@napi-rs/keyring') as Keyring;
     } catch (error) {
       throw new KeyringUnavailableError(`the keyring module cannot be loaded on this platform (${(error as Error).message})`, { cause: error });

@@ -17,7 +17,7 @@
  */
 import { constants, promises as fs } from 'node:fs';
 import { ExecgateError } from '../errors';
-import { createFileExclusive, fsyncDir, writeFileAtomic } from './atomic';
+import { createFileExclusive, fsyncDir, writeFileAtomic } from '../fs/atomic';
 import { decodeKey, encodeKey, generateKey, getKeyId } from './crypto';
 import type { KeyStoreKind } from './format';
 import { KeyringFailedError, KeyringUnavailableError, type KeyringClient } from './os-keyring';

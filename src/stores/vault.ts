@@ -13,10 +13,11 @@
  */
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { ExecgateError } from '../errors';
+import { ExecgateError, isExecgateError } from '../errors';
 import { ensureDir } from '../home';
-import type { RefKind } from '../refs/types';
-import { removeStaleTemps, writeFileAtomic } from './atomic';
+import type { RefKind } from './names';
+import { removeStaleTemps, writeFileAtomic } from '../fs/atomic';
+import { readRegularFile } from '../fs/special';
 import {
   canOpen,
   computeMac,
@@ -347,8 +348,9 @@ export class Vault {
   async #readDocument(): Promise<VaultDocument | undefined> {
     let text: string;
     try {
-      text = await fs.readFile(this.path, 'utf8');
+      text = await readRegularFile(this.path, 'vault');
     } catch (error) {
+      if (isExecgateError(error)) throw error;
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return undefined;
       throw new ExecgateError('EXECGATE_ERR_VAULT_IO', `Cannot read the vault \`${this.path}\`: ${code ?? String(error)}.`, { path: this.path }, { cause: error });
@@ -357,24 +359,28 @@ export class Vault {
   }
 
   /**
-   * Read and verify the vault for a reader (no lock). A rotation committing between our read
-   * of the file and our read of the key shows up as a wrong key; then the file has a new key
-   * id, and reading it again gives a consistent pair.
+   * Read and verify the vault for a reader. Optimistically without the lock: a rotation
+   * committing between our read of the file and our read of the key shows up as a wrong key
+   * while the file on disk now has another key id. Rotations can follow one another faster than
+   * a slow reader (a loaded machine), so after the first such miss the reader reads once more
+   * holding the writers' lock, where no rotation can be half done: a rotation that completed
+   * while it read never surfaces as VAULT_WRONG_KEY. A wrong key with an unchanged file is a
+   * real wrong key.
    */
   async #readAndOpen(): Promise<OpenVault | undefined> {
-    for (let attempt = 0; ; attempt += 1) {
-      const document = await this.#readDocument();
-      if (document === undefined) return undefined;
-      try {
-        return await this.#open(document);
-      } catch (error) {
-        if (attempt < 3 && error instanceof ExecgateError && error.code === 'EXECGATE_ERR_VAULT_WRONG_KEY') {
-          const current = await this.#readDocument();
-          if (current !== undefined && current.keyId !== document.keyId) continue;
-        }
-        throw error;
-      }
+    const document = await this.#readDocument();
+    if (document === undefined) return undefined;
+    try {
+      return await this.#open(document);
+    } catch (error) {
+      if (!(error instanceof ExecgateError && error.code === 'EXECGATE_ERR_VAULT_WRONG_KEY')) throw error;
+      const current = await this.#readDocument();
+      if (current === undefined || current.keyId === document.keyId) throw error;
     }
+    return this.#withLock(async () => {
+      const locked = await this.#readDocument();
+      return locked === undefined ? undefined : this.#open(locked);
+    });
   }
 
   /** Load the key and verify the whole file; on a MAC failure, name the entries that fail. */

@@ -4,7 +4,8 @@
  * Names beginning with `_` are therefore free for execgate's own keyring accounts.
  */
 import { ExecgateError, describeValue } from '../errors';
-import type { RefKind } from '../refs/types';
+/** The kinds of entry a store holds; the same names as reference kinds (`<<secret:…>>`, `<<decrypt:…>>`). */
+export type RefKind = 'secret' | 'decrypt';
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._\-/]{0,127}$/;
 
@@ -59,7 +60,6 @@ const MAX_LABEL_LENGTH = 200;
 /** Labels are shown in listings: one line of printable text. */
 export function validateLabel(label: unknown): asserts label is string | undefined {
   if (label === undefined) return;
-  // eslint-disable-next-line no-control-regex
   if (typeof label !== 'string' || label.length > MAX_LABEL_LENGTH || /[\u0000-\u001f\u007f]/.test(label)) {
     throw new ExecgateError(
       'EXECGATE_ERR_SECRET_NAME_INVALID',

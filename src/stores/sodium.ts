@@ -11,7 +11,6 @@ let loading: Promise<Sodium> | undefined;
 export function loadSodium(): Promise<Sodium> {
   if (loading === undefined) {
     loading = (async () => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       const sodium = require('libsodium-wrappers') as Sodium;
       await sodium.ready;
       return sodium;

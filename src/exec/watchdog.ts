@@ -1,0 +1,74 @@
+/*
+ * Gateway-death containment. A process that dies by SIGKILL runs no code, so its runs cannot
+ * be ended from inside it. Node has no prctl(PR_SET_CHILD_SUBREAPER), so the other side
+ * watches: one small bash process per gateway process, in its own session, ignoring the
+ * terminal's signals, holds the read end of a pipe. The gateway writes `+ <runId>` when a run
+ * starts and `- <runId>` when it has settled. When the pipe reaches EOF (this process is gone,
+ * however it died) the watchdog stops and kills every process whose environment carries the
+ * cookie of a run still listed, the same sweep a timeout ends with, then exits.
+ * Runs meant to outlive the gateway (background runs kept on close) are taken off the list.
+ * Without bash there is no watchdog; SECURITY.md says so.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { RUN_ID_VARIABLE } from './terminate';
+
+const SCRIPT = `
+trap '' INT HUP TERM QUIT PIPE
+declare -A runs
+while IFS=' ' read -r op id; do
+  case $op in +) runs[$id]=1 ;; -) unset "runs[$id]" ;; esac
+done
+[ \${#runs[@]} -eq 0 ] && exit 0
+args=()
+for id in "\${!runs[@]}"; do args+=(-e "${RUN_ID_VARIABLE}=$id"); done
+for round in 1 2 3 4 5; do
+  pids=()
+  for file in $(grep -lzx "\${args[@]}" /proc/[0-9]*/environ 2>/dev/null); do
+    pid=\${file#/proc/}; pids+=("\${pid%/environ}")
+  done
+  [ \${#pids[@]} -eq 0 ] && exit 0
+  kill -STOP "\${pids[@]}" 2>/dev/null
+  kill -KILL "\${pids[@]}" 2>/dev/null
+done
+`;
+
+const BASH = '/bin/bash';
+
+let watchdog: ChildProcess | undefined | null;
+
+function getWatchdog(): ChildProcess | undefined {
+  if (watchdog === undefined) {
+    watchdog = null;
+    if (!existsSync(BASH)) return undefined;
+    try {
+      const child = spawn(BASH, ['--norc', '--noprofile', '-c', SCRIPT], {
+        detached: true,
+        stdio: ['pipe', 'ignore', 'ignore'],
+        env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' },
+        cwd: '/',
+      });
+      child.on('error', () => { watchdog = null; });
+      child.stdin?.on('error', () => { watchdog = null; });
+      child.unref();
+      (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+      watchdog = child;
+    } catch {
+      watchdog = null;
+    }
+  }
+  return watchdog ?? undefined;
+}
+
+/** List a run with the watchdog; the returned function takes it off (idempotent). */
+export function watchRun(runId: string): () => void {
+  const child = getWatchdog();
+  if (!child?.stdin || child.stdin.destroyed) return () => undefined;
+  child.stdin.write(`+ ${runId}\n`);
+  let listed = true;
+  return () => {
+    if (!listed) return;
+    listed = false;
+    if (child.stdin && !child.stdin.destroyed) child.stdin.write(`- ${runId}\n`);
+  };
+}

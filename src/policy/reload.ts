@@ -1,0 +1,145 @@
+/*
+ * The policy a long-running host holds: loaded once from a file (or given), replaced whole by
+ * reload() so a request reads it once and sees one policy throughout, and optionally watched
+ * (file changes, a signal). An invalid file on reload is refused and the last good policy stays.
+ */
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { ExecgateError, getErrorCode, getErrorMessage, isExecgateError } from '../errors';
+import { DEFAULT_POLICY, type EffectivePolicy } from './effective';
+import type { LoadedPolicy } from './load';
+
+export interface WatchPolicyOptions {
+  /** Signal that triggers a reload; `false` for none. Default `SIGHUP`. */
+  signal?: NodeJS.Signals | false;
+  /** Quiet time after a file change before reloading (editors write in steps). Default 100 ms. */
+  debounceMs?: number;
+}
+
+export interface PolicyHolderOptions {
+  readonly file?: string;
+  readonly policy?: EffectivePolicy;
+  readonly cwd: string;
+  readonly homeDir: string;
+}
+
+type Record = (event: string, fields: { [key: string]: unknown }) => void;
+
+export class PolicyHolder {
+  #policy: EffectivePolicy;
+  readonly #options: PolicyHolderOptions;
+  #files: readonly string[] = [];
+  #digest: string | undefined;
+  #unwatch: (() => void) | undefined;
+  /** Set once the host's audit log exists. */
+  record: Record = () => undefined;
+  warn: (obj: object, msg: string) => void = () => undefined;
+  /** What the first load produced, for the host's `policy.loaded` record. */
+  readonly loaded: LoadedPolicy | undefined;
+
+  /** Throws (fail closed) when the file is invalid. */
+  constructor(options: PolicyHolderOptions) {
+    if (options.policy !== undefined && options.file !== undefined) {
+      throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', 'Give either the `policy` or the `policyFile` option, not both.', { option: 'policyFile' });
+    }
+    this.#options = options;
+    this.loaded = options.file === undefined ? undefined : this.#load(options.file);
+    this.#policy = this.loaded?.policy ?? options.policy ?? DEFAULT_POLICY;
+  }
+
+  get policy(): EffectivePolicy {
+    return this.#policy;
+  }
+
+  #load(file: string): LoadedPolicy {
+    // Loaded on first use: a gateway without a policy file never loads the parser or validator.
+    const { loadPolicyFile } = require('./load') as typeof import('./load');
+    const loaded = loadPolicyFile(file, { cwd: this.#options.cwd, homeDir: this.#options.homeDir });
+    this.#files = loaded.files;
+    this.#digest = loaded.digest;
+    return loaded;
+  }
+
+  /** See Gateway.reloadPolicy(). */
+  reload(): boolean {
+    const file = this.#options.file;
+    if (file === undefined) return false;
+    const before = this.#digest;
+    let loaded: LoadedPolicy;
+    try {
+      loaded = this.#load(file);
+    } catch (error) {
+      const problems = isExecgateError(error) && Array.isArray(error.details.problems) ? error.details.problems : undefined;
+      const code = getErrorCode(error);
+      this.record('policy.rejected', { source: file, code, problems, message: getErrorMessage(error), reload: true });
+      this.warn({ code, file, problems }, `The policy ${file} was not reloaded; the last good policy stays in force. ${getErrorMessage(error)}`);
+      return false;
+    }
+    if (loaded.digest === before) return true;
+    const destination = ({ enabled, path, destination: where, maxBytes, maxFiles, fsync }: EffectivePolicy['audit']): string =>
+      JSON.stringify([enabled, path, where, maxBytes, maxFiles, fsync]);
+    const auditRestart = destination(loaded.policy.audit) !== destination(this.#policy.audit);
+    this.#policy = loaded.policy;
+    this.record('policy.loaded', { source: loaded.policy.source, files: loaded.files, digest: loaded.digest, reload: true, ...(auditRestart ? { auditRestartRequired: true } : {}) });
+    if (auditRestart) this.warn({ file }, `The policy ${file} changes the audit destination; that takes effect when the gateway restarts.`);
+    return true;
+  }
+
+  /** See Gateway.watchPolicy(). */
+  watch(options: WatchPolicyOptions = {}): () => void {
+    if (this.#options.file === undefined) {
+      throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', 'watchPolicy() needs a gateway created with the `policyFile` option.', { option: 'watchPolicy' });
+    }
+    this.#unwatch?.();
+    const debounceMs = options.debounceMs ?? 100;
+    const signal = options.signal === undefined ? 'SIGHUP' : options.signal;
+    let watchers: FSWatcher[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    const reload = (): void => {
+      this.reload();
+      rewatch();
+    };
+    const schedule = (): void => {
+      clearTimeout(timer);
+      timer = setTimeout(reload, debounceMs);
+      timer.unref();
+    };
+    // Directories are watched, not files: editors save by writing a new file and renaming it.
+    const rewatch = (): void => {
+      for (const watcher of watchers) watcher.close();
+      watchers = [];
+      const names = new Map<string, Set<string>>();
+      for (const file of this.#files) {
+        const dir = dirname(file);
+        if (!names.has(dir)) names.set(dir, new Set());
+        names.get(dir)?.add(basename(file));
+      }
+      for (const [dir, files] of names) {
+        try {
+          const watcher = watch(dir, { persistent: false }, (_event, name) => {
+            if (name === null || files.has(String(name))) schedule();
+          });
+          watcher.on('error', () => { /* the directory went away; a signal still reloads */ });
+          watchers.push(watcher);
+        } catch {
+          // Not watchable (removed, no permission): the signal still works.
+        }
+      }
+    };
+    rewatch();
+    if (signal) process.on(signal, reload);
+    const stop = (): void => {
+      clearTimeout(timer);
+      for (const watcher of watchers) watcher.close();
+      watchers = [];
+      if (signal) process.removeListener(signal, reload);
+      if (this.#unwatch === stop) this.#unwatch = undefined;
+    };
+    this.#unwatch = stop;
+    return stop;
+  }
+
+  stop(): void {
+    this.#unwatch?.();
+  }
+}
