@@ -74,6 +74,9 @@ export function getBwrapArgs(input: BwrapInput): string[] {
   const { view } = input;
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', ...getProcMounts(), '--tmpfs', '/tmp'];
   for (const path of view.writable) args.push('--bind', path, path);
+  // Ancestors of hidden and read-only paths inside a writable root: a mount point cannot be
+  // renamed, so the names the later mounts cover stay the names of the real directories.
+  for (const path of view.pinned) args.push('--bind', path, path);
   for (const path of view.readOnly) args.push('--ro-bind', path, path);
   for (const { path, directory } of view.hidden) {
     // Under the private /tmp and outside every writable bind, it is already out of sight.

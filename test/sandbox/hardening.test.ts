@@ -4,9 +4,10 @@
  * runs as root (as CI does): the kernel lets uid 0 write sysctls without any capability.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { getRecordPath } from '../../src/exec/background/records';
+import { createGateway } from '../../src/gateway';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, MODES, runIn, type Mode } from './helpers';
 
@@ -89,5 +90,74 @@ describeSandboxed('hardening', () => {
       expect(run.output).not.toContain('2424-LAIRETAM-YEK-DLEH');
       expect(run.output).not.toMatch(/fds=.*\b200\b/);
     });
+  });
+
+  test.each(MODES)('a hidden path cannot be uncovered by renaming its ancestor inside the cwd (%s)', async (mode) => {
+    const state = join(work, 'sub', '.execgate');
+    const userHome = join(work, 'home');
+    mkdirSync(join(userHome, '.config', 'gh'), { recursive: true });
+    writeFileSync(join(userHome, '.config', 'gh', 'hosts.yml'), 'oauth_token: GH-TOKEN-7777');
+    mkdirSync(join(tmp.dir, 'audit'));
+    const gateway = makeGateway({ home: state, env: baseEnv({ HOME: userHome }), cwd: work, audit: { path: join(tmp.dir, 'audit', 'audit.log') }, sandbox: { filesystem: { hidden: ['~/.config/gh'], writable: [], readOnly: [] } } });
+    try {
+      writeFileSync(join(state, 'vault.key'), 'VAULT-KEY-MATERIAL-5151');
+      const moved = await runIn(gateway, mode, 'mv sub sub2 2>&1; echo mv=$?; mv home/.config home/cfg 2>&1; echo mv2=$?');
+      expect(moved.sandboxed).toBe(true);
+      expect(moved.output).toMatch(/mv=[1-9]/);
+      expect(moved.output).toMatch(/mv2=[1-9]/);
+      expect(existsSync(join(state, 'vault.key'))).toBe(true);
+      const read = await runIn(gateway, mode, 'cat sub*/.execgate/vault.key home/*/gh/hosts.yml 2>&1 | rev');
+      expect(read.output).not.toContain('1515-LAIRETAM-YEK-TLUAV');
+      expect(read.output).not.toContain('7777-NEKOT-HG');
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  test('a state directory that vanished or was replaced is not re-created: a coded error, nothing runs', async () => {
+    const state = join(work, 'sub', '.execgate');
+    // The audit log elsewhere, so that only the sandbox step meets the missing directory.
+    mkdirSync(join(tmp.dir, 'audit'));
+    const gateway = makeGateway({ home: state, env: baseEnv(), cwd: work, audit: { path: join(tmp.dir, 'audit', 'audit.log') } });
+    try {
+      expect((await gateway.exec({ command: 'echo first' })).output).toContain('first');
+      // What a run could have done before the ancestors were pinned, or any process outside.
+      renameSync(join(work, 'sub'), join(work, 'sub2'));
+      await expect(gateway.exec({ command: 'touch ran' })).rejects.toMatchObject({ code: 'EXECGATE_ERR_STATE_DIR' });
+      expect(existsSync(state)).toBe(false);
+      mkdirSync(state, { recursive: true });
+      await expect(gateway.exec({ command: 'touch ran' })).rejects.toMatchObject({ code: 'EXECGATE_ERR_STATE_DIR' });
+      expect(existsSync(join(work, 'ran'))).toBe(false);
+      // Put the real one back: the gateway takes it again (its audit log is written on close).
+      rmSync(join(work, 'sub'), { recursive: true });
+      renameSync(join(work, 'sub2'), join(work, 'sub'));
+      expect((await gateway.exec({ command: 'echo back' })).output).toContain('back');
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  test.each(MODES)('the policy file and its extends chain are read-only inside, their directory cannot be renamed (%s)', async (mode) => {
+    const conf = join(work, 'conf');
+    mkdirSync(conf);
+    writeFileSync(join(conf, 'base.yaml'), 'version: 1\nsandbox:\n  mode: required\n');
+    writeFileSync(join(conf, 'policy.yaml'), 'version: 1\nextends: ./base.yaml\n');
+    const gateway = createGateway({ policyFile: join(conf, 'policy.yaml'), home: join(tmp.dir, 'state'), env: baseEnv(), cwd: work });
+    try {
+      const run = await runIn(gateway, mode, [
+        'echo "sandbox: {mode: off}" >> conf/policy.yaml 2>/dev/null && echo POLICY-WRITTEN',
+        'echo "sandbox: {mode: off}" >> conf/base.yaml 2>/dev/null && echo BASE-WRITTEN',
+        'mv conf conf2 2>/dev/null && echo DIR-MOVED',
+        'cat conf/base.yaml',
+        'echo ok > conf/other && echo other-ok',
+      ].join('; '));
+      expect(run.sandboxed).toBe(true);
+      expect(run.output).toContain('mode: required');
+      expect(run.output).toContain('other-ok');
+      for (const leak of ['POLICY-WRITTEN', 'BASE-WRITTEN', 'DIR-MOVED']) expect(run.output).not.toContain(leak);
+      expect(readFileSync(join(conf, 'base.yaml'), 'utf8')).toBe('version: 1\nsandbox:\n  mode: required\n');
+    } finally {
+      await gateway.close();
+    }
   });
 });
