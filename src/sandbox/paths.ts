@@ -22,7 +22,8 @@
  * The policy files in force (and their `extends` chain) are read-only inside for the same
  * reason: a run must not rewrite the policy a watching gateway reloads.
  */
-import { mkdirSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { mkdirSync, readdirSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { ExecgateError } from '../errors';
 import { DEFAULT_HIDDEN_PATHS, type SandboxSettings } from '../policy/effective';
@@ -78,6 +79,9 @@ function real(path: string): string | undefined {
     return undefined;
   }
 }
+
+/** The per-gateway runtime directories execgate creates under the temp directory. */
+const RUNTIME_DIR = /^execgate-spawn-/;
 
 export function isInside(path: string, parent: string): boolean {
   return path === parent || parent === '/' || path.startsWith(parent.endsWith(sep) ? parent : parent + sep);
@@ -183,6 +187,25 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   for (const file of input.protectedFiles ?? []) {
     const path = real(file);
     if (path !== undefined && writable.some((w) => isInside(path, w)) && !readOnly.includes(path)) readOnly.push(path);
+  }
+  // Every gateway's private rendezvous under the temp directory (spawn helper sockets): a run
+  // that can write there could remove a socket and listen in its place. Hidden when a writable
+  // root holds the temp directory; the private /tmp covers them otherwise.
+  for (const dir of new Set([real(tmpdir()), '/tmp'])) {
+    if (dir === undefined || !writable.some((w) => isInside(dir, w))) continue;
+    let names: string[] = [];
+    try {
+      names = readdirSync(dir).filter((name) => RUNTIME_DIR.test(name));
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const path = join(dir, name);
+      if (!seen.has(path)) {
+        seen.add(path);
+        hidden.push({ path, directory: true });
+      }
+    }
   }
   const pinned: string[] = [];
   for (const target of [...hidden.map((h) => h.path), ...readOnly]) {

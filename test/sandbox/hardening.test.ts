@@ -4,14 +4,38 @@
  * runs as root (as CI does): the kernel lets uid 0 write sysctls without any capability.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 import { getRecordPath } from '../../src/exec/background/records';
 import { createGateway } from '../../src/gateway';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, MODES, runIn, type Mode } from './helpers';
 
 jest.setTimeout(60_000);
+
+/**
+ * The spawn-helper directories whose socket this process listens on (its socket inodes against
+ * /proc/net/unix): other gateways on the machine have their own, which a test must not touch.
+ */
+function getOwnSpawnDirs(temp: string): string[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/self/fd/${fd}`));
+      if (match) inodes.add(match[1] as string);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const dirs = new Set<string>();
+  for (const line of readFileSync('/proc/net/unix', 'utf8').split('\n').slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    const path = fields[7];
+    if (path && inodes.has(fields[6] as string) && path.startsWith(`${temp}/execgate-spawn-`)) dirs.add(dirname(path));
+  }
+  return [...dirs];
+}
 
 const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 
@@ -156,6 +180,35 @@ describeSandboxed('hardening', () => {
       expect(run.output).toContain('other-ok');
       for (const leak of ['POLICY-WRITTEN', 'BASE-WRITTEN', 'DIR-MOVED']) expect(run.output).not.toContain(leak);
       expect(readFileSync(join(conf, 'base.yaml'), 'utf8')).toBe('version: 1\nsandbox:\n  mode: required\n');
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  test.each(MODES)('the spawn helper socket is out of reach of a run whose writable root holds the temp directory (%s)', async (mode) => {
+    const temp = realpathSync(tmpdir());
+    mkdirSync(join(tmp.dir, 'audit'));
+    const gateway = makeGateway({ home: join(tmp.dir, 'state'), env: baseEnv(), cwd: temp, spawner: 'helper', audit: { path: join(tmp.dir, 'audit', 'audit.log') } });
+    try {
+      // The helper exists once a run went through it; its socket sits under the temp directory.
+      await gateway.exec({ command: 'true' });
+      const ours = getOwnSpawnDirs(temp).map((dir) => basename(dir));
+      expect(ours).toHaveLength(1);
+      const run = await runIn(gateway, mode, [
+        `for s in ${temp}/execgate-spawn-*/s; do test -S "$s" && echo "SOCKET-VISIBLE $s"; done`,
+        // Only this gateway's own directory is touched: others on the machine belong to others.
+        `rm -f ${temp}/${ours[0]}/s 2>/dev/null`,
+        `rmdir ${temp}/${ours[0]} 2>/dev/null`,
+        `mv ${temp}/${ours[0]} ${temp}/moved-spawn 2>/dev/null && echo DIR-MOVED`,
+        'echo done',
+      ].join('; '));
+      expect(run.sandboxed).toBe(true);
+      expect(run.output).toContain('done');
+      expect(run.output).not.toContain('SOCKET-VISIBLE');
+      expect(run.output).not.toContain('DIR-MOVED');
+      expect(existsSync(join(temp, ours[0] as string, 's'))).toBe(true);
+      // Later runs still go through the helper and come back.
+      expect((await gateway.exec({ command: 'echo after' })).output).toContain('after');
     } finally {
       await gateway.close();
     }
