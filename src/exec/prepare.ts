@@ -11,6 +11,7 @@
  * command it carries for display, logs and audit is the unresolved one.
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { ExecgateError } from '../errors';
 import { sanitizeEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
@@ -114,20 +115,20 @@ export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value:
  * SSH_CLIENT is set. A command must not pick up the user's interactive start-up files, so bash
  * always gets --norc --noprofile; other shells read no start-up file for `-c` (ENV is stripped).
  */
-const BASH = /(^|\/)bash$/;
-
 /*
  * Descriptors the gateway inherited without close-on-exec (`execgate run ... 200<secret`, a
  * host that forked it holding files open) would reach the command and everything it starts,
  * sandbox or not: a hidden file stays readable through an open descriptor. Node opens its own
  * descriptors close-on-exec, so what arrives above 2 is exactly what was never meant for the
- * command: closed before the command's first word. (No redirection on the loop: `exec` inside
+ * command: closed before the shell starts. (No redirection on the loop: `exec` inside
  * a redirected compound command would make that redirection permanent.)
  */
+const HAS_BASH = existsSync('/bin/bash');
+
 export const CLOSE_FDS = 'for __execgate_fd in /proc/self/fd/*; do __execgate_fd=${__execgate_fd##*/}; [ "$__execgate_fd" -gt 2 ] && exec {__execgate_fd}>&-; done; unset __execgate_fd';
 
 export function getShellFlags(shell: string): string[] {
-  return BASH.test(shell) ? ['--norc', '--noprofile'] : [];
+  return /(^|\/)bash$/.test(shell) ? ['--norc', '--noprofile'] : [];
 }
 
 export function createRunId(): string {
@@ -204,7 +205,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // The prologue shares the command's first line, so the shell's own messages (`line 1: x: command
   // not found`) number the lines as the caller wrote them; a newline keeps the epilogue out of
   // the command's last line (a trailing comment, say).
-  const prologue = [BASH.test(request.shell) ? CLOSE_FDS : '', request.prologue.replace(/[\s;]+$/, '')].filter(Boolean).join('; ');
+  const prologue = request.prologue.replace(/[\s;]+$/, '');
   const script = `${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
@@ -236,9 +237,11 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const env: Record<string, string> = { ...sanitized.env, ...injected, [RUN_ID_VARIABLE]: runId };
 
   // Sandboxed: bubblewrap (or nsenter, for the shared network) runs the shell.
-  // A shell other than bash cannot close a descriptor above 9 itself: bash does it, then
-  // becomes that shell (same argv as otherwise, one exec more).
-  const closer = BASH.test(request.shell) ? [] : ['/bin/bash', '--norc', '--noprofile', '-c', `${CLOSE_FDS}; exec "$@"`, 'execgate'];
+  // Closed by a bash that then becomes the shell (one exec more), not in the script itself:
+  // bash quotes the whole first line of a script with a syntax error, and the caller's
+  // command must not arrive prefixed; and a shell other than bash cannot close fds above 9.
+  // (No /bin/bash, as on a minimal system: SECURITY.md says inherited descriptors pass there.)
+  const closer = HAS_BASH ? ['/bin/bash', '--norc', '--noprofile', '-c', `${CLOSE_FDS}; exec "$@"`, 'execgate'] : [];
   const argv = [...sandboxed.prefix, ...closer, request.shell, ...getShellFlags(request.shell), '-c', script];
   const plan: SpawnPlan = Object.freeze({
     runId,
