@@ -27,7 +27,9 @@ const FIGURES = [
   'background.js',
   'cli-start.js',
   'mcp.js',
+  'egress.js',
   'sandbox.js',
+  'shell-reader.js',
 ];
 
 function runFigureProcess(file, args, reportPath, env) {

@@ -14,11 +14,13 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_INVALID_COMMAND: 'The `command` is not a non-empty string.',
   EXECGATE_ERR_COMMAND_NUL: 'The `command` contains a NUL byte, which no shell can receive.',
   EXECGATE_ERR_COMMAND_TOO_LONG: 'The `command` is longer than the system allows for one argument.',
+  EXECGATE_ERR_COMMAND_TOO_COMPLEX: 'The `command` nests quotes, substitutions or code deeper than the shell reader follows.',
   EXECGATE_ERR_UNKNOWN_OPTION: 'The request has an option execgate does not know.',
   EXECGATE_ERR_INVALID_MODE: 'The `mode` is not one of the supported modes.',
   EXECGATE_ERR_MODE_UNAVAILABLE: 'The requested mode is known but not available in this build or configuration.',
   EXECGATE_ERR_INVALID_TIMEOUT: 'The `timeout` is not a non-negative finite number of milliseconds.',
   EXECGATE_ERR_INVALID_ENV: 'The `env` is not an object of string values with valid names.',
+  EXECGATE_ERR_ENV_NOT_REQUESTABLE: 'The request sets an environment variable the policy does not let requests set.',
   EXECGATE_ERR_INVALID_CWD: 'The `cwd` is not a non-empty string.',
   EXECGATE_ERR_CWD_NOT_FOUND: 'The working directory does not exist.',
   EXECGATE_ERR_CWD_NOT_DIRECTORY: 'The working directory is not a directory.',
@@ -107,6 +109,14 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_MCP_TOKEN_INVALID: 'EXECGATE_MCP_TOKEN is too short or holds characters a header cannot carry.',
   EXECGATE_ERR_MCP_LISTEN_FAILED: 'The MCP HTTP server could not listen on the requested address and port.',
   EXECGATE_ERR_MCP_AUDIT_STDOUT: 'The policy sends the audit log to stdout, which the stdio MCP transport needs for the protocol.',
+
+  // --- egress (network path) ---
+  EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID: 'A host pattern in `sandbox.network` or `secrets.bind` is not valid syntax.',
+  EXECGATE_ERR_EGRESS_BIND_INVALID: 'A `secrets.bind` entry is not valid (no hosts, unknown delivery, bad reference).',
+  EXECGATE_ERR_EGRESS_UNREACHABLE: 'A bound secret used by the request can never reach any of its hosts under the network policy; nothing was run.',
+  EXECGATE_ERR_EGRESS_NEEDS_SANDBOX: 'A secret bound to hosts (`secrets.bind`) was used by a run that has no sandbox, so the binding could not be enforced; nothing was run.',
+  EXECGATE_ERR_EGRESS_CA_FAILED: 'The per-gateway certificate authority for TLS interception could not be created or written.',
+  EXECGATE_ERR_EGRESS_PROXY_FAILED: 'The egress proxy could not open the socket for a run.',
 
   // --- CLI ---
   EXECGATE_ERR_CLI_USAGE: 'The command line is not valid.',

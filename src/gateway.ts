@@ -15,6 +15,7 @@ import type { BackgroundProcess } from './exec/background/types';
 import { resolveInput } from './exec/input';
 import { getDefaultShell, type ExecRequest } from './exec/options';
 import { createRunId, preparePlan, type SpawnPlan } from './exec/prepare';
+import { MaskMemory } from './redact/memory';
 import type { ExecResult } from './exec/result';
 import { createSpawner, validateSpawnerKind, type Spawner, type SpawnerKind } from './exec/spawner';
 import { runForeground } from './exec/sync';
@@ -42,6 +43,8 @@ export class Gateway {
   readonly home: string;
   readonly #policy: PolicyHolder;
   readonly #env: NodeJS.ProcessEnv;
+  /** Every value a run of this gateway resolved or passed through: later runs mask them too. */
+  readonly #masks = new MaskMemory();
   readonly #cwd: string;
   readonly #shell: string;
   readonly #audit: AuditSink;
@@ -187,6 +190,7 @@ export class Gateway {
         supportedModes: SUPPORTED_MODES,
         fingerprint: policy.audit.fingerprints ? this.#audit.fingerprint?.bind(this.#audit) : undefined,
         sandbox: this.#sandbox,
+        remembered: this.#masks,
         onNormalized: (normalized) => records.requested(normalized),
       }, request, runId);
     } catch (error) {

@@ -9,7 +9,10 @@
  * Additions beyond those sources, each for the same reason as its category:
  * `PS0`..`PS3` (prompt strings are expanded, `$(...)` included, by interactive shells, which a
  * PTY run may start), `NODE_REPL_EXTERNAL_MODULE` (node loads it in place of its REPL),
- * `GIT_CONFIG` (older gits read it as the config file) and `GIT_SEQUENCE_EDITOR` (runs a command).
+ * `GIT_CONFIG` (older gits read it as the config file) and `GIT_SEQUENCE_EDITOR` (runs a command),
+ * bash's `BASH_XTRACEFD` (trace output, values included, to any descriptor), `BASH_COMPAT`,
+ * `BASH_LOADABLES_PATH`, `EXECIGNORE`, `TMOUT`, `MAILPATH`, .NET startup hooks and profilers,
+ * `SSLKEYLOGFILE` and OpenSSL's configuration, and curl's and wget's configuration files.
  */
 
 export interface HazardCategory {
@@ -66,6 +69,34 @@ export const HAZARD_CATEGORIES: ReadonlyArray<HazardCategory> = Object.freeze([
     'READNULLCMD',
     'TMPPREFIX',
     'HISTFILE',
+    'BASH_XTRACEFD',
+    'BASH_COMPAT',
+    'BASH_LOADABLES_PATH',
+    'EXECIGNORE',
+    'TMOUT',
+    'MAILPATH',
+    'INPUTRC',
+    'KSH_ENV',
+  ]),
+  category('dotnet', 'Loads startup hooks or profiler libraries into every .NET process.', [
+    'DOTNET_STARTUP_HOOKS',
+    'DOTNET_ADDITIONAL_DEPS',
+    'DOTNET_SHARED_STORE',
+    'CORECLR_PROFILER*',
+    'CORECLR_ENABLE_PROFILING',
+    'COR_PROFILER*',
+    'COR_ENABLE_PROFILING',
+  ]),
+  category('tls-config', 'Writes TLS session keys to a file, or loads OpenSSL configuration, engines and providers from attacker-chosen paths.', [
+    'SSLKEYLOGFILE',
+    'OPENSSL_CONF',
+    'OPENSSL_ENGINES',
+    'OPENSSL_MODULES',
+  ]),
+  category('tool-config', 'Points curl and wget at another configuration file (which can add headers, upload files or run a proxy command).', [
+    'CURL_HOME',
+    'WGETRC',
+    'SYSTEM_WGETRC',
   ]),
   category('node', 'Runs code before every node process, or changes what TLS trusts.', [
     'NODE_OPTIONS',
@@ -207,6 +238,11 @@ const FUNCTION_VALUE = /^\s*\(\s*\)\s*\{/;
 /** True for a name in section 1 (exact, or under a `*` prefix). Case-sensitive. */
 export function isHazardName(name: string): boolean {
   return matchesNameList(HAZARD_NAMES, name);
+}
+
+/** The category a hazard name belongs to, if any. */
+export function getHazardCategory(name: string): HazardCategory | undefined {
+  return HAZARD_CATEGORIES.find((entry) => matchesNameList(compileNameList(entry.names), name));
 }
 
 /** True for a value a shell would import as a function definition. */

@@ -306,3 +306,32 @@ function fail(option: string, expected: string, value: unknown): never {
     { option },
   );
 }
+
+const PORTABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Check the names a request's `env` sets, before anything resolves: a name a shell cannot hold (a
+ * space, a reference token, `=`) is an error rather than a silent drop, and with a policy's
+ * `env.requestable` list only the names it lists may be set (a command allowlist cannot be undone
+ * by pointing HOME, PATH or GIT_* at a crafted configuration).
+ */
+export function validateRequestedEnv(requested: Readonly<Record<string, unknown>> | undefined, requestable: readonly string[] | undefined): void {
+  if (!requested) return;
+  const allowed = requestable ? compileNameList(requestable) : null;
+  for (const name of Object.keys(requested)) {
+    if (!PORTABLE_NAME.test(name)) {
+      throw new ExecgateError(
+        'EXECGATE_ERR_INVALID_ENV',
+        `Expected the names in \`env\` to be variable names ([A-Za-z_][A-Za-z0-9_]*), got ${describeValue(name)}; a reference token or a space cannot be part of a name. Nothing was run.`,
+        { option: 'env' },
+      );
+    }
+    if (allowed && !matchesNameList(allowed, name)) {
+      throw new ExecgateError(
+        'EXECGATE_ERR_ENV_NOT_REQUESTABLE',
+        `The request sets \`${name}\`, which the policy's \`env.requestable\` list does not name (${requestable!.length > 0 ? requestable!.map((entry) => `\`${entry}\``).join(', ') : 'it is empty'}). Drop it from the request's \`env\`, or ask an operator to add it. Nothing was run.`,
+        { name },
+      );
+    }
+  }
+}

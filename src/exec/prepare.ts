@@ -13,11 +13,14 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { ExecgateError } from '../errors';
-import { sanitizeEnv } from '../env';
+import { checkEgress } from '../egress/plan';
+import { sanitizeEnv, validateRequestedEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
-import { Redactor } from '../redact';
+import { Redactor, type MaskMemory } from '../redact';
+import { isExecgateSecretName, isSecretName } from '../env/secrets';
 import type { RefStore } from '../refs/store';
-import { substituteTokens, type Replacement } from '../refs/substitute';
+import { substituteTokens, validateTokenPlacements, type Replacement } from '../refs/substitute';
+import { readShell } from '../shell';
 import { scanTokens } from '../refs/tokens';
 import { decideRequest, type Decision } from '../policy/decide';
 import { validateUnknownRefs } from '../policy/unknown-refs';
@@ -96,6 +99,11 @@ export interface PrepareContext {
   readonly fingerprint?: (value: string) => string;
   /** The gateway's state and shared network for the sandbox; default: the state directory of `env`. */
   readonly sandbox?: SandboxContext;
+  /**
+   * Values earlier runs of this gateway resolved or passed through: every run masks them too,
+   * and this run's values join them once its plan exists.
+   */
+  readonly remembered?: MaskMemory;
 }
 
 /*
@@ -150,10 +158,11 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     );
   }
   // A mode the policy turns off is a policy decision (decideRequest), audited as a denial.
-  // The policy decides on the unresolved command and the references it names, before any
-  // source is asked for a value.
+  // One reading of the shell text, before any source is asked for a value: the policy decides on
+  // it, and every token that could not be substituted safely is refused here too.
   const tokens = scanTokens(request.command, { alias: policy.secrets.alias });
-  const decision = decideRequest(policy, request, tokens);
+  const analysis = readShell(request.command, tokens);
+  const decision = decideRequest(policy, request, tokens, analysis);
   context.onDecision?.(decision, request, runId);
   if (!decision.allowed) {
     throw new ExecgateError(
@@ -168,6 +177,9 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     );
   }
 
+  validateRequestedEnv(request.env, policy.env.requestable);
+  validateTokenPlacements(analysis);
+
   const sandboxed = await planSandbox({
     settings: policy.sandbox,
     context: context.sandbox ?? { home: getHome(context.env) },
@@ -175,6 +187,17 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     roots: policy.cwd.roots,
     env: context.env,
     pty: request.pty,
+  });
+
+  // Secrets bound to hosts (`secrets.bind`) are checked before any store is asked: one that could
+  // never reach its hosts, or a run that could not be held to them, refuses the request here.
+  // The egress proxy is not wired into sandboxed runs yet: until it is, a bound secret fails
+  // closed (inject needs the proxy; a sandbox with `network: open` could not hold env delivery).
+  checkEgress({
+    network: policy.network,
+    bindings: policy.secrets.bind,
+    refs: tokens.map((token) => `${token.kind}:${token.id}`),
+    sandboxed: false,
   });
 
   const resolution = await context.refs.resolveTokens(tokens);
@@ -201,7 +224,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     const envName = envNames.get(`${token.kind}:${token.id}`);
     if (envName) replacements.push({ token, envName });
   }
-  const body = replacements.length > 0 ? substituteTokens(request.command, replacements) : request.command;
+  const body = replacements.length > 0 ? substituteTokens(request.command, replacements, analysis) : request.command;
   // The prologue shares the command's first line, so the shell's own messages (`line 1: x: command
   // not found`) number the lines as the caller wrote them; a newline keeps the epilogue out of
   // the command's last line (a trailing comment, say).
@@ -228,10 +251,27 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   }
   // Withheld values never reach the child, but the child may meet them another way (a file,
   // a second reference); mask them too when they are long enough to mask meaningfully.
+  // A removed variable with a secret's name (an allowlist drops EXECGATE_SECRET_* as `removed`)
+  // is masked for the same reason, and so is every EXECGATE_SECRET_* value of the gateway's own
+  // environment: the env source hands those out, so they are known secrets whether or not this
+  // run's environment would have carried them.
   const inheritedOrRequested = { ...(request.envMode === 'replace' ? {} : context.env), ...request.env };
-  for (const name of sanitized.withheld) {
+  const removedSecrets = sanitized.removed.filter((name) => isSecretName(name));
+  for (const name of [...sanitized.withheld, ...removedSecrets]) {
     const value = inheritedOrRequested[name];
     if (typeof value === 'string' && value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
+  }
+  for (const [name, value] of Object.entries(context.env)) {
+    if (isExecgateSecretName(name) && typeof value === 'string' && value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
+  }
+  // Values earlier runs met: a file, file name or socket one run filled with a value reaches the
+  // caller masked when this run prints it. Labels this run registered first stay.
+  if (context.remembered) {
+    const own = secrets.length;
+    for (const [value, label] of context.remembered.entries()) {
+      if (value.length >= policy.secrets.minLength) mask(value, label);
+    }
+    for (const { value, label } of secrets.slice(0, own)) context.remembered.remember(value, label);
   }
 
   const env: Record<string, string> = { ...sanitized.env, ...injected, [RUN_ID_VARIABLE]: runId };

@@ -12,8 +12,8 @@ import { realpathSync } from 'node:fs';
 import { sep } from 'node:path';
 import type { RefToken } from '../refs/types';
 import type { EffectivePolicy, ExecMode } from './effective';
+import { readShell, type ShellAnalysis } from '../shell';
 import { describeMatch, matchesAny, matchesEvery } from './match';
-import { parseCommandText, type ParsedCommand } from './shell-words';
 
 export interface Decision {
   readonly allowed: boolean;
@@ -34,7 +34,11 @@ export interface DecisionInput {
 const allow = (rule: string, reason: string): Decision => Object.freeze({ allowed: true, rule, reason });
 const deny = (rule: string, reason: string): Decision => Object.freeze({ allowed: false, rule, reason });
 
-export function decideRequest(policy: EffectivePolicy, request: DecisionInput, tokens: readonly RefToken[]): Decision {
+/**
+ * Decide on `request`. `analysis` is the shell reader's analysis of the command with `tokens`
+ * (made here when not given); the same analysis places the tokens for substitution.
+ */
+export function decideRequest(policy: EffectivePolicy, request: DecisionInput, tokens: readonly RefToken[], analysis?: ShellAnalysis): Decision {
   const { command, mode } = request;
   if (!policy.modes[mode].allowed) {
     return deny(`exec.modes.${mode}.allowed`, `the \`${mode}\` mode is turned off by the policy`);
@@ -48,8 +52,15 @@ export function decideRequest(policy: EffectivePolicy, request: DecisionInput, t
     }
   }
 
-  let parsed: ParsedCommand | undefined;
-  const getParsed = (): ParsedCommand => (parsed ??= parseCommandText(command, tokens));
+  let parsed: ShellAnalysis | undefined = analysis;
+  const getParsed = (): ShellAnalysis => (parsed ??= readShell(command, tokens));
+
+  if (policy.rules.uncertain === 'deny') {
+    const [first] = getParsed().uncertain;
+    if (first) {
+      return deny('rules.uncertain', `the command text cannot be read with confidence (${first.reason}), and the policy refuses such text; write the command so that its command names and code are static`);
+    }
+  }
 
   let decision: Decision | undefined;
   for (const rule of policy.rules.list) {

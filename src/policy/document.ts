@@ -11,10 +11,11 @@ import { formatDuration, formatSize } from './units';
 function matchToDocument(match: CommandMatch): Record<string, unknown> {
   if (match.kind === 'command') {
     const commands = match.commands.map((words) => words.join(' '));
-    return { command: commands.length === 1 ? commands[0] : commands };
+    const command = commands.length === 1 ? commands[0] : commands;
+    return match.flags ? { command, flags: [...match.flags] } : { command };
   }
   if (match.kind === 'prefix') return { prefix: match.prefixes.length === 1 ? match.prefixes[0] : [...match.prefixes] };
-  return { regex: match.regex.source };
+  return { regex: match.source ?? (match.regex instanceof RegExp ? match.regex.source : match.regex.pattern()) };
 }
 
 export function policyToDocument(policy: EffectivePolicy): Record<string, unknown> {
@@ -47,9 +48,11 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
       secretValuePatterns: policy.env.secretValuePatterns.map((pattern) => pattern.source),
       set: { ...policy.env.set },
       ...(policy.env.path !== undefined ? { path: policy.env.path } : {}),
+      ...(policy.env.requestable !== undefined ? { requestable: [...policy.env.requestable] } : {}),
     },
     rules: {
       default: policy.rules.default,
+      ...(policy.rules.uncertain !== undefined ? { uncertain: policy.rules.uncertain } : {}),
       ...(policy.rules.reason !== undefined ? { reason: policy.rules.reason } : {}),
       list: policy.rules.list.map((rule) => ({
         id: rule.id,
@@ -69,6 +72,11 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
         ...matchToDocument(restriction.match),
         ...(restriction.reason !== undefined ? { reason: restriction.reason } : {}),
       })),
+      bind: policy.secrets.bind.map((binding) => ({
+        ref: binding.ref,
+        hosts: binding.hosts.map((host) => host.text),
+        delivery: binding.delivery,
+      })),
     },
     audit: {
       enabled: policy.audit.enabled,
@@ -83,7 +91,14 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
     sandbox: {
       mode: policy.sandbox.mode,
       ...(policy.sandbox.helper !== undefined ? { helper: policy.sandbox.helper } : {}),
-      network: policy.sandbox.network,
+      // The plain spelling when the egress policy says no more than it; the egress object otherwise.
+      network: policy.network.mode === policy.sandbox.network && policy.network.allow.length === 0 && policy.network.deny.length === 0
+        ? policy.sandbox.network
+        : {
+          mode: policy.network.mode,
+          allow: policy.network.allow.map((host) => host.text),
+          deny: policy.network.deny.map((host) => host.text),
+        },
       filesystem: {
         hidden: [...policy.sandbox.filesystem.hidden],
         writable: [...policy.sandbox.filesystem.writable],

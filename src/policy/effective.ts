@@ -4,6 +4,7 @@
  * re-validates configuration.
  */
 
+import { NO_NETWORK, type NetworkPolicy, type SecretBinding } from '../egress/rules';
 import type { CommandMatch } from './match';
 import type { AuditSettings } from '../audit/from-policy';
 
@@ -92,6 +93,8 @@ export interface EffectivePolicy {
     readonly secretValuePatterns: readonly RegExp[];
     readonly set: Readonly<Record<string, string>>;
     readonly path?: string;
+    /** When set, the only variables a request's `env` may set (`*` suffix: a prefix). */
+    readonly requestable?: readonly string[];
   };
   /** Background runs (the runtime limit is `modes.background.defaultTimeout` / `maxTimeout`). */
   readonly background: {
@@ -115,7 +118,11 @@ export interface EffectivePolicy {
     readonly restrict: readonly SecretRestriction[];
     /** A reference no source knows: pass it on as text, do that and warn, or refuse the run. */
     readonly unknown: UnknownRefPolicy;
+    /** Secrets bound to the hosts they are for (`secrets.bind`), validated. */
+    readonly bind: readonly SecretBinding[];
   };
+  /** `sandbox.network`: what a sandboxed run may reach through the egress proxy. */
+  readonly network: NetworkPolicy;
   /** Working directories: a request's cwd (symlinks resolved) must be inside a root; empty = anywhere. */
   readonly cwd: {
     readonly roots: readonly string[];
@@ -124,6 +131,8 @@ export interface EffectivePolicy {
   readonly rules: {
     readonly default: 'allow' | 'deny';
     readonly reason?: string;
+    /** `deny`: a text the shell reader marks uncertain is refused before any rule is tried. */
+    readonly uncertain?: 'allow' | 'deny';
     readonly list: readonly CommandRule[];
   };
   /** The audit log. `enabled` and `path` are read when a gateway starts. */
@@ -136,9 +145,12 @@ export interface EffectivePolicy {
   readonly sandbox: SandboxSettings;
 }
 
+/** Freezes plain objects and arrays; compiled patterns (RegExp, RE2) keep their own state. */
 function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !(value instanceof RegExp) && !Object.isFrozen(value)) {
-    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  const prototype = value && typeof value === 'object' ? Object.getPrototypeOf(value) : undefined;
+  const plain = prototype === Object.prototype || prototype === Array.prototype || prototype === null;
+  if (plain && !Object.isFrozen(value)) {
+    for (const key of Object.keys(value as object)) deepFreeze((value as Record<string, unknown>)[key]);
     Object.freeze(value);
   }
   return value;
@@ -165,9 +177,11 @@ export const DEFAULT_POLICY: EffectivePolicy = deepFreeze({
     set: {},
   },
   background: { maxConcurrent: 64, maxFileBytes: 256 * 1024 * 1024, ringBytes: 64 * 1024, onClose: 'kill' },
-  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [], unknown: 'literal' },
+  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [], unknown: 'literal', bind: [] },
+  // The same as `sandbox.network: none`: loopback only.
+  network: NO_NETWORK,
   cwd: { roots: [] },
-  rules: { default: 'allow', list: [] },
+  rules: { default: 'allow', uncertain: 'allow', list: [] },
   audit: { enabled: true, fingerprints: true, env: true },
   sandbox: { mode: 'auto', network: 'none', filesystem: { hidden: [...DEFAULT_HIDDEN_PATHS], writable: [], readOnly: [] } },
 });

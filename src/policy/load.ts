@@ -20,6 +20,11 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { isExecgateError } from '../errors';
+import { parseHostPattern } from '../egress/hosts';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from '../egress/rules';
+import { RE2JS } from 're2js';
+import { getHazardCategory } from '../env/hazards';
 import { DEFAULT_POLICY, EXEC_MODES, deepFreeze, type CommandRule, type EffectivePolicy, type ExecMode, type SecretRestriction } from './effective';
 import { toCommandWords, type CommandMatch } from './match';
 import { createPolicyError, formatPath, type PathSegment, type PolicyErrorCode, type PolicyProblem } from './problems';
@@ -261,11 +266,51 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
     (get(doc, ['env', key]) as string[] | undefined)?.forEach((pattern, index) => regexes.push([['env', key, index], pattern]));
   }
   for (const [path, pattern] of regexes) {
+    if (path[0] !== 'env') {
+      // Command rules run on RE2 (linear time on agent-controlled text); it has no
+      // backreferences or lookaround.
+      try {
+        RE2JS.compile(pattern as string);
+      } catch (error) {
+        report(path, `invalid regular expression (RE2 syntax, which runs in linear time): ${(error as Error).message.replace(/^error parsing regexp: /, '')}`);
+      }
+      continue;
+    }
     try {
       new RegExp(pattern as string);
     } catch (error) {
       report(path, `invalid regular expression: ${(error as Error).message.replace(/^Invalid regular expression: /, '')}`);
     }
+  }
+
+  // Host patterns and bindings are checked here so that a typo is reported with its position and
+  // its own code, not discovered when a run needs the network.
+  const egressProblem = (path: PathSegment[], error: unknown): void => {
+    const where = locate(source, path);
+    const code = isExecgateError(error) && (error.code === 'EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_BIND_INVALID')
+      ? error.code
+      : 'EXECGATE_ERR_POLICY_INVALID';
+    problems.push({ code, file: source.file, line: where.line, column: where.column, path: formatPath(path), message: (error as Error).message });
+  };
+  for (const key of ['allow', 'deny']) {
+    (get(doc, ['sandbox', 'network', key]) as unknown[] | undefined)?.forEach((pattern, index) => {
+      try {
+        parseHostPattern(pattern, `sandbox.network.${key}[${index}]`);
+      } catch (error) {
+        egressProblem(['sandbox', 'network', key, index], error);
+      }
+    });
+  }
+  (get(doc, ['secrets', 'bind']) as Doc[] | undefined)?.forEach((binding, index) => {
+    try {
+      normalizeSecretBindings([binding]);
+    } catch (error) {
+      egressProblem(['secrets', 'bind', index], error);
+    }
+  });
+  for (const name of Object.keys((get(doc, ['env', 'set']) as Record<string, string> | undefined) ?? {})) {
+    const hazard = getHazardCategory(name);
+    if (hazard) report(['env', 'set', name], `sets \`${name}\`, a variable execgate strips from every child (${hazard.why}); remove it, or run a command that sets it itself`);
   }
 
   const mode = get(doc, ['env', 'mode']);
@@ -279,8 +324,8 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
 // --- merging ---------------------------------------------------------------------------------
 
 const ACCUMULATED = new Set([
-  'rules.list', 'secrets.restrict', 'env.strip', 'env.secretNamePatterns', 'env.secretValuePatterns',
-  'sandbox.filesystem.hidden', 'sandbox.filesystem.readOnly',
+  'rules.list', 'secrets.restrict', 'secrets.bind', 'env.strip', 'env.secretNamePatterns', 'env.secretValuePatterns',
+  'sandbox.filesystem.hidden', 'sandbox.filesystem.readOnly', 'sandbox.network.deny',
 ]);
 
 interface ItemOrigin {
@@ -293,7 +338,7 @@ function mergeEntries(entries: readonly FileEntry[]): { merged: Doc; origins: Ma
   const origins = new Map<string, FileEntry>();
   const items = new Map<object, ItemOrigin>();
   for (const entry of entries) {
-    for (const key of ['rules.list', 'secrets.restrict']) {
+    for (const key of ['rules.list', 'secrets.restrict', 'secrets.bind']) {
       (get(entry.doc, key.split('.')) as object[] | undefined)?.forEach((item, index) => items.set(item, { entry, index }));
     }
     mergeInto(merged, entry.doc, [], entry, origins);
@@ -313,7 +358,9 @@ function mergeInto(target: Doc, source: Doc, path: string[], entry: FileEntry, o
       target[key] = name.startsWith('env.') || name.startsWith('sandbox.') ? [...new Set(combined)] : combined;
       origins.set(name, entry);
     } else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      const child = (target[key] as Doc | undefined) ?? {};
+      // A layer may replace a scalar with an object (`sandbox.network: none` -> `{mode: allowlist}`).
+      const existing = target[key];
+      const child = existing !== null && typeof existing === 'object' && !Array.isArray(existing) ? (existing as Doc) : {};
       target[key] = child;
       mergeInto(child, value as Doc, keyPath, entry, origins);
     } else {
@@ -359,6 +406,23 @@ function checkConflicts(merged: Doc, origins: Map<string, FileEntry>, items: Map
     report(listFrom, ['env', 'allowlist'], 'has no effect: `env.mode` is `inherit`, which copies every variable; set `env.mode: allowlist` or remove the list');
   }
 
+  const bound = new Map<string, ItemOrigin>();
+  for (const item of (get(merged, ['secrets', 'bind']) as Doc[] | undefined) ?? []) {
+    const origin = items.get(item) as ItemOrigin;
+    const previous = bound.get(item.ref as string);
+    if (previous) {
+      const where = locate(origin.entry.source, ['secrets', 'bind', origin.index, 'ref']);
+      const first = previous.entry === origin.entry ? 'earlier in this file' : `in ${previous.entry.source.file}`;
+      problems.push({
+        code: 'EXECGATE_ERR_EGRESS_BIND_INVALID', file: origin.entry.source.file, line: where.line, column: where.column,
+        path: formatPath(['secrets', 'bind', origin.index, 'ref']),
+        message: `\`${String(item.ref)}\` is already bound ${first}; list all its hosts in one entry`,
+      });
+    } else {
+      bound.set(item.ref as string, origin);
+    }
+  }
+
   const ids = new Map<string, { entry: FileEntry; path: PathSegment[] }>();
   for (const [key, prefix] of [['rules.list', 'rules'], ['secrets.restrict', 'secrets']] as const) {
     const list = (get(merged, key.split('.')) as Doc[] | undefined) ?? [];
@@ -387,9 +451,12 @@ function getItemId(item: Doc, origin: ItemOrigin, key: string): string {
 // --- compiling -------------------------------------------------------------------------------
 
 function compileMatch(item: Doc): CommandMatch {
-  if (item.command !== undefined) return { kind: 'command', commands: toCommandWords(item.command as string | string[]) };
+  if (item.command !== undefined) {
+    const commands = toCommandWords(item.command as string | string[]);
+    return item.flags !== undefined ? { kind: 'command', commands, flags: [...(item.flags as string[])] } : { kind: 'command', commands };
+  }
   if (item.prefix !== undefined) return { kind: 'prefix', prefixes: typeof item.prefix === 'string' ? [item.prefix] : [...(item.prefix as string[])] };
-  return { kind: 'regex', regex: new RegExp(item.regex as string) };
+  return { kind: 'regex', regex: RE2JS.compile(item.regex as string), source: item.regex as string };
 }
 
 function expandHome(path: string, homeDir: string): string {
@@ -461,6 +528,7 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
       secretValuePatterns: [...D.env.secretValuePatterns, ...list<string>('env.secretValuePatterns', []).map((p) => new RegExp(p))],
       set: { ...D.env.set, ...((at('env.set') as Record<string, string> | undefined) ?? {}) },
       ...(envPath !== undefined ? { path: envPath } : D.env.path !== undefined ? { path: D.env.path } : {}),
+      ...(at('env.requestable') !== undefined ? { requestable: list<string>('env.requestable', []) } : {}),
     },
     background: {
       maxConcurrent: (at('exec.background.maxConcurrent') as number | undefined) ?? D.background.maxConcurrent,
@@ -474,10 +542,15 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
       allow: list('secrets.allow', D.secrets.allow),
       restrict,
       unknown: (at('secrets.unknown') as EffectivePolicy['secrets']['unknown'] | undefined) ?? D.secrets.unknown,
+      bind: normalizeSecretBindings(at('secrets.bind')),
     },
+    network: at('sandbox.network') === undefined
+      ? D.network
+      : normalizeNetworkPolicy(typeof at('sandbox.network') === 'string' ? { mode: at('sandbox.network') } : at('sandbox.network')),
     cwd: { roots: list<string>('cwd.roots', D.cwd.roots).map((root) => expandHome(root, homeDir)) },
     rules: {
       default: (at('rules.default') as 'allow' | 'deny' | undefined) ?? D.rules.default,
+      uncertain: (at('rules.uncertain') as 'allow' | 'deny' | undefined) ?? D.rules.uncertain,
       ...(rulesReason !== undefined ? { reason: rulesReason } : {}),
       list: rules,
     },
@@ -494,7 +567,8 @@ function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string,
     sandbox: {
       mode: (at('sandbox.mode') as 'required' | 'auto' | 'off' | undefined) ?? D.sandbox.mode,
       ...(at('sandbox.helper') !== undefined ? { helper: at('sandbox.helper') as string } : {}),
-      network: (at('sandbox.network') as 'none' | 'open' | undefined) ?? D.sandbox.network,
+      // An egress policy object means the private namespace; the egress proxy is the way out.
+      network: typeof at('sandbox.network') === 'object' ? 'none' : (at('sandbox.network') as 'none' | 'open' | undefined) ?? D.sandbox.network,
       filesystem: {
         // The built-in credential list always applies; a policy adds to it. `~` is kept and
         // expanded when a run is planned, against the HOME of the gateway that runs it.

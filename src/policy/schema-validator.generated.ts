@@ -1,9 +1,9 @@
 /* eslint-disable */
 // @ts-nocheck
 // Generated from policies/schema.json by src/policy/generate-validator.ts; do not edit.
-export const SCHEMA_SHA256 = '21771d95a9ff9d34e388e76abd194cdba39a19a3e46c099a7aa54ec2c8eebac2';
+export const SCHEMA_SHA256 = '34297bbc710e4cb4a42f001730f35367f835fe22beaf675881f02ad011df2959';
 export { validate20 as validate };
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"urn:execgate:policy:1","title":"execgate policy","description":"What agents may run through execgate, with which secrets, in which directories, and how runs are limited and audited. Every key is optional except `version`; a key left out keeps the value of the policy this one extends, or of the embedded default.","type":"object","additionalProperties":false,"required":["version"],"properties":{"$schema":{"type":"string","description":"The JSON Schema of this file, for editors (ignored by execgate)."},"version":{"title":"the policy format version `1`","description":"The policy format version. This execgate reads version 1.","const":1},"extends":{"title":"a policy file path or a list of them","description":"Policies this one is layered on, applied in order, then this file on top. Paths are relative to this file; `execgate:NAME` names a policy shipped with execgate (`execgate:default`, `execgate:strict`, `execgate:ci`).","anyOf":[{"$ref":"#/$defs/extendsTarget"},{"type":"array","minItems":1,"maxItems":16,"items":{"$ref":"#/$defs/extendsTarget"}}]},"exec":{"$ref":"#/$defs/exec"},"cwd":{"$ref":"#/$defs/cwd"},"env":{"$ref":"#/$defs/env"},"rules":{"$ref":"#/$defs/rules"},"secrets":{"$ref":"#/$defs/secrets"},"audit":{"$ref":"#/$defs/audit"},"sandbox":{"$ref":"#/$defs/sandbox"}},"$defs":{"extendsTarget":{"title":"a policy file path (relative to this file) or `execgate:NAME`","type":"string","minLength":1,"maxLength":4096,"pattern":"^[^\\u0000]+$"},"duration":{"title":"a duration: whole milliseconds, or a number with a unit such as `500ms`, `30s`, `5m`, `2h`, `1d`","anyOf":[{"type":"integer","minimum":0,"maximum":2147483647},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h|d)$"}]},"size":{"title":"a size: whole bytes, or a number with a unit such as `64KiB`, `1MiB`, `2GiB`, `500KB`","anyOf":[{"type":"integer","minimum":0},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(B|KB|KiB|MB|MiB|GB|GiB)$"}]},"mode":{"type":"object","additionalProperties":false,"description":"One execution mode.","properties":{"allowed":{"type":"boolean","description":"Whether requests may use this mode."},"timeout":{"$ref":"#/$defs/duration","description":"The timeout a request gets when it asks for none. 0 = none (then `maxTimeout`, when set, applies)."},"maxTimeout":{"$ref":"#/$defs/duration","description":"The longest timeout a request may ask for; longer ones (and `timeout: 0`) are cut to it. 0 = no maximum."}}},"exec":{"type":"object","additionalProperties":false,"description":"Modes, timeouts, the grace period, output limits and background limits.","properties":{"modes":{"type":"object","additionalProperties":false,"properties":{"sync":{"$ref":"#/$defs/mode"},"pty":{"$ref":"#/$defs/mode"},"background":{"$ref":"#/$defs/mode"}}},"grace":{"$ref":"#/$defs/duration","description":"Time between SIGTERM and SIGKILL when a run is stopped."},"drainTimeout":{"$ref":"#/$defs/duration","description":"After the main process exits, how long to keep reading output that escaped processes may still hold open."},"output":{"type":"object","additionalProperties":false,"properties":{"maxBytes":{"$ref":"#/$defs/size","description":"Bytes of each stream kept in memory (head + tail); the middle is cut with a notice. At least 1KiB."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of the full (redacted) output file kept when output was cut. At least 1KiB."}}},"background":{"type":"object","additionalProperties":false,"properties":{"maxConcurrent":{"type":"integer","minimum":1,"maximum":10000,"description":"Background processes that may run at once per gateway; one more is refused."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of each background output file. At least 1KiB."},"ringBytes":{"$ref":"#/$defs/size","description":"Recent output kept in memory per background process. At least 1KiB."},"onClose":{"enum":["kill","keep"],"description":"What closing the gateway does with background processes still running."}}}}},"cwd":{"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first). Empty = anywhere.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}},"envName":{"title":"a variable name, or a prefix ending in `*`","type":"string","pattern":"^[^=\\u0000*]+\\*?$"},"envNames":{"type":"array","uniqueItems":true,"maxItems":1024,"items":{"$ref":"#/$defs/envName"}},"regex":{"title":"a JavaScript regular expression","type":"string","minLength":1,"maxLength":4096},"env":{"type":"object","additionalProperties":false,"description":"How the child environment is built.","properties":{"mode":{"enum":["inherit","allowlist"],"description":"`inherit`: start from the gateway's environment (hazards stripped, secrets withheld). `allowlist`: start from HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR and `allowlist`."},"allowlist":{"$ref":"#/$defs/envNames","description":"In allowlist mode, more inherited variables to copy (a trailing `*` makes a prefix)."},"allowSecrets":{"$ref":"#/$defs/envNames","description":"Secret-looking variables let through to the child anyway; their values are masked in output."},"strip":{"$ref":"#/$defs/envNames","description":"More variables to remove, on top of the built-in hazard list."},"secretNamePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable names that mark more variables as secret (withheld)."},"secretValuePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable values that mark more variables as secret (withheld)."},"set":{"type":"object","description":"Variables set in every child, after sanitizing.","maxProperties":1024,"propertyNames":{"title":"a variable name (no `=` or NUL)","pattern":"^[^=\\u0000]+$"},"additionalProperties":{"title":"a string value","type":"string","pattern":"^[^\\u0000]*$"}},"path":{"title":"a PATH value","type":"string","pattern":"^[^\\u0000]*$","description":"PATH for every child (replaces the inherited one)."}}},"commandWords":{"title":"a command (its first words), or a list of commands","anyOf":[{"type":"string","pattern":"\\S"},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","pattern":"\\S"}}]},"prefixes":{"title":"a text prefix, or a list of them","anyOf":[{"type":"string","minLength":1},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1}}]},"ruleId":{"title":"an id: letters, digits and `. _ - : / [ ]`, starting with a letter or digit","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._:/\\[\\]-]{0,127}$"},"reason":{"title":"a reason shown to the caller (1 to 500 characters)","type":"string","minLength":1,"maxLength":500},"rule":{"type":"object","additionalProperties":false,"required":["action"],"description":"One command rule. Give exactly one of `command`, `prefix`, `regex`.","properties":{"id":{"$ref":"#/$defs/ruleId","description":"Shown in decisions and audit records; default FILE:rules.list[N]."},"action":{"enum":["allow","deny"],"description":"What a match decides."},"command":{"$ref":"#/$defs/commandWords","description":"Word form: a simple command in the text starts with these words (`git`, `git push`). A deny rule matches when any simple command does; an allow rule only when every one does."},"prefix":{"$ref":"#/$defs/prefixes","description":"Prefix form: a simple command, its words joined by single spaces, starts with this text. Any (deny) / every (allow), as for `command`."},"regex":{"$ref":"#/$defs/regex","description":"A JavaScript regular expression tested against the whole unresolved command text."},"reason":{"$ref":"#/$defs/reason","description":"Why; shown to the caller when the rule denies."}},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"rules":{"type":"object","additionalProperties":false,"description":"Ordered command rules: the first rule that matches decides; when none does, `default` decides.","properties":{"default":{"enum":["allow","deny"],"description":"The decision when no rule matches."},"reason":{"$ref":"#/$defs/reason","description":"Shown to the caller when `default: deny` decides."},"list":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/rule"},"description":"Rules in order. Rules of an extended policy come first."}}},"refPattern":{"title":"a reference such as `secret:NAME` or `decrypt:ID` (`*` matches any characters)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"},"restriction":{"type":"object","additionalProperties":false,"required":["ref"],"description":"Which commands may use a secret. Give exactly one of `command`, `prefix`, `regex`; every simple command must match.","properties":{"id":{"$ref":"#/$defs/ruleId"},"ref":{"anyOf":[{"$ref":"#/$defs/refPattern"},{"type":"array","minItems":1,"maxItems":256,"items":{"$ref":"#/$defs/refPattern"}}],"description":"The reference(s) this restriction applies to."},"command":{"$ref":"#/$defs/commandWords"},"prefix":{"$ref":"#/$defs/prefixes"},"regex":{"$ref":"#/$defs/regex"},"reason":{"$ref":"#/$defs/reason"}},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"secrets":{"type":"object","additionalProperties":false,"description":"Which references may be used, by which commands, and how.","properties":{"alias":{"type":"boolean","description":"Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text."},"minLength":{"type":"integer","minimum":1,"maximum":1024,"description":"Shortest resolved value that may be used; shorter values are refused (they cannot be masked reliably)."},"allow":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/refPattern"},"description":"References that may be used at all. A command naming any other is denied. Default: all."},"restrict":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/restriction"},"description":"Per-reference command restrictions; all that apply to a reference must be met."},"unknown":{"enum":["literal","warn","deny"],"description":"A reference no source knows: `literal` (default) passes the token on as text; `warn` does that and logs a warning; `deny` refuses the run (EXECGATE_ERR_REF_UNKNOWN) before anything is spawned."}}},"sandboxPath":{"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"},"sandboxPaths":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}},"sandbox":{"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own PID, mount, IPC, UTS and network namespaces; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the working directory roots, a private /tmp and `filesystem.writable`.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"enum":["none","open"],"description":"`none` (default): a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services and abstract UNIX sockets (a D-Bus session bus) are out of reach. `open`: the host's network, loopback and abstract sockets included."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the working directory roots (`cwd.roots`, else the request's cwd) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}},"audit":{"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}}}};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"urn:execgate:policy:1","title":"execgate policy","description":"What agents may run through execgate, with which secrets, in which directories, and how runs are limited and audited. Every key is optional except `version`; a key left out keeps the value of the policy this one extends, or of the embedded default.","type":"object","additionalProperties":false,"required":["version"],"properties":{"$schema":{"type":"string","description":"The JSON Schema of this file, for editors (ignored by execgate)."},"version":{"title":"the policy format version `1`","description":"The policy format version. This execgate reads version 1.","const":1},"extends":{"title":"a policy file path or a list of them","description":"Policies this one is layered on, applied in order, then this file on top. Paths are relative to this file; `execgate:NAME` names a policy shipped with execgate (`execgate:default`, `execgate:strict`, `execgate:ci`).","anyOf":[{"$ref":"#/$defs/extendsTarget"},{"type":"array","minItems":1,"maxItems":16,"items":{"$ref":"#/$defs/extendsTarget"}}]},"exec":{"$ref":"#/$defs/exec"},"cwd":{"$ref":"#/$defs/cwd"},"env":{"$ref":"#/$defs/env"},"rules":{"$ref":"#/$defs/rules"},"secrets":{"$ref":"#/$defs/secrets"},"audit":{"$ref":"#/$defs/audit"},"sandbox":{"$ref":"#/$defs/sandbox"}},"$defs":{"extendsTarget":{"title":"a policy file path (relative to this file) or `execgate:NAME`","type":"string","minLength":1,"maxLength":4096,"pattern":"^[^\\u0000]+$"},"duration":{"title":"a duration: whole milliseconds, or a number with a unit such as `500ms`, `30s`, `5m`, `2h`, `1d`","anyOf":[{"type":"integer","minimum":0,"maximum":2147483647},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h|d)$"}]},"size":{"title":"a size: whole bytes, or a number with a unit such as `64KiB`, `1MiB`, `2GiB`, `500KB`","anyOf":[{"type":"integer","minimum":0},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(B|KB|KiB|MB|MiB|GB|GiB)$"}]},"mode":{"type":"object","additionalProperties":false,"description":"One execution mode.","properties":{"allowed":{"type":"boolean","description":"Whether requests may use this mode."},"timeout":{"$ref":"#/$defs/duration","description":"The timeout a request gets when it asks for none. 0 = none (then `maxTimeout`, when set, applies)."},"maxTimeout":{"$ref":"#/$defs/duration","description":"The longest timeout a request may ask for; longer ones (and `timeout: 0`) are cut to it. 0 = no maximum."}}},"exec":{"type":"object","additionalProperties":false,"description":"Modes, timeouts, the grace period, output limits and background limits.","properties":{"modes":{"type":"object","additionalProperties":false,"properties":{"sync":{"$ref":"#/$defs/mode"},"pty":{"$ref":"#/$defs/mode"},"background":{"$ref":"#/$defs/mode"}}},"grace":{"$ref":"#/$defs/duration","description":"Time between SIGTERM and SIGKILL when a run is stopped."},"drainTimeout":{"$ref":"#/$defs/duration","description":"After the main process exits, how long to keep reading output that escaped processes may still hold open."},"output":{"type":"object","additionalProperties":false,"properties":{"maxBytes":{"$ref":"#/$defs/size","description":"Bytes of each stream kept in memory (head + tail); the middle is cut with a notice. At least 1KiB."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of the full (redacted) output file kept when output was cut. At least 1KiB."}}},"background":{"type":"object","additionalProperties":false,"properties":{"maxConcurrent":{"type":"integer","minimum":1,"maximum":10000,"description":"Background processes that may run at once per gateway; one more is refused."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of each background output file. At least 1KiB."},"ringBytes":{"$ref":"#/$defs/size","description":"Recent output kept in memory per background process. At least 1KiB."},"onClose":{"enum":["kill","keep"],"description":"What closing the gateway does with background processes still running."}}}}},"cwd":{"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first). Empty = anywhere.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}},"envName":{"title":"a variable name, or a prefix ending in `*`","type":"string","pattern":"^[^=\\u0000*]+\\*?$"},"envNames":{"type":"array","uniqueItems":true,"maxItems":1024,"items":{"$ref":"#/$defs/envName"}},"flags":{"type":"array","minItems":1,"maxItems":64,"items":{"title":"a flag: one letter (`r`) or a long option name (`force`)","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9-]*$"},"description":"With `command`: the command must also carry every one of these options, in any order or cluster (`flags: [r, f]` matches `rm -rf`, `rm -fr`, `rm -r -f`, `rm -Rf`, `rm --recursive --force`). A one-letter flag matches either case and the long option starting with that letter; a longer one matches that long option."},"regex":{"title":"a JavaScript regular expression","type":"string","minLength":1,"maxLength":4096},"env":{"type":"object","additionalProperties":false,"description":"How the child environment is built.","properties":{"mode":{"enum":["inherit","allowlist"],"description":"`inherit`: start from the gateway's environment (hazards stripped, secrets withheld). `allowlist`: start from HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR and `allowlist`."},"allowlist":{"$ref":"#/$defs/envNames","description":"In allowlist mode, more inherited variables to copy (a trailing `*` makes a prefix)."},"allowSecrets":{"$ref":"#/$defs/envNames","description":"Secret-looking variables let through to the child anyway; their values are masked in output."},"strip":{"$ref":"#/$defs/envNames","description":"More variables to remove, on top of the built-in hazard list."},"secretNamePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable names that mark more variables as secret (withheld)."},"secretValuePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable values that mark more variables as secret (withheld)."},"requestable":{"$ref":"#/$defs/envNames","description":"When set, the only variables a request's `env` may set (a trailing `*` makes a prefix); any other is refused (EXECGATE_ERR_ENV_NOT_REQUESTABLE). A policy that allows only some commands should leave out HOME, PATH, XDG_* and GIT_*, which point those commands at other configuration."},"set":{"type":"object","description":"Variables set in every child, after sanitizing. A variable execgate strips as a hazard cannot be set here (load-time error).","maxProperties":1024,"propertyNames":{"title":"a variable name (no `=` or NUL)","pattern":"^[^=\\u0000]+$"},"additionalProperties":{"title":"a string value","type":"string","pattern":"^[^\\u0000]*$"}},"path":{"title":"a PATH value","type":"string","pattern":"^[^\\u0000]*$","description":"PATH for every child (replaces the inherited one)."}}},"commandWords":{"title":"a command (its first words), or a list of commands","anyOf":[{"type":"string","pattern":"\\S"},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","pattern":"\\S"}}]},"prefixes":{"title":"a text prefix, or a list of them","anyOf":[{"type":"string","minLength":1},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1}}]},"ruleId":{"title":"an id: letters, digits and `. _ - : / [ ]`, starting with a letter or digit","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._:/\\[\\]-]{0,127}$"},"reason":{"title":"a reason shown to the caller (1 to 500 characters)","type":"string","minLength":1,"maxLength":500},"rule":{"type":"object","additionalProperties":false,"required":["action"],"description":"One command rule. Give exactly one of `command`, `prefix`, `regex`.","properties":{"id":{"$ref":"#/$defs/ruleId","description":"Shown in decisions and audit records; default FILE:rules.list[N]."},"action":{"enum":["allow","deny"],"description":"What a match decides."},"command":{"$ref":"#/$defs/commandWords","description":"Word form: a simple command in the text starts with these words (`git`, `git push`), compared after quote removal; commands behind wrappers (`sudo`, `env`, `xargs`, `find -exec`) and in code run by `sh -c` or `eval` count too. A deny rule matches when any simple command does; an allow rule only when every one does and the text was read with confidence."},"flags":{"$ref":"#/$defs/flags"},"prefix":{"$ref":"#/$defs/prefixes","description":"Prefix form: a simple command, its words joined by single spaces, starts with this text. Any (deny) / every (allow), as for `command`."},"regex":{"$ref":"#/$defs/regex","description":"A regular expression in RE2 syntax (no backreferences or lookaround) tested against the whole unresolved command text, in linear time."},"reason":{"$ref":"#/$defs/reason","description":"Why; shown to the caller when the rule denies."}},"dependentRequired":{"flags":["command"]},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"rules":{"type":"object","additionalProperties":false,"description":"Ordered command rules: the first rule that matches decides; when none does, `default` decides.","properties":{"default":{"enum":["allow","deny"],"description":"The decision when no rule matches."},"reason":{"$ref":"#/$defs/reason","description":"Shown to the caller when `default: deny` decides."},"uncertain":{"enum":["allow","deny"],"description":"A command text the shell reader cannot read with confidence (a command name held in a variable or built at run time, code `eval` or `sh -c` gets from a variable, a shell reading its script from a pipe, an unterminated quote): `deny` refuses it before any rule is tried; `allow` (default) lets the rules decide, with allow rules and secret restrictions failing closed on it."},"list":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/rule"},"description":"Rules in order. Rules of an extended policy come first."}}},"refPattern":{"title":"a reference such as `secret:NAME` or `decrypt:ID` (`*` matches any characters)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"},"restriction":{"type":"object","additionalProperties":false,"required":["ref"],"description":"Which commands may use a secret. Give exactly one of `command`, `prefix`, `regex`; every simple command must match.","properties":{"id":{"$ref":"#/$defs/ruleId"},"ref":{"anyOf":[{"$ref":"#/$defs/refPattern"},{"type":"array","minItems":1,"maxItems":256,"items":{"$ref":"#/$defs/refPattern"}}],"description":"The reference(s) this restriction applies to."},"command":{"$ref":"#/$defs/commandWords"},"flags":{"$ref":"#/$defs/flags"},"prefix":{"$ref":"#/$defs/prefixes"},"regex":{"$ref":"#/$defs/regex"},"reason":{"$ref":"#/$defs/reason"}},"dependentRequired":{"flags":["command"]},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"secrets":{"type":"object","additionalProperties":false,"description":"Which references may be used, by which commands, and how.","properties":{"alias":{"type":"boolean","description":"Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text."},"minLength":{"type":"integer","minimum":1,"maximum":1024,"description":"Shortest resolved value that may be used; shorter values are refused (they cannot be masked reliably)."},"allow":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/refPattern"},"description":"References that may be used at all. A command naming any other is denied. Default: all."},"restrict":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/restriction"},"description":"Per-reference command restrictions; all that apply to a reference must be met."},"unknown":{"enum":["literal","warn","deny"],"description":"A reference no source knows: `literal` (default) passes the token on as text; `warn` does that and logs a warning; `deny` refuses the run (EXECGATE_ERR_REF_UNKNOWN) before anything is spawned."},"bind":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/secretBinding"},"description":"Secrets bound to the hosts they are for. A run using a bound secret may send it only there; with `delivery: inject` the run never receives the value at all (the egress proxy puts it into requests to those hosts). Lists from extended policies are combined."}}},"secretBinding":{"title":"a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject}`","type":"object","additionalProperties":false,"required":["ref","hosts"],"properties":{"ref":{"title":"one reference, `secret:NAME` or `decrypt:ID` (no `*`)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"},"hosts":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/hostPattern"},"description":"The hosts the secret is for (at least one). They also bound what the run may reach: intersected with `sandbox.network`."},"delivery":{"enum":["env","inject"],"description":"`env` (default): the value is in the child's environment, and every connection of a run using it is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value on requests to these hosts only (needs the sandbox)."}}},"hostPattern":{"title":"a host pattern: `api.github.com`, `*.npmjs.org`, `*`, `192.0.2.10`, `[2001:db8::1]`, each with an optional `:PORT`","type":"string","minLength":1,"maxLength":300},"network":{"type":"object","additionalProperties":false,"description":"What a sandboxed run may reach. The run has no network interface but loopback in `none` and `allowlist`; traffic leaves only through the gateway's egress proxy, which decides by host name and refuses names resolving to loopback, link-local, metadata or this host's addresses.","properties":{"mode":{"enum":["open","none","allowlist"],"description":"`open`: every host not denied; `none`: nothing leaves the run; `allowlist`: only hosts matching `allow` (and not `deny`)."},"allow":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns that may be reached in `allowlist` mode. An IP literal is reachable (in any mode) only when a pattern names it."},"deny":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns never reached; deny wins over allow. Lists from extended policies are combined."}}},"sandboxPath":{"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"},"sandboxPaths":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}},"sandbox":{"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own PID, mount, IPC, UTS and network namespaces; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the working directory roots, a private /tmp and `filesystem.writable`.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"anyOf":[{"enum":["none","open"],"description":"`none` (default): a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services and abstract UNIX sockets (a D-Bus session bus) are out of reach. `open`: the host's network, loopback and abstract sockets included."},{"$ref":"#/$defs/network"}],"description":"`none` or `open` (see above), or an egress policy `{mode: open|none|allowlist, allow, deny}` for the gateway's egress proxy. Until the proxy is wired into sandboxed runs, an egress policy gets the private loopback-only namespace (nothing leaves)."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the working directory roots (`cwd.roots`, else the request's cwd) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}},"audit":{"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}}}};
 const schema32 = {"title":"a policy file path (relative to this file) or `execgate:NAME`","type":"string","minLength":1,"maxLength":4096,"pattern":"^[^\\u0000]+$"};
 const schema44 = {"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first). Empty = anywhere.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}};
 const func1 = Object.prototype.hasOwnProperty;
@@ -903,7 +903,7 @@ return errors === 0;
 }
 validate21.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema45 = {"type":"object","additionalProperties":false,"description":"How the child environment is built.","properties":{"mode":{"enum":["inherit","allowlist"],"description":"`inherit`: start from the gateway's environment (hazards stripped, secrets withheld). `allowlist`: start from HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR and `allowlist`."},"allowlist":{"$ref":"#/$defs/envNames","description":"In allowlist mode, more inherited variables to copy (a trailing `*` makes a prefix)."},"allowSecrets":{"$ref":"#/$defs/envNames","description":"Secret-looking variables let through to the child anyway; their values are masked in output."},"strip":{"$ref":"#/$defs/envNames","description":"More variables to remove, on top of the built-in hazard list."},"secretNamePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable names that mark more variables as secret (withheld)."},"secretValuePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable values that mark more variables as secret (withheld)."},"set":{"type":"object","description":"Variables set in every child, after sanitizing.","maxProperties":1024,"propertyNames":{"title":"a variable name (no `=` or NUL)","pattern":"^[^=\\u0000]+$"},"additionalProperties":{"title":"a string value","type":"string","pattern":"^[^\\u0000]*$"}},"path":{"title":"a PATH value","type":"string","pattern":"^[^\\u0000]*$","description":"PATH for every child (replaces the inherited one)."}}};
+const schema45 = {"type":"object","additionalProperties":false,"description":"How the child environment is built.","properties":{"mode":{"enum":["inherit","allowlist"],"description":"`inherit`: start from the gateway's environment (hazards stripped, secrets withheld). `allowlist`: start from HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR and `allowlist`."},"allowlist":{"$ref":"#/$defs/envNames","description":"In allowlist mode, more inherited variables to copy (a trailing `*` makes a prefix)."},"allowSecrets":{"$ref":"#/$defs/envNames","description":"Secret-looking variables let through to the child anyway; their values are masked in output."},"strip":{"$ref":"#/$defs/envNames","description":"More variables to remove, on top of the built-in hazard list."},"secretNamePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable names that mark more variables as secret (withheld)."},"secretValuePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable values that mark more variables as secret (withheld)."},"requestable":{"$ref":"#/$defs/envNames","description":"When set, the only variables a request's `env` may set (a trailing `*` makes a prefix); any other is refused (EXECGATE_ERR_ENV_NOT_REQUESTABLE). A policy that allows only some commands should leave out HOME, PATH, XDG_* and GIT_*, which point those commands at other configuration."},"set":{"type":"object","description":"Variables set in every child, after sanitizing. A variable execgate strips as a hazard cannot be set here (load-time error).","maxProperties":1024,"propertyNames":{"title":"a variable name (no `=` or NUL)","pattern":"^[^=\\u0000]+$"},"additionalProperties":{"title":"a string value","type":"string","pattern":"^[^\\u0000]*$"}},"path":{"title":"a PATH value","type":"string","pattern":"^[^\\u0000]*$","description":"PATH for every child (replaces the inherited one)."}}};
 const schema48 = {"title":"a JavaScript regular expression","type":"string","minLength":1,"maxLength":4096};
 const schema46 = {"type":"array","uniqueItems":true,"maxItems":1024,"items":{"$ref":"#/$defs/envName"}};
 const schema47 = {"title":"a variable name, or a prefix ending in `*`","type":"string","pattern":"^[^=\\u0000*]+\\*?$"};
@@ -1008,7 +1008,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!((((((((key0 === "mode") || (key0 === "allowlist")) || (key0 === "allowSecrets")) || (key0 === "strip")) || (key0 === "secretNamePatterns")) || (key0 === "secretValuePatterns")) || (key0 === "set")) || (key0 === "path"))){
+if(!(func1.call(schema45.properties, key0))){
 const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err0];
@@ -1172,10 +1172,16 @@ vErrors.push(err11);
 errors++;
 }
 }
+if(data.requestable !== undefined){
+if(!(validate28(data.requestable, {instancePath:instancePath+"/requestable",parentData:data,parentDataProperty:"requestable",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate28.errors : vErrors.concat(validate28.errors);
+errors = vErrors.length;
+}
+}
 if(data.set !== undefined){
-let data8 = data.set;
-if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
-if(Object.keys(data8).length > 1024){
+let data9 = data.set;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(Object.keys(data9).length > 1024){
 const err12 = {instancePath:instancePath+"/set",schemaPath:"#/properties/set/maxProperties",keyword:"maxProperties",params:{limit: 1024},message:"must NOT have more than 1024 properties"};
 if(vErrors === null){
 vErrors = [err12];
@@ -1185,8 +1191,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-for(const key1 in data8){
-const _errs18 = errors;
+for(const key1 in data9){
+const _errs19 = errors;
 if(typeof key1 === "string"){
 if(!pattern16.test(key1)){
 const err13 = {instancePath:instancePath+"/set",schemaPath:"#/properties/set/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[^=\\u0000]+$"},message:"must match pattern \""+"^[^=\\u0000]+$"+"\"",propertyName:key1};
@@ -1199,7 +1205,7 @@ vErrors.push(err13);
 errors++;
 }
 }
-var valid7 = _errs18 === errors;
+var valid7 = _errs19 === errors;
 if(!valid7){
 const err14 = {instancePath:instancePath+"/set",schemaPath:"#/properties/set/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
 if(vErrors === null){
@@ -1211,10 +1217,10 @@ vErrors.push(err14);
 errors++;
 }
 }
-for(const key2 in data8){
-let data9 = data8[key2];
-if(typeof data9 === "string"){
-if(!pattern17.test(data9)){
+for(const key2 in data9){
+let data10 = data9[key2];
+if(typeof data10 === "string"){
+if(!pattern17.test(data10)){
 const err15 = {instancePath:instancePath+"/set/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/set/additionalProperties/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err15];
@@ -1249,9 +1255,9 @@ errors++;
 }
 }
 if(data.path !== undefined){
-let data10 = data.path;
-if(typeof data10 === "string"){
-if(!pattern17.test(data10)){
+let data11 = data.path;
+if(typeof data11 === "string"){
+if(!pattern17.test(data11)){
 const err18 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000]*$"},message:"must match pattern \""+"^[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err18];
@@ -1289,19 +1295,21 @@ return errors === 0;
 }
 validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema50 = {"type":"object","additionalProperties":false,"description":"Ordered command rules: the first rule that matches decides; when none does, `default` decides.","properties":{"default":{"enum":["allow","deny"],"description":"The decision when no rule matches."},"reason":{"$ref":"#/$defs/reason","description":"Shown to the caller when `default: deny` decides."},"list":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/rule"},"description":"Rules in order. Rules of an extended policy come first."}}};
+const schema50 = {"type":"object","additionalProperties":false,"description":"Ordered command rules: the first rule that matches decides; when none does, `default` decides.","properties":{"default":{"enum":["allow","deny"],"description":"The decision when no rule matches."},"reason":{"$ref":"#/$defs/reason","description":"Shown to the caller when `default: deny` decides."},"uncertain":{"enum":["allow","deny"],"description":"A command text the shell reader cannot read with confidence (a command name held in a variable or built at run time, code `eval` or `sh -c` gets from a variable, a shell reading its script from a pipe, an unterminated quote): `deny` refuses it before any rule is tried; `allow` (default) lets the rules decide, with allow rules and secret restrictions failing closed on it."},"list":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/rule"},"description":"Rules in order. Rules of an extended policy come first."}}};
 const schema51 = {"title":"a reason shown to the caller (1 to 500 characters)","type":"string","minLength":1,"maxLength":500};
-const schema52 = {"type":"object","additionalProperties":false,"required":["action"],"description":"One command rule. Give exactly one of `command`, `prefix`, `regex`.","properties":{"id":{"$ref":"#/$defs/ruleId","description":"Shown in decisions and audit records; default FILE:rules.list[N]."},"action":{"enum":["allow","deny"],"description":"What a match decides."},"command":{"$ref":"#/$defs/commandWords","description":"Word form: a simple command in the text starts with these words (`git`, `git push`). A deny rule matches when any simple command does; an allow rule only when every one does."},"prefix":{"$ref":"#/$defs/prefixes","description":"Prefix form: a simple command, its words joined by single spaces, starts with this text. Any (deny) / every (allow), as for `command`."},"regex":{"$ref":"#/$defs/regex","description":"A JavaScript regular expression tested against the whole unresolved command text."},"reason":{"$ref":"#/$defs/reason","description":"Why; shown to the caller when the rule denies."}},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]};
+const schema52 = {"type":"object","additionalProperties":false,"required":["action"],"description":"One command rule. Give exactly one of `command`, `prefix`, `regex`.","properties":{"id":{"$ref":"#/$defs/ruleId","description":"Shown in decisions and audit records; default FILE:rules.list[N]."},"action":{"enum":["allow","deny"],"description":"What a match decides."},"command":{"$ref":"#/$defs/commandWords","description":"Word form: a simple command in the text starts with these words (`git`, `git push`), compared after quote removal; commands behind wrappers (`sudo`, `env`, `xargs`, `find -exec`) and in code run by `sh -c` or `eval` count too. A deny rule matches when any simple command does; an allow rule only when every one does and the text was read with confidence."},"flags":{"$ref":"#/$defs/flags"},"prefix":{"$ref":"#/$defs/prefixes","description":"Prefix form: a simple command, its words joined by single spaces, starts with this text. Any (deny) / every (allow), as for `command`."},"regex":{"$ref":"#/$defs/regex","description":"A regular expression in RE2 syntax (no backreferences or lookaround) tested against the whole unresolved command text, in linear time."},"reason":{"$ref":"#/$defs/reason","description":"Why; shown to the caller when the rule denies."}},"dependentRequired":{"flags":["command"]},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]};
 const schema53 = {"title":"an id: letters, digits and `. _ - : / [ ]`, starting with a letter or digit","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._:/\\[\\]-]{0,127}$"};
 const schema54 = {"title":"a command (its first words), or a list of commands","anyOf":[{"type":"string","pattern":"\\S"},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","pattern":"\\S"}}]};
-const schema55 = {"title":"a text prefix, or a list of them","anyOf":[{"type":"string","minLength":1},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1}}]};
+const schema55 = {"type":"array","minItems":1,"maxItems":64,"items":{"title":"a flag: one letter (`r`) or a long option name (`force`)","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9-]*$"},"description":"With `command`: the command must also carry every one of these options, in any order or cluster (`flags: [r, f]` matches `rm -rf`, `rm -fr`, `rm -r -f`, `rm -Rf`, `rm --recursive --force`). A one-letter flag matches either case and the long option starting with that letter; a longer one matches that long option."};
+const schema56 = {"title":"a text prefix, or a list of them","anyOf":[{"type":"string","minLength":1},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1}}]};
 const pattern19 = new RegExp("^[A-Za-z0-9][A-Za-z0-9._:/\\[\\]-]{0,127}$", "u");
 const pattern20 = new RegExp("\\S", "u");
+const pattern22 = new RegExp("^[A-Za-z0-9][A-Za-z0-9-]*$", "u");
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate34.evaluated;
+const evaluated0 = validate35.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1410,7 +1418,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!((((((key0 === "id") || (key0 === "action")) || (key0 === "command")) || (key0 === "prefix")) || (key0 === "regex")) || (key0 === "reason"))){
+if(!(((((((key0 === "id") || (key0 === "action")) || (key0 === "command")) || (key0 === "flags")) || (key0 === "prefix")) || (key0 === "regex")) || (key0 === "reason"))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -1571,14 +1579,11 @@ vErrors = null;
 }
 }
 }
-if(data.prefix !== undefined){
-let data4 = data.prefix;
-const _errs21 = errors;
-let valid8 = false;
-const _errs22 = errors;
-if(typeof data4 === "string"){
-if(func2(data4) < 1){
-const err17 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/0/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data.flags !== undefined){
+let data4 = data.flags;
+if(Array.isArray(data4)){
+if(data4.length > 64){
+const err17 = {instancePath:instancePath+"/flags",schemaPath:"#/$defs/flags/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1587,9 +1592,8 @@ vErrors.push(err17);
 }
 errors++;
 }
-}
-else {
-const err18 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data4.length < 1){
+const err18 = {instancePath:instancePath+"/flags",schemaPath:"#/$defs/flags/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -1598,12 +1602,12 @@ vErrors.push(err18);
 }
 errors++;
 }
-var _valid2 = _errs22 === errors;
-valid8 = valid8 || _valid2;
-const _errs24 = errors;
-if(Array.isArray(data4)){
-if(data4.length > 256){
-const err19 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/1/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+const len1 = data4.length;
+for(let i1=0; i1<len1; i1++){
+let data5 = data4[i1];
+if(typeof data5 === "string"){
+if(!pattern22.test(data5)){
+const err19 = {instancePath:instancePath+"/flags/" + i1,schemaPath:"#/$defs/flags/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1612,8 +1616,9 @@ vErrors.push(err19);
 }
 errors++;
 }
-if(data4.length < 1){
-const err20 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/1/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+else {
+const err20 = {instancePath:instancePath+"/flags/" + i1,schemaPath:"#/$defs/flags/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1622,12 +1627,10 @@ vErrors.push(err20);
 }
 errors++;
 }
-const len1 = data4.length;
-for(let i1=0; i1<len1; i1++){
-let data5 = data4[i1];
-if(typeof data5 === "string"){
-if(func2(data5) < 1){
-const err21 = {instancePath:instancePath+"/prefix/" + i1,schemaPath:"#/$defs/prefixes/anyOf/1/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/flags",schemaPath:"#/$defs/flags/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1637,8 +1640,14 @@ vErrors.push(err21);
 errors++;
 }
 }
-else {
-const err22 = {instancePath:instancePath+"/prefix/" + i1,schemaPath:"#/$defs/prefixes/anyOf/1/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.prefix !== undefined){
+let data6 = data.prefix;
+const _errs26 = errors;
+let valid11 = false;
+const _errs27 = errors;
+if(typeof data6 === "string"){
+if(func2(data6) < 1){
+const err22 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/0/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1648,9 +1657,8 @@ vErrors.push(err22);
 errors++;
 }
 }
-}
 else {
-const err23 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/1/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err23 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1659,10 +1667,12 @@ vErrors.push(err23);
 }
 errors++;
 }
-var _valid2 = _errs24 === errors;
-valid8 = valid8 || _valid2;
-if(!valid8){
-const err24 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+var _valid2 = _errs27 === errors;
+valid11 = valid11 || _valid2;
+const _errs29 = errors;
+if(Array.isArray(data6)){
+if(data6.length > 256){
+const err24 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/1/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1671,23 +1681,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-else {
-errors = _errs21;
-if(vErrors !== null){
-if(_errs21){
-vErrors.length = _errs21;
-}
-else {
-vErrors = null;
-}
-}
-}
-}
-if(data.regex !== undefined){
-let data6 = data.regex;
-if(typeof data6 === "string"){
-if(func2(data6) > 4096){
-const err25 = {instancePath:instancePath+"/regex",schemaPath:"#/$defs/regex/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(data6.length < 1){
+const err25 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/1/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1696,8 +1691,12 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(func2(data6) < 1){
-const err26 = {instancePath:instancePath+"/regex",schemaPath:"#/$defs/regex/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const len2 = data6.length;
+for(let i2=0; i2<len2; i2++){
+let data7 = data6[i2];
+if(typeof data7 === "string"){
+if(func2(data7) < 1){
+const err26 = {instancePath:instancePath+"/prefix/" + i2,schemaPath:"#/$defs/prefixes/anyOf/1/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1708,7 +1707,7 @@ errors++;
 }
 }
 else {
-const err27 = {instancePath:instancePath+"/regex",schemaPath:"#/$defs/regex/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err27 = {instancePath:instancePath+"/prefix/" + i2,schemaPath:"#/$defs/prefixes/anyOf/1/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1718,11 +1717,9 @@ vErrors.push(err27);
 errors++;
 }
 }
-if(data.reason !== undefined){
-let data7 = data.reason;
-if(typeof data7 === "string"){
-if(func2(data7) > 500){
-const err28 = {instancePath:instancePath+"/reason",schemaPath:"#/$defs/reason/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"};
+}
+else {
+const err28 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/1/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1731,8 +1728,10 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(func2(data7) < 1){
-const err29 = {instancePath:instancePath+"/reason",schemaPath:"#/$defs/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+var _valid2 = _errs29 === errors;
+valid11 = valid11 || _valid2;
+if(!valid11){
+const err29 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1741,9 +1740,23 @@ vErrors.push(err29);
 }
 errors++;
 }
+else {
+errors = _errs26;
+if(vErrors !== null){
+if(_errs26){
+vErrors.length = _errs26;
 }
 else {
-const err30 = {instancePath:instancePath+"/reason",schemaPath:"#/$defs/reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
+vErrors = null;
+}
+}
+}
+}
+if(data.regex !== undefined){
+let data8 = data.regex;
+if(typeof data8 === "string"){
+if(func2(data8) > 4096){
+const err30 = {instancePath:instancePath+"/regex",schemaPath:"#/$defs/regex/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1752,10 +1765,8 @@ vErrors.push(err30);
 }
 errors++;
 }
-}
-}
-else {
-const err31 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data8) < 1){
+const err31 = {instancePath:instancePath+"/regex",schemaPath:"#/$defs/regex/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1764,16 +1775,89 @@ vErrors.push(err31);
 }
 errors++;
 }
-validate34.errors = vErrors;
+}
+else {
+const err32 = {instancePath:instancePath+"/regex",schemaPath:"#/$defs/regex/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data.reason !== undefined){
+let data9 = data.reason;
+if(typeof data9 === "string"){
+if(func2(data9) > 500){
+const err33 = {instancePath:instancePath+"/reason",schemaPath:"#/$defs/reason/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+if(func2(data9) < 1){
+const err34 = {instancePath:instancePath+"/reason",schemaPath:"#/$defs/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/reason",schemaPath:"#/$defs/reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+if(data.flags !== undefined){
+if(data.command === undefined){
+const err36 = {instancePath,schemaPath:"#/dependentRequired",keyword:"dependentRequired",params:{property: "flags",
+    missingProperty: "command",
+    depsCount: 1,
+    deps: "command"},message:"must have property command when property flags is present"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+}
+else {
+const err37 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+validate35.errors = vErrors;
 return errors === 0;
 }
-validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate35.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate33.evaluated;
+const evaluated0 = validate34.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1782,7 +1866,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(((key0 === "default") || (key0 === "reason")) || (key0 === "list"))){
+if(!((((key0 === "default") || (key0 === "reason")) || (key0 === "uncertain")) || (key0 === "list"))){
 const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err0];
@@ -1841,11 +1925,10 @@ vErrors.push(err4);
 errors++;
 }
 }
-if(data.list !== undefined){
-let data2 = data.list;
-if(Array.isArray(data2)){
-if(data2.length > 1024){
-const err5 = {instancePath:instancePath+"/list",schemaPath:"#/properties/list/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
+if(data.uncertain !== undefined){
+let data2 = data.uncertain;
+if(!((data2 === "allow") || (data2 === "deny"))){
+const err5 = {instancePath:instancePath+"/uncertain",schemaPath:"#/properties/uncertain/enum",keyword:"enum",params:{allowedValues: schema50.properties.uncertain.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1854,16 +1937,12 @@ vErrors.push(err5);
 }
 errors++;
 }
-const len0 = data2.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate34(data2[i0], {instancePath:instancePath+"/list/" + i0,parentData:data2,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate34.errors : vErrors.concat(validate34.errors);
-errors = vErrors.length;
 }
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/list",schemaPath:"#/properties/list/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.list !== undefined){
+let data3 = data.list;
+if(Array.isArray(data3)){
+if(data3.length > 1024){
+const err6 = {instancePath:instancePath+"/list",schemaPath:"#/properties/list/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1872,10 +1951,16 @@ vErrors.push(err6);
 }
 errors++;
 }
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate35(data3[i0], {instancePath:instancePath+"/list/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
+errors = vErrors.length;
+}
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err7 = {instancePath:instancePath+"/list",schemaPath:"#/properties/list/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1884,20 +1969,32 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate33.errors = vErrors;
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate34.errors = vErrors;
 return errors === 0;
 }
-validate33.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema58 = {"type":"object","additionalProperties":false,"description":"Which references may be used, by which commands, and how.","properties":{"alias":{"type":"boolean","description":"Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text."},"minLength":{"type":"integer","minimum":1,"maximum":1024,"description":"Shortest resolved value that may be used; shorter values are refused (they cannot be masked reliably)."},"allow":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/refPattern"},"description":"References that may be used at all. A command naming any other is denied. Default: all."},"restrict":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/restriction"},"description":"Per-reference command restrictions; all that apply to a reference must be met."},"unknown":{"enum":["literal","warn","deny"],"description":"A reference no source knows: `literal` (default) passes the token on as text; `warn` does that and logs a warning; `deny` refuses the run (EXECGATE_ERR_REF_UNKNOWN) before anything is spawned."}}};
-const schema59 = {"title":"a reference such as `secret:NAME` or `decrypt:ID` (`*` matches any characters)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"};
-const pattern22 = new RegExp("^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$", "u");
-const schema60 = {"type":"object","additionalProperties":false,"required":["ref"],"description":"Which commands may use a secret. Give exactly one of `command`, `prefix`, `regex`; every simple command must match.","properties":{"id":{"$ref":"#/$defs/ruleId"},"ref":{"anyOf":[{"$ref":"#/$defs/refPattern"},{"type":"array","minItems":1,"maxItems":256,"items":{"$ref":"#/$defs/refPattern"}}],"description":"The reference(s) this restriction applies to."},"command":{"$ref":"#/$defs/commandWords"},"prefix":{"$ref":"#/$defs/prefixes"},"regex":{"$ref":"#/$defs/regex"},"reason":{"$ref":"#/$defs/reason"}},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]};
+const schema59 = {"type":"object","additionalProperties":false,"description":"Which references may be used, by which commands, and how.","properties":{"alias":{"type":"boolean","description":"Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text."},"minLength":{"type":"integer","minimum":1,"maximum":1024,"description":"Shortest resolved value that may be used; shorter values are refused (they cannot be masked reliably)."},"allow":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/refPattern"},"description":"References that may be used at all. A command naming any other is denied. Default: all."},"restrict":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/restriction"},"description":"Per-reference command restrictions; all that apply to a reference must be met."},"unknown":{"enum":["literal","warn","deny"],"description":"A reference no source knows: `literal` (default) passes the token on as text; `warn` does that and logs a warning; `deny` refuses the run (EXECGATE_ERR_REF_UNKNOWN) before anything is spawned."},"bind":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/secretBinding"},"description":"Secrets bound to the hosts they are for. A run using a bound secret may send it only there; with `delivery: inject` the run never receives the value at all (the egress proxy puts it into requests to those hosts). Lists from extended policies are combined."}}};
+const schema60 = {"title":"a reference such as `secret:NAME` or `decrypt:ID` (`*` matches any characters)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"};
+const pattern23 = new RegExp("^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$", "u");
+const schema61 = {"type":"object","additionalProperties":false,"required":["ref"],"description":"Which commands may use a secret. Give exactly one of `command`, `prefix`, `regex`; every simple command must match.","properties":{"id":{"$ref":"#/$defs/ruleId"},"ref":{"anyOf":[{"$ref":"#/$defs/refPattern"},{"type":"array","minItems":1,"maxItems":256,"items":{"$ref":"#/$defs/refPattern"}}],"description":"The reference(s) this restriction applies to."},"command":{"$ref":"#/$defs/commandWords"},"flags":{"$ref":"#/$defs/flags"},"prefix":{"$ref":"#/$defs/prefixes"},"regex":{"$ref":"#/$defs/regex"},"reason":{"$ref":"#/$defs/reason"}},"dependentRequired":{"flags":["command"]},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]};
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate38.evaluated;
+const evaluated0 = validate39.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2006,7 +2103,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!((((((key0 === "id") || (key0 === "ref")) || (key0 === "command")) || (key0 === "prefix")) || (key0 === "regex")) || (key0 === "reason"))){
+if(!(((((((key0 === "id") || (key0 === "ref")) || (key0 === "command")) || (key0 === "flags")) || (key0 === "prefix")) || (key0 === "regex")) || (key0 === "reason"))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -2048,7 +2145,7 @@ const _errs10 = errors;
 let valid3 = false;
 const _errs11 = errors;
 if(typeof data1 === "string"){
-if(!pattern22.test(data1)){
+if(!pattern23.test(data1)){
 const err8 = {instancePath:instancePath+"/ref",schemaPath:"#/$defs/refPattern/pattern",keyword:"pattern",params:{pattern: "^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"},message:"must match pattern \""+"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -2097,7 +2194,7 @@ const len0 = data1.length;
 for(let i0=0; i0<len0; i0++){
 let data2 = data1[i0];
 if(typeof data2 === "string"){
-if(!pattern22.test(data2)){
+if(!pattern23.test(data2)){
 const err12 = {instancePath:instancePath+"/ref/" + i0,schemaPath:"#/$defs/refPattern/pattern",keyword:"pattern",params:{pattern: "^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"},message:"must match pattern \""+"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -2266,14 +2363,11 @@ vErrors = null;
 }
 }
 }
-if(data.prefix !== undefined){
-let data5 = data.prefix;
-const _errs30 = errors;
-let valid13 = false;
-const _errs31 = errors;
-if(typeof data5 === "string"){
-if(func2(data5) < 1){
-const err24 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/0/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data.flags !== undefined){
+let data5 = data.flags;
+if(Array.isArray(data5)){
+if(data5.length > 64){
+const err24 = {instancePath:instancePath+"/flags",schemaPath:"#/$defs/flags/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -2282,9 +2376,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-}
-else {
-const err25 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data5.length < 1){
+const err25 = {instancePath:instancePath+"/flags",schemaPath:"#/$defs/flags/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2293,12 +2386,12 @@ vErrors.push(err25);
 }
 errors++;
 }
-var _valid3 = _errs31 === errors;
-valid13 = valid13 || _valid3;
-const _errs33 = errors;
-if(Array.isArray(data5)){
-if(data5.length > 256){
-const err26 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/1/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+const len2 = data5.length;
+for(let i2=0; i2<len2; i2++){
+let data6 = data5[i2];
+if(typeof data6 === "string"){
+if(!pattern22.test(data6)){
+const err26 = {instancePath:instancePath+"/flags/" + i2,schemaPath:"#/$defs/flags/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -2307,8 +2400,9 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(data5.length < 1){
-const err27 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/1/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+else {
+const err27 = {instancePath:instancePath+"/flags/" + i2,schemaPath:"#/$defs/flags/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -2317,12 +2411,10 @@ vErrors.push(err27);
 }
 errors++;
 }
-const len2 = data5.length;
-for(let i2=0; i2<len2; i2++){
-let data6 = data5[i2];
-if(typeof data6 === "string"){
-if(func2(data6) < 1){
-const err28 = {instancePath:instancePath+"/prefix/" + i2,schemaPath:"#/$defs/prefixes/anyOf/1/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/flags",schemaPath:"#/$defs/flags/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -2332,8 +2424,14 @@ vErrors.push(err28);
 errors++;
 }
 }
-else {
-const err29 = {instancePath:instancePath+"/prefix/" + i2,schemaPath:"#/$defs/prefixes/anyOf/1/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.prefix !== undefined){
+let data7 = data.prefix;
+const _errs35 = errors;
+let valid16 = false;
+const _errs36 = errors;
+if(typeof data7 === "string"){
+if(func2(data7) < 1){
+const err29 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/0/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -2343,9 +2441,8 @@ vErrors.push(err29);
 errors++;
 }
 }
-}
 else {
-const err30 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/1/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err30 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -2354,10 +2451,12 @@ vErrors.push(err30);
 }
 errors++;
 }
-var _valid3 = _errs33 === errors;
-valid13 = valid13 || _valid3;
-if(!valid13){
-const err31 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+var _valid3 = _errs36 === errors;
+valid16 = valid16 || _valid3;
+const _errs38 = errors;
+if(Array.isArray(data7)){
+if(data7.length > 256){
+const err31 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/1/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -2366,23 +2465,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-else {
-errors = _errs30;
-if(vErrors !== null){
-if(_errs30){
-vErrors.length = _errs30;
-}
-else {
-vErrors = null;
-}
-}
-}
-}
-if(data.regex !== undefined){
-let data7 = data.regex;
-if(typeof data7 === "string"){
-if(func2(data7) > 4096){
-const err32 = {instancePath:instancePath+"/regex",schemaPath:"#/$defs/regex/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(data7.length < 1){
+const err32 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/1/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -2391,8 +2475,12 @@ vErrors.push(err32);
 }
 errors++;
 }
-if(func2(data7) < 1){
-const err33 = {instancePath:instancePath+"/regex",schemaPath:"#/$defs/regex/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const len3 = data7.length;
+for(let i3=0; i3<len3; i3++){
+let data8 = data7[i3];
+if(typeof data8 === "string"){
+if(func2(data8) < 1){
+const err33 = {instancePath:instancePath+"/prefix/" + i3,schemaPath:"#/$defs/prefixes/anyOf/1/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -2403,7 +2491,7 @@ errors++;
 }
 }
 else {
-const err34 = {instancePath:instancePath+"/regex",schemaPath:"#/$defs/regex/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err34 = {instancePath:instancePath+"/prefix/" + i3,schemaPath:"#/$defs/prefixes/anyOf/1/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -2413,11 +2501,9 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.reason !== undefined){
-let data8 = data.reason;
-if(typeof data8 === "string"){
-if(func2(data8) > 500){
-const err35 = {instancePath:instancePath+"/reason",schemaPath:"#/$defs/reason/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"};
+}
+else {
+const err35 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf/1/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -2426,8 +2512,10 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(func2(data8) < 1){
-const err36 = {instancePath:instancePath+"/reason",schemaPath:"#/$defs/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+var _valid3 = _errs38 === errors;
+valid16 = valid16 || _valid3;
+if(!valid16){
+const err36 = {instancePath:instancePath+"/prefix",schemaPath:"#/$defs/prefixes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -2436,9 +2524,23 @@ vErrors.push(err36);
 }
 errors++;
 }
+else {
+errors = _errs35;
+if(vErrors !== null){
+if(_errs35){
+vErrors.length = _errs35;
 }
 else {
-const err37 = {instancePath:instancePath+"/reason",schemaPath:"#/$defs/reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
+vErrors = null;
+}
+}
+}
+}
+if(data.regex !== undefined){
+let data9 = data.regex;
+if(typeof data9 === "string"){
+if(func2(data9) > 4096){
+const err37 = {instancePath:instancePath+"/regex",schemaPath:"#/$defs/regex/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -2447,10 +2549,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-}
-}
-else {
-const err38 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data9) < 1){
+const err38 = {instancePath:instancePath+"/regex",schemaPath:"#/$defs/regex/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -2459,16 +2559,251 @@ vErrors.push(err38);
 }
 errors++;
 }
-validate38.errors = vErrors;
+}
+else {
+const err39 = {instancePath:instancePath+"/regex",schemaPath:"#/$defs/regex/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+if(data.reason !== undefined){
+let data10 = data.reason;
+if(typeof data10 === "string"){
+if(func2(data10) > 500){
+const err40 = {instancePath:instancePath+"/reason",schemaPath:"#/$defs/reason/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+if(func2(data10) < 1){
+const err41 = {instancePath:instancePath+"/reason",schemaPath:"#/$defs/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/reason",schemaPath:"#/$defs/reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+if(data.flags !== undefined){
+if(data.command === undefined){
+const err43 = {instancePath,schemaPath:"#/dependentRequired",keyword:"dependentRequired",params:{property: "flags",
+    missingProperty: "command",
+    depsCount: 1,
+    deps: "command"},message:"must have property command when property flags is present"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+else {
+const err44 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+validate39.errors = vErrors;
 return errors === 0;
 }
-validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
+const schema70 = {"title":"a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject}`","type":"object","additionalProperties":false,"required":["ref","hosts"],"properties":{"ref":{"title":"one reference, `secret:NAME` or `decrypt:ID` (no `*`)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"},"hosts":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/hostPattern"},"description":"The hosts the secret is for (at least one). They also bound what the run may reach: intersected with `sandbox.network`."},"delivery":{"enum":["env","inject"],"description":"`env` (default): the value is in the child's environment, and every connection of a run using it is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value on requests to these hosts only (needs the sandbox)."}}};
+const schema71 = {"title":"a host pattern: `api.github.com`, `*.npmjs.org`, `*`, `192.0.2.10`, `[2001:db8::1]`, each with an optional `:PORT`","type":"string","minLength":1,"maxLength":300};
+const pattern30 = new RegExp("^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$", "u");
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate37.evaluated;
+const evaluated0 = validate41.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.ref === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "ref"},message:"must have required property '"+"ref"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.hosts === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "hosts"},message:"must have required property '"+"hosts"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "ref") || (key0 === "hosts")) || (key0 === "delivery"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.ref !== undefined){
+let data0 = data.ref;
+if(typeof data0 === "string"){
+if(!pattern30.test(data0)){
+const err3 = {instancePath:instancePath+"/ref",schemaPath:"#/properties/ref/pattern",keyword:"pattern",params:{pattern: "^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"},message:"must match pattern \""+"^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/ref",schemaPath:"#/properties/ref/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.hosts !== undefined){
+let data1 = data.hosts;
+if(Array.isArray(data1)){
+if(data1.length > 256){
+const err5 = {instancePath:instancePath+"/hosts",schemaPath:"#/properties/hosts/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(func2(data2) > 300){
+const err6 = {instancePath:instancePath+"/hosts/" + i0,schemaPath:"#/$defs/hostPattern/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(func2(data2) < 1){
+const err7 = {instancePath:instancePath+"/hosts/" + i0,schemaPath:"#/$defs/hostPattern/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/hosts/" + i0,schemaPath:"#/$defs/hostPattern/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/hosts",schemaPath:"#/properties/hosts/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.delivery !== undefined){
+let data3 = data.delivery;
+if(!((data3 === "env") || (data3 === "inject"))){
+const err10 = {instancePath:instancePath+"/delivery",schemaPath:"#/properties/delivery/enum",keyword:"enum",params:{allowedValues: schema70.properties.delivery.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate41.errors = vErrors;
+return errors === 0;
+}
+validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate38.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2477,7 +2812,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(((((key0 === "alias") || (key0 === "minLength")) || (key0 === "allow")) || (key0 === "restrict")) || (key0 === "unknown"))){
+if(!((((((key0 === "alias") || (key0 === "minLength")) || (key0 === "allow")) || (key0 === "restrict")) || (key0 === "unknown")) || (key0 === "bind"))){
 const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err0];
@@ -2552,7 +2887,7 @@ const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
 let data3 = data2[i0];
 if(typeof data3 === "string"){
-if(!pattern22.test(data3)){
+if(!pattern23.test(data3)){
 const err6 = {instancePath:instancePath+"/allow/" + i0,schemaPath:"#/$defs/refPattern/pattern",keyword:"pattern",params:{pattern: "^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"},message:"must match pattern \""+"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -2621,8 +2956,8 @@ errors++;
 }
 const len1 = data4.length;
 for(let i2=0; i2<len1; i2++){
-if(!(validate38(data4[i2], {instancePath:instancePath+"/restrict/" + i2,parentData:data4,parentDataProperty:i2,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
+if(!(validate39(data4[i2], {instancePath:instancePath+"/restrict/" + i2,parentData:data4,parentDataProperty:i2,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
 errors = vErrors.length;
 }
 }
@@ -2641,7 +2976,7 @@ errors++;
 if(data.unknown !== undefined){
 let data6 = data.unknown;
 if(!(((data6 === "literal") || (data6 === "warn")) || (data6 === "deny"))){
-const err12 = {instancePath:instancePath+"/unknown",schemaPath:"#/properties/unknown/enum",keyword:"enum",params:{allowedValues: schema58.properties.unknown.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/unknown",schemaPath:"#/properties/unknown/enum",keyword:"enum",params:{allowedValues: schema59.properties.unknown.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2651,9 +2986,11 @@ vErrors.push(err12);
 errors++;
 }
 }
-}
-else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.bind !== undefined){
+let data7 = data.bind;
+if(Array.isArray(data7)){
+if(data7.length > 1024){
+const err13 = {instancePath:instancePath+"/bind",schemaPath:"#/properties/bind/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2662,18 +2999,48 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate37.errors = vErrors;
+const len2 = data7.length;
+for(let i3=0; i3<len2; i3++){
+if(!(validate41(data7[i3], {instancePath:instancePath+"/bind/" + i3,parentData:data7,parentDataProperty:i3,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/bind",schemaPath:"#/properties/bind/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+validate38.errors = vErrors;
 return errors === 0;
 }
-validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema68 = {"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}};
-const pattern28 = new RegExp("^(/|~/)[^\\u0000]*$", "u");
+const schema72 = {"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}};
+const pattern31 = new RegExp("^(/|~/)[^\\u0000]*$", "u");
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate41.evaluated;
+const evaluated0 = validate44.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2708,7 +3075,7 @@ errors++;
 if(data.path !== undefined){
 let data1 = data.path;
 if(typeof data1 === "string"){
-if(!pattern28.test(data1)){
+if(!pattern31.test(data1)){
 const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/|~/)[^\\u0000]*$"},message:"must match pattern \""+"^(/|~/)[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -2733,7 +3100,7 @@ errors++;
 if(data.destination !== undefined){
 let data2 = data.destination;
 if(!((data2 === "file") || (data2 === "stdout"))){
-const err4 = {instancePath:instancePath+"/destination",schemaPath:"#/properties/destination/enum",keyword:"enum",params:{allowedValues: schema68.properties.destination.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/destination",schemaPath:"#/properties/destination/enum",keyword:"enum",params:{allowedValues: schema72.properties.destination.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2857,7 +3224,7 @@ errors++;
 if(data.fsync !== undefined){
 let data5 = data.fsync;
 if(!(((data5 === "always") || (data5 === "before-spawn")) || (data5 === "never"))){
-const err13 = {instancePath:instancePath+"/fsync",schemaPath:"#/properties/fsync/enum",keyword:"enum",params:{allowedValues: schema68.properties.fsync.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/fsync",schemaPath:"#/properties/fsync/enum",keyword:"enum",params:{allowedValues: schema72.properties.fsync.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2902,20 +3269,196 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate44.errors = vErrors;
 return errors === 0;
 }
-validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema70 = {"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own PID, mount, IPC, UTS and network namespaces; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the working directory roots, a private /tmp and `filesystem.writable`.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"enum":["none","open"],"description":"`none` (default): a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services and abstract UNIX sockets (a D-Bus session bus) are out of reach. `open`: the host's network, loopback and abstract sockets included."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the working directory roots (`cwd.roots`, else the request's cwd) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}};
-const pattern30 = new RegExp("^/[^\\u0000]*$", "u");
-const schema71 = {"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}};
-const schema72 = {"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"};
+const schema74 = {"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own PID, mount, IPC, UTS and network namespaces; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the working directory roots, a private /tmp and `filesystem.writable`.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"anyOf":[{"enum":["none","open"],"description":"`none` (default): a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services and abstract UNIX sockets (a D-Bus session bus) are out of reach. `open`: the host's network, loopback and abstract sockets included."},{"$ref":"#/$defs/network"}],"description":"`none` or `open` (see above), or an egress policy `{mode: open|none|allowlist, allow, deny}` for the gateway's egress proxy. Until the proxy is wired into sandboxed runs, an egress policy gets the private loopback-only namespace (nothing leaves)."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the working directory roots (`cwd.roots`, else the request's cwd) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}};
+const pattern33 = new RegExp("^/[^\\u0000]*$", "u");
+const schema75 = {"type":"object","additionalProperties":false,"description":"What a sandboxed run may reach. The run has no network interface but loopback in `none` and `allowlist`; traffic leaves only through the gateway's egress proxy, which decides by host name and refuses names resolving to loopback, link-local, metadata or this host's addresses.","properties":{"mode":{"enum":["open","none","allowlist"],"description":"`open`: every host not denied; `none`: nothing leaves the run; `allowlist`: only hosts matching `allow` (and not `deny`)."},"allow":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns that may be reached in `allowlist` mode. An IP literal is reachable (in any mode) only when a pattern names it."},"deny":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns never reached; deny wins over allow. Lists from extended policies are combined."}}};
 
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate44.evaluated;
+const evaluated0 = validate47.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!(((key0 === "mode") || (key0 === "allow")) || (key0 === "deny"))){
+const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(data.mode !== undefined){
+let data0 = data.mode;
+if(!(((data0 === "open") || (data0 === "none")) || (data0 === "allowlist"))){
+const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema75.properties.mode.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.allow !== undefined){
+let data1 = data.allow;
+if(Array.isArray(data1)){
+if(data1.length > 1024){
+const err2 = {instancePath:instancePath+"/allow",schemaPath:"#/properties/allow/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(func2(data2) > 300){
+const err3 = {instancePath:instancePath+"/allow/" + i0,schemaPath:"#/$defs/hostPattern/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(func2(data2) < 1){
+const err4 = {instancePath:instancePath+"/allow/" + i0,schemaPath:"#/$defs/hostPattern/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/allow/" + i0,schemaPath:"#/$defs/hostPattern/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/allow",schemaPath:"#/properties/allow/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.deny !== undefined){
+let data3 = data.deny;
+if(Array.isArray(data3)){
+if(data3.length > 1024){
+const err7 = {instancePath:instancePath+"/deny",schemaPath:"#/properties/deny/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+const len1 = data3.length;
+for(let i1=0; i1<len1; i1++){
+let data4 = data3[i1];
+if(typeof data4 === "string"){
+if(func2(data4) > 300){
+const err8 = {instancePath:instancePath+"/deny/" + i1,schemaPath:"#/$defs/hostPattern/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(func2(data4) < 1){
+const err9 = {instancePath:instancePath+"/deny/" + i1,schemaPath:"#/$defs/hostPattern/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/deny/" + i1,schemaPath:"#/$defs/hostPattern/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/deny",schemaPath:"#/properties/deny/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+validate47.errors = vErrors;
+return errors === 0;
+}
+validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const schema78 = {"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}};
+const schema79 = {"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"};
+
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate49.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2990,16 +3533,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
-validate44.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
+validate49.evaluated = {"items":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate43.evaluated;
+const evaluated0 = validate46.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3022,7 +3565,7 @@ errors++;
 if(data.mode !== undefined){
 let data0 = data.mode;
 if(!(((data0 === "required") || (data0 === "auto")) || (data0 === "off"))){
-const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema70.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema74.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3035,7 +3578,7 @@ errors++;
 if(data.helper !== undefined){
 let data1 = data.helper;
 if(typeof data1 === "string"){
-if(!pattern30.test(data1)){
+if(!pattern33.test(data1)){
 const err2 = {instancePath:instancePath+"/helper",schemaPath:"#/properties/helper/pattern",keyword:"pattern",params:{pattern: "^/[^\\u0000]*$"},message:"must match pattern \""+"^/[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -3059,8 +3602,11 @@ errors++;
 }
 if(data.network !== undefined){
 let data2 = data.network;
+const _errs6 = errors;
+let valid1 = false;
+const _errs7 = errors;
 if(!((data2 === "none") || (data2 === "open"))){
-const err4 = {instancePath:instancePath+"/network",schemaPath:"#/properties/network/enum",keyword:"enum",params:{allowedValues: schema70.properties.network.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/network",schemaPath:"#/properties/network/anyOf/0/enum",keyword:"enum",params:{allowedValues: schema74.properties.network.anyOf[0].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3069,13 +3615,17 @@ vErrors.push(err4);
 }
 errors++;
 }
+var _valid0 = _errs7 === errors;
+valid1 = valid1 || _valid0;
+const _errs8 = errors;
+if(!(validate47(data2, {instancePath:instancePath+"/network",parentData:data,parentDataProperty:"network",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
+errors = vErrors.length;
 }
-if(data.filesystem !== undefined){
-let data3 = data.filesystem;
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-for(const key1 in data3){
-if(!(((key1 === "hidden") || (key1 === "writable")) || (key1 === "readOnly"))){
-const err5 = {instancePath:instancePath+"/filesystem",schemaPath:"#/properties/filesystem/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+var _valid0 = _errs8 === errors;
+valid1 = valid1 || _valid0;
+if(!valid1){
+const err5 = {instancePath:instancePath+"/network",schemaPath:"#/properties/network/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3084,28 +3634,24 @@ vErrors.push(err5);
 }
 errors++;
 }
-}
-if(data3.hidden !== undefined){
-if(!(validate44(data3.hidden, {instancePath:instancePath+"/filesystem/hidden",parentData:data3,parentDataProperty:"hidden",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
-errors = vErrors.length;
-}
-}
-if(data3.writable !== undefined){
-if(!(validate44(data3.writable, {instancePath:instancePath+"/filesystem/writable",parentData:data3,parentDataProperty:"writable",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
-errors = vErrors.length;
-}
-}
-if(data3.readOnly !== undefined){
-if(!(validate44(data3.readOnly, {instancePath:instancePath+"/filesystem/readOnly",parentData:data3,parentDataProperty:"readOnly",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
-errors = vErrors.length;
-}
-}
+else {
+errors = _errs6;
+if(vErrors !== null){
+if(_errs6){
+vErrors.length = _errs6;
 }
 else {
-const err6 = {instancePath:instancePath+"/filesystem",schemaPath:"#/properties/filesystem/type",keyword:"type",params:{type: "object"},message:"must be object"};
+vErrors = null;
+}
+}
+}
+}
+if(data.filesystem !== undefined){
+let data3 = data.filesystem;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+for(const key1 in data3){
+if(!(((key1 === "hidden") || (key1 === "writable")) || (key1 === "readOnly"))){
+const err6 = {instancePath:instancePath+"/filesystem",schemaPath:"#/properties/filesystem/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3115,9 +3661,27 @@ vErrors.push(err6);
 errors++;
 }
 }
+if(data3.hidden !== undefined){
+if(!(validate49(data3.hidden, {instancePath:instancePath+"/filesystem/hidden",parentData:data3,parentDataProperty:"hidden",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+errors = vErrors.length;
+}
+}
+if(data3.writable !== undefined){
+if(!(validate49(data3.writable, {instancePath:instancePath+"/filesystem/writable",parentData:data3,parentDataProperty:"writable",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+errors = vErrors.length;
+}
+}
+if(data3.readOnly !== undefined){
+if(!(validate49(data3.readOnly, {instancePath:instancePath+"/filesystem/readOnly",parentData:data3,parentDataProperty:"readOnly",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
-const err7 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err7 = {instancePath:instancePath+"/filesystem",schemaPath:"#/properties/filesystem/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3126,10 +3690,22 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate43.errors = vErrors;
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate46.errors = vErrors;
 return errors === 0;
 }
-validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3457,26 +4033,26 @@ errors = vErrors.length;
 }
 }
 if(data.rules !== undefined){
-if(!(validate33(data.rules, {instancePath:instancePath+"/rules",parentData:data,parentDataProperty:"rules",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate33.errors : vErrors.concat(validate33.errors);
+if(!(validate34(data.rules, {instancePath:instancePath+"/rules",parentData:data,parentDataProperty:"rules",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate34.errors : vErrors.concat(validate34.errors);
 errors = vErrors.length;
 }
 }
 if(data.secrets !== undefined){
-if(!(validate37(data.secrets, {instancePath:instancePath+"/secrets",parentData:data,parentDataProperty:"secrets",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate37.errors : vErrors.concat(validate37.errors);
+if(!(validate38(data.secrets, {instancePath:instancePath+"/secrets",parentData:data,parentDataProperty:"secrets",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
 errors = vErrors.length;
 }
 }
 if(data.audit !== undefined){
-if(!(validate41(data.audit, {instancePath:instancePath+"/audit",parentData:data,parentDataProperty:"audit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
+if(!(validate44(data.audit, {instancePath:instancePath+"/audit",parentData:data,parentDataProperty:"audit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
 errors = vErrors.length;
 }
 }
 if(data.sandbox !== undefined){
-if(!(validate43(data.sandbox, {instancePath:instancePath+"/sandbox",parentData:data,parentDataProperty:"sandbox",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+if(!(validate46(data.sandbox, {instancePath:instancePath+"/sandbox",parentData:data,parentDataProperty:"sandbox",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
 errors = vErrors.length;
 }
 }

@@ -26,7 +26,7 @@
  */
 
 import { ExecgateError, describeValue } from '../errors';
-import { placeTokens, type Placement, type RefusedContext } from './shell-lexer';
+import { readShell, type Placement, type RefusedContext, type ShellAnalysis } from '../shell';
 import { isTokenText } from './tokens';
 import type { RefToken } from './types';
 
@@ -44,33 +44,45 @@ const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * EXECGATE_ERR_REF_UNSAFE_CONTEXT (naming the reference, never a value) when a token sits where
  * no expansion is safe.
  */
-export function substituteTokens(command: string, replacements: readonly Replacement[]): string {
+export function substituteTokens(command: string, replacements: readonly Replacement[], analysis?: ShellAnalysis): string {
   const sorted = validateReplacements(command, replacements);
   if (sorted.length === 0) return command;
-
-  const result = placeTokens(
-    command,
-    sorted.map(({ token }) => token),
-  );
+  // The analysis made before resolution placed every token; when some stay literal (no source
+  // knew them) bash reads their text as shell syntax, so the substituted ones are placed again.
+  const reading = analysis && sameTokens(analysis, command, sorted) ? analysis : readShell(command, sorted.map(({ token }) => token));
+  const placements = getPlacements(reading, sorted);
   sorted.forEach((replacement, index) => {
-    const placement = result.placements[index] as Placement;
+    const placement = placements[index] as Placement;
     if (placement.kind === 'refuse') throw unsafeContextError(replacement.token, placement.context, placement.reason);
   });
-  if (result.problem) {
-    const { reason, offset } = result.problem;
-    const token = (sorted.find(({ token: each }) => each.start >= offset) ?? sorted[0])!.token;
-    throw unsafeContextError(token, 'uncertain', reason);
-  }
 
   let script = '';
   let cursor = 0;
   sorted.forEach(({ token, envName }, index) => {
-    const placement = result.placements[index] as Placement;
+    const placement = placements[index] as Placement;
     script += command.slice(cursor, token.start);
     script += placement.kind === 'expand' ? expansionFor(placement.context, envName) : token.raw;
     cursor = token.end;
   });
   return script + command.slice(cursor);
+}
+
+/** Throw EXECGATE_ERR_REF_UNSAFE_CONTEXT for the first token of `analysis` that cannot be substituted. */
+export function validateTokenPlacements(analysis: ShellAnalysis): void {
+  for (const { token, placement } of analysis.tokens) {
+    if (placement.kind === 'refuse') throw unsafeContextError(token, placement.context, placement.reason);
+  }
+}
+
+function sameTokens(analysis: ShellAnalysis, command: string, sorted: readonly Replacement[]): boolean {
+  if (analysis.command !== command || analysis.tokens.length !== sorted.length) return false;
+  const starts = new Set(analysis.tokens.map(({ token }) => token.start));
+  return sorted.every(({ token }) => starts.has(token.start));
+}
+
+function getPlacements(analysis: ShellAnalysis, sorted: readonly Replacement[]): Placement[] {
+  const byStart = new Map(analysis.tokens.map((reading) => [reading.token.start, reading.placement]));
+  return sorted.map(({ token }) => byStart.get(token.start) ?? { kind: 'refuse', context: 'uncertain' });
 }
 
 function expansionFor(context: Extract<Placement, { kind: 'expand' }>['context'], envName: string): string {
@@ -168,7 +180,7 @@ const REFUSALS: Record<RefusedContext, { where: string; fix: (reference: string)
     fix: () => 'use [ ... -eq ... ] (the test command compares numbers without evaluating them)',
   },
   evaluated: {
-    where: 'an argument that the command runs as shell code (eval, trap, declare -i or -n)',
+    where: 'an argument or variable that bash runs or evaluates as code (eval, trap, alias, complete/compgen, mapfile -C, declare -i/-n/-a, PS0-PS4, PROMPT_COMMAND, BASH_FUNC_*)',
     fix: (reference) => `assign the reference to a variable and let the code use the variable: V=${reference}; eval 'cmd "$V"'`,
   },
   'shell-script': {
@@ -195,6 +207,10 @@ const REFUSALS: Record<RefusedContext, { where: string; fix: (reference: string)
   'after-dollar': {
     where: 'a position right after a bare $, which would join with the expansion',
     fix: () => 'remove the $ or write it as \\$',
+  },
+  'value-evaluated': {
+    where: 'a command that also evaluates a variable\'s value as code (arithmetic on variables, `${!NAME}`, `[[ -eq ]]`, a variable name or a command known only at run time), which the value could reach',
+    fix: () => 'run the part that evaluates values as a separate command without the reference, or pass the value to a program that reads it as data',
   },
   uncertain: {
     where: 'a spot whose quoting execgate cannot determine with confidence',

@@ -50,7 +50,7 @@ export const BROKEN_CASES: readonly BrokenCase[] = [
     files: { 'p.yaml': "version: 1\nrules:\n  list:\n    - id: bad\n      action: deny\n      regex: '(git'\n" },
     main: 'p.yaml',
     code: 'EXECGATE_ERR_POLICY_INVALID',
-    first: 'p.yaml:6:14: `rules.list[0].regex`: invalid regular expression: /(git/: Unterminated group',
+    first: 'p.yaml:6:14: `rules.list[0].regex`: invalid regular expression (RE2 syntax, which runs in linear time): missing closing ): `(git`',
   },
   {
     name: 'conflicting settings: default timeout longer than the maximum',

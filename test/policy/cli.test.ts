@@ -101,8 +101,10 @@ describe('execgate policy explain', () => {
       mode: 'pty',
       cwd: '/',
       references: ['<<secret:x>>'],
-      commands: [['echo', '<ref>(?)']],
-      uncertain: false,
+      commands: [{ words: ['echo', '<<secret:x>>(?)'] }],
+      tokens: [{ reference: '<<secret:x>>', offset: 5, refused: false, context: 'unquoted' }],
+      uncertain: [],
+      sinks: [],
       // The sandbox a run would get here (test/sandbox checks its contents).
       sandbox: expect.objectContaining({ sandboxed: expect.any(Boolean) }),
     });
@@ -113,7 +115,7 @@ describe('execgate policy explain', () => {
     const result = execgate(['policy', 'explain', '--policy', 'bad.yaml', '--', 'true']);
     expect(result.status).toBe(125);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toBe('execgate: EXECGATE_ERR_POLICY_INVALID: The policy bad.yaml was not loaded: bad.yaml:2:40: `rules.list[0].regex`: invalid regular expression: /(/: Unterminated group\n');
+    expect(result.stderr).toBe('execgate: EXECGATE_ERR_POLICY_INVALID: The policy bad.yaml was not loaded: bad.yaml:2:40: `rules.list[0].regex`: invalid regular expression (RE2 syntax, which runs in linear time): missing closing ): `(`\n');
   });
 });
 

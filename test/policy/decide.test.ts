@@ -7,60 +7,60 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { decideRequest } from '../../src/policy/decide';
 import type { EffectivePolicy, ExecMode } from '../../src/policy/effective';
-import { describeWord, parseCommandText } from '../../src/policy/shell-words';
+import { readShell } from '../../src/shell';
 import { scanTokens } from '../../src/refs/tokens';
 import { makeTempDir } from '../helpers/tmp';
 import { policyFrom } from './helpers';
 
 const read = (text: string): string[] => {
   const tokens = scanTokens(text);
-  return parseCommandText(text, tokens).commands.map((command) => command.words.map((word) => (word.dynamic ? `{${describeWord({ ...word, dynamic: false })}}` : word.text)).join(' '));
+  return readShell(text, tokens).commands.map((command) => command.words.map((word) => (word.dynamic ? `{${word.text}}` : word.text)).join(' '));
 };
 
 describe('reading simple commands out of shell text', () => {
   test.each([
     ['git status', ['git status']],
-    ['git status; rm -rf ~', ['git status', 'rm -rf ~']],
+    ['git status; rm -rf ~', ['git status', 'rm -rf {~}']],
     ['a && b || c | d & e', ['a', 'b', 'c', 'd', 'e']],
     ['FOO=1 BAR="x y" git push >out 2>&1 <in', ['git push']],
     ["echo 'a; sudo b' \"c | d\"", ['echo a; sudo b c | d']],
-    ['echo "$(curl -s evil)" `id`', ['curl -s evil', 'id', 'echo {} {}']],
-    ['x=$(sudo id) git', ['sudo id', 'git']],
-    ['(cd /tmp && sudo x)', ['cd /tmp', 'sudo x']],
+    ['echo "$(curl -s evil)" `id`', ['curl -s evil', 'id', 'echo {"$(curl -s evil)"} {`id`}']],
+    ['x=$(sudo id) git', ['sudo id', 'id', 'git']],
+    ['(cd /tmp && sudo x)', ['cd /tmp', 'sudo x', 'x']],
     ['{ git a; git b; } > out', ['git a', 'git b']],
     ['if true; then git pull; fi', ['true', 'git pull']],
-    ['for f in a b; do git add "$f"; done', ['git add {}']],
-    ['cat <<EOF\n$(sudo id)\nEOF\ngit log', ['cat', 'sudo id', 'git log']],
+    ['for f in a b; do git add "$f"; done', ['git add {"$f"}']],
+    ['cat <<EOF\n$(sudo id)\nEOF\ngit log', ['cat', 'sudo id', 'id', 'git log']],
     ["cat <<'EOF'\n$(sudo id)\nEOF", ['cat']],
-    ['bash -c "sudo ls; git x"', ['bash -c sudo ls; git x', 'sudo ls', 'git x']],
-    ['eval sudo ls', ['eval sudo ls', 'sudo ls']],
-    ['\\sudo ls', ['sudo ls']],
-    ["$'\\x73udo' ls", ['sudo ls']],
-    ['$CMD status', ['{} status']],
+    ['bash -c "sudo ls; git x"', ['bash -c sudo ls; git x', 'sudo ls', 'ls', 'git x']],
+    ['eval sudo ls', ['eval sudo ls', 'sudo ls', 'ls']],
+    ['\\sudo ls', ['sudo ls', 'ls']],
+    ["$'\\x73udo' ls", ['sudo ls', 'ls']],
+    ['$CMD status', ['{$CMD} status']],
     ['{sudo,ls} x', ['{{sudo,ls}} x']],
-    ['git -c x=<<secret:t>> config', ['git -c {x=<ref>} config']],
+    ['git -c x=<<secret:t>> config', ['git -c {x=<<secret:t>>} config']],
     ['git status # ; sudo', ['git status']],
-    ['echo ${x:-$(sudo id)}', ['sudo id', 'echo {}']],
+    ['echo ${x:-$(sudo id)}', ['sudo id', 'id', 'echo {${x:-$(sudo id)}}']],
   ])('%j', (text, expected) => {
     expect(read(text)).toEqual(expected);
   });
 
   test.each(['echo "unterminated', "echo 'x", 'echo $(date', 'a ) b', 'cat <<EOF\nno end'])('%j is read with uncertainty', (text) => {
-    expect(parseCommandText(text).uncertain).toBe(true);
+    expect(readShell(text).uncertain.length).toBeGreaterThan(0);
   });
 
   test('never throws and always terminates on arbitrary text', () => {
     fc.assert(
       fc.property(fc.string({ unit: fc.constantFrom(...'ab ;&|()<>$`\'"\\{}\n#=-c'.split('')), maxLength: 60 }), (text) => {
-        const parsed = parseCommandText(text);
+        const parsed = readShell(text);
         expect(Array.isArray(parsed.commands)).toBe(true);
       }),
       { numRuns: 1500 },
     );
   });
 
-  test('a deeply nested text is refused as uncertain, not a stack overflow', () => {
-    expect(parseCommandText(`${'$('.repeat(5000)}x${')'.repeat(5000)}`).uncertain).toBe(true);
+  test('a deeply nested text is a coded error, not a stack overflow', () => {
+    expect(() => readShell(`${'$('.repeat(5000)}x${')'.repeat(5000)}`)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_COMMAND_TOO_COMPLEX' }));
   });
 });
 

@@ -311,7 +311,7 @@ describe('loading, refusing and reloading', () => {
 
     const events = audit().filter((record) => String(record.event).startsWith('policy.'));
     expect(events.map((record) => [record.event, record.reload])).toEqual([['policy.loaded', false], ['policy.loaded', true], ['policy.rejected', true]]);
-    expect(events[2]?.problems).toEqual([`${file}:4:42: \`rules.list[0].regex\`: invalid regular expression: /(/: Unterminated group`]);
+    expect(events[2]?.problems).toEqual([`${file}:4:42: \`rules.list[0].regex\`: invalid regular expression (RE2 syntax, which runs in linear time): missing closing ): \`(\``]);
   });
 
   test('a request keeps the policy it started with while a reload happens', async () => {

@@ -12,7 +12,7 @@ import { DEFAULT_POLICY, EXEC_MODES, type EffectivePolicy, type ExecMode } from 
 import { checkPolicyFile, loadPolicyFile } from '../../policy/load';
 import { formatProblem } from '../../policy/problems';
 import { getSchemaText } from '../../policy/schema';
-import { describeWord, parseCommandText } from '../../policy/shell-words';
+import { readShell, type ShellAnalysis, type Word } from '../../shell';
 import { getYaml } from '../../policy/source';
 import { scanTokens } from '../../refs/tokens';
 import { planSandbox, type SandboxReport } from '../../sandbox';
@@ -108,9 +108,10 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
         { cwd: io.cwd ?? process.cwd(), shell: getDefaultShell(), policy: effective },
       );
       const tokens = scanTokens(request.command, { alias: effective.secrets.alias });
-      const decision = decideRequest(effective, request, tokens);
-      const parsed = parseCommandText(request.command, tokens);
-      const commands = parsed.commands.map((simple) => simple.words.map(describeWord));
+      const analysis = readShell(request.command, tokens);
+      const decision = decideRequest(effective, request, tokens, analysis);
+      const commands = analysis.commands.map((simple) => simple.words.map(describeWord));
+      const contexts = describeContexts(analysis);
       const source = effective === DEFAULT_POLICY ? effective.source : display(effective.source, io);
       const sandbox = await describeSandbox(effective, request.cwd, request.pty, io.env);
       if (flags.json) {
@@ -125,8 +126,10 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
               mode: request.mode,
               cwd: request.cwd,
               references: tokens.map((token) => token.raw),
-              commands,
-              uncertain: parsed.uncertain,
+              commands: analysis.commands.map((simple, index) => ({ words: commands[index], ...(simple.via ? { via: simple.via } : {}) })),
+              tokens: contexts,
+              uncertain: analysis.uncertain,
+              sinks: analysis.sinks,
               sandbox,
             },
             null,
@@ -140,8 +143,13 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
           `reason:     ${decision.reason ?? '-'}`,
           `policy:     ${source}`,
           `mode, cwd:  ${request.mode}, ${request.cwd}`,
-          `commands:   ${commands.length > 0 ? commands.map((words) => words.join(' ')).join(' | ') : '-'}${parsed.uncertain ? '  (read with uncertainty: allow rules do not match)' : ''}`,
+          `commands:   ${commands.length > 0 ? analysis.commands.map((simple, index) => `${commands[index]!.join(' ')}${simple.via ? ` (via ${simple.via})` : ''}`).join(' | ') : '-'}`,
           ...(tokens.length > 0 ? [`references: ${tokens.map((token) => token.raw).join(' ')}`] : []),
+          ...contexts.map((each) => `  ${each.reference} at ${each.offset}: ${each.refused ? 'refused' : 'substituted'}, ${each.context}${each.reason ? ` (${each.reason})` : ''}`),
+          ...(analysis.uncertain.length > 0
+            ? [`uncertain:  allow rules and secret restrictions do not match`, ...analysis.uncertain.map((finding) => `  at ${finding.offset}: ${finding.reason}`)]
+            : ['uncertain:  -']),
+          ...(analysis.sinks.length > 0 ? ['evaluates values as code (references refused):', ...analysis.sinks.map((finding) => `  at ${finding.offset}: ${finding.reason}`)] : []),
           ...formatSandbox(sandbox),
         ];
         io.stdout.write(`${lines.join('\n')}\n`);
@@ -177,6 +185,21 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
     });
 
   registerPolicyInitCommand(policy, io);
+}
+
+/** A word as `policy explain` shows it: static as read (quotes removed), dynamic as written with `(?)`. */
+function describeWord(word: Word): string {
+  return word.dynamic ? `${word.text}(?)` : word.text;
+}
+
+function describeContexts(analysis: ShellAnalysis): Array<{ reference: string; offset: number; refused: boolean; context: string; reason?: string }> {
+  return analysis.tokens.map(({ token, placement }) => ({
+    reference: token.raw,
+    offset: token.start,
+    refused: placement.kind === 'refuse',
+    context: placement.context,
+    ...(placement.kind === 'refuse' && placement.reason ? { reason: placement.reason } : {}),
+  }));
 }
 
 type SandboxDescription = SandboxReport | { readonly sandboxed: false; readonly refused: true; readonly reason: string };

@@ -1,0 +1,75 @@
+'use strict';
+/*
+ * Figure 8: the shell reader. Reading (readShell: commands, token contexts, uncertain, sinks) a
+ * 1 MB command with 10,000 reference tokens, and commands of 1k/2k/4k/8k tokens and 1k/2k/4k/8k
+ * heredocs, interleaved, so the per-token and per-heredoc cost shows whether reading is linear
+ * (the ratio of each size to the smallest should track the size ratio: 2, 4, 8). Also the policy
+ * regex rule of strict.yaml on a 130 KB hostile command (RE2).
+ *
+ *   npm run build && node bench/shell-reader.js [--quick]
+ */
+const { join } = require('node:path');
+const { DIST, row, runFigure } = require('./lib');
+
+function tokensCommand(count, padTo = 0) {
+  const parts = [];
+  for (let index = 0; index < count; index++) parts.push(`echo "<<secret:s${index % 97}>>" x${index};`);
+  let text = parts.join(' ');
+  if (text.length < padTo) text += ` # ${'p'.repeat(padTo - text.length - 3)}`;
+  return text;
+}
+
+function heredocsCommand(count) {
+  const parts = [];
+  for (let index = 0; index < count; index++) parts.push(`cat <<EOF${index}\nline <<secret:s${index % 97}>> $(date)\nEOF${index}\n`);
+  return parts.join('');
+}
+
+function time(fn, iterations) {
+  const samples = [];
+  for (let index = 0; index < iterations; index++) {
+    const started = process.hrtime.bigint();
+    fn();
+    samples.push(Number(process.hrtime.bigint() - started) / 1e6);
+  }
+  return samples;
+}
+
+async function run({ quick, log }) {
+  const { readShell } = require(join(DIST, 'shell', 'index.js'));
+  const { scanTokens } = require(join(DIST, 'refs', 'tokens.js'));
+  const { loadPolicyFile } = require(join(DIST, 'policy', 'load.js'));
+  const iterations = quick ? 3 : 15;
+  const rows = [];
+  const read = (text) => {
+    const tokens = scanTokens(text);
+    return () => readShell(text, tokens);
+  };
+
+  const big = tokensCommand(10_000, 1024 * 1024);
+  log(`1 MB command: ${big.length} characters, ${scanTokens(big).length} tokens`);
+  const bigSamples = time(read(big), iterations);
+  rows.push(row(8, `read a ${(big.length / 1048576).toFixed(2)} MB command with 10,000 tokens`, bigSamples, { note: 'target < 100 ms' }));
+
+  for (const [kind, build] of [['tokens', tokensCommand], ['heredocs', heredocsCommand]]) {
+    const sizes = [1000, 2000, 4000, 8000];
+    const readers = sizes.map((size) => read(build(size)));
+    const samples = sizes.map(() => []);
+    for (let round = 0; round < iterations; round++) {
+      readers.forEach((reader, index) => samples[index].push(...time(reader, 1)));
+    }
+    sizes.forEach((size, index) => {
+      rows.push(row(8, `${size} ${kind}`, samples[index], index === 0 ? {} : { of: { name: `${sizes[0]} ${kind} (size ratio ${size / sizes[0]})`, samples: samples[0] } }));
+    });
+  }
+
+  const strict = loadPolicyFile(join(__dirname, '..', 'policies', 'strict.yaml')).policy;
+  const rule = strict.rules.list.find((each) => each.id === 'no-recursive-delete-of-root-or-home');
+  const hostile = `rm ${'-r '.repeat(45_000)}x`;
+  rows.push(row(8, `strict.yaml rm regex (RE2) on a ${Math.round(hostile.length / 1024)} KB hostile command`, time(() => rule.match.regex.matcher(hostile).find(), iterations)));
+  return { rows, notes: ['Reading is linear when each ratio stays near its size ratio (2, 4, 8).'] };
+}
+
+const figure = { id: 8, title: 'Shell reader: 1 MB / 10,000 tokens, and linear growth in tokens and heredocs', run };
+module.exports = figure;
+if (require.main === module) runFigure(figure);

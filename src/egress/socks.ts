@@ -1,0 +1,91 @@
+/*
+ * SOCKS5 (RFC 1928) for TCP that is not HTTP: no authentication, CONNECT only. The destination is
+ * decided like every other (by the domain the client sent; `socks5h://` clients send names, which
+ * is what ALL_PROXY says). A SOCKS tunnel is never intercepted: a sentinel sent through it stays a
+ * sentinel.
+ */
+import { connect, type Socket } from 'node:net';
+import type { EgressDecision } from './proxy';
+
+const REPLY = { ok: 0x00, fail: 0x01, notAllowed: 0x02, hostUnreachable: 0x04, commandNotSupported: 0x07, addressNotSupported: 0x08 };
+
+export async function handleSocks(
+  socket: Socket,
+  decide: (host: string, port: number) => Promise<EgressDecision>,
+  record: (decision: EgressDecision) => void,
+  dial: (address: string, port: number) => { host: string; port: number } = (host, port) => ({ host, port }),
+  limit: (socket: Socket) => Socket = (socket) => socket,
+): Promise<void> {
+  try {
+    const greeting = await readBytes(socket, 2);
+    const methods = await readBytes(socket, greeting[1]!);
+    if (greeting[0] !== 0x05 || !methods.includes(0x00)) {
+      socket.end(Buffer.from([0x05, 0xff]));
+      return;
+    }
+    socket.write(Buffer.from([0x05, 0x00]));
+    const head = await readBytes(socket, 4);
+    if (head[0] !== 0x05 || head[1] !== 0x01) return void reply(socket, REPLY.commandNotSupported, true);
+    let host: string;
+    if (head[3] === 0x01) host = [...(await readBytes(socket, 4))].join('.');
+    else if (head[3] === 0x03) host = (await readBytes(socket, (await readBytes(socket, 1))[0]!)).toString('latin1');
+    else if (head[3] === 0x04) host = `[${((await readBytes(socket, 16)).toString('hex').match(/..../g) ?? []).join(':')}]`;
+    else return void reply(socket, REPLY.addressNotSupported, true);
+    const port = (await readBytes(socket, 2)).readUInt16BE(0);
+    const decision = await decide(host, port);
+    if (!decision.allowed || !decision.address) {
+      record(decision);
+      return void reply(socket, decision.rule.startsWith('address:') ? REPLY.hostUnreachable : REPLY.notAllowed, true);
+    }
+    const target = dial(decision.address, decision.port);
+    const upstream = limit(connect(target.port, target.host));
+    upstream.once('connect', () => {
+      record(decision);
+      reply(socket, REPLY.ok, false);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+      socket.resume();
+    });
+    upstream.once('error', (error) => {
+      record({ ...decision, allowed: false, rule: `dial-failed:${(error as NodeJS.ErrnoException).code ?? 'error'}` });
+      reply(socket, REPLY.hostUnreachable, true);
+    });
+    socket.once('close', () => upstream.destroy());
+    upstream.once('close', () => socket.destroy());
+  } catch {
+    socket.destroy();
+  }
+}
+
+function reply(socket: Socket, code: number, end: boolean): void {
+  const message = Buffer.from([0x05, code, 0x00, 0x01, 0, 0, 0, 0, 0, 0]);
+  if (end) socket.end(message);
+  else socket.write(message);
+}
+
+/** Read exactly n bytes from a paused socket (SOCKS messages are tiny; no timer needed: a client that goes silent is closed with its run). */
+function readBytes(socket: Socket, n: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (n === 0) return resolve(Buffer.alloc(0));
+    const attempt = (): void => {
+      const chunk = socket.read(n) as Buffer | null;
+      if (chunk) {
+        cleanup();
+        resolve(chunk);
+      }
+    };
+    const onEnd = (): void => {
+      cleanup();
+      reject(new Error('SOCKS client closed'));
+    };
+    const cleanup = (): void => {
+      socket.off('readable', attempt);
+      socket.off('end', onEnd);
+      socket.off('close', onEnd);
+    };
+    socket.on('readable', attempt);
+    socket.once('end', onEnd);
+    socket.once('close', onEnd);
+    attempt();
+  });
+}

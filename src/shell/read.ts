@@ -1,0 +1,1275 @@
+/*
+ * The one shell reader. It reads a command the way bash will read the script execgate runs, once,
+ * and returns one analysis: every simple command with its static words (quotes removed, so `"sh"`,
+ * `\sh` and `s""h` read as `sh`), the context of every reference token, the places where bash
+ * evaluates a value as code, and what it could not read with confidence.
+ *
+ * Tokens are atomic word parts (they become `"${NAME}"`-style expansions); every other character
+ * is shell text. The reader is a loop over an explicit stack of frames (quotes, `$(...)`,
+ * `${...}`, arithmetic, heredoc bodies), so its cost is linear in the text and deep nesting ends
+ * in EXECGATE_ERR_COMMAND_TOO_COMPLEX instead of a stack overflow. Backquote bodies, heredoc
+ * bodies and static code (the script of `sh -c`, `eval`'s words, a `trap` action, a prompt
+ * string) are read by a nested reader over their text; nested code is bounded in depth and in
+ * total size. Where bash's reading is not certain, the reader says so and callers fail closed.
+ */
+import { ExecgateError } from '../errors';
+import type { RefToken } from '../refs/types';
+import { readCommand, type CommandReport, type CommandWord, type Evaluation } from './commands';
+import type { Finding, Placement, RefusedContext, ShellAnalysis, SimpleCommand, Word } from './types';
+
+/** Frames open at once (quotes, substitutions, arithmetic, `${...}`) before the text is refused. */
+export const MAX_FRAMES = 256;
+/** Nested readers (backquotes in backquotes, `sh -c` in `eval`, heredocs in `$(...)`). */
+export const MAX_NESTING = 32;
+
+/** Read `command`; `tokens` are the reference tokens that will be substituted (non-overlapping). */
+export function readShell(command: string, tokens: readonly RefToken[] = []): ShellAnalysis {
+  const shared: Shared = {
+    command,
+    byStart: new Map(tokens.map((token) => [token.start, token])),
+    isStart: new Uint8Array(command.length + 1),
+    placements: new Map(),
+    poison: null,
+    problem: null,
+    conditions: new Set(),
+    commands: [],
+    uncertain: [],
+    sinks: [],
+    tainted: new Set(),
+    attributes: new Map(),
+    assignments: [],
+    codeBudget: 4 * command.length + 65536,
+  };
+  for (const token of tokens) if (token.start >= 0 && token.start < command.length) shared.isStart[token.start] = 1;
+  const identity = new Int32Array(command.length);
+  for (let index = 0; index < identity.length; index += 1) identity[index] = index;
+  new Lexer(command, identity, shared, 'cmd', null, 0, [], undefined).run();
+  for (const condition of shared.conditions) settleCondition(shared, condition);
+  settleAssignments(shared);
+
+  const uncertain = [...shared.uncertain];
+  if (shared.poison) uncertain.unshift(shared.poison);
+  if (shared.problem) uncertain.unshift(shared.problem);
+  const unplaced: Placement = {
+    kind: 'refuse',
+    context: 'uncertain',
+    reason: shared.problem?.reason ?? 'the reference sits where execgate could not follow the shell syntax',
+  };
+  // A sink counts when it may evaluate a value that came from a reference: any value, or a
+  // variable the text sets from something known only at run time (or execgate's own variables).
+  const references = [...shared.attributes.values()].some((set) => set.has('reference'));
+  const reaches = (name: string): boolean => references || shared.tainted.has(name) || SET_BY_SHELL.test(name);
+  const sinks = shared.sinks.filter((each) => each.names === null || [...each.names].some(reaches)).map(({ reason, offset }) => ({ reason, offset }));
+  const sink = sinks[0];
+  const readings = tokens.map((token) => {
+    let placement = shared.problem ? unplaced : (shared.placements.get(token) ?? unplaced);
+    if (sink && placement.kind === 'expand') placement = { kind: 'refuse', context: 'value-evaluated', reason: `${sink.reason}, at offset ${sink.offset}` };
+    return Object.freeze({ token, placement });
+  });
+  return Object.freeze({
+    command,
+    commands: Object.freeze(shared.commands),
+    tokens: Object.freeze(readings),
+    uncertain: Object.freeze(uncertain),
+    sinks: Object.freeze(sinks),
+  });
+}
+
+interface Condition {
+  arithmetic: boolean;
+  variableName: boolean;
+  readonly tokens: RefToken[];
+}
+
+interface Shared {
+  readonly command: string;
+  readonly byStart: ReadonlyMap<number, RefToken>;
+  /** 1 at the offset of each token's start: a cheap test before the map lookup. */
+  readonly isStart: Uint8Array;
+  readonly placements: Map<RefToken, Placement>;
+  poison: Finding | null;
+  problem: Finding | null;
+  readonly conditions: Set<Condition>;
+  readonly commands: SimpleCommand[];
+  readonly uncertain: Finding[];
+  readonly sinks: Array<Finding & { readonly names: ReadonlySet<string> | null }>;
+  /** Variables that may hold a value known only at run time (a reference's value among them). */
+  readonly tainted: Set<string>;
+  readonly attributes: Map<string, Set<'integer' | 'array' | 'reference'>>;
+  readonly assignments: Array<{ name: string; declaration: boolean; tokens: RefToken[] }>;
+  codeBudget: number;
+}
+
+/** One simple command being read: its words, and the tokens inside each (for refusals at its end). */
+interface Cmd {
+  readonly words: CommandWord[];
+  readonly tokens: Array<{ token: RefToken; word: number | 'input' | 'redirect' }>;
+  input: Evaluation | null;
+}
+
+type CaseState = 'subject' | 'in' | 'pattern' | 'body';
+
+interface CommandFrame {
+  readonly kind: 'cmd';
+  readonly origin: 'root' | 'subshell' | 'substitution' | 'array';
+  readonly start: number;
+  wordStart: boolean;
+  commandStart: boolean;
+  wordAtCommandStart: boolean;
+  /** The current word while it is plain unquoted text (for reserved words), else null. */
+  word: string | null;
+  /** The current word's static value (quotes removed), null once part of it is dynamic. */
+  value: string | null;
+  /** Unquoted characters of the current word (for globs, braces and tilde). */
+  unquoted: string;
+  wordBegin: number;
+  /** `NAME=` / `NAME[...]=` starting the word; the subscript's name and where it closed. */
+  assignment: string | null;
+  subscriptName: string | null;
+  arithEnd: number;
+  wordEquals: boolean;
+  /** Reserved-word states: `function NAME`, a `for`/`select` header, after `time`, after `coproc`. */
+  functionName: boolean;
+  header: boolean;
+  /** The next word of a `for`/`select` header names the loop variable. */
+  loopVar: boolean;
+  afterTime: boolean;
+  coproc: boolean;
+  redirectTarget: boolean;
+  hereString: boolean;
+  patternStart: boolean;
+  cmd: Cmd;
+  readonly cases: CaseState[];
+  readonly pending: Heredoc[];
+  condition: Condition | null;
+}
+
+interface StringFrame {
+  readonly kind: 'squote' | 'dquote' | 'ansi' | 'locale' | 'heredoc';
+  readonly start: number;
+  /** The command frame whose word this string is directly part of (quote removal goes there). */
+  readonly owner: CommandFrame | null;
+}
+
+interface ParameterFrame {
+  readonly kind: 'param';
+  readonly start: number;
+  readonly quoted: boolean;
+  part: 'afterName' | 'word' | 'arith' | 'uncertain';
+  names?: Set<string> | null;
+}
+
+interface ArithmeticFrame {
+  readonly kind: 'arith';
+  readonly start: number;
+  readonly closer: '))' | ']';
+  depth: number;
+  /** Variables the expression reads; null once it reads something else (`$(...)`, `$1`). */
+  names: Set<string> | null;
+}
+
+type Frame = CommandFrame | StringFrame | ParameterFrame | ArithmeticFrame;
+
+interface Heredoc {
+  readonly delimiter: string;
+  readonly quoted: boolean;
+  readonly stripTabs: boolean;
+  readonly cmd: Cmd;
+}
+
+/** A command frame of an enclosing reader and the word a nested text sits in. */
+interface Outer {
+  readonly cmd: Cmd;
+  readonly word: number | 'input' | 'redirect';
+}
+
+const TOKEN = 'TOKEN';
+/** Variables that may hold a reference's value without an assignment in the text. */
+const SET_BY_SHELL = /^(?:EXECGATE_REF_.*|[0-9@*]|REPLY|MAPFILE|BASH_REMATCH|OPTARG|COPROC|BASH_ARGV|BASH_ARGC|FUNCNAME|BASH_COMMAND|_)$/;
+const NAME_CHAR = /[A-Za-z0-9_!#@*?$-]/;
+const BLANK = new Set([' ', '\t']);
+const METACHAR = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
+const ARITHMETIC_TEST_OPERATORS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
+// Reserved words after which a new command starts.
+const COMMAND_PREFIX_WORDS = new Set(['!', '{', '}', 'then', 'do', 'else', 'elif', 'if', 'while', 'until', 'fi', 'done', 'time', 'coproc']);
+const DYNAMIC_UNQUOTED = /[*?]|\[.*\]|\{[^}]*(?:,|\.\.)[^}]*\}|^~/;
+
+const PLACEMENTS: Record<Exclude<Frame['kind'], 'param'>, Placement> = {
+  cmd: { kind: 'expand', context: 'unquoted' }, squote: { kind: 'expand', context: 'single-quoted' }, dquote: { kind: 'expand', context: 'double-quoted' },
+  heredoc: { kind: 'expand', context: 'heredoc' }, ansi: { kind: 'refuse', context: 'ansi-c-string' }, locale: { kind: 'refuse', context: 'locale-string' },
+  arith: { kind: 'refuse', context: 'arithmetic' },
+};
+const FRAME_NAMES: Record<Frame['kind'], string> = {
+  cmd: '`$(...)` or `(...)`', squote: "single-quoted string '...'", dquote: 'double-quoted string "..."', ansi: "`$'...'` string", locale: '`$"..."` string',
+  heredoc: 'heredoc body', param: '`${...}` expansion', arith: 'arithmetic expression',
+};
+
+class Lexer {
+  private readonly stack: Frame[];
+  private readonly starts = new Map<number, RefToken>();
+  private cursor = 0;
+
+  constructor(
+    private readonly text: string,
+    /** Offset in the original command of each character of `text`. */
+    private readonly map: Int32Array,
+    private readonly shared: Shared,
+    root: 'cmd' | 'heredoc',
+    /** Set when this reader reads text where every token is refused (inside arithmetic, say). */
+    private readonly inherited: Placement | null,
+    private readonly depth: number,
+    /** Commands of enclosing readers whose words hold this text. */
+    private readonly outer: readonly Outer[],
+    /** For static code read again: what ran it (`sh -c`, `eval`). */
+    private readonly via: string | undefined,
+  ) {
+    if (depth > MAX_NESTING) throw tooComplex(`nests backquotes, heredocs or code run by \`eval\`/\`sh -c\` more than ${MAX_NESTING} levels deep`);
+    this.stack = [root === 'cmd' ? newCommandFrame('root', 0) : { kind: 'heredoc', start: 0, owner: null }];
+    // Static code read again maps every character to one offset, so no token registers there.
+    if (shared.byStart.size === 0) return;
+    for (let index = 0; index < text.length; index += 1) {
+      if (shared.isStart[map[index] as number] !== 1) continue;
+      const token = shared.byStart.get(map[index] as number);
+      if (token === undefined) continue;
+      const last = index + token.raw.length - 1;
+      if (last < text.length && map[last] === token.end - 1) this.starts.set(index, token);
+    }
+  }
+
+  run(): void {
+    let i = 0;
+    while (i < this.text.length) {
+      if (this.shared.problem) return;
+      this.cursor = i;
+      const token = this.starts.get(i);
+      i = token ? this.placeToken(token, i) : this.step(i);
+    }
+    this.cursor = this.text.length;
+    this.finish();
+  }
+
+  // --- helpers -------------------------------------------------------------------------------
+
+  private peek(index: number): string {
+    if (this.starts.has(index)) return TOKEN;
+    return index < this.text.length ? (this.text[index] as string) : '';
+  }
+
+  private top(): Frame {
+    return this.stack[this.stack.length - 1] as Frame;
+  }
+
+  private push(frame: Frame): void {
+    if (this.stack.length >= MAX_FRAMES) throw tooComplex(`opens more than ${MAX_FRAMES} quotes, substitutions or expansions inside each other`);
+    this.stack.push(frame);
+  }
+
+  private origin(index: number): number {
+    return index < this.map.length ? (this.map[index] as number) : (this.map[this.map.length - 1] ?? -1) + 1;
+  }
+
+  private inArithmetic(): Placement | null {
+    if (this.inherited) return this.inherited;
+    for (let k = this.stack.length - 1; k >= 0; k -= 1) if ((this.stack[k] as Frame).kind === 'arith') return { kind: 'refuse', context: 'arithmetic' };
+    return null;
+  }
+
+  private setPlacement(token: RefToken, placement: Placement): void {
+    if (!this.shared.placements.has(token)) this.shared.placements.set(token, placement);
+  }
+
+  private poison(reason: string, index: number): void {
+    if (!this.shared.poison) this.shared.poison = { reason, offset: this.origin(index) };
+  }
+
+  private fail(reason: string, index: number): number {
+    if (!this.shared.problem) this.shared.problem = { reason, offset: this.origin(index) };
+    return this.text.length;
+  }
+
+  /** `names`: the variables whose values the sink evaluates (null: any value at all). */
+  private sink(reason: string, index: number, names: ReadonlySet<string> | null = null): void {
+    if (this.shared.sinks.length < 256) this.shared.sinks.push({ reason, offset: this.origin(index), names });
+  }
+
+  private refuseAt(index: number, context: RefusedContext): number {
+    const token = this.starts.get(index) as RefToken;
+    this.registerToken(token);
+    this.setPlacement(token, { kind: 'refuse', context });
+    return index + token.raw.length;
+  }
+
+  /** Every command whose word holds the token hears of it, to refuse it if the command parses that word. */
+  private registerToken(token: RefToken): void {
+    for (const entry of this.outer) entry.cmd.tokens.push({ token, word: entry.word });
+    for (const frame of this.stack) {
+      if (frame.kind !== 'cmd' || frame.wordStart) continue;
+      frame.cmd.tokens.push({ token, word: frame.hereString ? 'input' : frame.redirectTarget ? 'redirect' : frame.cmd.words.length });
+    }
+    for (const condition of this.shared.conditions) condition.tokens.push(token);
+  }
+
+  private outers(): Outer[] {
+    const list = [...this.outer];
+    for (const frame of this.stack) {
+      if (frame.kind !== 'cmd' || frame.wordStart) continue;
+      list.push({ cmd: frame.cmd, word: frame.hereString ? 'input' : frame.redirectTarget ? 'redirect' : frame.cmd.words.length });
+    }
+    return list;
+  }
+
+  // --- tokens --------------------------------------------------------------------------------
+
+  private placeToken(token: RefToken, index: number): number {
+    const frame = this.top();
+    if (frame.kind === 'cmd') markWordPart(frame, index);
+    this.dynamicWord();
+    this.registerToken(token);
+    this.setPlacement(token, this.placementFor(frame));
+    return index + token.raw.length;
+  }
+
+  /** The innermost word being built becomes dynamic (an expansion or a token joins it). */
+  private dynamicWord(): void {
+    const frame = this.top();
+    if (frame.kind === 'cmd') frame.value = null;
+    else if ((frame.kind === 'dquote' || frame.kind === 'squote' || frame.kind === 'ansi' || frame.kind === 'locale') && frame.owner) frame.owner.value = null;
+  }
+
+  private placementFor(frame: Frame): Placement {
+    const poison = this.shared.poison;
+    if (poison) return { kind: 'refuse', context: 'uncertain', reason: poison.reason };
+    const enclosing = this.inArithmetic();
+    if (enclosing) return enclosing;
+    if (frame.kind !== 'param') return PLACEMENTS[frame.kind];
+    if (frame.part === 'word') return { kind: 'expand', context: 'parameter-word' };
+    if (frame.part === 'arith') return { kind: 'refuse', context: 'arithmetic' };
+    if (frame.part === 'afterName') return { kind: 'refuse', context: 'parameter-name' };
+    return { kind: 'refuse', context: 'uncertain', reason: 'the `${...}` expansion around the reference has a form execgate does not read' };
+  }
+
+  // --- dispatch ------------------------------------------------------------------------------
+
+  private step(i: number): number {
+    const frame = this.top();
+    const c = this.text[i] as string;
+    if (c === '\n' && frame.kind !== 'cmd' && frame.kind !== 'heredoc' && !isStringFrame(frame)) {
+      if (this.hasPendingHeredoc()) this.poison('a line break inside an expansion before a heredoc body', i);
+    }
+    switch (frame.kind) {
+      case 'cmd':
+        return this.stepCommand(frame, i, c);
+      case 'squote':
+        if (c === "'") this.stack.pop();
+        else if (frame.owner && frame.owner.value !== null) frame.owner.value += c;
+        return i + 1;
+      case 'ansi': {
+        if (c === '\\') return this.peek(i + 1) === TOKEN ? i + 1 : i + 2;
+        if (c === "'") {
+          this.stack.pop();
+          if (frame.owner && frame.owner.value !== null) frame.owner.value += decodeAnsiC(this.text.slice(frame.start + 2, i));
+        }
+        return i + 1;
+      }
+      case 'dquote':
+      case 'locale':
+        return this.stepDoubleQuoted(frame, i, c);
+      case 'heredoc':
+        return this.stepHeredoc(i, c);
+      case 'param':
+        return this.stepParameter(frame, i, c);
+      case 'arith':
+        return this.stepArithmetic(frame, i, c);
+    }
+  }
+
+  // --- unquoted command text -----------------------------------------------------------------
+
+  private stepCommand(frame: CommandFrame, i: number, c: string): number {
+    if (BLANK.has(c)) {
+      this.endWord(frame);
+      return i + 1;
+    }
+    if (c === '\n') return this.commandNewline(frame, i);
+    if (c === '#' && frame.wordStart) return this.skipComment(i);
+    if (c === '\\') {
+      const next = this.peek(i + 1);
+      if (next === TOKEN) {
+        markWordPart(frame, i);
+        frame.value = null;
+        return this.refuseAt(i + 1, 'escaped');
+      }
+      if (next === '\n') return i + 2;
+      markWordPart(frame, i);
+      if (frame.value !== null) frame.value += next;
+      return Math.min(i + 2, this.text.length);
+    }
+    if (c === "'" || c === '"') {
+      markWordPart(frame, i);
+      this.push({ kind: c === "'" ? 'squote' : 'dquote', start: i, owner: frame });
+      return i + 1;
+    }
+    if (c === '`') {
+      markWordPart(frame, i);
+      frame.value = null;
+      return this.backquote(i);
+    }
+    if (c === '$') {
+      markWordPart(frame, i);
+      return this.dollar(i, true, frame);
+    }
+    if (c === '(') return this.openParen(frame, i);
+    if (c === ')') return this.closeParen(frame, i);
+    if (c === '<' || c === '>') return this.redirection(frame, i, c);
+    if (c === ';' || c === '&' || c === '|') return this.controlOperator(frame, i, c);
+    return this.wordCharacter(frame, i, c);
+  }
+
+  private wordCharacter(frame: CommandFrame, i: number, c: string): number {
+    if (frame.wordStart) {
+      beginWord(frame, i);
+      // `name[` starts an array subscript (`a[i]=v`), and a `[` opening a word may be one in
+      // `arr=([i]=v)`: bash may evaluate it as arithmetic.
+      const subscript = /^(?:[A-Za-z_][A-Za-z0-9_]*)?\[/.exec(this.plainSlice(i));
+      const after = subscript ? this.peek(i + subscript[0].length) : '';
+      if (subscript && after !== '' && after !== '[' && after !== ']' && !BLANK.has(after) && after !== '\n') {
+        frame.word = null;
+        frame.value = null;
+        frame.subscriptName = subscript[0].slice(0, -1) || null;
+        this.push({ kind: 'arith', start: i, closer: ']', depth: 0, names: new Set() });
+        return i + subscript[0].length;
+      }
+    }
+    if (c === '=' && !frame.wordEquals) {
+      if (frame.word !== null && /^[A-Za-z_][A-Za-z0-9_]*\+?$/.test(frame.word)) frame.assignment = frame.word.replace(/\+$/, '');
+      else if (frame.subscriptName && (frame.arithEnd === i || (frame.arithEnd === i - 1 && this.text[i - 1] === '+'))) frame.assignment = frame.subscriptName;
+      frame.wordEquals = true;
+    }
+    if (frame.word !== null) frame.word += c;
+    if (frame.value !== null) frame.value += c;
+    frame.unquoted += c;
+    return i + 1;
+  }
+
+  /** The name-like text at `i` (and the character after it), for the small lookahead regexes. */
+  private plainSlice(i: number): string {
+    let end = i;
+    while (end < this.text.length && end - i < 300 && !this.starts.has(end) && NAME_CHAR.test(this.text[end] as string)) end += 1;
+    return this.text.slice(i, Math.min(end + 1, this.text.length));
+  }
+
+  private endWord(frame: CommandFrame): void {
+    if (frame.wordStart) return;
+    frame.wordStart = true;
+    const word = frame.word;
+    const atCommandStart = frame.wordAtCommandStart;
+    const redirect = frame.redirectTarget;
+    frame.redirectTarget = false;
+    frame.hereString = false;
+    frame.commandStart = false;
+    let value = frame.value;
+    if (value !== null && DYNAMIC_UNQUOTED.test(frame.unquoted)) value = null;
+    if (value !== null && frame.assignment !== null && /[=:]~/.test(frame.unquoted)) value = null;
+    const built: CommandWord = { text: value, start: this.origin(frame.wordBegin), end: this.origin(this.cursor), assignment: frame.assignment, raw: this.text.slice(frame.wordBegin, this.cursor) };
+    frame.word = null;
+
+    const state = frame.cases[frame.cases.length - 1];
+    if (state === 'subject') {
+      frame.cases[frame.cases.length - 1] = 'in';
+      return;
+    }
+    if (state === 'in') {
+      frame.cases[frame.cases.length - 1] = 'pattern';
+      frame.patternStart = true;
+      return;
+    }
+    if (state === 'pattern') {
+      if (word === 'esac') frame.cases.pop();
+      return;
+    }
+    if (frame.functionName) {
+      frame.functionName = false;
+      frame.commandStart = true;
+      return;
+    }
+    if (frame.condition !== null) {
+      if (word === ']]') {
+        settleCondition(this.shared, frame.condition);
+        frame.condition = null;
+      } else if (word !== null && ARITHMETIC_TEST_OPERATORS.has(word)) {
+        frame.condition.arithmetic = true;
+        this.sink('a `[[ ... ]]` test with an arithmetic operator, which evaluates its operands (variables included) as expressions', frame.wordBegin);
+      } else if (word === '-v' || word === '-R') {
+        frame.condition.variableName = true;
+      } else if (frame.condition.variableName && value === null) {
+        this.sink('`[[ -v ]]` with a variable name known only at run time', frame.wordBegin);
+      }
+      return;
+    }
+    if (frame.origin === 'array') return;
+    if (frame.header) {
+      if (frame.loopVar) this.shared.tainted.add(value ?? '');
+      frame.loopVar = false;
+      if (word === 'do') {
+        frame.header = false;
+        frame.commandStart = true;
+      }
+      return;
+    }
+    const reserved = atCommandStart && word !== null && frame.cmd.words.length === 0 && !redirect;
+    if (reserved && frame.afterTime && (word === '-p' || word === '--')) {
+      frame.commandStart = true;
+      return;
+    }
+    frame.afterTime = false;
+    if (reserved && frame.coproc) {
+      frame.coproc = false;
+      // `coproc NAME { ...; }` / `coproc NAME ( ... )`: the word was the name.
+      let k = this.cursor;
+      while (BLANK.has(this.text[k] ?? '')) k += 1;
+      if (this.text[k] === '{' || this.text[k] === '(') {
+        frame.commandStart = true;
+        return;
+      }
+    }
+    if (reserved && word === 'function') {
+      frame.functionName = true;
+      return;
+    }
+    if (reserved && word === 'case') {
+      frame.cases.push('subject');
+      return;
+    }
+    if (reserved && word === 'esac' && state === 'body') {
+      frame.cases.pop();
+      return;
+    }
+    if (reserved && (word === 'for' || word === 'select')) {
+      frame.header = true;
+      frame.loopVar = true;
+      return;
+    }
+    if (reserved && word === '[[') {
+      frame.condition = { arithmetic: false, variableName: false, tokens: [] };
+      this.shared.conditions.add(frame.condition);
+      return;
+    }
+    if (reserved && COMMAND_PREFIX_WORDS.has(word)) {
+      frame.commandStart = true;
+      frame.afterTime = word === 'time';
+      frame.coproc = word === 'coproc';
+      return;
+    }
+    if (redirect) return;
+    frame.cmd.words.push(built);
+  }
+
+  /** The simple command in `frame` ends: read it with the table, apply its refusals, list it. */
+  private endCommand(frame: CommandFrame): void {
+    this.endWord(frame);
+    frame.header = false;
+    frame.commandStart = true;
+    const cmd = frame.cmd;
+    if (cmd.words.length === 0 && cmd.tokens.length === 0) return;
+    frame.cmd = newCmd();
+    this.settleCommand(cmd);
+  }
+
+  private settleCommand(cmd: Cmd): void {
+    const refusals: Array<{ from: number; to: number; evaluation: Evaluation }> = [];
+    const codes: Array<{ text: string; at: CommandWord; kind: 'script' | 'prompt'; via: string }> = [];
+    let byWord: Map<number, RefToken[]> | null = null;
+    const report: CommandReport = {
+      command: (words, via) => {
+        const listed: Word[] = words.map((word) => Object.freeze({ text: word.text ?? word.raw, dynamic: word.text === null, start: word.start, end: word.end }));
+        const entry = via ?? this.via;
+        this.shared.commands.push(Object.freeze(entry === undefined ? { words: Object.freeze(listed) } : { words: Object.freeze(listed), via: entry }));
+      },
+      refuse: (from, to, evaluation) => refusals.push({ from, to, evaluation }),
+      code: (text, at, kind, via) => codes.push({ text, at, kind, via }),
+      sink: (reason, at) => this.shared.sinks.length < 64 && this.shared.sinks.push({ reason, offset: at.start, names: null }),
+      uncertain: (reason, at) => this.shared.uncertain.length < 64 && this.shared.uncertain.push({ reason, offset: at.start }),
+      input: (evaluation) => {
+        cmd.input ??= evaluation;
+      },
+      assigned: (name, word, declaration) => {
+        if (byWord === null) {
+          byWord = new Map();
+          for (const entry of cmd.tokens) if (typeof entry.word === 'number') byWord.set(entry.word, [...(byWord.get(entry.word) ?? []), entry.token]);
+        }
+        const tokens = byWord.get(word) ?? [];
+        if (tokens.length > 0) this.shared.assignments.push({ name, declaration, tokens });
+      },
+      taint: (name) => {
+        this.shared.tainted.add(name);
+      },
+      attribute: (name, kind) => {
+        const set = this.shared.attributes.get(name) ?? new Set();
+        set.add(kind);
+        this.shared.attributes.set(name, set);
+      },
+    };
+    readCommand(cmd.words, report);
+    if (refusals.length > 0) {
+      for (const { token, word } of cmd.tokens) {
+        if (typeof word !== 'number') continue;
+        const hit = refusals.find((refusal) => word >= refusal.from && word < refusal.to);
+        if (hit) this.refine(token, { kind: 'refuse', context: hit.evaluation.context, reason: hit.evaluation.reason });
+      }
+    }
+    if (cmd.input) {
+      for (const { token, word } of cmd.tokens) if (word === 'input') this.refine(token, { kind: 'refuse', context: cmd.input.context, reason: cmd.input.reason });
+    }
+    for (const { text, at, kind, via } of codes) this.readCode(text, at, kind, via);
+  }
+
+  /** A refusal found when the command ended replaces an expansion decided earlier. */
+  private refine(token: RefToken, placement: Placement): void {
+    const current = this.shared.placements.get(token);
+    if (current === undefined || current.kind === 'expand') this.shared.placements.set(token, placement);
+  }
+
+  /** Static text that a command runs as code (or expands as a prompt): read it too. */
+  private readCode(text: string, at: CommandWord, kind: 'script' | 'prompt', via: string): void {
+    this.shared.codeBudget -= text.length;
+    if (this.shared.codeBudget < 0) {
+      if (this.shared.uncertain.length < 64) this.shared.uncertain.push({ reason: 'more code run by `eval`/`sh -c` than execgate reads', offset: at.start });
+      return;
+    }
+    const map = new Int32Array(text.length).fill(at.start);
+    new Lexer(text, map, this.shared, kind === 'script' ? 'cmd' : 'heredoc', null, this.depth + 1, [], via).run();
+  }
+
+  private commandNewline(frame: CommandFrame, i: number): number {
+    this.endCommand(frame);
+    const level = this.parserLevel();
+    const outer = this.stack.some((each) => each !== level && each.kind === 'cmd' && each.pending.length > 0);
+    if (outer) this.poison('a line break inside `$(...)` before a heredoc body', i);
+    if (level.pending.length > 0) return this.readHeredocBodies(level, i + 1);
+    return i + 1;
+  }
+
+  private parserLevel(): CommandFrame {
+    for (let k = this.stack.length - 1; k >= 0; k -= 1) {
+      const frame = this.stack[k] as Frame;
+      if (frame.kind === 'cmd' && frame.origin !== 'subshell' && frame.origin !== 'array') return frame;
+    }
+    return this.stack[0] as CommandFrame;
+  }
+
+  private skipComment(i: number): number {
+    let j = i;
+    while (j < this.text.length && this.text[j] !== '\n') {
+      const token = this.starts.get(j);
+      if (token) {
+        this.setPlacement(token, { kind: 'literal', context: 'comment' });
+        j += token.raw.length;
+      } else {
+        j += 1;
+      }
+    }
+    return j;
+  }
+
+  private openParen(frame: CommandFrame, i: number): number {
+    if (frame.wordStart && this.peek(i + 1) === '(') {
+      this.push({ kind: 'arith', start: i, closer: '))', depth: 0, names: new Set() });
+      return i + 2;
+    }
+    if (frame.cases[frame.cases.length - 1] === 'pattern' && frame.patternStart && frame.wordStart) {
+      frame.patternStart = false;
+      return i + 1;
+    }
+    if (!frame.wordStart && frame.wordEquals && frame.assignment !== null && this.text[i - 1] === '=') {
+      // `NAME=( ... )`: a compound array assignment; its words are data (subscripts are arithmetic).
+      this.shared.attributes.set(frame.assignment, new Set([...(this.shared.attributes.get(frame.assignment) ?? []), 'array']));
+      this.shared.tainted.add(frame.assignment);
+      frame.value = null;
+      this.push(newCommandFrame('array', i));
+      return i + 1;
+    }
+    this.endWord(frame);
+    // `name ( )`: a function definition; the body that follows is a command.
+    let k = i + 1;
+    while (BLANK.has(this.text[k] ?? '')) k += 1;
+    if (this.text[k] === ')' && frame.cmd.words.length === 1) {
+      frame.cmd = newCmd();
+      frame.commandStart = true;
+      return k + 1;
+    }
+    this.endCommand(frame);
+    this.push(newCommandFrame('subshell', i));
+    return i + 1;
+  }
+
+  private closeParen(frame: CommandFrame, i: number): number {
+    this.endWord(frame);
+    if (frame.cases[frame.cases.length - 1] === 'pattern') {
+      frame.cases[frame.cases.length - 1] = 'body';
+      frame.commandStart = true;
+      return i + 1;
+    }
+    this.endCommand(frame);
+    if (frame.origin === 'root') {
+      this.poison('an unmatched `)`', i);
+      return i + 1;
+    }
+    this.closeCommandFrame(frame, i);
+    return i + 1;
+  }
+
+  private closeCommandFrame(frame: CommandFrame, i: number): void {
+    if (frame.pending.length > 0) this.poison('a heredoc whose body never started', i);
+    if (frame.condition) {
+      settleCondition(this.shared, frame.condition);
+      frame.condition = null;
+    }
+    this.stack.pop();
+    const parent = this.top();
+    if (parent.kind === 'cmd' && frame.origin === 'subshell') {
+      parent.wordStart = true;
+      parent.commandStart = true;
+    }
+  }
+
+  private redirection(frame: CommandFrame, i: number, c: string): number {
+    const next = this.peek(i + 1);
+    // `2>&1`, `{fd}>file`: a descriptor number or variable right before the operator is part of it.
+    if (!frame.wordStart && frame.word !== null && /^(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})$/.test(frame.word)) frame.redirectTarget = true;
+    if (next === '(' && frame.wordStart) {
+      beginWord(frame, i);
+      frame.value = null;
+      this.push(newCommandFrame('substitution', i));
+      return i + 2;
+    }
+    this.endWord(frame);
+    if (c === '<' && next === '<') {
+      if (this.peek(i + 2) === '<') {
+        frame.redirectTarget = true;
+        frame.hereString = true;
+        return i + 3;
+      }
+      return this.heredocOperator(i);
+    }
+    if (next === '(') {
+      markWordPart(frame, i);
+      frame.value = null;
+      this.push(newCommandFrame('substitution', i));
+      return i + 2;
+    }
+    frame.redirectTarget = true;
+    return next === '>' || next === '&' || next === '|' || (c === '<' && next === '>') ? i + 2 : i + 1;
+  }
+
+  private controlOperator(frame: CommandFrame, i: number, c: string): number {
+    if (c === '&' && this.peek(i + 1) === '>') {
+      this.endWord(frame);
+      frame.redirectTarget = true;
+      return this.peek(i + 2) === '>' ? i + 3 : i + 2;
+    }
+    this.endCommand(frame);
+    let length = 1;
+    if (c === ';' && this.peek(i + 1) === ';') length = this.peek(i + 2) === '&' ? 3 : 2;
+    else if (c === ';' && this.peek(i + 1) === '&') length = 2;
+    else if ((c === '&' || c === '|') && (this.peek(i + 1) === c || (c === '|' && this.peek(i + 1) === '&'))) length = 2;
+    if (length > 1 && c === ';' && frame.cases[frame.cases.length - 1] === 'body') {
+      frame.cases[frame.cases.length - 1] = 'pattern';
+      frame.patternStart = true;
+    }
+    frame.commandStart = true;
+    return i + length;
+  }
+
+  // --- heredocs ------------------------------------------------------------------------------
+
+  private heredocOperator(i: number): number {
+    let j = i + 2;
+    const stripTabs = this.peek(j) === '-';
+    if (stripTabs) j += 1;
+    while (BLANK.has(this.peek(j))) j += 1;
+    let delimiter = '';
+    let quoted = false;
+    while (j < this.text.length) {
+      const c = this.peek(j);
+      if (c === TOKEN) {
+        j = this.refuseAt(j, 'heredoc-delimiter');
+        this.poison('a heredoc delimiter made of a reference', j);
+        continue;
+      }
+      if (METACHAR.has(c)) break;
+      if (c === "'" || c === '"') {
+        quoted = true;
+        const end = this.quotedDelimiterEnd(j, c);
+        if (end < 0) return this.fail('the command ends inside a quoted heredoc delimiter', j);
+        delimiter += c === '"' ? this.text.slice(j + 1, end).replace(/\\([$`"\\\n])/g, '$1') : this.text.slice(j + 1, end);
+        j = end + 1;
+      } else if (c === '\\') {
+        quoted = true;
+        delimiter += this.text[j + 1] ?? '';
+        j += 2;
+      } else {
+        if (c === '$' || c === '`') this.poison('a heredoc delimiter containing `$` or a backquote', j);
+        delimiter += c;
+        j += 1;
+      }
+    }
+    if (delimiter === '' && !quoted) this.poison('a `<<` without a delimiter word', j);
+    const command = this.top() as CommandFrame;
+    this.parserLevel().pending.push({ delimiter, quoted, stripTabs, cmd: command.cmd });
+    return j;
+  }
+
+  private quotedDelimiterEnd(j: number, quote: string): number {
+    let k = j + 1;
+    while (k < this.text.length) {
+      if (this.starts.has(k)) {
+        k = this.refuseAt(k, 'heredoc-delimiter');
+        continue;
+      }
+      const c = this.text[k];
+      if (c === quote) return k;
+      if (c === '$' || c === '`') this.poison('a heredoc delimiter containing `$` or a backquote', k);
+      k += quote === '"' && c === '\\' ? 2 : 1;
+    }
+    return -1;
+  }
+
+  private readHeredocBodies(frame: CommandFrame, from: number): number {
+    let position = from;
+    for (const heredoc of frame.pending.splice(0)) {
+      const { bodyEnd, next } = this.findHeredocEnd(heredoc, position);
+      if (heredoc.quoted) {
+        for (let k = position; k < bodyEnd; k += 1) {
+          const token = this.starts.get(k);
+          if (token) {
+            heredoc.cmd.tokens.push({ token, word: 'input' });
+            k = this.refuseAt(k, 'quoted-heredoc') - 1;
+          }
+        }
+      } else {
+        const body = new Lexer(
+          this.text.slice(position, bodyEnd),
+          this.map.slice(position, bodyEnd),
+          this.shared,
+          'heredoc',
+          this.inArithmetic() ?? (heredoc.cmd.input && { kind: 'refuse', context: heredoc.cmd.input.context, reason: heredoc.cmd.input.reason }),
+          this.depth + 1,
+          [...this.outers(), { cmd: heredoc.cmd, word: 'input' }],
+          undefined,
+        );
+        body.run();
+      }
+      if (heredoc.cmd.input?.context === 'shell-script') this.readCode(this.text.slice(position, bodyEnd), { text: null, start: this.origin(position), end: this.origin(bodyEnd), assignment: null, raw: '' }, 'script', 'heredoc');
+      position = next;
+    }
+    return position;
+  }
+
+  private findHeredocEnd(heredoc: Heredoc, from: number): { bodyEnd: number; next: number } {
+    let lineStart = from;
+    while (lineStart < this.text.length) {
+      let lineEnd = this.lineEnd(lineStart);
+      if (!heredoc.quoted) while (lineEnd < this.text.length && endsWithEscape(this.text, lineStart, lineEnd)) lineEnd = this.lineEnd(lineEnd + 1);
+      let line = this.text.slice(lineStart, lineEnd);
+      if (!heredoc.quoted) line = line.replace(/\\\n/g, '');
+      if (heredoc.stripTabs) line = line.replace(/^\t+/, '');
+      if (line === heredoc.delimiter && !this.hasTokenIn(lineStart, lineEnd)) return { bodyEnd: lineStart, next: Math.min(lineEnd + 1, this.text.length) };
+      lineStart = lineEnd + 1;
+    }
+    if (this.shared.uncertain.length < 64) this.shared.uncertain.push({ reason: `a heredoc without its delimiter line \`${heredoc.delimiter}\``, offset: this.origin(from) });
+    return { bodyEnd: this.text.length, next: this.text.length };
+  }
+
+  private lineEnd(from: number): number {
+    const end = this.text.indexOf('\n', from);
+    return end < 0 ? this.text.length : end;
+  }
+
+  private hasTokenIn(from: number, to: number): boolean {
+    for (let k = from; k < to; k += 1) if (this.starts.has(k)) return true;
+    return false;
+  }
+
+  private hasPendingHeredoc(): boolean {
+    return this.stack.some((frame) => frame.kind === 'cmd' && frame.pending.length > 0);
+  }
+
+  // --- quoted text ---------------------------------------------------------------------------
+
+  private stepDoubleQuoted(frame: StringFrame, i: number, c: string): number {
+    const owner = frame.kind === 'dquote' ? frame.owner : null;
+    if (c === '"') {
+      this.stack.pop();
+      return i + 1;
+    }
+    if (c === '\\') {
+      const next = this.peek(i + 1);
+      if (next === TOKEN) {
+        if (owner) owner.value = null;
+        return this.refuseAt(i + 1, 'escaped');
+      }
+      const escapes = next === '$' || next === '`' || next === '"' || next === '\\' || next === '\n';
+      if (owner && owner.value !== null) owner.value += escapes ? (next === '\n' ? '' : next) : '\\';
+      return escapes ? i + 2 : i + 1;
+    }
+    if (c === '$') return this.dollar(i, false, owner);
+    if (c === '`') {
+      if (owner) owner.value = null;
+      return this.backquote(i);
+    }
+    if (owner && owner.value !== null) owner.value += c;
+    return i + 1;
+  }
+
+  private stepHeredoc(i: number, c: string): number {
+    if (c === '\\') {
+      const next = this.peek(i + 1);
+      if (next === TOKEN) return this.refuseAt(i + 1, 'escaped');
+      return next === '$' || next === '`' || next === '\\' || next === '\n' ? i + 2 : i + 1;
+    }
+    if (c === '$') return this.dollar(i, false, null);
+    if (c === '`') return this.backquote(i);
+    return i + 1;
+  }
+
+  // --- expansions ----------------------------------------------------------------------------
+
+  /** At a `$`; `owner` is the command frame whose word it is part of, to mark dynamic. */
+  private dollar(i: number, unquoted: boolean, owner: CommandFrame | null): number {
+    const next = this.peek(i + 1);
+    const dynamic = (): void => {
+      if (owner) owner.value = null;
+    };
+    if (next === TOKEN) {
+      dynamic();
+      return this.refuseAt(i + 1, 'after-dollar');
+    }
+    if (next === '(') {
+      dynamic();
+      if (this.peek(i + 2) === '(') {
+        this.push({ kind: 'arith', start: i, closer: '))', depth: 0, names: new Set() });
+        return i + 3;
+      }
+      this.push(newCommandFrame('substitution', i));
+      return i + 2;
+    }
+    if (next === '[') {
+      dynamic();
+      this.push({ kind: 'arith', start: i, closer: ']', depth: 0, names: new Set() });
+      return i + 2;
+    }
+    if (next === '{') {
+      dynamic();
+      return this.parameterName(i);
+    }
+    if (unquoted && next === "'") {
+      this.push({ kind: 'ansi', start: i, owner });
+      return i + 2;
+    }
+    if (unquoted && next === '"') {
+      dynamic();
+      this.push({ kind: 'locale', start: i, owner });
+      return i + 2;
+    }
+    if (/^[A-Za-z0-9_@*#?$!-]$/.test(next)) {
+      dynamic();
+      const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(this.plainSlice(i + 1));
+      return name ? i + 1 + name[0].length : i + 2;
+    }
+    if (owner && owner.value !== null) owner.value += '$';
+    if (owner && unquoted) owner.unquoted += '$';
+    return i + 1;
+  }
+
+  private parameterName(i: number): number {
+    const outer = this.top();
+    const quoted = outer.kind === 'dquote' || outer.kind === 'locale' || outer.kind === 'heredoc' || (outer.kind === 'param' && outer.quoted);
+    const frame: ParameterFrame = { kind: 'param', start: i, quoted, part: 'afterName' };
+    this.push(frame);
+    const slice = this.plainSlice(i + 2);
+    const name = /^(?:[!#](?=[A-Za-z0-9_@*#?$!-]))?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])/.exec(slice);
+    if (!name) {
+      frame.part = this.peek(i + 2) === TOKEN ? 'afterName' : 'uncertain';
+      return i + 2;
+    }
+    if (name[0].startsWith('!') && name[0].length > 1 && !/^[*@[]/.test(slice.slice(name[0].length))) {
+      this.sink('an indirect expansion `${!NAME}`, which takes a value as a variable name (and evaluates its subscript)', i);
+    }
+    const after = i + 2 + name[0].length;
+    if (this.peek(after) === '[') {
+      this.push({ kind: 'arith', start: after, closer: ']', depth: 0, names: new Set() });
+      return after + 1;
+    }
+    return after;
+  }
+
+  private stepParameter(frame: ParameterFrame, i: number, c: string): number {
+    if (c === '}') {
+      this.stack.pop();
+      return i + 1;
+    }
+    if (frame.part === 'afterName') return this.parameterOperator(frame, i, c);
+    if (frame.part === 'arith') {
+      frame.names ??= new Set();
+      if (frame.names !== null) this.readsIn(frame, i, c);
+      if (frame.names === null || (frame.names.size > 0 && /[A-Za-z_$`]/.test(c))) this.sink('an offset or length in `${NAME:offset:length}`, which is arithmetic on variables', i, frame.names);
+    }
+    if (c === '\\') {
+      if (this.peek(i + 1) === TOKEN) return this.refuseAt(i + 1, 'escaped');
+      return i + 2;
+    }
+    if (c === '$') return this.dollar(i, !frame.quoted, null);
+    if (c === '`') return this.backquote(i);
+    if (c === '"') {
+      this.push({ kind: 'dquote', start: i, owner: null });
+      return i + 1;
+    }
+    if (c === "'") {
+      if (frame.quoted) {
+        frame.part = 'uncertain';
+        this.poison('a single quote inside a double-quoted `${...}`, which bash and sh read differently', i);
+        return i + 1;
+      }
+      this.push({ kind: 'squote', start: i, owner: null });
+      return i + 1;
+    }
+    return i + 1;
+  }
+
+  private parameterOperator(frame: ParameterFrame, i: number, c: string): number {
+    const next = this.peek(i + 1);
+    if (c === ':') {
+      if (next === '-' || next === '=' || next === '+' || next === '?') {
+        frame.part = 'word';
+        return i + 2;
+      }
+      frame.part = 'arith';
+      return i + 1;
+    }
+    if ('-=+?@'.includes(c)) {
+      frame.part = 'word';
+      return i + 1;
+    }
+    if ('#%^,'.includes(c)) {
+      frame.part = 'word';
+      return next === c ? i + 2 : i + 1;
+    }
+    if (c === '/') {
+      frame.part = 'word';
+      return next === '/' || next === '#' || next === '%' ? i + 2 : i + 1;
+    }
+    frame.part = 'uncertain';
+    return i + 1;
+  }
+
+  private stepArithmetic(frame: ArithmeticFrame, i: number, c: string): number {
+    if (c === '(' || (c === '[' && frame.closer === ']')) {
+      frame.depth += 1;
+      return i + 1;
+    }
+    if (c === ')' && frame.closer === '))') {
+      if (frame.depth > 0) {
+        frame.depth -= 1;
+        return i + 1;
+      }
+      this.stack.pop();
+      this.afterArithmetic(frame, i + 2);
+      if (this.peek(i + 1) === ')') return i + 2;
+      this.poison('a `$((` or `((` that is not closed by `))`', i);
+      return i + 1;
+    }
+    if (c === ']' && frame.closer === ']') {
+      if (frame.depth > 0) frame.depth -= 1;
+      else {
+        this.stack.pop();
+        this.afterArithmetic(frame, i + 1);
+      }
+      return i + 1;
+    }
+    if (frame.names !== null) this.readsIn(frame, i, c);
+    if (c === '\\') return this.peek(i + 1) === TOKEN ? i + 1 : i + 2;
+    if (c === '$') return this.dollar(i, true, null);
+    if (c === '`') return this.backquote(i);
+    if (c === '"' || c === "'") {
+      this.push({ kind: c === "'" ? 'squote' : 'dquote', start: i, owner: null });
+      return i + 1;
+    }
+    return i + 1;
+  }
+
+  /** Note what an arithmetic expression (or `${x:offset:length}`) at `i` reads. */
+  private readsIn(frame: { names?: Set<string> | null }, i: number, c: string): void {
+    const before = this.text[i - 1] ?? '';
+    if (/[A-Za-z_]/.test(c) && !/[A-Za-z0-9_#$]/.test(before)) {
+      frame.names?.add(/^[A-Za-z_][A-Za-z0-9_]*/.exec(this.text.slice(i, i + 300))![0]);
+    } else if (c === '`' || (c === '$' && !/^\$(?:\{#?[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_])/.test(this.text.slice(i, i + 300)))) {
+      frame.names = null; // `$(...)`, backquotes, `$1`, `$@`: any value
+    } else if (c === '$') {
+      const name = /^\$\{?(#?)([A-Za-z_][A-Za-z0-9_]*)/.exec(this.text.slice(i, i + 300))!;
+      if (name[1] !== '#') frame.names?.add(name[2]!); // `${#NAME}` is a length, a number
+    }
+  }
+
+  private afterArithmetic(frame: ArithmeticFrame, end: number): void {
+    if (frame.names === null || frame.names.size > 0) this.sink('an arithmetic context that reads variables or expansions, whose values bash evaluates as expressions', frame.start, frame.names);
+    const parent = this.top();
+    if (parent.kind !== 'cmd') return;
+    parent.arithEnd = end;
+    if (frame.closer === '))' && this.text[frame.start] === '(') {
+      parent.wordStart = true;
+      if (parent.header) {
+        // `for (( ... ))` may go straight on to `do`.
+        parent.header = false;
+        parent.commandStart = true;
+      }
+    }
+  }
+
+  private backquote(i: number): number {
+    const quotes = this.backquoteQuoteRule();
+    let body = '';
+    let escapedQuote = false;
+    const map: number[] = [];
+    let j = i + 1;
+    while (j < this.text.length && this.text[j] !== '`') {
+      const next = this.text[j + 1];
+      if (this.text[j] === '\\' && next === '"') escapedQuote = true;
+      const escapes = next === '$' || next === '`' || next === '\\' || (quotes === 'strip' && next === '"');
+      if (this.text[j] === '\\' && escapes) j += 1;
+      body += this.text[j];
+      map.push(this.map[j] as number);
+      j += 1;
+    }
+    if (j >= this.text.length) return this.fail('the command ends inside a backquoted command substitution', i);
+    if (quotes === 'unsure' && escapedQuote) {
+      const reason = 'a `\\"` in a backquoted command inside `${...}` or a heredoc, which bash and sh read differently';
+      this.poison(reason, i);
+      for (let k = i + 1; k < j; k += 1) {
+        const token = this.starts.get(k);
+        if (token) this.setPlacement(token, { kind: 'refuse', context: 'uncertain', reason });
+      }
+      return j + 1;
+    }
+    new Lexer(body, Int32Array.from(map), this.shared, 'cmd', this.inArithmetic(), this.depth + 1, this.outers(), this.via).run();
+    return j + 1;
+  }
+
+  private backquoteQuoteRule(): 'strip' | 'keep' | 'unsure' {
+    const top = this.top();
+    const below = this.stack[this.stack.length - 2];
+    if (top.kind === 'dquote') return below?.kind === 'param' && below.quoted ? 'unsure' : 'strip';
+    if (top.kind === 'heredoc' || top.kind === 'locale' || (top.kind === 'param' && top.quoted)) return 'unsure';
+    return 'keep';
+  }
+
+  // --- end of text ---------------------------------------------------------------------------
+
+  private finish(): void {
+    if (this.shared.problem) return;
+    const root = this.stack[0] as Frame;
+    if (root.kind === 'cmd') {
+      if (this.stack.length === 1) this.endCommand(root);
+      if (root.condition) settleCondition(this.shared, root.condition);
+      if (root.pending.length > 0) this.poison('a heredoc whose body never started', this.text.length);
+    }
+    if (this.stack.length > 1) {
+      const open = this.stack[this.stack.length - 1] as Frame;
+      const name = open.kind === 'cmd' && open.origin === 'substitution' ? '`$(...)`, `<(...)` or `>(...)`' : FRAME_NAMES[open.kind];
+      this.fail(`the command ends inside an unterminated ${name}`, open.start);
+    }
+  }
+}
+
+function newCmd(): Cmd {
+  return { words: [], tokens: [], input: null };
+}
+
+function newCommandFrame(origin: CommandFrame['origin'], start: number): CommandFrame {
+  return { kind: 'cmd', origin, start, wordStart: true, commandStart: true, word: null, value: null, unquoted: '', wordBegin: start, assignment: null, subscriptName: null, arithEnd: -1,
+    wordAtCommandStart: false, functionName: false, header: false, loopVar: false, afterTime: false, coproc: false, cmd: newCmd(), wordEquals: false, redirectTarget: false, hereString: false,
+    patternStart: false, cases: [], pending: [], condition: null };
+}
+
+/** Something other than a plain character joins the current word (a quote, an expansion, a token). */
+function markWordPart(frame: CommandFrame, index: number): void {
+  if (frame.wordStart) beginWord(frame, index);
+  frame.word = null;
+}
+
+function beginWord(frame: CommandFrame, index: number): void {
+  frame.wordStart = false;
+  frame.wordAtCommandStart = frame.commandStart;
+  frame.patternStart = false;
+  frame.word = '';
+  frame.value = '';
+  frame.unquoted = '';
+  frame.wordBegin = index;
+  frame.assignment = null;
+  frame.subscriptName = null;
+  frame.wordEquals = false;
+}
+
+function isStringFrame(frame: Frame): boolean {
+  return frame.kind === 'squote' || frame.kind === 'dquote' || frame.kind === 'ansi' || frame.kind === 'locale';
+}
+
+function endsWithEscape(text: string, from: number, to: number): boolean {
+  let count = 0;
+  for (let k = to - 1; k >= from && text[k] === '\\'; k -= 1) count += 1;
+  return count % 2 === 1;
+}
+
+function settleCondition(shared: Shared, condition: Condition): void {
+  shared.conditions.delete(condition);
+  let refusal: Placement | null = null;
+  if (condition.arithmetic) refusal = { kind: 'refuse', context: 'conditional-arithmetic' };
+  else if (condition.variableName) refusal = { kind: 'refuse', context: 'variable-name', reason: '`[[ -v ]]` takes a variable name' };
+  if (!refusal) return;
+  for (const token of condition.tokens) {
+    const placement = shared.placements.get(token);
+    if (placement && placement.kind === 'expand') shared.placements.set(token, refusal);
+  }
+}
+
+/** Assignments of tokens to names that this text gives the integer or array attribute. */
+function settleAssignments(shared: Shared): void {
+  const references = [...shared.attributes.values()].some((set) => set.has('reference'));
+  for (const { name, declaration, tokens } of shared.assignments) {
+    const attributes = shared.attributes.get(name);
+    const integer = attributes?.has('integer') || (references && [...shared.attributes.values()].some((set) => set.has('integer')));
+    const array = declaration && (attributes?.has('array') || references);
+    if (!integer && !array) continue;
+    const placement: Placement = {
+      kind: 'refuse',
+      context: integer ? 'arithmetic' : 'evaluated',
+      reason: integer ? `\`${name}\` has the integer attribute, so bash evaluates a value assigned to it as arithmetic` : `\`${name}\` is an array, so a declaration parses the value as a compound assignment`,
+    };
+    for (const token of tokens) {
+      const current = shared.placements.get(token);
+      if (current === undefined || current.kind === 'expand') shared.placements.set(token, placement);
+    }
+  }
+}
+
+const ANSI_SIMPLE: Record<string, string> = { a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\\': '\\', "'": "'", '"': '"', '?': '?' };
+
+/** The value of a `$'...'` body, as bash decodes it. */
+function decodeAnsiC(body: string): string {
+  return body.replace(/\\(?:([abeEfnrtv\\'"?])|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})|c(.))/g, (all, simple, hex, u, bigU, octal, control) => {
+    if (simple) return ANSI_SIMPLE[simple as string] as string;
+    if (hex) return String.fromCharCode(parseInt(hex as string, 16));
+    if (u || bigU) {
+      const code = parseInt((u ?? bigU) as string, 16);
+      return code <= 0x10ffff ? String.fromCodePoint(code) : all;
+    }
+    if (octal) return String.fromCharCode(parseInt(octal as string, 8) & 0xff);
+    return String.fromCharCode((control as string).charCodeAt(0) & 0x1f);
+  });
+}
+
+function tooComplex(what: string): ExecgateError {
+  return new ExecgateError(
+    'EXECGATE_ERR_COMMAND_TOO_COMPLEX',
+    `The command ${what}, which execgate does not read. Split it into simpler commands or move the nested part into a script file. Nothing was run.`,
+  );
+}

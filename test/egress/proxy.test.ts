@@ -1,0 +1,185 @@
+/*
+ * The proxy spoken to directly over its per-run Unix sockets (no sandbox): protocol edges,
+ * per-run registration, response redaction of headers and bodies, audit records.
+ */
+import { request } from 'node:http';
+import { connect, createServer, type AddressInfo } from 'node:net';
+import { request as httpsRequest } from 'node:https';
+import { connect as tlsConnect } from 'node:tls';
+import { makeTempDir } from '../helpers/tmp';
+import { EgressProxy, type EgressDecision, type EgressRun } from '../../src/egress/proxy';
+import { normalizeNetworkPolicy } from '../../src/egress/rules';
+import { parseHostPatterns } from '../../src/egress/hosts';
+import { createSentinel } from '../../src/egress/sentinel';
+import { makeNames, publicCa, startService, type TestService } from './helpers';
+
+const VALUE = 'sk-live-Qm9vYmFyQmF6UXV4MTIzNDU2';
+const SENTINEL = createSentinel(VALUE);
+
+let tmp: ReturnType<typeof makeTempDir>;
+let allowed: TestService;
+let proxy: EgressProxy;
+let bound: EgressRun;
+let other: EgressRun;
+const decisions: EgressDecision[] = [];
+
+beforeAll(async () => {
+  tmp = makeTempDir('execgate-egress-proxy-');
+  allowed = await startService('allowed');
+  proxy = new EgressProxy({ ...makeNames({ 'allowed.test': allowed }), upstreamCa: [publicCa.certPem], onDecision: (d) => decisions.push(d), runtimeDir: tmp.dir });
+  bound = await proxy.openRun({
+    runId: 'run-a',
+    network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['allowed.test', '203.0.113.10:80'] }),
+    injections: [{ ref: 'secret:api', value: VALUE, sentinel: SENTINEL, hosts: parseHostPatterns(['allowed.test'], 'hosts') }],
+  });
+  other = await proxy.openRun({ runId: 'run-b', network: normalizeNetworkPolicy({ mode: 'none' }) });
+});
+
+afterAll(async () => {
+  await proxy.close();
+  await allowed.close();
+  tmp.cleanup();
+});
+
+beforeEach(() => {
+  decisions.length = 0;
+  allowed.seen.length = 0;
+});
+
+function viaProxy(run: EgressRun, path: string, options: { headers?: Record<string, string>; body?: string[] } = {}): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath: run.socketPath, path, method: options.body ? 'POST' : 'GET', headers: { host: 'allowed.test', ...options.headers } }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => { body += chunk.toString(); });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    for (const part of options.body ?? []) req.write(part);
+    req.end();
+  });
+}
+
+function rawExchange(run: EgressRun, bytes: Buffer, expect: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(run.socketPath);
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk) => {
+      chunks.push(chunk);
+      if (Buffer.concat(chunks).length >= expect) {
+        socket.destroy();
+        resolve(Buffer.concat(chunks));
+      }
+    });
+    socket.on('end', () => resolve(Buffer.concat(chunks)));
+    socket.on('error', reject);
+    socket.write(bytes);
+  });
+}
+
+test('plain HTTP: sentinel swapped in headers and a body written in pieces; echoed value redacted in headers and body', async () => {
+  const half = Math.floor(SENTINEL.length / 2);
+  const result = await viaProxy(bound, 'http://allowed.test/echo', {
+    headers: { authorization: `Bearer ${SENTINEL}`, 'content-length': String(`k=${SENTINEL}`.length) },
+    body: [`k=${SENTINEL.slice(0, half)}`, SENTINEL.slice(half)],
+  });
+  expect(result.status).toBe(200);
+  expect(allowed.seen[0]!.headers.authorization).toBe(`Bearer ${VALUE}`);
+  expect(allowed.seen[0]!.body).toBe(`k=${VALUE}`);
+  expect(result.headers['x-echo-auth']).toBe('Bearer [REDACTED:secret:api]');
+  expect(result.body).not.toContain(VALUE);
+  expect(JSON.parse(result.body).body).toBe('k=[REDACTED:secret:api]');
+  expect(decisions).toEqual([expect.objectContaining({ runId: 'run-a', via: 'http', host: 'allowed.test', port: 80, allowed: true, rule: 'allow:allowed.test', injected: ['secret:api'], status: 200 })]);
+  expect(JSON.stringify(decisions)).not.toContain(VALUE);
+  expect(JSON.stringify(decisions)).not.toContain(SENTINEL);
+});
+
+test('each run is decided by its own socket: the same request is refused on a `none` run', async () => {
+  const result = await viaProxy(other, 'http://allowed.test/echo');
+  expect(result.status).toBe(403);
+  expect(result.headers['x-execgate-egress']).toBe('denied mode:none');
+  expect(allowed.seen).toHaveLength(0);
+  expect(decisions).toEqual([expect.objectContaining({ runId: 'run-b', allowed: false, rule: 'mode:none' })]);
+});
+
+test('a Host header that disagrees with the URL is refused (no fronting through the plain proxy)', async () => {
+  const result = await viaProxy(bound, 'http://allowed.test/echo', { headers: { host: 'attacker.test' } });
+  expect(result.status).toBe(403);
+  expect(decisions[0]).toMatchObject({ allowed: false, rule: 'host-header-mismatch' });
+  expect(allowed.seen).toHaveLength(0);
+});
+
+test('an origin-form request (not a proxy request) gets 400; a bad CONNECT target 403', async () => {
+  expect((await viaProxy(bound, '/just-a-path')).status).toBe(400);
+  const reply = await rawExchange(bound, Buffer.from('CONNECT allowed.test HTTP/1.1\r\nHost: allowed.test\r\n\r\n'), 12);
+  expect(reply.toString()).toMatch(/^HTTP\/1\.1 403/);
+  expect(decisions).toEqual([expect.objectContaining({ via: 'connect', allowed: false, rule: 'bad-target' })]);
+});
+
+test('SOCKS5: an IP literal only when a pattern names it, with its port', async () => {
+  const socksConnect = (a: number[], port: number): Buffer => Buffer.from([0x05, 0x01, 0x00, 0x05, 0x01, 0x00, 0x01, ...a, port >> 8, port & 0xff]);
+  const ok = await rawExchange(bound, socksConnect([203, 0, 113, 10], 80), 12);
+  expect([...ok.subarray(0, 4)]).toEqual([0x05, 0x00, 0x05, 0x00]);
+  const refused = await rawExchange(bound, socksConnect([203, 0, 113, 10], 81), 12);
+  expect([...refused.subarray(0, 4)]).toEqual([0x05, 0x00, 0x05, 0x02]);
+  const domain = Buffer.from('metadata.test');
+  const rebind = await rawExchange(
+    await proxy.openRun({ runId: 'run-c', network: normalizeNetworkPolicy({ mode: 'open' }) }),
+    Buffer.from([0x05, 0x01, 0x00, 0x05, 0x01, 0x00, 0x03, domain.length, ...domain, 0, 80]),
+    12,
+  );
+  expect([...rebind.subarray(0, 4)]).toEqual([0x05, 0x00, 0x05, 0x04]);
+  expect(decisions.map((d) => [d.runId, d.via, d.host, d.port, d.allowed, d.rule])).toEqual([
+    ['run-a', 'socks', '203.0.113.10', 80, true, 'allow:203.0.113.10:80'],
+    ['run-a', 'socks', '203.0.113.10', 81, false, 'not-allowlisted'],
+    ['run-c', 'socks', 'metadata.test', 80, false, 'address:metadata'],
+  ]);
+});
+
+test('closing a run removes its socket; the proxy refuses new runs after close', async () => {
+  const run = await proxy.openRun({ runId: 'run-d', network: normalizeNetworkPolicy({ mode: 'open' }) });
+  await run.close();
+  await expect(viaProxy(run, 'http://allowed.test/')).rejects.toMatchObject({ code: 'ENOENT' });
+  const closed = new EgressProxy({ runtimeDir: tmp.dir });
+  await closed.close();
+  await expect(closed.openRun({ runId: 'x', network: normalizeNetworkPolicy({ mode: 'open' }) })).rejects.toMatchObject({ code: 'EXECGATE_ERR_GATEWAY_CLOSED' });
+});
+
+test('a runtime directory that cannot be used is a coded error', () => {
+  expect(() => new EgressProxy({ runtimeDir: '/nonexistent/dir' })).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_EGRESS_PROXY_FAILED' }));
+});
+
+test('a destination that accepts but never completes TLS gets a 502 after the connect limit, not a hang', async () => {
+  const silent = createServer(() => { /* accepts and never speaks */ });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const seen: EgressDecision[] = [];
+  const slow = new EgressProxy({
+    runtimeDir: tmp.dir,
+    resolver: async () => ['203.0.113.99'],
+    dial: () => ({ host: '127.0.0.1', port: (silent.address() as AddressInfo).port }),
+    connectTimeout: 300,
+    onDecision: (d) => seen.push(d),
+  });
+  try {
+    const run = await slow.openRun({
+      runId: 'run-e',
+      network: normalizeNetworkPolicy({ mode: 'open' }),
+      injections: [{ ref: 'secret:api', value: VALUE, sentinel: SENTINEL, hosts: parseHostPatterns(['silent.test'], 'hosts') }],
+    });
+    const socket = connect(run.socketPath);
+    socket.write('CONNECT silent.test:443 HTTP/1.1\r\nHost: silent.test:443\r\n\r\n');
+    await new Promise<void>((resolve) => socket.once('data', () => resolve()));
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpsRequest({ createConnection: () => tlsConnect({ socket, servername: 'silent.test', ca: slow.getCaCertificate() }), host: 'silent.test', port: 443, path: '/' }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(502);
+    expect(seen.at(-1)).toMatchObject({ via: 'https-intercepted', host: 'silent.test', allowed: false, rule: 'upstream-failed:ETIMEDOUT' });
+  } finally {
+    await slow.close();
+    silent.close();
+  }
+});
