@@ -108,6 +108,8 @@ export class Gateway {
     this.#sandbox = Object.freeze({
       home: this.home,
       ...(audit instanceof AuditLog ? { auditPath: audit.path } : {}),
+      stateIdentity: {},
+      policyFiles: (): readonly string[] => this.#policy.files,
       network: (helper: string): SharedNetwork => {
         let network = this.#networks.get(helper);
         if (!network) this.#networks.set(helper, (network = new SharedNetwork(helper)));

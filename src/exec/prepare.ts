@@ -11,6 +11,7 @@
  * command it carries for display, logs and audit is the unresolved one.
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { ExecgateError } from '../errors';
 import { checkEgress } from '../egress/plan';
 import type { EgressProxy } from '../egress/proxy';
@@ -141,6 +142,18 @@ export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value:
  * SSH_CLIENT is set. A command must not pick up the user's interactive start-up files, so bash
  * always gets --norc --noprofile; other shells read no start-up file for `-c` (ENV is stripped).
  */
+/*
+ * Descriptors the gateway inherited without close-on-exec (`execgate run ... 200<secret`, a
+ * host that forked it holding files open) would reach the command and everything it starts,
+ * sandbox or not: a hidden file stays readable through an open descriptor. Node opens its own
+ * descriptors close-on-exec, so what arrives above 2 is exactly what was never meant for the
+ * command: closed before the shell starts. (No redirection on the loop: `exec` inside
+ * a redirected compound command would make that redirection permanent.)
+ */
+const HAS_BASH = existsSync('/bin/bash');
+
+export const CLOSE_FDS = 'for __execgate_fd in /proc/self/fd/*; do __execgate_fd=${__execgate_fd##*/}; [ "$__execgate_fd" -gt 2 ] && exec {__execgate_fd}>&-; done; unset __execgate_fd';
+
 export function getShellFlags(shell: string): string[] {
   return /(^|\/)bash$/.test(shell) ? ['--norc', '--noprofile'] : [];
 }
@@ -303,7 +316,12 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const env: Record<string, string> = { ...sanitized.env, ...injected, ...egress?.sandbox.env, [RUN_ID_VARIABLE]: runId };
 
   // Sandboxed: bubblewrap (or nsenter, for the shared network) runs the shell.
-  const inner = [request.shell, ...getShellFlags(request.shell), '-c', script];
+  // Inherited descriptors are closed by a bash that then becomes the shell (one exec more), not
+  // in the script itself: bash quotes the whole first line of a script with a syntax error, and
+  // the caller's command must not arrive prefixed; and a shell other than bash cannot close fds
+  // above 9. (No /bin/bash, as on a minimal system: SECURITY.md says inherited descriptors pass.)
+  const closer = HAS_BASH ? ['/bin/bash', '--norc', '--noprofile', '-c', `${CLOSE_FDS}; exec "$@"`, 'execgate'] : [];
+  const inner = [...closer, request.shell, ...getShellFlags(request.shell), '-c', script];
   // The run's directory is bound in after the sandbox's own mounts (before the final `--`), and
   // the bridge runs the shell (see egress/bridge.ts).
   const argv = egress

@@ -51,6 +51,11 @@ export class PolicyHolder {
     return this.#policy;
   }
 
+  /** The policy files read for the policy in force (the file and its `extends` chain). */
+  get files(): readonly string[] {
+    return this.#files;
+  }
+
   #load(file: string): LoadedPolicy {
     // Loaded on first use: a gateway without a policy file never loads the parser or validator.
     const { loadPolicyFile } = require('./load') as typeof import('./load');

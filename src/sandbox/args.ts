@@ -15,7 +15,14 @@
  *    session so that the terminal stays its controlling terminal (job control, `read -s`, ^C).
  *  - `--cap-drop ALL`: a gateway running as root would otherwise hand the run root's
  *    capabilities, enough to unmount a hidden path.
+ *  - /proc: bubblewrap's `--proc` mounts a fresh proc read-write, and uid 0 needs no capability
+ *    to write most sysctls (the kernel compares the writer's uid with the global root uid):
+ *    `kernel.core_pattern` set to `|/some/script` makes the host kernel run that script as root
+ *    outside every namespace at the next crash. So the kernel-wide knobs are bound read-only
+ *    (a bind mount cannot be undone without CAP_SYS_ADMIN) and the files that leak kernel state
+ *    are covered, as OCI runtimes (runc, Docker) do. /sys stays read-only with the root bind.
  */
+import { existsSync, statSync } from 'node:fs';
 import type { FilesystemView } from './paths';
 import { isInside } from './paths';
 
@@ -30,10 +37,46 @@ export interface BwrapInput {
 
 export const NAMESPACES: readonly string[] = Object.freeze(['mount', 'pid', 'ipc', 'uts']);
 
+/** Kernel-wide knobs under /proc: read-only inside (runc's readonlyPaths). */
+export const PROC_READ_ONLY: readonly string[] = Object.freeze(['/proc/sys', '/proc/sysrq-trigger', '/proc/irq', '/proc/bus', '/proc/fs']);
+/** Kernel state under /proc and /sys: covered (runc's maskedPaths, plus the kernel log and symbols). */
+export const PROC_MASKED: readonly string[] = Object.freeze([
+  '/proc/acpi', '/proc/asound', '/proc/kcore', '/proc/keys', '/proc/key-users', '/proc/latency_stats',
+  '/proc/timer_list', '/proc/timer_stats', '/proc/sched_debug', '/proc/scsi', '/proc/kmsg', '/proc/kallsyms',
+  '/proc/config.gz', '/sys/firmware', '/sys/devices/virtual/powercap',
+]);
+
+let procMounts: string[] | undefined;
+
+/**
+ * The /proc and /sys mounts for this kernel. Only what exists can be a mount point (bubblewrap
+ * cannot create a file in proc), and the kernel is the same for every run: computed once.
+ */
+export function getProcMounts(): readonly string[] {
+  if (procMounts) return procMounts;
+  const args: string[] = [];
+  for (const path of PROC_READ_ONLY) if (existsSync(path)) args.push('--ro-bind', path, path);
+  for (const path of PROC_MASKED) {
+    let directory: boolean;
+    try {
+      directory = statSync(path).isDirectory();
+    } catch {
+      continue;
+    }
+    if (directory) args.push('--tmpfs', path, '--remount-ro', path);
+    else args.push('--ro-bind', '/dev/null', path);
+  }
+  procMounts = args;
+  return args;
+}
+
 export function getBwrapArgs(input: BwrapInput): string[] {
   const { view } = input;
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', ...getProcMounts(), '--tmpfs', '/tmp'];
   for (const path of view.writable) args.push('--bind', path, path);
+  // Ancestors of hidden and read-only paths inside a writable root: a mount point cannot be
+  // renamed, so the names the later mounts cover stay the names of the real directories.
+  for (const path of view.pinned) args.push('--bind', path, path);
   for (const path of view.readOnly) args.push('--ro-bind', path, path);
   for (const { path, directory } of view.hidden) {
     // Under the private /tmp and outside every writable bind, it is already out of sight.

@@ -11,8 +11,19 @@
  * A path that does not exist is skipped (there is nothing to hide, or to make writable) and
  * reported as such. The state directory is the exception: it is created (0700) when missing,
  * because a run that could create it could plant a vault key the gateway would later trust.
+ * Once a gateway has seen it, it is never created again: a state directory that vanished or
+ * was replaced (another device and inode) was moved by someone, and re-creating an empty one
+ * would leave the real one, under its new name, outside everything hidden.
+ *
+ * Hidden and read-only paths are mounted by name, so a run that could rename one of their
+ * ancestors (one that lies inside a writable root) would carry the real directory to a name
+ * the next run does not hide. Every such ancestor is pinned with a bind mount onto itself:
+ * a mount point cannot be renamed (EBUSY), and without CAP_SYS_ADMIN it cannot be unmounted.
+ * The policy files in force (and their `extends` chain) are read-only inside for the same
+ * reason: a run must not rewrite the policy a watching gateway reloads.
  */
-import { mkdirSync, realpathSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { ExecgateError } from '../errors';
 import { DEFAULT_HIDDEN_PATHS, type SandboxSettings } from '../policy/effective';
@@ -31,6 +42,10 @@ export interface FilesystemInput {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** The home directory `~` stands for when the environment has no HOME. */
   readonly userHome: string;
+  /** The state directory's identity as this gateway first saw it (device:inode), kept here. */
+  readonly stateIdentity?: { id?: string };
+  /** Files that are read-only inside whatever the policy says (the policy files in force). */
+  readonly protectedFiles?: readonly string[];
 }
 
 export interface HiddenPath {
@@ -43,6 +58,8 @@ export interface FilesystemView {
   readonly hidden: readonly HiddenPath[];
   readonly writable: readonly string[];
   readonly readOnly: readonly string[];
+  /** Directories inside a writable root that lead to a hidden or read-only path: bound onto themselves. */
+  readonly pinned: readonly string[];
   /** Listed paths that do not exist here (nothing to hide or bind). */
   readonly skipped: readonly string[];
   /** The session bus address names an abstract socket: only a network namespace hides it. */
@@ -62,6 +79,9 @@ function real(path: string): string | undefined {
     return undefined;
   }
 }
+
+/** The per-gateway runtime directories execgate creates under the temp directory. */
+const RUNTIME_DIR = /^execgate-spawn-/;
 
 export function isInside(path: string, parent: string): boolean {
   return path === parent || parent === '/' || path.startsWith(parent.endsWith(sep) ? parent : parent + sep);
@@ -86,8 +106,10 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   const userHome = env.HOME || input.userHome;
   const skipped: string[] = [];
 
+  checkStateDir(input.home, input.stateIdentity);
   try {
     mkdirSync(input.home, { recursive: true, mode: 0o700 });
+    if (input.stateIdentity && input.stateIdentity.id === undefined) input.stateIdentity.id = identify(statSync(input.home));
   } catch (error) {
     throw new ExecgateError(
       'EXECGATE_ERR_STATE_DIR',
@@ -162,16 +184,71 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
     if (path === undefined) skipped.push(wanted);
     else if (!readOnly.includes(path)) readOnly.push(path);
   }
+  for (const file of input.protectedFiles ?? []) {
+    const path = real(file);
+    if (path !== undefined && writable.some((w) => isInside(path, w)) && !readOnly.includes(path)) readOnly.push(path);
+  }
+  // Every gateway's private rendezvous under the temp directory (spawn helper sockets): a run
+  // that can write there could remove a socket and listen in its place. Hidden when a writable
+  // root holds the temp directory; the private /tmp covers them otherwise.
+  for (const dir of new Set([real(tmpdir()), '/tmp'])) {
+    if (dir === undefined || !writable.some((w) => isInside(dir, w))) continue;
+    let names: string[] = [];
+    try {
+      names = readdirSync(dir).filter((name) => RUNTIME_DIR.test(name));
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const path = join(dir, name);
+      if (!seen.has(path)) {
+        seen.add(path);
+        hidden.push({ path, directory: true });
+      }
+    }
+  }
+  const pinned: string[] = [];
+  for (const target of [...hidden.map((h) => h.path), ...readOnly]) {
+    for (const root of writable) {
+      if (target === root || !isInside(target, root)) continue;
+      for (let dir = dirname(target); dir !== root && isInside(dir, root) && dir !== dirname(dir); dir = dirname(dir)) {
+        if (!pinned.includes(dir)) pinned.push(dir);
+      }
+    }
+  }
   // Parents before children, so that a deeper mount lands on top of a shallower one.
   const byDepth = (a: string, b: string): number => a.split(sep).length - b.split(sep).length;
   writable.sort(byDepth);
   readOnly.sort(byDepth);
+  pinned.sort(byDepth);
   hidden.sort((a, b) => byDepth(a.path, b.path));
   return Object.freeze({
     hidden: Object.freeze(hidden),
     writable: Object.freeze(writable),
     readOnly: Object.freeze(readOnly),
+    pinned: Object.freeze(pinned),
     skipped: Object.freeze([...new Set(skipped)]),
     abstractBus: bus.abstract,
   });
+}
+
+function identify(stats: Stats): string {
+  return `${stats.dev}:${stats.ino}`;
+}
+
+/** A state directory this gateway saw before must still be the same directory. */
+function checkStateDir(home: string, identity: { id?: string } | undefined): void {
+  if (identity?.id === undefined) return;
+  let now: string | undefined;
+  try {
+    now = identify(statSync(home));
+  } catch {
+    now = undefined;
+  }
+  if (now === identity.id) return;
+  throw new ExecgateError(
+    'EXECGATE_ERR_STATE_DIR',
+    `The state directory ${home} ${now === undefined ? 'has vanished' : 'was replaced by another directory'} since this gateway started (it may have been moved, with the vault and keys in it). It is not re-created: find where it went, move it back or restart the gateway. Nothing was run.`,
+    { home },
+  );
 }

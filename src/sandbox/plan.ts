@@ -40,6 +40,10 @@ export interface SandboxContext {
   readonly auditPath?: string;
   /** The gateway's shared network namespace for this helper; absent = one per run. */
   readonly network?: (helper: string) => SharedNetwork;
+  /** The state directory's identity once seen (see paths.ts); owned by the gateway. */
+  readonly stateIdentity?: { id?: string };
+  /** The policy files in force, read-only inside every run. */
+  readonly policyFiles?: () => readonly string[];
   /** Told once per reason when `auto` runs a command unsandboxed. */
   readonly onUnsandboxed?: (reason: string) => void;
 }
@@ -86,6 +90,8 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
     roots: input.roots,
     env: input.env,
     userHome: homedir(),
+    stateIdentity: input.context.stateIdentity,
+    protectedFiles: input.context.policyFiles?.() ?? [],
   });
   const exposed: string[] = [];
   let join;

@@ -4,11 +4,16 @@
  * path before a writable one that contains it.
  */
 import fc from 'fast-check';
-import { getBwrapArgs } from '../../src/sandbox/args';
+import { getBwrapArgs, getProcMounts } from '../../src/sandbox/args';
 import type { FilesystemView } from '../../src/sandbox/paths';
 
 function view(partial: Partial<FilesystemView>): FilesystemView {
-  return { hidden: [], writable: [], readOnly: [], skipped: [], abstractBus: false, ...partial };
+  return { hidden: [], writable: [], readOnly: [], pinned: [], skipped: [], abstractBus: false, ...partial };
+}
+
+/** /proc and /sys mounts are the base view of every run (see getProcMounts). */
+function isKernel(path: string): boolean {
+  return path.startsWith('/proc/') || path.startsWith('/sys/');
 }
 
 /** The mounts of an argv in order: grants (bind, ro-bind of a path onto itself) and hides. */
@@ -18,11 +23,11 @@ function parseMounts(args: string[]): Array<{ kind: 'grant' | 'hide' | 'base'; p
     const flag = args[i];
     if (flag === '--bind' || flag === '--ro-bind') {
       const [from, to] = [args[i + 1] as string, args[i + 2] as string];
-      mounts.push({ kind: to === '/' ? 'base' : from === '/dev/null' ? 'hide' : 'grant', path: to });
+      mounts.push({ kind: to === '/' || isKernel(to) ? 'base' : from === '/dev/null' ? 'hide' : 'grant', path: to });
       i += 2;
     } else if (flag === '--tmpfs' || flag === '--dev' || flag === '--proc') {
       const to = args[i + 1] as string;
-      mounts.push({ kind: flag === '--tmpfs' && to !== '/tmp' ? 'hide' : 'base', path: to });
+      mounts.push({ kind: flag === '--tmpfs' && to !== '/tmp' && !isKernel(to) ? 'hide' : 'base', path: to });
       i += 1;
     }
   }
@@ -41,7 +46,10 @@ describe('getBwrapArgs', () => {
       unshareNet: true,
       pty: false,
     });
-    expect(args.slice(0, 9)).toEqual(['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp']);
+    expect(args.slice(0, 7)).toEqual(['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc']);
+    // Right after the fresh proc: the kernel knobs read-only, then the private /tmp.
+    expect(args.slice(7, 10)).toEqual(['--ro-bind', '/proc/sys', '/proc/sys']);
+    expect(args.join(' ')).toContain(`${getProcMounts().join(' ')} --tmpfs /tmp`);
     expect(args.join(' ')).toContain('--bind /work /work --ro-bind /work/.git/hooks /work/.git/hooks --tmpfs /work/.env.d --ro-bind /dev/null /home/u/.netrc');
     for (const flag of ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
     expect(args.join(' ')).toContain('--cap-drop ALL');
@@ -65,7 +73,7 @@ describe('getBwrapArgs', () => {
     const path = fc.array(segment, { minLength: 1, maxLength: 4 }).map((parts) => `/${parts.join('/')}`);
     fc.assert(fc.property(fc.uniqueArray(path, { maxLength: 5 }), fc.uniqueArray(path, { maxLength: 5 }), fc.uniqueArray(path, { maxLength: 5 }), (writable, readOnly, hidden) => {
       const args = getBwrapArgs({ view: view({ writable, readOnly, hidden: hidden.map((p, i) => ({ path: p, directory: i % 2 === 0 })) }), cwd: '/', unshareNet: true, pty: false });
-      const mounts = parseMounts(args).slice(4); // after /, /dev, /proc and /tmp
+      const mounts = parseMounts(args).filter((m) => m.kind !== 'base');
       const kinds = mounts.map((m) => m.kind);
       expect(kinds.lastIndexOf('grant')).toBeLessThan(kinds.indexOf('hide') === -1 ? Infinity : kinds.indexOf('hide'));
       expect(mounts.filter((m) => m.kind === 'hide').map((m) => m.path).sort()).toEqual([...hidden].sort());
