@@ -33,6 +33,7 @@ import { createLazyVaultSource } from './refs/sources/lazy-vault';
 import { RefStore } from './refs/store';
 import type { RefSource } from './refs/types';
 import { SharedNetwork, type SandboxContext } from './sandbox';
+import { watchRun } from './exec/watchdog';
 import { isKeyringDisabled } from './stores/os-keyring';
 
 export type { WatchPolicyOptions } from './policy/reload';
@@ -112,7 +113,7 @@ export class Gateway {
       policyFiles: (): readonly string[] => this.#policy.files,
       network: (helper: string): SharedNetwork => {
         let network = this.#networks.get(helper);
-        if (!network) this.#networks.set(helper, (network = new SharedNetwork(helper)));
+        if (!network) this.#networks.set(helper, (network = new SharedNetwork(helper, ({ value }) => watchRun(value))));
         return network;
       },
       onUnsandboxed: (reason: string): void => {

@@ -17,6 +17,7 @@
  * the holder starts), runs fall back to a network namespace each.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { accessSync, constants, readlinkSync } from 'node:fs';
 
 const NSENTER_CANDIDATES = ['/usr/bin/nsenter', '/bin/nsenter', '/usr/sbin/nsenter'];
@@ -40,16 +41,26 @@ function findNsenter(): string | undefined {
   });
 }
 
+/**
+ * Lists a process with whatever ends this gateway's processes if the gateway dies (the
+ * watchdog): `cookie` is the variable and value the holder carries in its environment; the
+ * returned function takes it off the list.
+ */
+export type WatchHolder = (cookie: { readonly name: string; readonly value: string }) => () => void;
+
 export class SharedNetwork {
   readonly #helper: string;
+  readonly #watch: WatchHolder | undefined;
+  #unwatch: (() => void) | undefined;
   #holder: ChildProcess | undefined;
   #pid = 0;
   #namespace = '';
   #starting: Promise<NetworkJoin | undefined> | undefined;
   #closed = false;
 
-  constructor(helper: string) {
+  constructor(helper: string, watch?: WatchHolder) {
     this.#helper = helper;
+    this.#watch = watch;
   }
 
   /** The way into the shared namespace, starting the holder on first use; undefined = not possible. */
@@ -78,10 +89,14 @@ export class SharedNetwork {
   async #start(): Promise<NetworkJoin | undefined> {
     if (findNsenter() === undefined) return undefined;
     this.#stopHolder();
+    // The holder carries a cookie and is listed with the watchdog before it starts, so a gateway
+    // that dies (SIGKILL included) does not leave it behind holding an empty namespace.
+    const cookie = { name: 'EXECGATE_RUN_ID', value: `net_${randomBytes(8).toString('hex')}` };
+    this.#unwatch = this.#watch?.(cookie);
     const holder = spawn(this.#helper, [
       '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-net', '--unshare-pid', '--die-with-parent',
       '--new-session', '--cap-drop', 'ALL', '--info-fd', '3', '--', '/bin/sh', '-c', 'exec sleep infinity',
-    ], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin' } });
+    ], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin', [cookie.name]: cookie.value } });
     holder.on('error', () => { /* reported by the info pipe closing */ });
     const info = await new Promise<string>((resolve) => {
       let text = '';
@@ -136,6 +151,8 @@ export class SharedNetwork {
   #stopHolder(): void {
     if (this.#holder && this.#holder.exitCode === null) this.#holder.kill('SIGKILL');
     this.#holder = undefined;
+    this.#unwatch?.();
+    this.#unwatch = undefined;
   }
 
   /** End the holder; runs inside keep the namespace alive until they end. */
