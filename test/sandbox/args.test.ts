@@ -38,11 +38,11 @@ describe('getBwrapArgs', () => {
   test('read-only root, then private /tmp, writable, read-only again, hidden last; namespaces; cwd', () => {
     const args = getBwrapArgs({
       view: view({
-        writable: ['/work'],
-        readOnly: ['/work/.git/hooks'],
-        hidden: [{ path: '/work/.env.d', directory: true }, { path: '/home/u/.netrc', directory: false }],
+        writable: ['/srv/proj'],
+        readOnly: ['/srv/proj/.git/hooks'],
+        hidden: [{ path: '/srv/proj/.env.d', directory: true }, { path: '/home/u/.netrc', directory: false }],
       }),
-      cwd: '/work',
+      cwd: '/srv/proj',
       unshareNet: true,
       pty: false,
     });
@@ -50,10 +50,10 @@ describe('getBwrapArgs', () => {
     // Right after the fresh proc: the kernel knobs read-only, then the private /tmp.
     expect(args.slice(7, 10)).toEqual(['--ro-bind', '/proc/sys', '/proc/sys']);
     expect(args.join(' ')).toContain(`${getProcMounts().join(' ')} --tmpfs /tmp`);
-    expect(args.join(' ')).toContain('--bind /work /work --ro-bind /work/.git/hooks /work/.git/hooks --tmpfs /work/.env.d --ro-bind /dev/null /home/u/.netrc');
+    expect(args.join(' ')).toContain('--bind /srv/proj /srv/proj --ro-bind /srv/proj/.git/hooks /srv/proj/.git/hooks --tmpfs /srv/proj/.env.d --ro-bind /dev/null /home/u/.netrc');
     for (const flag of ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
     expect(args.join(' ')).toContain('--cap-drop ALL');
-    expect(args.join(' ')).toContain('--chdir /work');
+    expect(args.join(' ')).toContain('--chdir /srv/proj');
   });
 
   test('a PTY run keeps its session (controlling terminal); a shared network is not unshared again', () => {
