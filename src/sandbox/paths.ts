@@ -24,9 +24,13 @@
  */
 import { mkdirSync, readdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, sep } from 'node:path';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import { ExecgateError } from '../errors';
 import { DEFAULT_HIDDEN_PATHS, type SandboxSettings } from '../policy/effective';
+
+const PACKAGE_ROOT = resolve(__dirname, '..', '..');
+/** The package's root, or the node_modules it was installed into (its dependencies live there). */
+const OWN_FILES = basename(dirname(PACKAGE_ROOT)) === 'node_modules' ? dirname(PACKAGE_ROOT) : PACKAGE_ROOT;
 
 export interface FilesystemInput {
   readonly settings: SandboxSettings;
@@ -183,6 +187,13 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
     const path = real(wanted);
     if (path === undefined) skipped.push(wanted);
     else if (!readOnly.includes(path)) readOnly.push(path);
+  }
+  // execgate's own files (the egress bridge and its preload, the CLI a nested `execgate` runs)
+  // must be readable inside. Under the temp directory the private /tmp would hide them, so they
+  // are bound back read-only there; installed as a dependency, with the node_modules around them.
+  const own = real(OWN_FILES);
+  if (own !== undefined && !writable.some((w) => isInside(own, w)) && [real(tmpdir()), '/tmp'].some((t) => t !== undefined && isInside(own, t)) && !readOnly.includes(own)) {
+    readOnly.push(own);
   }
   for (const file of input.protectedFiles ?? []) {
     const path = real(file);

@@ -4,7 +4,7 @@
  * getSandboxEgress: what the sandbox builder will call.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -150,12 +150,17 @@ export interface SandboxResult {
   readonly stderr: string;
 }
 
+const REPO = realpathSync(join(__dirname, '..', '..'));
+
 /** Run `script` in bash inside a bare bwrap sandbox with no network but the egress bridge. */
 export function runSandboxed(run: EgressRun | undefined, script: string, env: Record<string, string> = {}, cwd?: string): Promise<SandboxResult> {
   const egress = run ? getSandboxEgress(run, { port: 3128 }) : undefined;
   const argv = ['/bin/bash', '--norc', '--noprofile', '-c', script];
   const args = [
     '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp',
+    // The checkout (the bridge, the preload and their node_modules) stays readable when it lies
+    // under /tmp, as the gateway's own sandbox plan does for execgate's files.
+    '--ro-bind', REPO, REPO,
     '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent', '--new-session',
     ...(cwd ? ['--bind', cwd, cwd, '--chdir', cwd] : []),
     '--unshare-net', ...(egress ? egress.bwrapArgs : []),
