@@ -22,14 +22,19 @@ done
 [ \${#runs[@]} -eq 0 ] && exit 0
 args=()
 for id in "\${!runs[@]}"; do args+=(-e "${RUN_ID_VARIABLE}=$id"); done
-for round in 1 2 3 4 5; do
+# Rounds go on for a second even when one finds nothing: a process the gateway was starting
+# when it died shows the cookie only once it has exec'd (between fork and exec its environ is
+# still the gateway's), and bubblewrap arms its parent-death signal only after that.
+for round in 1 2 3 4 5 6 7 8 9 10; do
   pids=()
   for file in $(grep -lzx "\${args[@]}" /proc/[0-9]*/environ 2>/dev/null); do
     pid=\${file#/proc/}; pids+=("\${pid%/environ}")
   done
-  [ \${#pids[@]} -eq 0 ] && exit 0
-  kill -STOP "\${pids[@]}" 2>/dev/null
-  kill -KILL "\${pids[@]}" 2>/dev/null
+  if [ \${#pids[@]} -gt 0 ]; then
+    kill -STOP "\${pids[@]}" 2>/dev/null
+    kill -KILL "\${pids[@]}" 2>/dev/null
+  fi
+  sleep 0.1
 done
 `;
 

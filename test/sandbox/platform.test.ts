@@ -115,7 +115,8 @@ describeSandboxed('paths', () => {
     expect(started.sandbox).toMatchObject({ sandboxed: true, mechanism: 'bubblewrap', namespaces: ['mount', 'pid', 'ipc', 'uts', 'net'] });
     expect(started.sandbox.skipped).toContain(join(tmp.dir, 'nope'));
     expect(started.sandbox.hidden).toEqual(expect.arrayContaining([join(work, 'private'), join(tmp.dir, 'state')]));
-    expect(started.sandbox.readOnly).toEqual([join(work, 'hooks')]);
+    // (execgate's own files join the list when the checkout lies under /tmp.)
+    expect(started.sandbox.readOnly.filter((path: string) => path.startsWith(tmp.dir))).toEqual([join(work, 'hooks')]);
   });
 
   test('no resolved value is ever on the sandbox argv', async () => {
