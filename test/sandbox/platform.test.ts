@@ -116,7 +116,7 @@ describeSandboxed('paths', () => {
     expect(started.sandbox.skipped).toContain(join(tmp.dir, 'nope'));
     expect(started.sandbox.hidden).toEqual(expect.arrayContaining([join(work, 'private'), join(tmp.dir, 'state')]));
     // (execgate's own files join the list when the checkout lies under /tmp.)
-    expect(started.sandbox.readOnly.filter((path: string) => path.startsWith(tmp.dir))).toEqual([join(work, 'hooks')]);
+    expect((started.sandbox.readOnly as string[]).filter((path) => path.startsWith(tmp.dir))).toEqual([join(work, 'hooks')]);
   });
 
   test('no resolved value is ever on the sandbox argv', async () => {
