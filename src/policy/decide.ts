@@ -8,12 +8,11 @@
  * The first check that fails is the decision, with the rule that made it and a reason for the
  * caller. Matching shell text is defence in depth, not a sandbox (see SECURITY.md).
  */
-import { realpathSync } from 'node:fs';
-import { sep } from 'node:path';
 import type { RefToken } from '../refs/types';
 import type { EffectivePolicy, ExecMode } from './effective';
 import { readShell, type ShellAnalysis } from '../shell';
 import { describeMatch, matchesAny, matchesEvery } from './match';
+import { locateInRoots } from './roots';
 
 export interface Decision {
   readonly allowed: boolean;
@@ -45,9 +44,8 @@ export function decideRequest(policy: EffectivePolicy, request: DecisionInput, t
   }
 
   if (policy.cwd.roots.length > 0) {
-    const cwd = realpathOrUndefined(request.cwd);
-    const roots = policy.cwd.roots.map(realpathOrUndefined).filter((root): root is string => root !== undefined);
-    if (cwd === undefined || !roots.some((root) => isInside(cwd, root))) {
+    const { real: cwd, inside } = locateInRoots(request.cwd, policy.cwd.roots);
+    if (!inside) {
       return deny('cwd.roots', `the working directory \`${cwd ?? request.cwd}\` is outside the directories this policy allows (${policy.cwd.roots.map((root) => `\`${root}\``).join(', ')})`);
     }
   }
@@ -99,19 +97,6 @@ export function decideRequest(policy: EffectivePolicy, request: DecisionInput, t
     }
   }
   return decision;
-}
-
-function realpathOrUndefined(path: string): string | undefined {
-  try {
-    return realpathSync(path);
-  } catch {
-    return undefined;
-  }
-}
-
-function isInside(path: string, root: string): boolean {
-  if (path === root) return true;
-  return path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
 }
 
 const refPatterns = new Map<string, RegExp>();

@@ -20,14 +20,24 @@ function isInside(path: string, root: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
 }
 
+/**
+ * `cwd` with symlinks resolved (undefined when it does not exist) and whether it lies inside one
+ * of `roots` (resolved too; a root that does not exist holds nothing). The one check behind both
+ * the per-request decision and the refusal to start.
+ */
+export function locateInRoots(cwd: string, roots: readonly string[]): { readonly real: string | undefined; readonly inside: boolean } {
+  const real = realpathOrUndefined(cwd);
+  if (real === undefined) return { real, inside: false };
+  const resolved = roots.map(realpathOrUndefined).filter((root): root is string => root !== undefined);
+  return { real, inside: resolved.some((root) => isInside(real, root)) };
+}
+
 /** Throws EXECGATE_ERR_CWD_OUTSIDE_ROOTS when `cwd` (symlinks resolved) is outside every root. */
 export function validateCwdInRoots(policy: EffectivePolicy, cwd: string): void {
   if (policy.cwd.roots.length === 0) return;
   // A directory that does not exist is refused per request, with the more precise error.
-  const real = realpathOrUndefined(cwd);
-  if (real === undefined) return;
-  const roots = policy.cwd.roots.map(realpathOrUndefined).filter((root): root is string => root !== undefined);
-  if (roots.some((root) => isInside(real, root))) return;
+  const { real, inside } = locateInRoots(cwd, policy.cwd.roots);
+  if (real === undefined || inside) return;
   throw new ExecgateError(
     'EXECGATE_ERR_CWD_OUTSIDE_ROOTS',
     `The working directory \`${real}\` is outside the directories the policy (${policy.source}) allows ` +
