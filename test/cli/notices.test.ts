@@ -100,6 +100,9 @@ describe('references no source knows', () => {
     expect(result.status).toBe(0);
     expect(result.stdout).toMatch(/^run_/);
     expect(result.stderr).toContain('no source knows <<secret:gihtub-token>>; it was passed on as written (did you mean <<secret:github-token>>?)');
+    // The detached supervisor writes into the home directory until the run ends: follow it to its end.
+    const follow = execgateSync(['logs', '--follow', result.stdout.trim()], { cwd: tmp.dir });
+    expect(follow.stdout).toContain('<<secret:gihtub-token>>');
   });
 });
 

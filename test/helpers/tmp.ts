@@ -3,10 +3,14 @@ import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A fresh directory under the OS temp dir, removed by the returned cleanup. */
+/**
+ * A fresh directory under the OS temp dir, removed by the returned cleanup. The removal retries
+ * on ENOTEMPTY: a detached background supervisor may still be writing its last record into the
+ * directory at the moment a test ends.
+ */
 export function makeTempDir(prefix = 'execgate-test-'): { dir: string; cleanup: () => void } {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 }) };
 }
 
 /**
