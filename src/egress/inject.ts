@@ -5,7 +5,7 @@
  * right; the stream holds back at most (longest sentinel - 1) bytes, so an occurrence split over
  * any number of chunks is still found.
  */
-import { Transform, type TransformCallback } from 'node:stream';
+import { Transform, type TransformCallback, type TransformOptions } from 'node:stream';
 import type { Injection } from './plan';
 
 export interface Swap {
@@ -13,6 +13,8 @@ export interface Swap {
   readonly from: Buffer;
   readonly to: Buffer;
 }
+
+const EMPTY = Buffer.alloc(0);
 
 export function getSwaps(injections: readonly Injection[]): Swap[] {
   return injections.map((i) => ({ ref: i.ref, from: Buffer.from(i.sentinel, 'utf8'), to: Buffer.from(i.value, 'utf8') }));
@@ -48,31 +50,50 @@ export class SwapStream extends Transform {
   readonly used = new Set<string>();
   readonly #swaps: readonly Swap[];
   readonly #keep: number;
-  #held: Buffer = Buffer.alloc(0);
+  #held: Buffer = EMPTY;
 
-  constructor(swaps: readonly Swap[]) {
-    super();
+  constructor(swaps: readonly Swap[], options: TransformOptions = {}) {
+    super(options);
     this.#swaps = swaps;
     this.#keep = Math.max(0, ...swaps.map((s) => s.from.length - 1));
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    const data = this.#held.length > 0 ? Buffer.concat([this.#held, chunk]) : chunk;
-    this.#replaceAll(data);
-    const cut = Math.max(0, data.length - this.#keep);
-    // The held tail is copied: `data` may be the caller's chunk, which must not be kept.
-    this.#held = Buffer.from(data.subarray(cut));
-    callback(null, cut > 0 ? data.subarray(0, cut) : undefined);
+    const held = this.#held;
+    if (held.length + chunk.length <= 2 * this.#keep) {
+      // Small input: joining costs nothing worth avoiding.
+      const data = held.length > 0 ? Buffer.concat([held, chunk]) : Buffer.from(chunk);
+      this.#replaceAll(data, 0);
+      const cut = Math.max(0, data.length - this.#keep);
+      this.#held = data.subarray(cut);
+      callback(null, cut > 0 ? data.subarray(0, cut) : undefined);
+      return;
+    }
+    // Only an occurrence that starts in the held tail and ends in this chunk needs the two joined:
+    // that window is at most 2 * keep bytes, so a large chunk is never copied just to be scanned.
+    // (Occurrences wholly inside `held` were replaced when it was the end of the last chunk.)
+    if (held.length > 0) {
+      const window = Buffer.concat([held, chunk.subarray(0, this.#keep)]);
+      this.#replaceAll(window, 0, held.length);
+      window.copy(chunk, 0, held.length);
+      this.push(window.subarray(0, held.length));
+    }
+    this.#replaceAll(chunk, 0);
+    const cut = chunk.length - this.#keep;
+    // The held tail is copied: the caller's chunk is not kept past this call.
+    this.#held = Buffer.from(chunk.subarray(cut));
+    callback(null, chunk.subarray(0, cut));
   }
 
   override _flush(callback: TransformCallback): void {
     callback(null, this.#held.length > 0 ? this.#held : undefined);
   }
 
-  #replaceAll(data: Buffer): void {
+  /** Swap every occurrence starting at `from`, or (with `before`) only those starting before it. */
+  #replaceAll(data: Buffer, from: number, before = data.length): void {
     for (const swap of this.#swaps) {
-      let at = data.indexOf(swap.from);
-      while (at !== -1) {
+      let at = data.indexOf(swap.from, from);
+      while (at !== -1 && at < before) {
         swap.to.copy(data, at);
         this.used.add(swap.ref);
         at = data.indexOf(swap.from, at + swap.from.length);

@@ -26,7 +26,7 @@ import { connect as netConnect, createServer as createNetServer, isIP, type Serv
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import { connect as tlsConnect, rootCertificates, TLSSocket } from 'node:tls';
+import { connect as tlsConnect, createSecureContext, rootCertificates, TLSSocket, type SecureContext } from 'node:tls';
 import { ExecgateError } from '../errors';
 import { Redactor } from '../redact';
 import { resolveAllowed, systemResolver, type Resolver } from './address';
@@ -37,6 +37,7 @@ import type { Injection } from './plan';
 import { canRedactEncoding, redactBody, redactHeaders } from './redact-response';
 import { decideDestination, type NetworkPolicy, type SecretBinding } from './rules';
 import { handleSocks } from './socks';
+import { joinSockets } from './tunnel';
 
 export type EgressVia = 'connect' | 'http' | 'socks' | 'https-intercepted';
 
@@ -158,7 +159,8 @@ export class EgressProxy {
     const redactor = new Redactor();
     for (const injection of injections) redactor.add(injection.value, injection.ref);
     const context: RunContext = { options, redactor, sockets: new Set() };
-    const server = createNetServer((socket) => this.#accept(socket, context));
+    // The accepted sockets carry every byte back to the client: the same larger buffers as upstream.
+    const server = createNetServer({ highWaterMark: STREAM_HIGH_WATER_MARK }, (socket) => this.#accept(socket, context));
     await new Promise<void>((resolve, reject) => {
       server.once('error', (error) => reject(new ExecgateError(
         'EXECGATE_ERR_EGRESS_PROXY_FAILED',
@@ -286,6 +288,15 @@ export class EgressProxy {
     return socket;
   }
 
+  #upstreamContext: SecureContext | undefined;
+  // Built once: a `ca` list given per connection was parsed (Node's ~140 roots included) on every
+  // intercepted request, which cost more than the rest of the request.
+  #getUpstreamContext(): SecureContext | undefined {
+    if (!this.#options.upstreamCa) return undefined;
+    this.#upstreamContext ??= createSecureContext({ ca: [...rootCertificates, ...this.#options.upstreamCa] });
+    return this.#upstreamContext;
+  }
+
   #dialTarget(address: string, port: number): { host: string; port: number } {
     return this.#options.dial ? this.#options.dial(address, port) : { host: address, port };
   }
@@ -314,19 +325,23 @@ export class EgressProxy {
     }
     const dial = this.#dialTarget(decision.address, decision.port);
     const upstream = this.#limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
+    // Tracked with the run's sockets: a tunnel whose client left cleanly may still be flushing upstream.
+    context.sockets.add(upstream);
+    upstream.once('close', () => context.sockets.delete(upstream));
+    let joined = false;
     upstream.once('connect', () => {
+      joined = true;
       this.#record(decision);
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
-      upstream.pipe(client as NodeJS.WritableStream);
-      client.pipe(upstream);
+      joinSockets(client, upstream);
     });
     upstream.once('error', (error) => {
+      if (joined) return;
       this.#record({ ...decision, allowed: false, rule: `dial-failed:${(error as NodeJS.ErrnoException).code ?? 'error'}` });
       client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
     });
-    client.once('close', () => upstream.destroy());
-    upstream.once('close', () => client.destroy());
+    client.once('close', () => { if (!joined) upstream.destroy(); });
   }
 
   /** TLS terminated with the gateway CA; each request inside is forwarded with injection. */
@@ -407,7 +422,7 @@ export class EgressProxy {
     const elsewhere = others.filter((i) => (req.url ?? '').includes(i.sentinel) || req.rawHeaders.some((h) => h.includes(i.sentinel))).map((i) => i.ref);
     const encoding = String(req.headers['content-encoding'] ?? '').trim().toLowerCase();
     const bodyEncoded = encoding !== '' && encoding !== 'identity';
-    const bodySwap = swaps.length > 0 && !bodyEncoded ? new SwapStream(swaps) : undefined;
+    const bodySwap = swaps.length > 0 && !bodyEncoded ? new SwapStream(swaps, { highWaterMark: STREAM_HIGH_WATER_MARK }) : undefined;
     const dial = this.#dialTarget(decision.address!, decision.port);
     const requestOptions = {
       method: req.method,
@@ -419,7 +434,7 @@ export class EgressProxy {
           host: dial.host,
           port: dial.port,
           servername: isIP(decision.host) === 0 ? decision.host : undefined,
-          ca: this.#options.upstreamCa ? [...rootCertificates, ...this.#options.upstreamCa] : undefined,
+          secureContext: this.#getUpstreamContext(),
           ALPNProtocols: ['http/1.1'],
         })
         : netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never)),

@@ -7,6 +7,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import type { EgressDecision } from './proxy';
+import { joinSockets } from './tunnel';
 
 const REPLY = { ok: 0x00, fail: 0x01, notAllowed: 0x02, hostUnreachable: 0x04, commandNotSupported: 0x07, addressNotSupported: 0x08 };
 
@@ -56,19 +57,20 @@ export async function handleSocks(
     }
     const target = dial(decision.address, decision.port);
     const upstream = limit(connect(target.port, target.host));
+    let joined = false;
     upstream.once('connect', () => {
+      joined = true;
       record(decision);
       reply(socket, REPLY.ok, false);
-      upstream.pipe(socket);
-      socket.pipe(upstream);
+      joinSockets(socket, upstream);
       socket.resume();
     });
     upstream.once('error', (error) => {
+      if (joined) return;
       record({ ...decision, allowed: false, rule: `dial-failed:${(error as NodeJS.ErrnoException).code ?? 'error'}` });
       reply(socket, REPLY.hostUnreachable, true);
     });
-    socket.once('close', () => upstream.destroy());
-    upstream.once('close', () => socket.destroy());
+    socket.once('close', () => { if (!joined) upstream.destroy(); });
   } catch {
     socket.destroy();
   }

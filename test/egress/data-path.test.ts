@@ -1,0 +1,169 @@
+/*
+ * The proxy's data path at its edges: sentinels swapped and values redacted however a stream is
+ * cut into chunks (small and large chunks, several secrets, gzip), and tunnels that deliver every
+ * byte when the server closes the connection right after sending (the tail of a download is still
+ * in the proxy's buffers then).
+ */
+import fc from 'fast-check';
+import { once } from 'node:events';
+import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
+import { Readable } from 'node:stream';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { getSwaps, SwapStream } from '../../src/egress/inject';
+import { EgressProxy, type EgressRun } from '../../src/egress/proxy';
+import { redactBody } from '../../src/egress/redact-response';
+import { normalizeNetworkPolicy } from '../../src/egress/rules';
+import { createSentinel } from '../../src/egress/sentinel';
+import { Redactor } from '../../src/redact';
+import { makeTempDir } from '../helpers/tmp';
+
+/** Cut `input` into chunks of the given sizes, repeated; every chunk is its own copy. */
+function cut(input: Buffer, sizes: readonly number[]): Buffer[] {
+  const chunks: Buffer[] = [];
+  for (let at = 0, i = 0; at < input.length; i++) {
+    const size = sizes[i % sizes.length]!;
+    chunks.push(Buffer.from(input.subarray(at, at + size)));
+    at += size;
+  }
+  return chunks;
+}
+
+async function collect(stream: Readable): Promise<Buffer> {
+  const out: Buffer[] = [];
+  for await (const chunk of stream) out.push(chunk as Buffer);
+  return Buffer.concat(out);
+}
+
+// Chunk sizes from one byte to several windows: both the joining path for small chunks and the
+// bounded-window path for large ones are taken, in any order.
+const chunkSizes = fc.array(fc.oneof(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 9, max: 120 }), fc.integer({ min: 121, max: 3000 })), { minLength: 1, maxLength: 8 });
+const filler = fc.string({ maxLength: 400, unit: fc.constantFrom('x', 'y', '-', ' ', '\n', 'é') });
+
+describe('sentinel swapping in a streamed request body', () => {
+  const secrets = [
+    { ref: 'secret:long', value: 'ghp_R3alT0kenValue9xYzQ8wVu7tSr6qPo5nM4' },
+    { ref: 'secret:short', value: 'k-12345678' },
+  ].map((s) => ({ ...s, sentinel: createSentinel(s.value), hosts: [] }));
+
+  test('every sentinel, split across any chunk boundary, is replaced by its value; nothing else changes', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(fc.oneof(fc.constantFrom(...secrets.map((s) => s.sentinel)), filler), { maxLength: 30 }),
+      chunkSizes,
+      async (parts, sizes) => {
+        const input = Buffer.from(parts.join(''));
+        const stream = new SwapStream(getSwaps(secrets));
+        const output = await collect(Readable.from(cut(input, sizes)).pipe(stream));
+        let expected = parts.join('');
+        for (const s of secrets) expected = expected.split(s.sentinel).join(s.value);
+        expect(output.toString()).toBe(expected);
+        expect([...stream.used].sort()).toEqual(secrets.filter((s) => parts.includes(s.sentinel)).map((s) => s.ref).sort());
+      },
+    ), { numRuns: 300 });
+  });
+
+  test('a sentinel straddling the boundary of two large chunks is replaced', async () => {
+    const [secret] = secrets;
+    for (let offset = 1; offset < secret!.sentinel.length; offset++) {
+      const input = Buffer.concat([Buffer.alloc(70_000 - offset, 'a'), Buffer.from(secret!.sentinel), Buffer.alloc(70_000, 'b')]);
+      const output = await collect(Readable.from(cut(input, [70_000])).pipe(new SwapStream(getSwaps([secret!]))));
+      expect(output.length).toBe(input.length);
+      expect(output.indexOf(secret!.value)).toBe(70_000 - offset);
+      expect(output.includes(secret!.sentinel)).toBe(false);
+    }
+  });
+});
+
+describe('redaction of a streamed response body', () => {
+  const value = 'sk-live-Qm9vYmFyQmF6UXV4MTIzNDU2';
+  const redactor = new Redactor();
+  redactor.add(value, 'secret:api');
+
+  test('identity and gzip bodies: the value, split across any chunk boundary, never comes through', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(fc.oneof(fc.constant(value), filler), { maxLength: 20 }),
+      chunkSizes,
+      fc.boolean(),
+      async (parts, sizes, gzip) => {
+        const plain = Buffer.from(parts.join(''));
+        const sent = gzip ? gzipSync(plain) : plain;
+        let failed: Error | undefined;
+        const body = redactBody(Readable.from(cut(sent, sizes)), gzip ? 'gzip' : undefined, redactor, (error) => { failed = error; });
+        const received = await collect(body);
+        const text = gzip ? gunzipSync(received) : received;
+        expect(failed).toBeUndefined();
+        // The same bytes as redacting the whole body at once: the cut changes nothing.
+        expect(text.equals(redactor.redactBuffer(plain).buffer)).toBe(true);
+        expect(text.includes(value)).toBe(false);
+      },
+    ), { numRuns: 200 });
+  });
+});
+
+describe('tunnels deliver every byte when the server closes right after sending', () => {
+  const BODY = Buffer.alloc(4 * 1024 * 1024, 'z');
+  let tmp: ReturnType<typeof makeTempDir>;
+  let server: Server;
+  let proxy: EgressProxy;
+  let run: EgressRun;
+
+  beforeAll(async () => {
+    tmp = makeTempDir('execgate-egress-data-');
+    // Writes the whole body and closes at once, the way a `Connection: close` download ends.
+    server = createServer((socket) => {
+      socket.on('error', () => socket.destroy());
+      socket.once('data', () => socket.end(BODY));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as AddressInfo).port;
+    proxy = new EgressProxy({ runtimeDir: tmp.dir, resolver: async () => ['203.0.113.10'], dial: () => ({ host: '127.0.0.1', port }) });
+    run = await proxy.openRun({ runId: 'run-tunnel', network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bulk.test'] }) });
+  });
+
+  afterAll(async () => {
+    await proxy.close();
+    server.close();
+    tmp.cleanup();
+  });
+
+  /** Sends `greeting`, skips the proxy's `skip` reply bytes, asks, and counts the bytes up to the end. */
+  function download(greeting: Buffer, skip: number, readSlowly: boolean): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const socket: Socket = connect(run.socketPath);
+      let received = 0;
+      let skipped = 0;
+      let asked = false;
+      socket.on('data', (chunk: Buffer) => {
+        const reply = Math.min(chunk.length, skip - skipped);
+        skipped += reply;
+        received += chunk.length - reply;
+        if (skipped === skip && !asked) {
+          asked = true;
+          socket.write('GET\r\n');
+        }
+        // A slow reader keeps the tail of the body in the proxy's buffers when the server closes.
+        if (readSlowly) {
+          socket.pause();
+          setTimeout(() => socket.resume(), 1);
+        }
+      });
+      socket.on('end', () => resolve(received));
+      socket.on('error', reject);
+      socket.write(greeting);
+    });
+  }
+
+  test('CONNECT', async () => {
+    const reply = Buffer.byteLength('HTTP/1.1 200 Connection Established\r\n\r\n');
+    for (const slow of [false, true, true]) {
+      expect(await download(Buffer.from('CONNECT bulk.test:80 HTTP/1.1\r\nHost: bulk.test:80\r\n\r\n'), reply, slow)).toBe(BODY.length);
+    }
+  });
+
+  test('SOCKS5', async () => {
+    const host = Buffer.from('bulk.test');
+    // Greeting (no auth), then CONNECT bulk.test:80 by name; replies: 2 bytes + 10 bytes.
+    const greeting = Buffer.concat([Buffer.from([0x05, 0x01, 0x00, 0x05, 0x01, 0x00, 0x03, host.length]), host, Buffer.from([0, 80])]);
+    for (const slow of [false, true, true]) expect(await download(greeting, 12, slow)).toBe(BODY.length);
+  });
+});
