@@ -30,6 +30,7 @@ export const AUDIT_EVENTS = Object.freeze({
   'background.write': 'run',
   'background.kill': 'run',
   'background.ended': 'ended',
+  'egress.decision': 'run',
   'gateway.started': 'lifecycle',
   'gateway.stopped': 'lifecycle',
   'policy.loaded': 'lifecycle',

@@ -4,6 +4,8 @@
  * status) and a bidi override could make text read differently than it runs. Every such
  * character is shown as a visible escape instead.
  */
+import type { ChainRecord } from './chain';
+import { EGRESS_DECISION_EVENT, formatEgressCounted, formatEgressEntry, readEgressEntry } from './egress';
 import { getExtra, type RunSummary } from './runs';
 import { getExitLabel } from './stats';
 
@@ -88,9 +90,16 @@ export function formatRunStory(summary: RunSummary, records: readonly Record<str
   if (summary.policy !== undefined) lines.push(`policy    ${escapeTerminal(summary.policy)}`);
   // Members this version does not interpret (a sandbox or egress report, say), as recorded.
   for (const [key, value] of Object.entries(getExtra(summary) ?? {})) lines.push(`${key}: ${escapeTerminal(JSON.stringify(value) ?? String(value))}`);
+  const egress = summary.egress;
+  if (egress !== undefined) {
+    lines.push(`egress    ${egress.total} decision(s)${egress.entries.length < egress.total ? ', identical ones counted (xN)' : ''}:`);
+    for (const entry of egress.entries) lines.push(`  ${escapeTerminal(formatEgressCounted(entry))}`);
+    if (egress.dropped > 0) lines.push(`  ... and ${egress.dropped} more decision(s) (see \`audit show --json\`)`);
+  }
   lines.push('records:');
   for (const record of records) {
     const details: string[] = [];
+    if (record.event === EGRESS_DECISION_EVENT) details.push(escapeTerminal(formatEgressEntry(readEgressEntry(record as ChainRecord))));
     for (const key of ['code', 'exitCode', 'signal', 'timedOut', 'durationMs', 'message']) {
       if (record[key] !== undefined && record[key] !== null && record[key] !== false) details.push(`${key}=${escapeTerminal(String(record[key]))}`);
     }

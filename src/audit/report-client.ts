@@ -234,6 +234,17 @@ export const REPORT_SCRIPT = String.raw`
     dl.appendChild(el('dt', {}, label));
     dl.appendChild(el('dd', cls ? { class: cls } : {}, value));
   }
+  // Consecutive identical events shown once with a count (a run's many egress decisions).
+  function collapseRepeats(events) {
+    var out = [];
+    for (var i = 0; i < events.length;) {
+      var j = i;
+      while (j < events.length && events[j] === events[i]) j++;
+      out.push(events[i] + (j - i > 1 ? ' \u00d7' + (j - i) : ''));
+      i = j;
+    }
+    return out;
+  }
   function renderDetail(id) {
     var box = clear(document.getElementById('detail-body'));
     var title = clear(document.getElementById('detail-title'));
@@ -265,7 +276,16 @@ export const REPORT_SCRIPT = String.raw`
     }
     row(dl, 'env removed', run.rm ? run.rm.map(str).join(', ') : undefined, 'code');
     row(dl, 'env withheld', run.wh ? run.wh.map(str).join(', ') : undefined, 'code');
-    row(dl, 'records', run.ev.join(' \u2192 '));
+    if (run.eg) {
+      // Identical decisions are counted, never folded into one: "x3" is three requests.
+      var egress = el('div');
+      run.eg.d.forEach(function (pair) {
+        egress.appendChild(el('div', { class: 'code' }, [S[pair[0]], pair[1] > 1 ? el('span', { class: 'pill' }, '\u00d7' + pair[1]) : '']));
+      });
+      if (run.eg.more) egress.appendChild(el('div', {}, 'and ' + run.eg.more + ' more; run: execgate audit show ' + run.i));
+      row(dl, 'egress (' + run.eg.n + ')', egress);
+    }
+    row(dl, 'records', collapseRepeats(run.ev).join(' \u2192 '));
     if (run.extra) {
       Object.keys(run.extra).forEach(function (key) {
         var value = run.extra[key];

@@ -12,6 +12,7 @@
  * Strings repeat heavily (actors, commands, reference names, fingerprints), so embedded runs
  * refer to one string table by index.
  */
+import { formatEgressEntry } from './egress';
 import { getExtra, isFailed, type RunSummary } from './runs';
 import { getExitLabel } from './stats';
 
@@ -205,6 +206,8 @@ export interface EmbeddedRun {
   wh?: number[];
   ev: string[];
   extra?: Record<string, unknown>;
+  /** egress decisions: [decision text, count] (identical ones counted), total, past the kept ones */
+  eg?: { d: [number, number][]; n: number; more: number };
 }
 
 /** The newest `size` items pushed, in a fixed array (no copying as items come and go). */
@@ -435,6 +438,7 @@ export class ReportCollector {
       ...(run.envWithheld?.length ? { wh: run.envWithheld.map(intern) } : {}),
       ev: run.events,
       ...(getExtra(run) !== undefined ? { extra: getExtra(run) } : {}),
+      ...(run.egress !== undefined ? { eg: { d: run.egress.entries.map((entry): [number, number] => [intern(formatEgressEntry(entry)), entry.count]), n: run.egress.total, more: run.egress.dropped } } : {}),
     }));
     const secrets = [...this.#secrets.values()]
       .map(({ actors, commands, lastFingerprint: _last, prints, deniedRuns, rotations, ...rest }): SecretView => ({

@@ -9,6 +9,7 @@
  * when that many later ones are waiting is emitted as it stands).
  */
 import { parseChainLine, type ChainRecord } from './chain';
+import { addEgressDecision, EGRESS_DECISION_EVENT, type EgressLog } from './egress';
 import { getEventRole, isTerminalRole } from './events';
 import type { AuditLine } from './reader';
 
@@ -75,6 +76,8 @@ export interface RunSummary {
   state?: string;
   /** Members of the run's records this version does not interpret, flat: event, member, value, ... (see getExtra). */
   detail?: unknown[];
+  /** The run's egress decisions, identical ones counted (see egress.ts). */
+  egress?: EgressLog;
   /** `finished`, `failed`, or undefined while no end record was seen. */
   end?: 'finished' | 'failed';
   /** The records as stored (only kept when asked). */
@@ -128,6 +131,7 @@ function newSummary(record: ChainRecord): RunSummary {
     policy: undefined,
     state: undefined,
     detail: undefined,
+    egress: undefined,
     end: undefined,
     lines: undefined,
     record: undefined,
@@ -234,7 +238,8 @@ export function applyRecord(summary: RunSummary, record: ChainRecord): void {
       summary.reason = asString(record.reason);
       break;
     case 'run':
-      if (summary.runId !== undefined && record.event !== 'background.started') keepExtra(summary, record);
+      if (record.event === EGRESS_DECISION_EVENT) summary.egress = addEgressDecision(summary.egress, record);
+      else if (summary.runId !== undefined && record.event !== 'background.started') keepExtra(summary, record);
       break;
     default:
       break;
