@@ -15,7 +15,7 @@ import type { BackgroundProcess } from './exec/background/types';
 import { resolveInput } from './exec/input';
 import { getDefaultShell, type ExecRequest } from './exec/options';
 import { createRunId, preparePlan, releasePlan, type SpawnPlan } from './exec/prepare';
-import { EGRESS_AUDIT_EVENT, getEgressAuditFields } from './egress/audit';
+import { getEgressAuditFields } from './egress/audit';
 import type { EgressProxy } from './egress/proxy';
 import { MaskMemory } from './redact/memory';
 import type { ExecResult } from './exec/result';
@@ -234,7 +234,7 @@ export class Gateway {
     const { EgressProxy: Proxy } = require('./egress/proxy') as typeof import('./egress/proxy');
     this.#egress ??= new Proxy({
       ...this.#egressOptions,
-      onDecision: (decision) => this.#audit.write(EGRESS_AUDIT_EVENT, getEgressAuditFields(decision)),
+      onDecision: (decision) => this.#audit.write('egress.decision', getEgressAuditFields(decision)),
     });
     return this.#egress;
   }

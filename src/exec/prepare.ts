@@ -217,6 +217,18 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // No proxy for this run (a background run that outlives the gateway, whose proxy would die with
   // it): loopback only, and bound secrets are refused below.
   const proxied = egressProxy !== undefined;
+  if (wantsProxy && !proxied && context.egress !== undefined && request.mode === 'background') {
+    // Said as it is rather than as "no sandbox": the run is sandboxed, it just has no proxy.
+    const used = new Set(tokens.map((token) => `${token.kind}:${token.id}`));
+    const bound = policy.secrets.bind.find((binding) => used.has(binding.ref));
+    if (bound) {
+      throw new ExecgateError(
+        'EXECGATE_ERR_EGRESS_DETACHED',
+        `<<${bound.ref}>> is bound to hosts in \`secrets.bind\`, and this background run would outlive the process that hosts the egress proxy (a background run started from the command line): it would have loopback only, so the secret could be neither ${bound.delivery === 'inject' ? 'injected by the proxy' : 'held to its hosts'}. Nothing was run. Run it in the foreground (\`--mode sync\`), or start it from a long-lived gateway (the MCP server or the library), whose proxy serves its background runs.`,
+        { ref: bound.ref },
+      );
+    }
+  }
   // Secrets bound to hosts (`secrets.bind`) are checked before any store is asked: one that could
   // never reach its hosts, or a run that could not be held to them, refuses the request here.
   const egressCheck = checkEgress({
