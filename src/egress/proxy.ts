@@ -259,6 +259,11 @@ export class EgressProxy {
     for (const name of readdirSync(this.#dir)) {
       if (!this.#handedOff.has(join(this.#dir, name))) rmSync(join(this.#dir, name), { recursive: true, force: true });
     }
+    try {
+      rmdirSync(this.#dir);
+    } catch {
+      // A handed-over run is still going: its process removes this directory after it.
+    }
   }
 
   #preloadPath: string | undefined;
