@@ -8,7 +8,7 @@
  *      They are first stopped (SIGSTOP), then killed, so a forking process cannot outrun the
  *      sweep. A process that clears its own environment escapes the sweep; SECURITY.md says so.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 
 export const RUN_ID_VARIABLE = 'EXECGATE_RUN_ID';
@@ -85,21 +85,11 @@ const COOKIE = Buffer.from(`${RUN_ID_VARIABLE}=`);
  */
 export function findByCookies(runIds: ReadonlySet<string>, sincePid = 0): Map<string, number[]> {
   const found = new Map<string, number[]>();
-  const minPid = getScanStart(sincePid);
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return found;
-  }
-  for (const entry of entries) {
-    const code = entry.charCodeAt(0);
-    if (code < 48 || code > 57) continue;
-    const pid = Number(entry);
-    if (pid === process.pid || pid < minPid) continue;
+  for (const pid of listCandidates(sincePid)) {
+    if (pid === process.pid) continue;
     let environ: Buffer;
     try {
-      environ = readFileSync(`/proc/${entry}/environ`);
+      environ = readFileSync(`/proc/${pid}/environ`);
     } catch {
       continue; // gone, or another user's process
     }
@@ -118,19 +108,49 @@ export function findByCookies(runIds: ReadonlySet<string>, sincePid = 0): Map<st
   return found;
 }
 
+/** Up to this many pids allocated since the shell's are looked up one by one instead of listing /proc. */
+const PROBE_LIMIT = 256;
+
 /*
- * Every process a run starts gets a pid allocated after its shell's, so the scan can skip the
- * lower ones (most of /proc on a busy host), unless pids wrapped around since: the kernel's last
- * allocated pid is then below the shell's, and the whole of /proc is read.
+ * Which pids can hold a run's cookie. Every process a run starts gets a pid allocated after its
+ * shell's (`sincePid`), so the scan skips the lower ones (most of /proc on a busy host), unless
+ * pids wrapped around since: the kernel's last allocated pid is then below the shell's, and the
+ * whole of /proc is read. When the last allocated pid is the shell's own, the run started no
+ * process and the only candidate is the shell; when few pids were allocated since, each is
+ * looked up rather than listing all of /proc (a thread id answers too: its environ is its
+ * process's, and a signal sent to it goes to the process).
  */
-function getScanStart(sincePid: number): number {
-  if (sincePid <= 0) return 0;
-  try {
-    const last = Number(readFileSync('/proc/sys/kernel/ns_last_pid', 'latin1'));
-    return Number.isSafeInteger(last) && last >= sincePid ? sincePid : 0;
-  } catch {
-    return 0;
+function listCandidates(sincePid: number): number[] {
+  let last = Number.NaN;
+  if (sincePid > 0) {
+    try {
+      last = Number(readFileSync('/proc/sys/kernel/ns_last_pid', 'latin1'));
+    } catch {
+      // no such file (old kernel, another /proc): list everything
+    }
   }
+  const pids: number[] = [];
+  if (Number.isSafeInteger(last) && last >= sincePid) {
+    if (last - sincePid <= PROBE_LIMIT) {
+      for (let pid = sincePid; pid <= last; pid++) if (existsSync(`/proc/${pid}`)) pids.push(pid);
+      return pids;
+    }
+  } else {
+    sincePid = 0;
+  }
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return pids;
+  }
+  for (const entry of entries) {
+    const code = entry.charCodeAt(0);
+    if (code < 48 || code > 57) continue;
+    const pid = Number(entry);
+    if (pid >= sincePid) pids.push(pid);
+  }
+  return pids;
 }
 
 // Sweeps requested in the same turn of the event loop share one /proc scan.
@@ -180,6 +200,13 @@ export interface TerminateOptions {
   readonly signal?: NodeJS.Signals;
   /** The run's shell pid when it was spawned in this process's view: the sweep reads only later pids. */
   readonly sincePid?: number;
+  /**
+   * False skips the cookie sweep: for a sandboxed run that has exited. Its PID namespace holds
+   * everything it started (`setsid` daemons included), and bubblewrap's exit ends the namespace's
+   * init (`--die-with-parent`), upon which the kernel kills the rest: a sweep would only find
+   * processes already being killed.
+   */
+  readonly sweep?: boolean;
 }
 
 export interface TerminateReport {
@@ -208,6 +235,6 @@ export async function terminateRun(options: TerminateOptions): Promise<Terminate
       signalGroup(pgid, 'SIGKILL');
     }
   }
-  const swept = await sweepByCookie(runId, 5, options.sincePid ?? 0);
+  const swept = options.sweep === false ? [] : await sweepByCookie(runId, 5, options.sincePid ?? 0);
   return { escalated, swept: swept.length };
 }
