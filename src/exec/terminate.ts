@@ -37,27 +37,37 @@ function groupExists(pgid: number): boolean {
   }
 }
 
-/** Non-zombie PIDs whose process group is `pgid`, read from /proc/PID/stat. */
-export function listGroup(pgid: number): number[] {
-  const members: number[] = [];
+/** The PIDs listed in /proc from `minPid` on (none when /proc cannot be read). */
+function listPids(minPid = 0): number[] {
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
-    return members;
+    return [];
   }
+  const pids: number[] = [];
   for (const entry of entries) {
     const code = entry.charCodeAt(0);
     if (code < 48 || code > 57) continue;
+    const pid = Number(entry);
+    if (pid >= minPid) pids.push(pid);
+  }
+  return pids;
+}
+
+/** Non-zombie PIDs whose process group is `pgid`, read from /proc/PID/stat. */
+export function listGroup(pgid: number): number[] {
+  const members: number[] = [];
+  for (const pid of listPids()) {
     let stat: string;
     try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+      stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
     } catch {
       continue;
     }
     // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (fields[0] !== 'Z' && fields[0] !== 'X' && Number(fields[2]) === pgid) members.push(Number(entry));
+    if (fields[0] !== 'Z' && fields[0] !== 'X' && Number(fields[2]) === pgid) members.push(pid);
   }
   return members;
 }
@@ -129,27 +139,10 @@ function listCandidates(sincePid: number): number[] {
       // no such file (old kernel, another /proc): list everything
     }
   }
+  if (!Number.isSafeInteger(last) || last < sincePid) return listPids();
+  if (last - sincePid > PROBE_LIMIT) return listPids(sincePid);
   const pids: number[] = [];
-  if (Number.isSafeInteger(last) && last >= sincePid) {
-    if (last - sincePid <= PROBE_LIMIT) {
-      for (let pid = sincePid; pid <= last; pid++) if (existsSync(`/proc/${pid}`)) pids.push(pid);
-      return pids;
-    }
-  } else {
-    sincePid = 0;
-  }
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return pids;
-  }
-  for (const entry of entries) {
-    const code = entry.charCodeAt(0);
-    if (code < 48 || code > 57) continue;
-    const pid = Number(entry);
-    if (pid >= sincePid) pids.push(pid);
-  }
+  for (let pid = sincePid; pid <= last; pid++) if (existsSync(`/proc/${pid}`)) pids.push(pid);
   return pids;
 }
 

@@ -46,8 +46,8 @@ async function main(): Promise<void> {
   // SIGUSR2 is how `execgate kill` (another process) asks for the run to be stopped.
   process.on('SIGUSR2', () => { void run.kill({}, { state: 'killed', reason: 'killed on request' }); });
   process.on('SIGHUP', () => { /* detached: a closing terminal does not end the run */ });
-  const ended = await run.done;
-  recordEnd(input, ended, run.runtimeMs);
+  const ended = await run.status.done;
+  recordEnd(input, ended, run.status.runtimeMs);
 }
 
 /** The run's end goes to the same tamper-evident audit log its start went to. */
