@@ -152,7 +152,8 @@ function formatValue(value, unit) {
 }
 
 function formatRow(r) {
-  const ratio = r.ratio ? `${r.ratio.value.toFixed(2)}x ${r.ratio.of}` : '';
+  // A ratio to a zero median (a baseline that did not grow) is infinite; JSON carries it as null.
+  const ratio = r.ratio ? `${Number.isFinite(r.ratio.value) ? r.ratio.value.toFixed(2) : '-'}x ${r.ratio.of}` : '';
   const target = r.ratio && r.ratio.target ? `${r.ratio.met ? 'met' : 'MISSED'} (${r.ratio.target})` : '';
   return [String(r.figure), r.name, r.unit, formatValue(r.median, r.unit), `${formatValue(r.min, r.unit)} .. ${formatValue(r.max, r.unit)}`, String(r.n ?? ''), ratio, target];
 }
