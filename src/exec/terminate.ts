@@ -24,7 +24,7 @@ export function isGroupAlive(pgid: number): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  return listGroup(pgid).length > 0;
+  return (countGroups([pgid]).get(pgid) ?? 0) > 0;
 }
 
 /** Whether any process, zombies included, is in the group `pgid`. */
@@ -55,9 +55,10 @@ function listPids(minPid = 0): number[] {
   return pids;
 }
 
-/** Non-zombie PIDs whose process group is `pgid`, read from /proc/PID/stat. */
-export function listGroup(pgid: number): number[] {
-  const members: number[] = [];
+/** How many live (non-zombie) processes each of `pgids` holds: one pass over /proc/PID/stat. */
+function countGroups(pgids: readonly number[]): Map<number, number> {
+  const wanted = new Set(pgids);
+  const counts = new Map<number, number>();
   for (const pid of listPids()) {
     let stat: string;
     try {
@@ -67,9 +68,41 @@ export function listGroup(pgid: number): number[] {
     }
     // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (fields[0] !== 'Z' && fields[0] !== 'X' && Number(fields[2]) === pgid) members.push(pid);
+    const pgrp = Number(fields[2]);
+    if (fields[0] !== 'Z' && fields[0] !== 'X' && wanted.has(pgrp)) counts.set(pgrp, (counts.get(pgrp) ?? 0) + 1);
   }
-  return members;
+  return counts;
+}
+
+/**
+ * Questions asked in the same turn of the event loop share one answer, computed once for all of
+ * them: when many runs stop at once (a gateway closing, 200 background runs killed), each /proc
+ * scan serves them all instead of one scan per run.
+ */
+function batchPerTurn<K, R>(compute: (keys: K[]) => R): (key: K) => Promise<R> {
+  let pending: { keys: K[]; result: Promise<R> } | undefined;
+  return (key) => {
+    if (!pending) {
+      const keys: K[] = [];
+      pending = {
+        keys,
+        result: new Promise<R>((resolve) => {
+          setImmediate(() => {
+            pending = undefined;
+            resolve(compute(keys));
+          });
+        }),
+      };
+    }
+    pending.keys.push(key);
+    return pending.result;
+  };
+}
+
+const countGroupsBatched = batchPerTurn(countGroups);
+
+async function countGroup(pgid: number): Promise<number> {
+  return (await countGroupsBatched(pgid)).get(pgid) ?? 0;
 }
 
 export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
@@ -146,24 +179,11 @@ function listCandidates(sincePid: number): number[] {
   return pids;
 }
 
-// Sweeps requested in the same turn of the event loop share one /proc scan.
-let batch: { ids: Set<string>; sincePid: number; result: Promise<Map<string, number[]>> } | undefined;
+const findByCookiesBatched = batchPerTurn((keys: { runId: string; sincePid: number }[]) =>
+  findByCookies(new Set(keys.map((key) => key.runId)), Math.min(...keys.map((key) => key.sincePid))));
 
-function findByCookieBatched(runId: string, sincePid: number): Promise<number[]> {
-  if (!batch) {
-    const ids = new Set<string>();
-    const state = { ids, sincePid, result: undefined as unknown as Promise<Map<string, number[]>> };
-    state.result = new Promise<Map<string, number[]>>((resolve) => {
-      setImmediate(() => {
-        batch = undefined;
-        resolve(findByCookies(ids, state.sincePid));
-      });
-    });
-    batch = state;
-  }
-  batch.sincePid = Math.min(batch.sincePid, sincePid);
-  batch.ids.add(runId);
-  return batch.result.then((map) => map.get(runId) ?? []);
+async function findByCookieBatched(runId: string, sincePid: number): Promise<number[]> {
+  return (await findByCookiesBatched({ runId, sincePid })).get(runId) ?? [];
 }
 
 /** Stop then kill every process carrying the cookie; repeat until none is left. */
@@ -219,11 +239,11 @@ export async function terminateRun(options: TerminateOptions): Promise<Terminate
     // is only worth it once the group has outlived a short wait (many runs may stop at once).
     let pause = 2;
     while (Date.now() < deadline && groupExists(pgid)) {
-      if (Date.now() - started >= 50 && listGroup(pgid).length === 0) break;
+      if (Date.now() - started >= 50 && (await countGroup(pgid)) === 0) break;
       await delay(Math.min(pause, Math.max(1, deadline - Date.now())));
       pause = Math.min(25, pause * 2);
     }
-    if (isGroupAlive(pgid)) {
+    if (groupExists(pgid) && (await countGroup(pgid)) > 0) {
       escalated = true;
       signalGroup(pgid, 'SIGKILL');
     }
