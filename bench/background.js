@@ -11,7 +11,7 @@
 const { spawn } = require('node:child_process');
 const { join } = require('node:path');
 const { performance } = require('node:perf_hooks');
-const { DIST, benchEnv, percentile, row, runFigure } = require('./lib');
+const { DIST, benchEnv, getUnsandboxedPolicy, percentile, row, runFigure } = require('./lib');
 
 const MiB = 1048576;
 
@@ -20,14 +20,18 @@ function settle() {
   return new Promise((resolve) => setTimeout(resolve, 200));
 }
 
-async function run({ quick, log }) {
+async function run({ quick, baseline, log }) {
   const { createGateway } = require(join(DIST, 'gateway.js'));
   const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
   const { home, env, cleanup } = benchEnv('execgate-bench-background-');
   const count = quick ? 20 : 200;
   const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' }, background: { ...DEFAULT_POLICY.background, maxConcurrent: count } };
   const gateway = createGateway({ home, env, policy });
-  const results = { rawStart: [], start: [], rawKill: [], kill: [], status: [], list: [], rawMemory: [], memory: [] };
+  const results = { rawStart: [], start: [], rawKill: [], kill: [], status: [], list: [], rawMemory: [], memory: [], baseStart: [], baseKill: [] };
+  // --baseline: the same start and kill through another tree's gateway, in rounds of their own.
+  const baseGateway = baseline
+    ? require(join(baseline, 'gateway.js')).createGateway({ home: join(home, 'baseline'), env, policy: getUnsandboxedPolicy(baseline, { background: policy.background }) })
+    : undefined;
 
   const rawRound = async () => {
     await settle();
@@ -75,12 +79,26 @@ async function run({ quick, log }) {
     for (const p of runs) gateway.background.remove(p.id);
   };
 
+  const baselineRound = async () => {
+    await settle();
+    const started = performance.now();
+    const runs = await Promise.all(Array.from({ length: count }, (_, i) => baseGateway.exec({ command: `echo proc-${i}; sleep 60`, mode: 'background' })));
+    results.baseStart.push(performance.now() - started);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const killing = performance.now();
+    await Promise.all(runs.map((p) => baseGateway.background.kill(p.id, { grace: 1000 })));
+    results.baseKill.push(performance.now() - killing);
+    for (const p of runs) baseGateway.background.remove(p.id);
+  };
+
   const rounds = quick ? 1 : 5;
+  const kinds = baseGateway ? [rawRound, gatewayRound, baselineRound] : [rawRound, gatewayRound];
   log(`${rounds} alternating rounds of ${count} processes`);
   for (let r = 0; r < rounds; r++) {
-    if (r % 2 === 0) { await rawRound(); await gatewayRound(); } else { await gatewayRound(); await rawRound(); }
+    for (let k = 0; k < kinds.length; k++) await kinds[(r + k) % kinds.length]();
   }
   await gateway.close();
+  await baseGateway?.close();
   cleanup();
   const statusSummary = { median: percentile(results.status, 50), min: Math.min(...results.status), max: percentile(results.status, 99), n: results.status.length };
   return {
@@ -93,6 +111,12 @@ async function run({ quick, log }) {
       row(5, `list() with ${count} running`, results.list),
       row(5, `kill all ${count}: raw SIGTERM to each group`, results.rawKill),
       row(5, `kill all ${count}: gateway.background.kill`, results.kill, { of: { name: 'raw', samples: results.rawKill } }),
+      ...(baseGateway ? [
+        row(5, `baseline tree: start ${count}`, results.baseStart, { of: { name: 'raw', samples: results.rawStart } }),
+        row(5, `baseline tree: kill all ${count}`, results.baseKill, { of: { name: 'raw', samples: results.rawKill } }),
+        row(5, 'this tree against the baseline: start', results.start, { of: { name: 'baseline tree', samples: results.baseStart } }),
+        row(5, 'this tree against the baseline: kill all', results.kill, { of: { name: 'baseline tree', samples: results.baseKill } }),
+      ] : []),
     ],
     notes: [
       'The gateway starts background runs with a direct spawn in every spawner mode (see src/exec/spawner); status() reads the live run and the tail of its output file.',

@@ -13,12 +13,12 @@
 const { spawn } = require('node:child_process');
 const { join } = require('node:path');
 const { performance } = require('node:perf_hooks');
-const { DIST, benchEnv, interleave, row, runFigure, unsandboxedPolicy, waitChild } = require('./lib');
+const { DIST, benchEnv, getUnsandboxedPolicy, interleave, row, runFigure, unsandboxedPolicy, waitChild } = require('./lib');
 
 const SECRET = 'bench-secret-value-0123456789abcdef';
 const SHELL = '/bin/bash';
 
-async function run({ quick, log }) {
+async function run({ quick, baseline, log }) {
   const { createGateway } = require(join(DIST, 'gateway.js'));
   const { AuditLog } = require(join(DIST, 'audit', 'log.js'));
   const { preparePlan, createRunId } = require(join(DIST, 'exec', 'prepare.js'));
@@ -42,6 +42,12 @@ async function run({ quick, log }) {
     noAudit: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'noaudit'), env: gatewayEnv, audit: false }),
     helper: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'helper'), env: gatewayEnv, spawner: 'helper' }),
   };
+  if (baseline) {
+    const { createGateway: createBaseline } = require(join(baseline, 'gateway.js'));
+    const policy = getUnsandboxedPolicy(baseline);
+    gateways.baseline = createBaseline({ policy, home: join(home, 'baseline'), env: gatewayEnv });
+    gateways.baselineNoAudit = createBaseline({ policy, home: join(home, 'baseline-noaudit'), env: gatewayEnv, audit: false });
+  }
 
   // The raw baselines get what the shell gets from execgate: the same script and environment.
   const probe = await preparePlan({
@@ -69,6 +75,10 @@ async function run({ quick, log }) {
     gatewayNoFsync: () => gateways.noFsync.exec({ command }),
     gatewayNoAudit: () => gateways.noAudit.exec({ command }),
     gatewayHelper: () => gateways.helper.exec({ command }),
+    ...(baseline ? {
+      baseline: () => gateways.baseline.exec({ command }),
+      baselineNoAudit: () => gateways.baselineNoAudit.exec({ command }),
+    } : {}),
     prepare: () => preparePlan({
       refs: gateways.noAudit.refs, policy: DEFAULT_POLICY, env: gatewayEnv, cwd: home, shell: SHELL, supportedModes: new Set(['sync']),
     }, { command }, createRunId()),
@@ -93,6 +103,16 @@ async function run({ quick, log }) {
     row(1, '  where it goes: audit writes per exec', auditPerExec),
     row(1, '  where it goes: spawn() call (fork, loop blocked)', forkSamples),
   ];
+  if (baseline) {
+    const base = { name: 'baseline tree', samples: samples.baseline };
+    const baseNoAudit = { name: 'baseline tree', samples: samples.baselineNoAudit };
+    rows.push(
+      row(1, 'baseline tree: gateway.exec (defaults)', samples.baseline, { of: raw }),
+      row(1, 'baseline tree: gateway.exec, audit off', samples.baselineNoAudit, { of: raw }),
+      row(1, 'this tree against the baseline: defaults', samples.gateway, { of: base }),
+      row(1, 'this tree against the baseline: audit off', samples.gatewayNoAudit, { of: baseNoAudit }),
+    );
+  }
   return {
     rows,
     notes: [

@@ -7,9 +7,9 @@
  * measured side by side in the same run, and the target that ratio is held to.
  */
 const { spawn } = require('node:child_process');
-const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { existsSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const { loadavg, tmpdir } = require('node:os');
-const { join } = require('node:path');
+const { join, resolve } = require('node:path');
 const { performance } = require('node:perf_hooks');
 
 const DIST = join(__dirname, '..', 'dist');
@@ -134,11 +134,12 @@ function watchRss(everyMs = 5) {
 }
 
 function parseArgs(argv) {
-  const args = { quick: false, report: undefined, only: undefined };
+  const args = { quick: false, report: undefined, only: undefined, baseline: undefined };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--quick') args.quick = true;
     else if (argv[i] === '--report') args.report = argv[++i];
     else if (argv[i].startsWith('--only=')) args.only = argv[i].slice(7).split(',').map(Number);
+    else if (argv[i].startsWith('--baseline=')) args.baseline = getBaselineDist(argv[i].slice(11));
   }
   return args;
 }
@@ -151,7 +152,8 @@ function formatValue(value, unit) {
 }
 
 function formatRow(r) {
-  const ratio = r.ratio ? `${r.ratio.value.toFixed(2)}x ${r.ratio.of}` : '';
+  // A ratio to a zero median (a baseline that did not grow) is infinite; JSON carries it as null.
+  const ratio = r.ratio ? `${Number.isFinite(r.ratio.value) ? r.ratio.value.toFixed(2) : '-'}x ${r.ratio.of}` : '';
   const target = r.ratio && r.ratio.target ? `${r.ratio.met ? 'met' : 'MISSED'} (${r.ratio.target})` : '';
   return [String(r.figure), r.name, r.unit, formatValue(r.median, r.unit), `${formatValue(r.min, r.unit)} .. ${formatValue(r.max, r.unit)}`, String(r.n ?? ''), ratio, target];
 }
@@ -165,12 +167,30 @@ function formatTable(rows) {
   return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...body.map(line)].join('\n');
 }
 
+/**
+ * `--baseline=DIR`: another built checkout of execgate (DIR or DIR/dist holds gateway.js), e.g.
+ * the commit before a change. Figures that support it (1 and 5) measure its gateway too,
+ * interleaved with this tree's, so that two trees compare in one run on a noisy machine.
+ */
+function getBaselineDist(dir) {
+  for (const candidate of [join(resolve(dir), 'dist'), resolve(dir)]) {
+    if (existsSync(join(candidate, 'gateway.js'))) return candidate;
+  }
+  throw new Error(`--baseline=${dir}: no built execgate there (run \`npm run build\` in it first).`);
+}
+
+/** The embedded default policy of the tree in `dist`, sandbox off (what figures 1 to 5 measure). */
+function getUnsandboxedPolicy(dist, overrides = {}) {
+  const { DEFAULT_POLICY } = require(join(dist, 'policy', 'effective.js'));
+  return { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' }, ...overrides };
+}
+
 /** Runs one figure as a script: `node bench/<figure>.js [--quick] [--report file]`. */
 function runFigure(figure) {
   const args = parseArgs(process.argv.slice(2));
   const log = (message) => process.stderr.write(`  [${figure.id}] ${message}\n`);
   const loadBefore = loadavg();
-  figure.run({ quick: args.quick, log }).then((result) => {
+  figure.run({ quick: args.quick, baseline: args.baseline, log }).then((result) => {
     const report = { id: figure.id, title: figure.title, loadBefore, loadAfter: loadavg(), ...result };
     if (args.report) writeFileSync(args.report, JSON.stringify(report));
     else {
@@ -189,6 +209,7 @@ function runFigure(figure) {
 module.exports = {
   DIST,
   benchEnv,
+  getUnsandboxedPolicy,
   formatTable,
   holdMemory,
   interleave,

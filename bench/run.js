@@ -9,6 +9,8 @@
  *   npm run bench                  full run (several minutes; needs ~4.5 GB of free memory)
  *   npm run bench -- --quick       smoke run: every figure, small sizes, a few iterations
  *   npm run bench -- --only=1,3    some figures
+ *   npm run bench -- --baseline=DIR  figures 1, 3 and 5 also measure the built checkout in DIR (say,
+ *                                    the commit before a change), interleaved with this tree
  *
  * Timings are never checked against their targets here: a missed target is reported, not an
  * error. The exit status is non-zero only when a figure could not run.
@@ -77,6 +79,7 @@ async function main() {
     cpuModel: cpus()[0]?.model,
     memoryGiB: Math.round(totalmem() / 2 ** 30),
     commit: getCommit(),
+    baseline: args.baseline,
     loadBefore: loadavg(),
     figures: [],
   };
@@ -85,7 +88,8 @@ async function main() {
   let failed = 0;
   for (const file of selected) {
     const figureStarted = Date.now();
-    const result = await runFigureProcess(file, args.quick ? ['--quick'] : [], join(scratch, `${file}.json`), env);
+    const figureArgs = [...(args.quick ? ['--quick'] : []), ...(args.baseline ? [`--baseline=${args.baseline}`] : [])];
+    const result = await runFigureProcess(file, figureArgs, join(scratch, `${file}.json`), env);
     result.file = file;
     result.seconds = Math.round((Date.now() - figureStarted) / 100) / 10;
     if (result.error) {

@@ -12,23 +12,32 @@
  */
 const { spawn } = require('node:child_process');
 const { join } = require('node:path');
-const { DIST, benchEnv, interleave, row, runFigure, unsandboxedPolicy, waitChild, watchRss } = require('./lib');
+const { DIST, benchEnv, getUnsandboxedPolicy, interleave, row, runFigure, unsandboxedPolicy, waitChild, watchRss } = require('./lib');
 
 const MB = 1e6;
 
-async function run({ quick, log }) {
+async function run({ quick, baseline, log }) {
   const { createGateway } = require(join(DIST, 'gateway.js'));
   const { home, env, cleanup } = benchEnv('execgate-bench-throughput-');
   const bytes = quick ? 64 * 1024 * 1024 : 1024 * 1024 * 1024;
   const producer = `head -c ${bytes} /dev/zero`;
   const gateway = createGateway({ policy: unsandboxedPolicy(), home: join(home, 'default'), env });
   const helper = createGateway({ policy: unsandboxedPolicy(), home: join(home, 'helper'), env, spawner: 'helper' });
+  const base = baseline
+    ? require(join(baseline, 'gateway.js')).createGateway({ policy: getUnsandboxedPolicy(baseline), home: join(home, 'baseline'), env })
+    : undefined;
   const growth = {};
   const measured = (name, fn) => async () => {
     const before = process.memoryUsage.rss();
     const stop = watchRss(5);
     await fn();
     (growth[name] ??= []).push((stop() - before) / 1048576);
+  };
+  const runBackground = async (through) => {
+    const started = await through.exec({ command: producer, mode: 'background' });
+    const ended = await through.background.wait(started.id);
+    if (ended.exitCode !== 0) throw new Error(`background run ended ${ended.state} ${ended.exitCode}`);
+    through.background.remove(started.id);
   };
   const checkSync = (result) => {
     if (result.exitCode !== 0 || result.bytes.stdout !== bytes) throw new Error(`sync run read ${result.bytes.stdout} of ${bytes} bytes`);
@@ -38,18 +47,18 @@ async function run({ quick, log }) {
     nodePipe: measured('nodePipe', () => waitChild(spawn('/bin/sh', ['-c', producer], { stdio: ['ignore', 'pipe', 'pipe'], env }))),
     sync: measured('sync', async () => checkSync(await gateway.exec({ command: producer }))),
     syncHelper: measured('syncHelper', async () => checkSync(await helper.exec({ command: producer }))),
-    background: measured('background', async () => {
-      const started = await gateway.exec({ command: producer, mode: 'background' });
-      const ended = await gateway.background.wait(started.id);
-      if (ended.exitCode !== 0) throw new Error(`background run ended ${ended.state} ${ended.exitCode}`);
-      gateway.background.remove(started.id);
-    }),
+    background: measured('background', () => runBackground(gateway)),
+    ...(base ? {
+      baseSync: measured('baseSync', async () => checkSync(await base.exec({ command: producer }))),
+      baseBackground: measured('baseBackground', () => runBackground(base)),
+    } : {}),
   };
   const rounds = quick ? 1 : 7;
   log(`${rounds} interleaved rounds of ${Object.keys(variants).length} variants, ${bytes / 1048576} MiB each`);
   const samples = await interleave(variants, { iterations: rounds, warmup: quick ? 0 : 1 });
   await gateway.close();
   await helper.close();
+  await base?.close();
   cleanup();
 
   const rate = (ms) => bytes / MB / (ms / 1000);
@@ -68,6 +77,12 @@ async function run({ quick, log }) {
       row(3, '  RSS growth of the gateway process, sync helper', keep('syncHelper'), { unit: 'MiB' }),
       row(3, '  RSS growth of the gateway process, background', keep('background'), { unit: 'MiB' }),
       row(3, '  RSS growth of this process, Node pipe baseline', keep('nodePipe'), { unit: 'MiB' }),
+      ...(base ? [
+        row(3, `baseline tree: ${size} through gateway.exec sync`, rates.baseSync, { unit: 'MB/s', of: kernel }),
+        row(3, `baseline tree: ${size} through a background process`, rates.baseBackground, { unit: 'MB/s', of: kernel }),
+        row(3, 'this tree against the baseline: sync', rates.sync, { unit: 'MB/s', of: { name: 'baseline tree', samples: rates.baseSync } }),
+        row(3, 'this tree against the baseline: background', rates.background, { unit: 'MB/s', of: { name: 'baseline tree', samples: rates.baseBackground } }),
+      ] : []),
     ],
     notes: [
       'Sync mode keeps the first and last 0.5 MiB of each stream in memory and writes the redacted output to a file capped at 64 MiB (policy `output.maxFileBytes`); background output files are capped at 256 MiB (`background.maxFileBytes`). Both caps are defaults.',

@@ -1,10 +1,12 @@
 /*
  * The gateway: the object a host creates once and sends every request through. Wiring only:
- * it builds the RefStore, holds the policy (policy/reload.ts), opens the audit log, and hands
- * each request to the one path (exec/prepare.ts) and the one lifecycle (exec/lifecycle.ts),
+ * it builds the RefStore (refs/default-sources.ts), holds the policy (policy/reload.ts), opens
+ * the audit log, lends its runs a sandbox context (exec/sandbox-context.ts), and hands each
+ * request to the one path (exec/prepare.ts) and the one lifecycle (exec/lifecycle.ts),
  * recording the run (exec/audit-records.ts). It owns every run it started, so that close() can
  * stop them all.
  */
+import { setMaxListeners } from 'node:events';
 import os from 'node:os';
 import { createAudit, recordPolicyRejected } from './audit/from-policy';
 import { AuditLog, type AuditSink } from './audit/log';
@@ -19,7 +21,7 @@ import { getEgressAuditFields } from './egress/audit';
 import type { EgressProxy } from './egress/proxy';
 import { MaskMemory } from './redact/memory';
 import type { ExecResult } from './exec/result';
-import { createSpawner, validateSpawnerKind, type Spawner, type SpawnerKind } from './exec/spawner';
+import { createSpawner, validateSpawnerKind, type Spawner } from './exec/spawner';
 import { runForeground } from './exec/sync';
 import { getHome } from './home';
 import { DEFAULT_POLICY, type EffectivePolicy, type ExecMode } from './policy/effective';
@@ -27,14 +29,9 @@ import { PolicyHolder, type WatchPolicyOptions } from './policy/reload';
 import { validateCwdInRoots } from './policy/roots';
 import { describeUnknownRefs, getUnknownRefs } from './policy/unknown-refs';
 import type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-options';
-import { createEnvSource } from './refs/sources/env';
-import { createKeyringSource } from './refs/sources/keyring';
-import { createLazyVaultSource } from './refs/sources/lazy-vault';
+import { createDefaultSources } from './refs/default-sources';
 import { RefStore } from './refs/store';
-import type { RefSource } from './refs/types';
-import { SharedNetwork, type SandboxContext } from './sandbox';
-import { watchRun } from './exec/watchdog';
-import { isKeyringDisabled } from './stores/os-keyring';
+import { createGatewaySandbox, type GatewaySandbox } from './exec/sandbox-context';
 
 export type { WatchPolicyOptions } from './policy/reload';
 export type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-options';
@@ -57,10 +54,7 @@ export class Gateway {
   readonly #backgroundOnClose: 'kill' | 'keep' | undefined;
   readonly #backgroundLauncher: 'in-process' | 'detached';
   readonly #spawner: Spawner;
-  /** One private network namespace per sandbox helper, shared by this gateway's runs. */
-  readonly #networks = new Map<string, SharedNetwork>();
-  readonly #sandboxWarned = new Set<string>();
-  readonly #sandbox: SandboxContext;
+  readonly #sandbox: GatewaySandbox;
   #background: BackgroundManager | undefined;
   #closed = false;
   #egress: EgressProxy | undefined;
@@ -81,18 +75,7 @@ export class Gateway {
       throw error;
     }
     validateCwdInRoots(this.policy, this.#cwd);
-    const sources: RefSource[] = [];
-    if (options.envSource !== false) sources.push(createEnvSource(this.#env));
-    const keyringEnabled = options.keyring !== false && !isKeyringDisabled(this.#env);
-    if (keyringEnabled) {
-      const service = options.keyring ? options.keyring.service : undefined;
-      sources.push(createKeyringSource({ service, logger: { warn: (obj, msg) => this.#warn(obj, msg) } }));
-    }
-    if (options.vault !== false) {
-      sources.push(createLazyVaultSource({ home: this.home, env: this.#env, keyring: keyringEnabled ? (options.keyring || {}) : false }));
-    }
-    sources.push(...(options.sources ?? []));
-    this.refs = new RefStore(sources);
+    this.refs = new RefStore(createDefaultSources({ ...options, env: this.#env, home: this.home, warn: (obj, msg) => this.#warn(obj, msg) }));
     this.#backgroundOnClose = options.backgroundOnClose;
     this.#backgroundLauncher = options.backgroundLauncher ?? 'in-process';
     const spawner = options.spawner !== undefined
@@ -105,23 +88,14 @@ export class Gateway {
     const { loaded } = this.#policy;
     if (loaded) this.#audit.write('policy.loaded', { source: loaded.policy.source, files: loaded.files, digest: loaded.digest, reload: false });
     if (options.watchPolicy) this.watchPolicy(options.watchPolicy === true ? {} : options.watchPolicy);
-    const audit = this.#audit;
-    this.#sandbox = Object.freeze({
+    this.#sandbox = createGatewaySandbox({
       home: this.home,
-      ...(audit instanceof AuditLog ? { auditPath: audit.path } : {}),
-      stateIdentity: {},
-      policyFiles: (): readonly string[] => this.#policy.files,
-      network: (helper: string): SharedNetwork => {
-        let network = this.#networks.get(helper);
-        if (!network) this.#networks.set(helper, (network = new SharedNetwork(helper, ({ value }) => watchRun(value))));
-        return network;
-      },
-      onUnsandboxed: (reason: string): void => {
-        if (this.#sandboxWarned.has(reason)) return;
-        this.#sandboxWarned.add(reason);
-        this.#warn({ reason }, `Commands run WITHOUT the OS sandbox (sandbox.mode: auto): ${reason}. Use sandbox.mode: required to refuse them instead.`);
-      },
+      auditPath: this.#audit instanceof AuditLog ? this.#audit.path : undefined,
+      policyFiles: () => this.#policy.files,
+      warn: (obj, msg) => this.#warn(obj, msg),
     });
+    // Every run in progress listens on the shutdown signal until it ends: many at once is normal, not a leak.
+    setMaxListeners(0, this.#shutdown.signal);
     // Last: a helper process is started only for a gateway that did start.
     this.#spawner = createSpawner(spawner);
   }
@@ -195,7 +169,7 @@ export class Gateway {
         shell: this.#shell,
         supportedModes: SUPPORTED_MODES,
         fingerprint: policy.audit.fingerprints ? this.#audit.fingerprint?.bind(this.#audit) : undefined,
-        sandbox: this.#sandbox,
+        sandbox: this.#sandbox.context,
         // A detached background run outlives this process: its supervisor takes the run's egress
         // endpoint over (exec/background/detached.ts) and serves it with a proxy of its own.
         egress: () => this.#getEgress(),
@@ -257,7 +231,7 @@ export class Gateway {
       this.#background?.close(this.#backgroundOnClose ?? this.policy.background.onClose),
     ]);
     await this.#spawner.close();
-    for (const network of this.#networks.values()) network.close();
+    this.#sandbox.close();
     await this.#egress?.close();
     this.#audit.write('gateway.stopped', { pid: process.pid, runsStopped: stopped });
     this.#audit.close();
@@ -270,12 +244,4 @@ export class Gateway {
 
 export function createGateway(options: GatewayOptions = {}): Gateway {
   return new Gateway(options);
-}
-
-export function getCurrentUser(): string {
-  try {
-    return os.userInfo().username;
-  } catch {
-    return String(process.getuid?.() ?? 'unknown');
-  }
 }

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { createGateway, type Gateway } from '../src/gateway';
 import type { RefSource } from '../src/refs/types';
 import { baseEnv, makeTempDir } from './helpers/tmp';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 
 let tmp: ReturnType<typeof makeTempDir>;
@@ -176,4 +177,23 @@ describe('audit', () => {
     expect(records.map((r) => r.event)).toEqual(['gateway.started', 'exec.rejected', 'gateway.stopped']);
     expect(records[1]).toMatchObject({ event: 'exec.rejected', code: 'EXECGATE_ERR_CWD_NOT_FOUND', command: 'true' });
   });
+});
+
+describe('many runs at once', () => {
+  // In its own node process (the built gateway, as a host loads it): Node prints the warning on
+  // that process's stderr, which jest's sandbox would not show to a listener here.
+  test('twelve runs in progress together on one gateway raise no listener-leak warning', async () => {
+    const file = join(tmp.dir, 'started');
+    // Each run ends only once all twelve have started, so all twelve are in progress together.
+    const command = `echo x >> ${file}; while [ "$(wc -l < ${file})" -lt 12 ]; do sleep 0.01; done`;
+    const script = `
+      const { createGateway } = require(${JSON.stringify(join(__dirname, '..', 'dist', 'gateway.js'))});
+      const gateway = createGateway({ home: ${JSON.stringify(join(tmp.dir, 'home12'))}, audit: false, keyring: false });
+      Promise.all(Array.from({ length: 12 }, () => gateway.exec({ command: ${JSON.stringify(command)}, timeout: 60000 })))
+        .then((results) => { console.log(results.map((r) => r.exitCode).join(',')); return gateway.close(); });
+    `;
+    const child = spawnSync(process.execPath, ['-e', script], { cwd: tmp.dir, encoding: 'utf8', timeout: 90_000, env: baseEnv() });
+    expect(child.stdout.trim()).toBe(Array(12).fill(0).join(','));
+    expect(child.stderr).not.toContain('MaxListenersExceeded');
+  }, 90_000);
 });

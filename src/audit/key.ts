@@ -14,11 +14,12 @@
  * way to time it out synchronously. A host that wants the key in the keyring reads it there and
  * passes it as `key`.
  */
-import { constants, closeSync, fstatSync, fsyncSync, linkSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { createHmac, createSecretKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { ExecgateError } from '../errors';
 import { ensureDir } from '../home';
+import { readPrivateFileSync, type PrivateFileRules } from '../fs/private';
 
 export const AUDIT_KEY_ENV = 'EXECGATE_AUDIT_KEY';
 export const AUDIT_KEY_FILE = 'audit.key';
@@ -83,38 +84,15 @@ function decodeKey(text: string, where: string): Buffer {
 
 /** Read the key file, refusing one others could read or that is not plainly ours; undefined when absent. */
 function readKeyFile(path: string): string | undefined {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return undefined;
-    if (code === 'ELOOP') {
-      throw new ExecgateError('EXECGATE_ERR_AUDIT_KEY_PERMISSIONS', `The audit key file \`${path}\` is a symbolic link; execgate only reads a regular file it owns. Replace the link with the file itself (mode 0600).`, { path });
-    }
-    throw new ExecgateError('EXECGATE_ERR_AUDIT_IO', `Cannot read the audit key file \`${path}\`: ${code ?? String(error)}.`, { path }, { cause: error });
-  }
-  try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) throw new ExecgateError('EXECGATE_ERR_AUDIT_KEY_PERMISSIONS', `The audit key file \`${path}\` is not a regular file.`, { path });
-    if (process.platform !== 'win32') {
-      if ((stat.mode & 0o077) !== 0) {
-        const mode = (stat.mode & 0o777).toString(8).padStart(4, '0');
-        throw new ExecgateError(
-          'EXECGATE_ERR_AUDIT_KEY_PERMISSIONS',
-          `The audit key file \`${path}\` has mode ${mode}, so other users may read it and forge audit records; execgate refuses to use it. Run \`chmod 600\` on it.`,
-          { path, mode },
-        );
-      }
-      if (typeof process.getuid === 'function' && stat.uid !== process.getuid()) {
-        throw new ExecgateError('EXECGATE_ERR_AUDIT_KEY_PERMISSIONS', `The audit key file \`${path}\` is owned by another user (uid ${stat.uid}).`, { path });
-      }
-    }
-    return readFileSync(fd, 'utf8');
-  } finally {
-    closeSync(fd);
-  }
+  return readPrivateFileSync(path, KEY_FILE_RULES);
 }
+
+const KEY_FILE_RULES: PrivateFileRules = {
+  what: 'audit key file',
+  permissionsCode: 'EXECGATE_ERR_AUDIT_KEY_PERMISSIONS',
+  ioCode: 'EXECGATE_ERR_AUDIT_IO',
+  risk: ' and forge audit records',
+};
 
 /** Create the key file atomically (a complete file or none): write a private temp file, then hard-link it into place. */
 function createKeyFile(path: string): void {

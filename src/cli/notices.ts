@@ -6,6 +6,7 @@
  */
 import { sanitizeEnv } from '../env';
 import type { EffectivePolicy } from '../policy/effective';
+import { getSanitizerSettings } from '../policy/env-settings';
 import type { CliIo } from './io';
 
 /** A logger for the gateway that prints plain `execgate: warning: ...` lines, each once. */
@@ -47,18 +48,7 @@ export function createCliLogger(io: CliIo, options: { verbose: boolean; prefix?:
 export function getEnvNotices(requested: Readonly<Record<string, string>>, policy: EffectivePolicy, pty: boolean): string[] {
   const names = Object.keys(requested);
   if (names.length === 0) return [];
-  const judged = sanitizeEnv({
-    inherited: {},
-    requested,
-    replace: true,
-    mode: policy.env.mode,
-    allowlist: policy.env.allowlist,
-    allowSecrets: policy.env.allowSecrets,
-    strip: policy.env.strip,
-    secretNamePatterns: policy.env.secretNamePatterns,
-    secretValuePatterns: policy.env.secretValuePatterns,
-    pty,
-  });
+  const judged = sanitizeEnv({ ...getSanitizerSettings(policy.env), inherited: {}, requested, replace: true, pty });
   const notices: string[] = [];
   for (const name of names) {
     if (judged.removed.includes(name)) {

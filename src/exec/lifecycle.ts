@@ -95,9 +95,9 @@ export class Run {
   #terminating: Promise<unknown> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #finished = false;
-  readonly #unwatch: () => void;
+  readonly #unwatch: (now?: boolean) => void;
 
-  constructor(plan: SpawnPlan, child: SpawnedProcess, options: LifecycleOptions, unwatch: () => void) {
+  constructor(plan: SpawnPlan, child: SpawnedProcess, options: LifecycleOptions, unwatch: (now?: boolean) => void) {
     this.#plan = plan;
     this.#child = child;
     this.pid = child.pid;
@@ -111,7 +111,8 @@ export class Run {
       this.#finished = true;
       if (this.#timer) clearTimeout(this.#timer);
       options.signal?.removeEventListener('abort', onAbort);
-      this.#unwatch();
+      // Kept leftovers are to outlive this process: off the watchdog's list at once.
+      this.#unwatch(plan.leftovers === 'keep');
       return releasePlan(plan);
     });
     this.ended.catch(() => { /* the owner handles it */ });
@@ -123,7 +124,7 @@ export class Run {
 
   /** Let this run outlive the gateway process (a background run kept on close). */
   outlive(): void {
-    this.#unwatch();
+    this.#unwatch(true);
   }
 
   /** Write to stdin (or the terminal). */
@@ -180,9 +181,11 @@ export class Run {
     // The shell is gone. Whatever it left behind (its group, or escaped by setsid) is ended
     // now, before waiting for the output: a leftover holding a pipe or the terminal would
     // otherwise hold the run open, and keeps the run's resolved values in its environment.
+    // A sandboxed run's PID namespace ended with it, so only its group is looked at.
     if (this.#terminating) await this.#terminating;
     else if (plan.leftovers !== 'keep') {
-      await terminateRun({ pgid: this.pid, runId: plan.runId, grace: plan.limits.grace, sincePid: this.pid }).catch(() => undefined);
+      const sweep = !plan.sandbox.sandboxed;
+      await terminateRun({ pgid: this.pid, runId: plan.runId, grace: plan.limits.grace, sincePid: this.pid, sweep }).catch(() => undefined);
     }
     let complete = true;
     const all = Promise.all(closed);

@@ -25,6 +25,7 @@ import { substituteTokens, validateTokenPlacements, type Replacement } from '../
 import { readShell } from '../shell';
 import { scanTokens } from '../refs/tokens';
 import { decideRequest, type Decision } from '../policy/decide';
+import { getSanitizerSettings } from '../policy/env-settings';
 import { validateUnknownRefs } from '../policy/unknown-refs';
 import type { RefKind } from '../refs/types';
 import { planSandbox, type SandboxContext, type SandboxReport } from '../sandbox';
@@ -274,15 +275,10 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   validateCommandLength(script);
 
   const sanitized = sanitizeEnv({
+    ...getSanitizerSettings(policy.env),
     inherited: context.env,
     requested: request.env,
     replace: request.envMode === 'replace',
-    mode: policy.env.mode,
-    allowlist: policy.env.allowlist,
-    allowSecrets: policy.env.allowSecrets,
-    strip: policy.env.strip,
-    secretNamePatterns: policy.env.secretNamePatterns,
-    secretValuePatterns: policy.env.secretValuePatterns,
     set: policy.env.set,
     path: policy.env.path,
     pty: request.pty,

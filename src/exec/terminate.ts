@@ -8,7 +8,7 @@
  *      They are first stopped (SIGSTOP), then killed, so a forking process cannot outrun the
  *      sweep. A process that clears its own environment escapes the sweep; SECURITY.md says so.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 
 export const RUN_ID_VARIABLE = 'EXECGATE_RUN_ID';
@@ -24,7 +24,7 @@ export function isGroupAlive(pgid: number): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  return listGroup(pgid).length > 0;
+  return (countGroups([pgid]).get(pgid) ?? 0) > 0;
 }
 
 /** Whether any process, zombies included, is in the group `pgid`. */
@@ -37,29 +37,72 @@ function groupExists(pgid: number): boolean {
   }
 }
 
-/** Non-zombie PIDs whose process group is `pgid`, read from /proc/PID/stat. */
-export function listGroup(pgid: number): number[] {
-  const members: number[] = [];
+/** The PIDs listed in /proc from `minPid` on (none when /proc cannot be read). */
+function listPids(minPid = 0): number[] {
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
-    return members;
+    return [];
   }
+  const pids: number[] = [];
   for (const entry of entries) {
     const code = entry.charCodeAt(0);
     if (code < 48 || code > 57) continue;
+    const pid = Number(entry);
+    if (pid >= minPid) pids.push(pid);
+  }
+  return pids;
+}
+
+/** How many live (non-zombie) processes each of `pgids` holds: one pass over /proc/PID/stat. */
+function countGroups(pgids: readonly number[]): Map<number, number> {
+  const wanted = new Set(pgids);
+  const counts = new Map<number, number>();
+  for (const pid of listPids()) {
     let stat: string;
     try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+      stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
     } catch {
       continue;
     }
     // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (fields[0] !== 'Z' && fields[0] !== 'X' && Number(fields[2]) === pgid) members.push(Number(entry));
+    const pgrp = Number(fields[2]);
+    if (fields[0] !== 'Z' && fields[0] !== 'X' && wanted.has(pgrp)) counts.set(pgrp, (counts.get(pgrp) ?? 0) + 1);
   }
-  return members;
+  return counts;
+}
+
+/**
+ * Questions asked in the same turn of the event loop share one answer, computed once for all of
+ * them: when many runs stop at once (a gateway closing, 200 background runs killed), each /proc
+ * scan serves them all instead of one scan per run.
+ */
+function batchPerTurn<K, R>(compute: (keys: K[]) => R): (key: K) => Promise<R> {
+  let pending: { keys: K[]; result: Promise<R> } | undefined;
+  return (key) => {
+    if (!pending) {
+      const keys: K[] = [];
+      pending = {
+        keys,
+        result: new Promise<R>((resolve) => {
+          setImmediate(() => {
+            pending = undefined;
+            resolve(compute(keys));
+          });
+        }),
+      };
+    }
+    pending.keys.push(key);
+    return pending.result;
+  };
+}
+
+const countGroupsBatched = batchPerTurn(countGroups);
+
+async function countGroup(pgid: number): Promise<number> {
+  return (await countGroupsBatched(pgid)).get(pgid) ?? 0;
 }
 
 export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
@@ -85,21 +128,11 @@ const COOKIE = Buffer.from(`${RUN_ID_VARIABLE}=`);
  */
 export function findByCookies(runIds: ReadonlySet<string>, sincePid = 0): Map<string, number[]> {
   const found = new Map<string, number[]>();
-  const minPid = getScanStart(sincePid);
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return found;
-  }
-  for (const entry of entries) {
-    const code = entry.charCodeAt(0);
-    if (code < 48 || code > 57) continue;
-    const pid = Number(entry);
-    if (pid === process.pid || pid < minPid) continue;
+  for (const pid of listCandidates(sincePid)) {
+    if (pid === process.pid) continue;
     let environ: Buffer;
     try {
-      environ = readFileSync(`/proc/${entry}/environ`);
+      environ = readFileSync(`/proc/${pid}/environ`);
     } catch {
       continue; // gone, or another user's process
     }
@@ -118,39 +151,39 @@ export function findByCookies(runIds: ReadonlySet<string>, sincePid = 0): Map<st
   return found;
 }
 
+/** Up to this many pids allocated since the shell's are looked up one by one instead of listing /proc. */
+const PROBE_LIMIT = 256;
+
 /*
- * Every process a run starts gets a pid allocated after its shell's, so the scan can skip the
- * lower ones (most of /proc on a busy host), unless pids wrapped around since: the kernel's last
- * allocated pid is then below the shell's, and the whole of /proc is read.
+ * Which pids can hold a run's cookie. Every process a run starts gets a pid allocated after its
+ * shell's (`sincePid`), so the scan skips the lower ones (most of /proc on a busy host), unless
+ * pids wrapped around since: the kernel's last allocated pid is then below the shell's, and the
+ * whole of /proc is read. When the last allocated pid is the shell's own, the run started no
+ * process and the only candidate is the shell; when few pids were allocated since, each is
+ * looked up rather than listing all of /proc (a thread id answers too: its environ is its
+ * process's, and a signal sent to it goes to the process).
  */
-function getScanStart(sincePid: number): number {
-  if (sincePid <= 0) return 0;
-  try {
-    const last = Number(readFileSync('/proc/sys/kernel/ns_last_pid', 'latin1'));
-    return Number.isSafeInteger(last) && last >= sincePid ? sincePid : 0;
-  } catch {
-    return 0;
+function listCandidates(sincePid: number): number[] {
+  let last = Number.NaN;
+  if (sincePid > 0) {
+    try {
+      last = Number(readFileSync('/proc/sys/kernel/ns_last_pid', 'latin1'));
+    } catch {
+      // no such file (old kernel, another /proc): list everything
+    }
   }
+  if (!Number.isSafeInteger(last) || last < sincePid) return listPids();
+  if (last - sincePid > PROBE_LIMIT) return listPids(sincePid);
+  const pids: number[] = [];
+  for (let pid = sincePid; pid <= last; pid++) if (existsSync(`/proc/${pid}`)) pids.push(pid);
+  return pids;
 }
 
-// Sweeps requested in the same turn of the event loop share one /proc scan.
-let batch: { ids: Set<string>; sincePid: number; result: Promise<Map<string, number[]>> } | undefined;
+const findByCookiesBatched = batchPerTurn((keys: { runId: string; sincePid: number }[]) =>
+  findByCookies(new Set(keys.map((key) => key.runId)), Math.min(...keys.map((key) => key.sincePid))));
 
-function findByCookieBatched(runId: string, sincePid: number): Promise<number[]> {
-  if (!batch) {
-    const ids = new Set<string>();
-    const state = { ids, sincePid, result: undefined as unknown as Promise<Map<string, number[]>> };
-    state.result = new Promise<Map<string, number[]>>((resolve) => {
-      setImmediate(() => {
-        batch = undefined;
-        resolve(findByCookies(ids, state.sincePid));
-      });
-    });
-    batch = state;
-  }
-  batch.sincePid = Math.min(batch.sincePid, sincePid);
-  batch.ids.add(runId);
-  return batch.result.then((map) => map.get(runId) ?? []);
+async function findByCookieBatched(runId: string, sincePid: number): Promise<number[]> {
+  return (await findByCookiesBatched({ runId, sincePid })).get(runId) ?? [];
 }
 
 /** Stop then kill every process carrying the cookie; repeat until none is left. */
@@ -180,6 +213,13 @@ export interface TerminateOptions {
   readonly signal?: NodeJS.Signals;
   /** The run's shell pid when it was spawned in this process's view: the sweep reads only later pids. */
   readonly sincePid?: number;
+  /**
+   * False skips the cookie sweep: for a sandboxed run that has exited. Its PID namespace holds
+   * everything it started (`setsid` daemons included), and bubblewrap's exit ends the namespace's
+   * init (`--die-with-parent`), upon which the kernel kills the rest: a sweep would only find
+   * processes already being killed.
+   */
+  readonly sweep?: boolean;
 }
 
 export interface TerminateReport {
@@ -199,15 +239,15 @@ export async function terminateRun(options: TerminateOptions): Promise<Terminate
     // is only worth it once the group has outlived a short wait (many runs may stop at once).
     let pause = 2;
     while (Date.now() < deadline && groupExists(pgid)) {
-      if (Date.now() - started >= 50 && listGroup(pgid).length === 0) break;
+      if (Date.now() - started >= 50 && (await countGroup(pgid)) === 0) break;
       await delay(Math.min(pause, Math.max(1, deadline - Date.now())));
       pause = Math.min(25, pause * 2);
     }
-    if (isGroupAlive(pgid)) {
+    if (groupExists(pgid) && (await countGroup(pgid)) > 0) {
       escalated = true;
       signalGroup(pgid, 'SIGKILL');
     }
   }
-  const swept = await sweepByCookie(runId, 5, options.sincePid ?? 0);
+  const swept = options.sweep === false ? [] : await sweepByCookie(runId, 5, options.sincePid ?? 0);
   return { escalated, swept: swept.length };
 }

@@ -10,14 +10,11 @@
 import { constants, closeSync, fstatSync, openSync, promises as fs, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname, resolve, sep } from 'node:path';
 import { ExecgateError } from '../errors';
+import { isInside } from './paths';
 
 const PSEUDO_ROOTS = ['/proc', '/sys', '/dev'];
 
 const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
-
-function isUnder(path: string, root: string): boolean {
-  return path === root || path.startsWith(`${root}${sep}`);
-}
 
 /** The real path of `path`, or of its nearest existing ancestor joined with the rest. */
 function getRealPath(path: string): string {
@@ -45,7 +42,7 @@ function describeStats(stats: Stats): string | undefined {
 /** What makes `path` special (`a FIFO`, `a file under /proc`), or undefined for an ordinary path. */
 export function getSpecialKind(path: string): string | undefined {
   for (const candidate of new Set([resolve(path), getRealPath(path)])) {
-    const root = PSEUDO_ROOTS.find((r) => isUnder(candidate, r));
+    const root = PSEUDO_ROOTS.find((r) => isInside(candidate, r));
     if (root) return `a file under ${root}`;
   }
   try {

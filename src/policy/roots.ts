@@ -4,9 +4,9 @@
  * sees only as one refusal after another. So a gateway in that state does not start.
  */
 import { realpathSync } from 'node:fs';
-import { sep } from 'node:path';
 import { ExecgateError } from '../errors';
 import type { EffectivePolicy } from './effective';
+import { isInside } from '../fs/paths';
 
 function realpathOrUndefined(path: string): string | undefined {
   try {
@@ -14,10 +14,6 @@ function realpathOrUndefined(path: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function isInside(path: string, root: string): boolean {
-  return path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
 }
 
 /**

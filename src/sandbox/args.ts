@@ -24,7 +24,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import type { FilesystemView } from './paths';
-import { isInside } from './paths';
+import { isInside } from '../fs/paths';
 
 export interface BwrapInput {
   readonly view: FilesystemView;

@@ -27,6 +27,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { ExecgateError } from '../errors';
 import { DEFAULT_HIDDEN_PATHS, type SandboxSettings } from '../policy/effective';
+import { isInside } from '../fs/paths';
 
 const PACKAGE_ROOT = resolve(__dirname, '..', '..');
 /** The package's root, or the node_modules it was installed into (its dependencies live there). */
@@ -86,10 +87,6 @@ function real(path: string): string | undefined {
 
 /** The per-gateway runtime directories execgate creates under the temp directory. */
 const RUNTIME_DIR = /^execgate-spawn-/;
-
-export function isInside(path: string, parent: string): boolean {
-  return path === parent || parent === '/' || path.startsWith(parent.endsWith(sep) ? parent : parent + sep);
-}
 
 /** Socket paths in a D-Bus address (`unix:path=/x,guid=..;unix:abstract=...`). */
 function getBusPaths(address: string | undefined): { paths: string[]; abstract: boolean } {

@@ -15,9 +15,10 @@
  * key it was written under, so after a crash at any point the loader picks whichever of
  * current/pending matches; a later write finishes the promotion.
  */
-import { constants, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import { ExecgateError } from '../errors';
 import { createFileExclusive, fsyncDir, writeFileAtomic } from '../fs/atomic';
+import { readPrivateFile, type PrivateFileRules } from '../fs/private';
 import { decodeKey, encodeKey, generateKey, getKeyId } from './crypto';
 import type { KeyStoreKind } from './format';
 import { KeyringFailedError, KeyringUnavailableError, type KeyringClient } from './os-keyring';
@@ -77,44 +78,20 @@ function describeStore(store: KeyStoreKind, config: KeyConfig): string {
   return `the OS keyring (service \`${config.keyring?.service ?? 'execgate'}\`)`;
 }
 
+const KEY_FILE_RULES: PrivateFileRules = {
+  what: 'vault key file',
+  permissionsCode: 'EXECGATE_ERR_VAULT_KEY_PERMISSIONS',
+  ioCode: 'EXECGATE_ERR_VAULT_IO',
+  advice: ' (and consider rotating the key with `execgate vault rotate-key`)',
+};
+
 /** Read a key file, refusing one that others could read or that is not plainly ours. */
 async function readKeyFile(path: string): Promise<string | undefined> {
-  let handle;
-  try {
-    handle = await fs.open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return undefined;
-    if (code === 'ELOOP') {
-      throw new ExecgateError('EXECGATE_ERR_VAULT_KEY_PERMISSIONS', `The vault key file \`${path}\` is a symbolic link; execgate only reads a regular file it owns. Replace the link with the file itself (mode 0600).`, { path });
-    }
-    throw new ExecgateError('EXECGATE_ERR_VAULT_IO', `Cannot read the vault key file \`${path}\`: ${code ?? String(error)}.`, { path }, { cause: error });
-  }
-  try {
-    const stat = await handle.stat();
-    if (!stat.isFile()) {
-      throw new ExecgateError('EXECGATE_ERR_VAULT_KEY_PERMISSIONS', `The vault key file \`${path}\` is not a regular file.`, { path });
-    }
-    if (process.platform !== 'win32') {
-      if ((stat.mode & 0o077) !== 0) {
-        const mode = (stat.mode & 0o777).toString(8).padStart(4, '0');
-        throw new ExecgateError(
-          'EXECGATE_ERR_VAULT_KEY_PERMISSIONS',
-          `The vault key file \`${path}\` has mode ${mode}, so other users may read it; execgate refuses to use it. Run \`chmod 600\` on it (and consider rotating the key with \`execgate vault rotate-key\`).`,
-          { path, mode },
-        );
-      }
-      if (typeof process.getuid === 'function' && stat.uid !== process.getuid()) {
-        throw new ExecgateError('EXECGATE_ERR_VAULT_KEY_PERMISSIONS', `The vault key file \`${path}\` is owned by another user (uid ${stat.uid}).`, { path });
-      }
-    }
-    const bytes = await handle.readFile();
-    const text = bytes.toString('utf8');
-    bytes.fill(0);
-    return text;
-  } finally {
-    await handle.close();
-  }
+  const bytes = await readPrivateFile(path, KEY_FILE_RULES);
+  if (bytes === undefined) return undefined;
+  const text = bytes.toString('utf8');
+  bytes.fill(0);
+  return text;
 }
 
 async function keyringGet(config: KeyConfig, account: string, store: KeyStoreKind): Promise<string | null> {

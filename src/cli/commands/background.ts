@@ -4,7 +4,8 @@
  */
 import { constants as osConstants } from 'node:os';
 import type { Command } from 'commander';
-import { createGateway, getCurrentUser } from '../../gateway';
+import { createGateway } from '../../gateway';
+import { getCurrentUser } from '../user';
 import { readOutputSlice } from '../../exec/background/output-file';
 import { listRecords, readRecord, refreshRecord } from '../../exec/background/records';
 import { getHome } from '../../home';

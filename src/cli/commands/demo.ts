@@ -9,7 +9,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { createGateway, getCurrentUser } from '../../gateway';
+import { createGateway } from '../../gateway';
+import { getCurrentUser } from '../user';
 import { isExecgateError } from '../../errors';
 import { getShippedPolicyPath } from '../../policy/load';
 import { getEnvSecretName } from '../../refs/sources/env';

@@ -5,7 +5,8 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { createGateway, getCurrentUser, type Gateway } from '../../gateway';
+import { createGateway, type Gateway } from '../../gateway';
+import { getCurrentUser } from '../user';
 import { ExecgateError, isExecgateError } from '../../errors';
 import type { ExecResult } from '../../exec/result';
 import { getUnknownRefs } from '../../policy/unknown-refs';

@@ -47,7 +47,7 @@ export class BackgroundManager {
   /** Start a prepared background plan. */
   async start(plan: SpawnPlan): Promise<BackgroundProcess> {
     const policy = this.#options.getPolicy();
-    const running = [...this.#runs.values()].filter((run) => !run.ended).length;
+    const running = [...this.#runs.values()].filter((run) => !run.status.ended).length;
     if (running >= policy.background.maxConcurrent) {
       throw new ExecgateError(
         'EXECGATE_ERR_BACKGROUND_LIMIT',
@@ -75,8 +75,8 @@ export class BackgroundManager {
     });
     const started = await run.start();
     this.#runs.set(run.id, run);
-    void run.done.then((ended) => {
-      this.#options.audit('background.ended', getEndedFields(ended, plan.request.actor, run.runtimeMs));
+    void run.status.done.then((ended) => {
+      this.#options.audit('background.ended', getEndedFields(ended, plan.request.actor, run.status.runtimeMs));
     });
     return started;
   }
@@ -88,13 +88,13 @@ export class BackgroundManager {
       const { supervisorPid: _supervisor, ...shown } = refreshRecord(record);
       byId.set(record.id, shown);
     }
-    for (const run of this.#runs.values()) byId.set(run.id, run.snapshot());
+    for (const run of this.#runs.values()) byId.set(run.id, run.status.snapshot());
     return [...byId.values()].sort((a, b) => a.startedAt.localeCompare(b.startedAt));
   }
 
   get(id: string): BackgroundProcess {
     const run = this.#runs.get(id);
-    if (run) return run.snapshot();
+    if (run) return run.status.snapshot();
     const record = readRecord(this.#options.home, validateId(id));
     if (!record) throw notFound(id);
     const { supervisorPid: _supervisor, ...shown } = refreshRecord(record);
@@ -143,13 +143,13 @@ export class BackgroundManager {
     }
     const run = this.#runs.get(id);
     if (!run) return this.get(id);
-    if (timeout <= 0) return run.done;
+    if (timeout <= 0) return run.status.done;
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<BackgroundProcess>((resolve) => {
-      timer = setTimeout(() => resolve(run.snapshot()), timeout);
+      timer = setTimeout(() => resolve(run.status.snapshot()), timeout);
     });
     try {
-      return await Promise.race([run.done, timedOut]);
+      return await Promise.race([run.status.done, timedOut]);
     } finally {
       if (timer) clearTimeout(timer);
     }
@@ -168,7 +168,7 @@ export class BackgroundManager {
 
   /** Gateway shutdown: kill running processes (default) or leave them running, recorded. */
   async close(mode: 'kill' | 'keep'): Promise<void> {
-    const running = [...this.#runs.values()].filter((run) => !run.ended);
+    const running = [...this.#runs.values()].filter((run) => !run.status.ended);
     if (mode === 'kill') {
       await Promise.allSettled(running.map((run) => run.kill({}, { state: 'killed', reason: 'gateway closed' })));
     } else {

@@ -55,10 +55,10 @@ async function main(): Promise<void> {
   // SIGUSR2 is how `execgate kill` (another process) asks for the run to be stopped.
   process.on('SIGUSR2', () => { void run.kill({}, { state: 'killed', reason: 'killed on request' }); });
   process.on('SIGHUP', () => { /* detached: a closing terminal does not end the run */ });
-  const ended = await run.done;
+  const ended = await run.status.done;
   await egress?.close();
   decisions?.close();
-  recordEnd(input, ended, run.runtimeMs);
+  recordEnd(input, ended, run.status.runtimeMs);
 }
 
 let decisions: import('../../audit/log').AuditLog | undefined;

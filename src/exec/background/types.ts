@@ -2,6 +2,7 @@
  * Shapes of background runs. A BackgroundProcess is safe to hand to an agent: its command is
  * the unresolved one and its output file holds redacted bytes only.
  */
+import type { Spawner } from '../spawner/types';
 
 export type BackgroundState = 'running' | 'exited' | 'killed' | 'timed_out' | 'failed';
 
@@ -56,4 +57,16 @@ export interface KillOptions {
   signal?: NodeJS.Signals;
   /** Milliseconds before SIGKILL (default: the policy grace period). */
   grace?: number;
+}
+
+export interface BackgroundRunOptions {
+  readonly home: string;
+  /** Bytes of recent output kept in memory. */
+  readonly ringBytes: number;
+  /** Cap of the output file. */
+  readonly maxFileBytes: number;
+  /** Kill after this many ms (0 = never). */
+  readonly maxRuntime: number;
+  /** What starts pipe runs; default this process. */
+  readonly spawner?: Spawner;
 }

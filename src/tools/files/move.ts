@@ -1,5 +1,5 @@
 import { rename } from 'node:fs/promises';
-import { isInside } from './roots';
+import { isInside } from '../../fs/paths';
 import { defineSchema } from '../types';
 import { FileTool } from './base';
 import { attempt, fileOpError } from './fs-errors';

@@ -15,8 +15,9 @@
  * can try it, and such a process (run_bash included) is not confined by these tools anyway.
  */
 import { constants, lstatSync, realpathSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { ExecgateError, describeValue } from '../../errors';
+import { isInside } from '../../fs/paths';
 
 export const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 
@@ -111,12 +112,6 @@ export class FileRoots {
     }
     return isAbsolute(input) ? resolve(input) : resolve(this.base, input);
   }
-}
-
-export function isInside(path: string, root: string): boolean {
-  if (path === root) return true;
-  const prefix = root.endsWith(sep) ? root : root + sep;
-  return path.startsWith(prefix);
 }
 
 function outside(input: string, what: string): ExecgateError {
