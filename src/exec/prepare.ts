@@ -307,13 +307,16 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   if (proxied) {
     const values = new Map<string, string>();
     for (const { ref, index } of indexed) values.set(`${ref.kind}:${ref.id}`, injected[`${REF_ENV_PREFIX}${index}`]!);
-    egress = await openRunEgress(egressProxy!, { runId, network: policy.network, check: egressCheck, values });
+    egress = await openRunEgress(egressProxy!, { runId, network: policy.network, check: egressCheck, values, shared: sandboxed.shared });
     for (const [ref, sentinel] of egress.sentinels) {
       const envName = envNames.get(ref);
       if (envName) injected[envName] = sentinel;
     }
   }
   const env: Record<string, string> = { ...sanitized.env, ...injected, ...egress?.sandbox.env, [RUN_ID_VARIABLE]: runId };
+  // Node's fetch goes through the proxy by a preload, added to whatever NODE_OPTIONS the run has.
+  const nodeOptions = egress?.sandbox.nodeOptions;
+  if (nodeOptions) env.NODE_OPTIONS = env.NODE_OPTIONS ? `${env.NODE_OPTIONS} ${nodeOptions}` : nodeOptions;
 
   // Sandboxed: bubblewrap (or nsenter, for the shared network) runs the shell.
   // Inherited descriptors are closed by a bash that then becomes the shell (one exec more), not
@@ -322,8 +325,8 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // above 9. (No /bin/bash, as on a minimal system: SECURITY.md says inherited descriptors pass.)
   const closer = HAS_BASH ? ['/bin/bash', '--norc', '--noprofile', '-c', `${CLOSE_FDS}; exec "$@"`, 'execgate'] : [];
   const inner = [...closer, request.shell, ...getShellFlags(request.shell), '-c', script];
-  // The run's directory is bound in after the sandbox's own mounts (before the final `--`), and
-  // the bridge runs the shell (see egress/bridge.ts).
+  // The proxy's files are bound in after the sandbox's own mounts (before the final `--`); a run
+  // with a bridge of its own has the bridge run the shell (see egress/bridge.ts).
   const argv = egress
     ? [...sandboxed.prefix.slice(0, -1), ...egress.sandbox.bwrapArgs, '--', ...egress.sandbox.wrap(inner)]
     : [...sandboxed.prefix, ...inner];
