@@ -255,11 +255,15 @@ export class EgressProxy {
     rmSync(this.#dir, { recursive: true, force: true });
   }
 
+  #public: string | undefined;
   /** Files every run may read (bound in read-only): the Node preload, the CA bundle. */
   #publicDir(): string {
-    const dir = join(this.#dir, 'public');
-    mkdirSync(dir, { recursive: true, mode: 0o755 });
-    return dir;
+    if (!this.#public) {
+      const dir = join(this.#dir, 'public');
+      mkdirSync(dir, { recursive: true, mode: 0o755 });
+      this.#public = dir;
+    }
+    return this.#public;
   }
 
   #preloadPath: string | undefined;
