@@ -13,7 +13,7 @@
  *
  * Joining needs CAP_SYS_ADMIN over the namespace: as root that is given; as another user the
  * holder's namespace belongs to the user namespace bubblewrap made for it, and nsenter enters
- * that first. Where joining is not possible (no nsenter, or entering is refused: tried once when
+ * that first (keeping the user's uid: --preserve-credentials). Where joining is not possible (no nsenter, or entering is refused: tried once when
  * the holder starts), runs fall back to a network namespace each.
  *
  * The gateway may also start its own long-lived processes inside the namespace (the egress
@@ -131,8 +131,12 @@ export class SharedNetwork {
     // that dies (SIGKILL included) does not leave it behind holding an empty namespace.
     const cookie = { name: 'EXECGATE_RUN_ID', value: `net_${randomBytes(8).toString('hex')}` };
     this.#unwatch = this.#watch?.(cookie);
+    // No `--dev`: unprivileged, bubblewrap mounts devpts as uid 0 of a first user namespace and
+    // then moves the process into a second one, and the network namespace would belong to the
+    // first, which nsenter cannot reach from the second (EPERM). Without it there is one user
+    // namespace, owning the network namespace, and entering it gives the right to join.
     const holder = spawn(this.#helper, [
-      '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-net', '--unshare-pid', '--die-with-parent',
+      '--ro-bind', '/', '/', '--unshare-net', '--unshare-pid', '--die-with-parent',
       '--new-session', '--cap-drop', 'ALL', '--info-fd', '3', '--', '/bin/sh', '-c', 'exec sleep infinity',
     ], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin', [cookie.name]: cookie.value } });
     holder.on('error', () => { /* reported by the info pipe closing */ });
