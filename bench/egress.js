@@ -92,6 +92,7 @@ async function run({ quick, log }) {
   await new Promise((resolve) => child.once('exit', resolve));
   server.close();
   rmSync(dir, { recursive: true, force: true });
+  rows.push(...await runOverhead({ quick, log }));
   return {
     rows,
     notes: [
@@ -99,6 +100,32 @@ async function run({ quick, log }) {
       'A bound secret makes the proxy redact the response (streaming matcher over every byte), which unbound hosts skip.',
     ],
   };
+}
+
+/*
+ * What a run pays for its egress before and after the command: registering with the proxy under
+ * its own credentials (the shared socket, what gateway runs do) against opening a socket of its
+ * own (a directory, links, a listening Unix socket), each followed by close.
+ */
+async function runOverhead({ quick, log }) {
+  const { EgressProxy, normalizeNetworkPolicy } = require(join(DIST, 'egress'));
+  const dir = mkdtempSync(join(tmpdir(), 'execgate-bench-egress-runs-'));
+  const proxy = new EgressProxy({ runtimeDir: dir });
+  const network = normalizeNetworkPolicy({ mode: 'open' });
+  let n = 0;
+  const credentials = () => ({ username: `run-${n}`, password: `pw-${n++}` });
+  const iterations = quick ? 20 : 500;
+  log(`run registration: ${iterations} interleaved open + close per variant`);
+  const samples = await interleave({
+    shared: async () => (await proxy.openRun({ runId: `s${n}`, network, credentials: credentials(), shared: true })).close(),
+    own: async () => (await proxy.openRun({ runId: `o${n}`, network, credentials: credentials() })).close(),
+  }, { iterations, warmup: quick ? 2 : 20 });
+  await proxy.close();
+  rmSync(dir, { recursive: true, force: true });
+  return [
+    row(8, 'a run\'s proxy registration, own socket: open + close (ms)', samples.own),
+    row(8, 'a run\'s proxy registration, shared socket (gateway runs): open + close (ms)', samples.shared, { of: { name: 'own socket', samples: samples.own } }),
+  ];
 }
 
 const figure = { id: 8, title: 'Egress proxy: a request through the proxy against the same request direct', run };
