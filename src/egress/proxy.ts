@@ -202,6 +202,8 @@ export class EgressProxy {
     this.#shared ??= new Promise<string>((resolve, reject) => {
       const path = join(this.#dir, 'egress.sock');
       const server = createNetServer((socket) => this.#accept(socket, undefined));
+      // Between runs nothing waits on it: it must not keep the gateway's process alive.
+      server.unref();
       server.once('error', (error) => {
         this.#shared = undefined;
         reject(new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not listen on the egress socket: ${error.message}.`, {}, { cause: error }));
