@@ -30,6 +30,7 @@ import type { RefKind } from '../refs/types';
 import { planSandbox, type SandboxContext, type SandboxReport } from '../sandbox';
 import { getHome } from '../home';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
+import { hasInheritedDescriptors } from './inherited-fds';
 import { revealValues } from './resolve';
 import { RUN_ID_VARIABLE } from './terminate';
 
@@ -323,7 +324,8 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // in the script itself: bash quotes the whole first line of a script with a syntax error, and
   // the caller's command must not arrive prefixed; and a shell other than bash cannot close fds
   // above 9. (No /bin/bash, as on a minimal system: SECURITY.md says inherited descriptors pass.)
-  const closer = HAS_BASH ? ['/bin/bash', '--norc', '--noprofile', '-c', `${CLOSE_FDS}; exec "$@"`, 'execgate'] : [];
+  // Only when this process holds one: otherwise there is nothing to close (inherited-fds.ts).
+  const closer = HAS_BASH && hasInheritedDescriptors() ? ['/bin/bash', '--norc', '--noprofile', '-c', `${CLOSE_FDS}; exec "$@"`, 'execgate'] : [];
   const inner = [...closer, request.shell, ...getShellFlags(request.shell), '-c', script];
   // The proxy's files are bound in after the sandbox's own mounts (before the final `--`); a run
   // with a bridge of its own has the bridge run the shell (see egress/bridge.ts).
