@@ -3,12 +3,16 @@
  * Node opens every descriptor of its own close-on-exec, so such a descriptor came from outside
  * (`execgate run ... 200<secret`, a host that forked the gateway holding files open, a native
  * addon): only then must a run's shell be started by a bash that closes them first
- * (exec/prepare.ts), an exec that costs as much as the shell itself. Asked per run: the answer
- * can change while the process lives. Where /proc cannot say, the answer is yes.
+ * (exec/prepare.ts), an exec that costs as much as the shell itself. Asked per run, of every
+ * descriptor, never cached: the answer changes while the process lives (node-pty's terminal
+ * masters are not close-on-exec, so while a PTY run is going every other run must close them).
+ * Where /proc cannot say, the answer is yes.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
 
 const O_CLOEXEC = 0o2000000;
+// `pos:\t0\nflags:\t02100002\n...`: the flags are on the second line, well inside this.
+const buffer = Buffer.alloc(128);
 
 export function hasInheritedDescriptors(): boolean {
   let names: string[];
@@ -20,13 +24,18 @@ export function hasInheritedDescriptors(): boolean {
   for (const name of names) {
     const fd = Number(name);
     if (!(fd > 2)) continue;
-    let info: string;
+    let length: number;
     try {
-      info = readFileSync(`/proc/self/fdinfo/${name}`, 'latin1');
+      const info = openSync(`/proc/self/fdinfo/${name}`, 'r');
+      try {
+        length = readSync(info, buffer, 0, buffer.length, null);
+      } finally {
+        closeSync(info);
+      }
     } catch {
       continue; // closed since the listing (the listing's own descriptor, among others)
     }
-    const flags = /^flags:\s*([0-7]+)/m.exec(info);
+    const flags = /^flags:\s*([0-7]+)/m.exec(buffer.toString('latin1', 0, length));
     if (!flags || (parseInt(flags[1]!, 8) & O_CLOEXEC) === 0) return true;
   }
   return false;
