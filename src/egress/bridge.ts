@@ -28,6 +28,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { ExecgateError } from '../errors';
+import { getDescriptorCloser } from '../exec/inherited-fds';
 import type { EgressRun } from './proxy';
 
 /** Where the proxy's public files (Node preload, CA bundle) appear inside the sandbox (on its private /tmp). */
@@ -174,7 +175,8 @@ export class SharedBridge {
     this.stop();
     const child = this.#launcher.spawnInside(namespace, [
       '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
-      '--', this.#nodePath, '-e', SHARED_BRIDGE_SOURCE, this.#socketPath,
+      // Lives as long as the gateway: nothing the gateway holds just now may stay open in it.
+      '--', ...getDescriptorCloser(), this.#nodePath, '-e', SHARED_BRIDGE_SOURCE, this.#socketPath,
     ]);
     if (!child) throw failed('the shared network namespace is gone');
     const port = await new Promise<number>((resolve, reject) => {

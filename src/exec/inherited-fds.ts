@@ -8,7 +8,24 @@
  * masters are not close-on-exec, so while a PTY run is going every other run must close them).
  * Where /proc cannot say, the answer is yes.
  */
-import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readSync } from 'node:fs';
+
+/*
+ * What closes them: a bash loop over /proc/self/fd. (No redirection on the loop: `exec` inside a
+ * redirected compound command would make that redirection permanent.)
+ */
+export const CLOSE_FDS = 'for __execgate_fd in /proc/self/fd/*; do __execgate_fd=${__execgate_fd##*/}; [ "$__execgate_fd" -gt 2 ] && exec {__execgate_fd}>&-; done; unset __execgate_fd';
+
+const HAS_BASH = existsSync('/bin/bash');
+
+/**
+ * The argv prefix that closes inherited descriptors and then execs the rest of the argv: a bash
+ * when this process holds such a descriptor, nothing otherwise (or where there is no /bin/bash:
+ * SECURITY.md says they pass there).
+ */
+export function getDescriptorCloser(): string[] {
+  return HAS_BASH && hasInheritedDescriptors() ? ['/bin/bash', '--norc', '--noprofile', '-c', `${CLOSE_FDS}; exec "$@"`, 'execgate'] : [];
+}
 
 const O_CLOEXEC = 0o2000000;
 // `pos:\t0\nflags:\t02100002\n...`: the flags are on the second line, well inside this.

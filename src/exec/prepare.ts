@@ -11,7 +11,6 @@
  * command it carries for display, logs and audit is the unresolved one.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { ExecgateError } from '../errors';
 import { checkEgress } from '../egress/plan';
 import type { EgressProxy } from '../egress/proxy';
@@ -30,7 +29,7 @@ import type { RefKind } from '../refs/types';
 import { planSandbox, type SandboxContext, type SandboxReport } from '../sandbox';
 import { getHome } from '../home';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
-import { hasInheritedDescriptors } from './inherited-fds';
+import { getDescriptorCloser } from './inherited-fds';
 import { revealValues } from './resolve';
 import { RUN_ID_VARIABLE } from './terminate';
 
@@ -148,12 +147,9 @@ export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value:
  * host that forked it holding files open) would reach the command and everything it starts,
  * sandbox or not: a hidden file stays readable through an open descriptor. Node opens its own
  * descriptors close-on-exec, so what arrives above 2 is exactly what was never meant for the
- * command: closed before the shell starts. (No redirection on the loop: `exec` inside
- * a redirected compound command would make that redirection permanent.)
+ * command: closed before the shell starts (inherited-fds.ts).
  */
-const HAS_BASH = existsSync('/bin/bash');
-
-export const CLOSE_FDS = 'for __execgate_fd in /proc/self/fd/*; do __execgate_fd=${__execgate_fd##*/}; [ "$__execgate_fd" -gt 2 ] && exec {__execgate_fd}>&-; done; unset __execgate_fd';
+export { CLOSE_FDS } from './inherited-fds';
 
 export function getShellFlags(shell: string): string[] {
   return /(^|\/)bash$/.test(shell) ? ['--norc', '--noprofile'] : [];
@@ -325,7 +321,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // the caller's command must not arrive prefixed; and a shell other than bash cannot close fds
   // above 9. (No /bin/bash, as on a minimal system: SECURITY.md says inherited descriptors pass.)
   // Only when this process holds one: otherwise there is nothing to close (inherited-fds.ts).
-  const closer = HAS_BASH && hasInheritedDescriptors() ? ['/bin/bash', '--norc', '--noprofile', '-c', `${CLOSE_FDS}; exec "$@"`, 'execgate'] : [];
+  const closer = getDescriptorCloser();
   const inner = [...closer, request.shell, ...getShellFlags(request.shell), '-c', script];
   // The proxy's files are bound in after the sandbox's own mounts (before the final `--`); a run
   // with a bridge of its own has the bridge run the shell (see egress/bridge.ts).

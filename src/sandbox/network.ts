@@ -22,6 +22,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, readlinkSync } from 'node:fs';
+import { getDescriptorCloser } from '../exec/inherited-fds';
 
 const NSENTER_CANDIDATES = ['/usr/bin/nsenter', '/bin/nsenter', '/usr/sbin/nsenter'];
 const START_TIMEOUT_MS = 10_000;
@@ -135,9 +136,11 @@ export class SharedNetwork {
     // then moves the process into a second one, and the network namespace would belong to the
     // first, which nsenter cannot reach from the second (EPERM). Without it there is one user
     // namespace, owning the network namespace, and entering it gives the right to join.
+    // It lives as long as the gateway: a descriptor the gateway holds without close-on-exec just
+    // now (another run's terminal) must not stay open in it all that time.
     const holder = spawn(this.#helper, [
       '--ro-bind', '/', '/', '--unshare-net', '--unshare-pid', '--die-with-parent',
-      '--new-session', '--cap-drop', 'ALL', '--info-fd', '3', '--', '/bin/sh', '-c', 'exec sleep infinity',
+      '--new-session', '--cap-drop', 'ALL', '--info-fd', '3', '--', ...getDescriptorCloser(), '/bin/sh', '-c', 'exec sleep infinity',
     ], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin', [cookie.name]: cookie.value } });
     holder.on('error', () => { /* reported by the info pipe closing */ });
     const info = await new Promise<string>((resolve) => {
