@@ -137,6 +137,8 @@ export class EgressProxy {
   readonly #byUser = new Map<string, RunContext>();
   #shared: Promise<string> | undefined;
   #sharedServer: NetServer | undefined;
+  /** Every connection on the shared socket, a run's or not yet anyone's: ended by close(). */
+  readonly #sharedSockets = new Set<Socket>();
   #ca: EgressCa | undefined;
   #caBundlePath: string | undefined;
   #closed = false;
@@ -201,7 +203,11 @@ export class EgressProxy {
   sharedSocketPath(): Promise<string> {
     this.#shared ??= new Promise<string>((resolve, reject) => {
       const path = join(this.#dir, 'egress.sock');
-      const server = createNetServer((socket) => this.#accept(socket, undefined));
+      const server = createNetServer((socket) => {
+        this.#sharedSockets.add(socket);
+        socket.once('close', () => this.#sharedSockets.delete(socket));
+        this.#accept(socket, undefined);
+      });
       // Between runs nothing waits on it: it must not keep the gateway's process alive.
       server.unref();
       server.once('error', (error) => {
@@ -253,6 +259,7 @@ export class EgressProxy {
     this.#closed = true;
     await Promise.all([...this.#runs.keys()].map((runId) => this.#closeRun(runId, undefined)));
     const shared = this.#sharedServer;
+    for (const socket of this.#sharedSockets) socket.destroy();
     if (shared) await new Promise<void>((resolve) => shared.close(() => resolve()));
     rmSync(this.#dir, { recursive: true, force: true });
   }

@@ -245,3 +245,13 @@ describe('the shared socket: a connection belongs to the run whose credentials i
     await expect(proxy.openRun({ runId: 'shared-d', shared: true, network: normalizeNetworkPolicy({ mode: 'open' }) })).rejects.toMatchObject({ code: 'EXECGATE_ERR_EGRESS_PROXY_FAILED' });
   });
 });
+
+test('close() ends connections on the shared socket that never said which run they are for', async () => {
+  const own = new EgressProxy({ runtimeDir: tmp.dir });
+  const path = await own.sharedSocketPath();
+  const idle = connect(path);
+  await new Promise<void>((resolve) => idle.once('connect', () => resolve()));
+  const ended = new Promise<void>((resolve) => idle.once('close', () => resolve()));
+  await own.close();
+  await ended;
+});
