@@ -1,7 +1,7 @@
 'use strict';
 /*
  * Figure 8: the egress proxy. The same loopback request made directly and through the proxy's
- * per-run Unix socket (the way the in-sandbox bridge reaches it), for a 1 KiB and a 10 MiB
+ * Unix socket (the way the gateway's bridge reaches it), for a 1 KiB and a 10 MiB
  * response body, on each of the proxy's data paths:
  *
  *   - plain HTTP forward (an absolute-URL proxy request, no secret bound to the host);
@@ -239,16 +239,43 @@ async function measureRunOverhead({ quick, log }) {
 async function run(options) {
   const rows = await measureProxy(options);
   const overhead = await measureRunOverhead(options);
+  const registration = await runOverhead(options);
   return {
-    rows: [...rows, ...overhead.rows],
+    rows: [...rows, ...overhead.rows, ...registration],
     notes: [
-      'Loopback, a new connection per request in every variant; upstream server, proxy and client are three processes; the proxy is reached over its per-run Unix socket, as the in-sandbox bridge reaches it (the bridge itself is not in these figures).',
+      'Loopback, a new connection per request in every variant; upstream server, proxy and client are three processes; the proxy is reached over a Unix socket, as the gateway\'s bridge reaches it (the bridge itself is not in these figures).',
       'Ratio rows: each repetition\'s median direct time over its median proxied time (throughput ratio, 1.0 = parity); median and min .. max over repetitions. The intercepted path is against direct HTTPS.',
       'A bound secret makes the proxy swap sentinels in the request and redact the response (streaming matcher over every byte), which unbound hosts skip.',
-      'Run overhead: open and allowlist open the run\'s proxy socket and start the in-sandbox bridge; none does neither.',
+      'Run overhead: open and allowlist register the run with the proxy under its own credentials and use the gateway\'s one bridge (started by the first proxied run); none does neither.',
       ...(overhead.note ? [overhead.note] : []),
     ],
   };
+}
+
+/*
+ * What a run pays for its egress before and after the command: registering with the proxy under
+ * its own credentials (the shared socket, what gateway runs do) against opening a socket of its
+ * own (a directory, links, a listening Unix socket), each followed by close.
+ */
+async function runOverhead({ quick, log }) {
+  const { EgressProxy, normalizeNetworkPolicy } = require(join(DIST, 'egress'));
+  const dir = mkdtempSync(join(tmpdir(), 'execgate-bench-egress-runs-'));
+  const proxy = new EgressProxy({ runtimeDir: dir });
+  const network = normalizeNetworkPolicy({ mode: 'open' });
+  let n = 0;
+  const credentials = () => ({ username: `run-${n}`, password: `pw-${n++}` });
+  const iterations = quick ? 20 : 500;
+  log(`run registration: ${iterations} interleaved open + close per variant`);
+  const samples = await interleave({
+    shared: async () => (await proxy.openRun({ runId: `s${n}`, network, credentials: credentials(), shared: true })).close(),
+    own: async () => (await proxy.openRun({ runId: `o${n}`, network, credentials: credentials() })).close(),
+  }, { iterations, warmup: quick ? 2 : 20 });
+  await proxy.close();
+  rmSync(dir, { recursive: true, force: true });
+  return [
+    row(8, 'a run\'s proxy registration, own socket: open + close (ms)', samples.own),
+    row(8, 'a run\'s proxy registration, shared socket (gateway runs): open + close (ms)', samples.shared, { of: { name: 'own socket', samples: samples.own } }),
+  ];
 }
 
 const figure = { id: 8, title: 'Egress proxy: a request through the proxy against the same request direct, per data path; what egress costs a run', run };

@@ -173,6 +173,7 @@ export class Gateway {
         // A detached background run outlives this process: its supervisor takes the run's egress
         // endpoint over (exec/background/detached.ts) and serves it with a proxy of its own.
         egress: () => this.#getEgress(),
+        handsOver: (mode) => mode === 'background' && this.#backgroundLauncher === 'detached',
         remembered: this.#masks,
         onNormalized: (normalized) => records.requested(normalized),
       }, request, runId);

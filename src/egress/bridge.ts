@@ -1,29 +1,46 @@
 /*
- * How a sandboxed run reaches the proxy. The run has its own network namespace with nothing but
- * loopback, so it cannot reach any host port; the run's directory (holding the proxy's Unix
- * socket, the CA bundle and the Node preload) is bound into the sandbox instead, and a small
- * bridge inside listens on 127.0.0.1:PORT and carries each TCP connection to that socket. Tools
- * find it through the usual proxy variables, which the bridge sets once it knows its port (an
- * ephemeral one by default), with the run's proxy credentials in them (`http://USER:PASS@...`):
- * the runs of a gateway share one loopback, and the credentials are what tells the proxy that a
- * connection to this bridge really comes from this run.
+ * How a sandboxed run reaches the proxy. The run's network namespace has nothing but loopback, so
+ * it cannot reach any host port; a small bridge inside the namespace listens on 127.0.0.1:PORT
+ * and carries each TCP connection to the proxy's Unix socket on the host side. Tools find it
+ * through the usual proxy variables, which carry the run's proxy credentials
+ * (`http://USER:PASS@127.0.0.1:PORT`): the credentials, not the port, tell the proxy which run a
+ * connection belongs to, and so which rules, bound secrets and sentinels apply to it.
  *
- * The bridge is a Node script (the gateway's own `node`, so nothing extra must be installed; the
- * sandbox-runtime peer uses socat for the same job) that starts listening *before* it spawns the
- * command, so the first connection of the command cannot race the bridge. It passes signals on and
- * exits the way the command did. In a PID namespace it dies with the sandbox like everything else.
+ * Two ways to have a bridge:
+ *  - shared (the usual case): the runs of a gateway share one network namespace (sandbox/
+ *    network.ts), and one bridge per namespace serves them all. It is started once, on the first
+ *    proxied run, inside the namespace (nsenter, then bubblewrap: its own PID namespace, no
+ *    capabilities, nothing writable), listens on a port the kernel picks and that stays its port
+ *    for its life, and is started again (on a new port) if it died. It dies with the gateway:
+ *    bubblewrap's parent-death signal, the end of its stdin pipe, and the watchdog's cookie sweep
+ *    all end it. A run then costs no process of its own for its network: the variables are set
+ *    in its environment before it starts.
+ *  - per run (a run with a network namespace of its own, where joining the shared one is not
+ *    possible): the old way, a bridge that starts listening *before* it spawns the command (so
+ *    the command's first connection cannot race it), passes signals on and exits the way the
+ *    command did. In a PID namespace it dies with the sandbox like everything else.
  *
- * Node's built-in fetch ignores proxy variables before Node 24, so Node children get a `--require`
- * preload that installs undici's EnvHttpProxyAgent (it reads the same variables).
+ * Both are Node scripts run by the gateway's own `node`, so nothing extra must be installed (the
+ * sandbox-runtime peer uses socat for the same job). Node's built-in fetch ignores proxy
+ * variables before Node 24, so Node children get a `--require` preload that installs undici's
+ * EnvHttpProxyAgent (it reads the same variables).
  */
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { ExecgateError } from '../errors';
+import { getDescriptorCloser } from '../exec/inherited-fds';
 import type { EgressRun } from './proxy';
 
-/** Where the run's directory appears inside the sandbox (on the sandbox's private /tmp). */
+/** Where the proxy's public files (Node preload, CA bundle) appear inside the sandbox (on its private /tmp). */
 export const EGRESS_MOUNT = '/tmp/.execgate-egress';
-/** 0: an ephemeral port per run, so that runs sharing a network namespace never collide. */
+/** Where a run with a bridge of its own finds the proxy's socket. */
+export const SOCKET_MOUNT = '/tmp/.execgate-egress.sock';
+/** 0: an ephemeral port, so that bridges sharing a network namespace never collide. */
 export const DEFAULT_BRIDGE_PORT = 0;
 
-const BRIDGE_SOURCE = `'use strict';
+const START_TIMEOUT_MS = 10_000;
+
+const RUN_BRIDGE_SOURCE = `'use strict';
 const net = require('net'), cp = require('child_process');
 const [socketPath, port, ...argv] = process.argv.slice(1);
 const fail = (code, message) => { process.stderr.write('execgate egress bridge: ' + message + '\\n'); process.exit(code); };
@@ -51,33 +68,171 @@ server.listen(Number(port), '127.0.0.1', () => {
 });
 `;
 
+/*
+ * The shared bridge: says its port on stdout once listening, and exits when its stdin closes (the
+ * gateway is gone, however it died). `execgate-shared-egress-bridge` names it in `ps`.
+ */
+const SHARED_BRIDGE_SOURCE = `'use strict'; /* execgate-shared-egress-bridge */
+const net = require('net');
+const socketPath = process.argv[1];
+const server = net.createServer((c) => {
+  const u = net.connect(socketPath);
+  c.on('error', () => u.destroy()); u.on('error', () => c.destroy());
+  c.pipe(u); u.pipe(c);
+});
+server.on('error', (e) => { process.stderr.write('execgate egress bridge: ' + e.message + '\\n'); process.exit(125); });
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+process.stdin.on('end', () => process.exit(0)); process.stdin.on('error', () => process.exit(0)); process.stdin.resume();
+`;
+
 export interface SandboxEgress {
-  /** bubblewrap arguments: the run's directory bound in. Append after the /tmp tmpfs. The private network namespace is the sandbox's. */
+  /** bubblewrap arguments: the proxy's files (and, for a bridge of its own, its socket) bound in. Append after the /tmp tmpfs. */
   readonly bwrapArgs: readonly string[];
-  /** Variables for the child (proxy, CA trust, Node preload). */
+  /** Variables for the child (proxy, CA trust); with a bridge of its own the bridge sets the proxy ones. */
   readonly env: Readonly<Record<string, string>>;
-  /** The command line to run inside the sandbox in place of `argv` (the bridge, which spawns `argv`). */
+  /** To add to the child's NODE_OPTIONS (the fetch preload). */
+  readonly nodeOptions: string;
+  /** The command line to run inside the sandbox in place of `argv` (the run's own bridge, which spawns `argv`; `argv` itself with the shared bridge). */
   wrap(argv: readonly string[]): string[];
 }
 
-export function getSandboxEgress(run: EgressRun, options: { port?: number; nodePath?: string } = {}): SandboxEgress {
-  const port = options.port ?? DEFAULT_BRIDGE_PORT;
+export function getSandboxEgress(run: EgressRun, options: { port?: number; nodePath?: string; sharedPort?: number } = {}): SandboxEgress {
   const nodePath = options.nodePath ?? process.execPath;
-  // HTTP(S)_PROXY / ALL_PROXY are set by the bridge (it alone knows the port it got).
-  const env: Record<string, string> = {
-    ...(run.credentials ? { EXECGATE_EGRESS_AUTH: `${encodeURIComponent(run.credentials.username)}:${encodeURIComponent(run.credentials.password)}` } : {}),
-    NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1',
-    EXECGATE_EGRESS_NODE_OPTIONS: `--require ${EGRESS_MOUNT}/node-preload.cjs`,
-  };
+  const nodeOptions = `--require ${EGRESS_MOUNT}/node-preload.cjs`;
+  const auth = run.credentials ? `${encodeURIComponent(run.credentials.username)}:${encodeURIComponent(run.credentials.password)}` : undefined;
+  const env: Record<string, string> = { NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1' };
   if (run.caBundlePath) {
     const bundle = `${EGRESS_MOUNT}/ca.pem`;
     for (const name of ['SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO']) env[name] = bundle;
   }
+  // Read-only: connect(2) on a socket still works, while the CA bundle and the Node preload
+  // (shared by every run of the gateway) cannot be rewritten from inside.
+  const files = ['--ro-bind', run.dir, EGRESS_MOUNT];
+  if (options.sharedPort !== undefined) {
+    const at = `${auth ? `${auth}@` : ''}127.0.0.1:${options.sharedPort}`;
+    for (const name of ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy']) env[name] = `http://${at}`;
+    for (const name of ['ALL_PROXY', 'all_proxy']) env[name] = `socks5h://${at}`;
+    return Object.freeze({ bwrapArgs: Object.freeze(files), env: Object.freeze(env), nodeOptions, wrap: (argv: readonly string[]) => [...argv] });
+  }
+  // The run's own bridge sets HTTP(S)_PROXY / ALL_PROXY (it alone knows the port it got).
+  if (auth) env.EXECGATE_EGRESS_AUTH = auth;
+  env.EXECGATE_EGRESS_NODE_OPTIONS = nodeOptions;
+  const port = options.port ?? DEFAULT_BRIDGE_PORT;
   return Object.freeze({
-    // Read-only: connect(2) on the socket still works, while the CA bundle and the Node preload
-    // (hard links shared by every run of the gateway) cannot be rewritten from inside.
-    bwrapArgs: Object.freeze(['--ro-bind', run.dir, EGRESS_MOUNT]),
+    bwrapArgs: Object.freeze([...files, '--ro-bind', run.socketPath, SOCKET_MOUNT]),
     env: Object.freeze(env),
-    wrap: (argv: readonly string[]) => [nodePath, '-e', BRIDGE_SOURCE, '--', `${EGRESS_MOUNT}/egress.sock`, String(port), ...argv],
+    nodeOptions: '',
+    wrap: (argv: readonly string[]) => [nodePath, '-e', RUN_BRIDGE_SOURCE, '--', SOCKET_MOUNT, String(port), ...argv],
   });
+}
+
+/** Starts a program inside the shared network namespace, ended with it (sandbox/network.ts). */
+export interface NamespaceLauncher {
+  /** The namespace's identity (`net:[N]`), starting its holder if needed; undefined = no shared namespace. */
+  current(): Promise<string | undefined>;
+  /** Spawn `argv` (bubblewrap's arguments, then `--` and the program) inside namespace `namespace`; stdio: pipe, pipe, ignore. */
+  spawnInside(namespace: string, args: readonly string[]): ChildProcess | undefined;
+}
+
+/**
+ * One bridge per shared network namespace. `port()` is called once per proxied run: with the
+ * bridge alive in the current namespace it is a check of its process state, nothing more.
+ */
+export class SharedBridge {
+  readonly #launcher: NamespaceLauncher;
+  readonly #socketPath: string;
+  readonly #nodePath: string;
+  #child: ChildProcess | undefined;
+  #port = 0;
+  #namespace = '';
+  #starting: Promise<number> | undefined;
+
+  constructor(launcher: NamespaceLauncher, socketPath: string, nodePath = process.execPath) {
+    this.#launcher = launcher;
+    this.#socketPath = socketPath;
+    this.#nodePath = nodePath;
+  }
+
+  get socketPath(): string {
+    return this.#socketPath;
+  }
+
+  /** The bridge's pid (host view), when one is running. */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  /** The loopback port the bridge listens on in the current shared namespace, (re)starting it if needed. */
+  async port(): Promise<number> {
+    const namespace = await this.#launcher.current();
+    if (namespace === undefined) throw failed('the shared network namespace is gone');
+    if (this.#child && this.#namespace === namespace && isRunning(this.#child)) return this.#port;
+    this.#starting ??= this.#start(namespace).finally(() => { this.#starting = undefined; });
+    return this.#starting;
+  }
+
+  async #start(namespace: string): Promise<number> {
+    this.stop();
+    const child = this.#launcher.spawnInside(namespace, [
+      '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
+      // Lives as long as the gateway: nothing the gateway holds just now may stay open in it.
+      '--', ...getDescriptorCloser(), this.#nodePath, '-e', SHARED_BRIDGE_SOURCE, this.#socketPath,
+    ]);
+    if (!child) throw failed('the shared network namespace is gone');
+    const port = await new Promise<number>((resolve, reject) => {
+      let text = '';
+      const done = (error?: Error): void => {
+        clearTimeout(timer);
+        child.stdout?.removeAllListeners('data');
+        child.removeListener('exit', onExit);
+        const port = Number(text.trim());
+        if (!error && Number.isInteger(port) && port > 0) resolve(port);
+        else reject(failed(error?.message ?? `it said ${JSON.stringify(text.slice(0, 80))} instead of a port`));
+      };
+      const onExit = (code: number | null, signal: string | null): void => done(new Error(`it exited (${signal ?? `code ${code}`}) before listening`));
+      const timer = setTimeout(() => done(new Error(`it did not listen within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+      child.once('exit', onExit);
+      child.once('error', (error) => done(error));
+      child.stdout?.setEncoding('utf8');
+      child.stdout?.on('data', (chunk: string) => {
+        text += chunk;
+        if (text.includes('\n')) done();
+      });
+    }).catch((error: unknown) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      throw error;
+    });
+    child.stdout?.destroy();
+    child.unref();
+    this.#child = child;
+    this.#port = port;
+    this.#namespace = namespace;
+    return port;
+  }
+
+  /** End the bridge (the gateway closes, or it is replaced). */
+  stop(): void {
+    const child = this.#child;
+    this.#child = undefined;
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+}
+
+function failed(why: string): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not start the gateway's egress bridge: ${why}. Nothing was run.`, {});
+}
+
+/*
+ * Node learns of a child's death only on a later turn of the event loop; a bridge killed just now
+ * is already a zombie in /proc, and a run must not be handed its port.
+ */
+function isRunning(child: ChildProcess): boolean {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return false;
+  try {
+    const stat = readFileSync(`/proc/${child.pid}/stat`, 'latin1');
+    const state = stat[stat.lastIndexOf(')') + 2];
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
 }

@@ -12,6 +12,6 @@ export { createSentinel } from './sentinel';
 export { getAddressRefusal, resolveAllowed, systemResolver, type Resolver } from './address';
 export { createEgressCa, type EgressCa } from './ca';
 export { EgressProxy, type EgressDecision, type EgressProxyOptions, type EgressRun, type EgressRunOptions } from './proxy';
-export { getSandboxEgress, EGRESS_MOUNT, DEFAULT_BRIDGE_PORT, type SandboxEgress } from './bridge';
+export { getSandboxEgress, SharedBridge, EGRESS_MOUNT, SOCKET_MOUNT, DEFAULT_BRIDGE_PORT, type SandboxEgress, type NamespaceLauncher } from './bridge';
 export { EGRESS_AUDIT_EVENT, getEgressAuditFields } from './audit';
-export { openRunEgress, type RunEgress } from './run';
+export { openRunEgress, getSharedBridge, type RunEgress } from './run';

@@ -1,8 +1,9 @@
 /*
  * The gateway-side egress proxy. A sandboxed run has no network but loopback; the only way out is
- * the run's own Unix socket, which the proxy listens on and which is bound into the sandbox. The
- * socket a connection arrives on says which run it belongs to (no credentials in a proxy URL for
- * the command to copy or forge).
+ * a Unix socket the proxy listens on, reached through a bridge on the run's loopback (bridge.ts).
+ * Two kinds of socket: the gateway's one shared socket, where a connection belongs to whichever
+ * run's credentials it presents (runs opened with `shared: true`), or a socket of the run's own,
+ * where the socket itself says which run a connection belongs to.
  *
  * One socket speaks three protocols, told apart by the first byte: SOCKS5 (0x05) for any TCP, and
  * HTTP for CONNECT tunnels and plain-HTTP proxy requests.
@@ -86,6 +87,12 @@ export interface EgressRunOptions {
   readonly injections?: readonly Injection[];
   /** When given, required on every connection of the run (see above). */
   readonly credentials?: ProxyCredentials;
+  /**
+   * Reached through the gateway's shared socket (`sharedSocketPath`) rather than a socket of its
+   * own: `credentials` are then required, and they are what the proxy knows the run by. After
+   * close() they are refused.
+   */
+  readonly shared?: boolean;
 }
 
 export interface ProxyCredentials {
@@ -95,8 +102,12 @@ export interface ProxyCredentials {
 
 export interface EgressRun {
   readonly runId: string;
-  /** The run's private directory: egress.sock, ca.pem (with interception), node-preload.cjs. */
+  /**
+   * What the sandbox binds in read-only: node-preload.cjs and ca.pem (with interception), and the
+   * run's own egress.sock. A shared run gets the gateway's public directory (the same files).
+   */
   readonly dir: string;
+  /** The Unix socket the run's bridge connects to (the gateway's shared one for a shared run). */
   readonly socketPath: string;
   /** System CAs + the gateway CA; present when the run has injected secrets. */
   readonly caBundlePath: string | undefined;
@@ -132,11 +143,17 @@ const HOP_BY_HOP = new Set([
 export class EgressProxy {
   readonly #options: EgressProxyOptions;
   readonly #dir: string;
-  readonly #runs = new Map<string, { server: NetServer; context: RunContext; dir: string }>();
+  readonly #runs = new Map<string, { server?: NetServer; context: RunContext; dir?: string }>();
   /** Directories of runs handed to another process (kept by close()). */
   readonly #handedOff = new Set<string>();
   /** Directories of runs adopted from another process (removed with the run). */
   readonly #adopted = new Set<string>();
+  /** Shared runs by their proxy username. */
+  readonly #byUser = new Map<string, RunContext>();
+  #shared: Promise<string> | undefined;
+  #sharedServer: NetServer | undefined;
+  /** Every connection on the shared socket, a run's or not yet anyone's: ended by close(). */
+  readonly #sharedSockets = new Set<Socket>();
   #ca: EgressCa | undefined;
   #caBundlePath: string | undefined;
   #closed = false;
@@ -155,6 +172,7 @@ export class EgressProxy {
   /** Open the run's socket; everything the run sends out goes through it until close(). */
   async openRun(options: EgressRunOptions): Promise<EgressRun> {
     if (this.#closed) throw new ExecgateError('EXECGATE_ERR_GATEWAY_CLOSED', 'The egress proxy was closed; it opens no new runs.');
+    if (options.shared) return this.#openSharedRun(options);
     const dir = join(this.#dir, `run-${randomBytes(6).toString('hex')}`);
     const injections = options.injections ?? [];
     let caBundlePath: string | undefined;
@@ -184,7 +202,7 @@ export class EgressProxy {
     this.#runs.delete(runId);
     this.#handedOff.add(dir);
     // Closing the listener removes the socket file; the adopting process listens on the same path.
-    entry.server.close();
+    entry.server?.close();
     for (const socket of entry.context.sockets) socket.destroy();
     return { dir, options: entry.context.options };
   }
@@ -242,6 +260,62 @@ export class EgressProxy {
     });
   }
 
+  /**
+   * The gateway's shared socket, listening from the first call on: every connection must present
+   * the credentials of a shared run that is still open.
+   */
+  sharedSocketPath(): Promise<string> {
+    this.#shared ??= new Promise<string>((resolve, reject) => {
+      const path = join(this.#dir, 'egress.sock');
+      const server = createNetServer((socket) => {
+        this.#sharedSockets.add(socket);
+        socket.once('close', () => this.#sharedSockets.delete(socket));
+        this.#accept(socket, undefined);
+      });
+      // Between runs nothing waits on it: it must not keep the gateway's process alive.
+      server.unref();
+      server.once('error', (error) => {
+        this.#shared = undefined;
+        reject(new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not listen on the egress socket: ${error.message}.`, {}, { cause: error }));
+      });
+      server.listen(path, () => {
+        this.#sharedServer = server;
+        resolve(path);
+      });
+    });
+    return this.#shared;
+  }
+
+  async #openSharedRun(options: EgressRunOptions): Promise<EgressRun> {
+    const credentials = options.credentials;
+    if (!credentials) throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Run ${options.runId} has no proxy credentials; a shared run needs them.`, { runId: options.runId });
+    const injections = options.injections ?? [];
+    const socketPath = await this.sharedSocketPath();
+    try {
+      this.#getPreloadPath();
+      if (injections.length > 0) this.#getCaBundlePath();
+    } catch (error) {
+      if (error instanceof ExecgateError) throw error;
+      throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not prepare the egress files for run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
+    }
+    const redactor = new Redactor();
+    for (const injection of injections) redactor.add(injection.value, injection.ref);
+    const context: RunContext = { options, redactor, sockets: new Set() };
+    this.#runs.set(options.runId, { context });
+    this.#byUser.set(credentials.username, context);
+    return Object.freeze({
+      runId: options.runId,
+      dir: this.#publicDir(),
+      socketPath,
+      caBundlePath: injections.length > 0 ? join(this.#publicDir(), 'ca.pem') : undefined,
+      credentials,
+      close: () => this.#closeRun(options.runId, undefined),
+      handOff: () => {
+        throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Run ${options.runId} uses the gateway's shared egress socket; only a run with a socket of its own can be handed to another process.`, { runId: options.runId });
+      },
+    });
+  }
+
   /** The CA certificate (PEM) the sandbox trusts, creating the CA if needed. */
   getCaCertificate(): string {
     this.#ca ??= createEgressCa();
@@ -250,7 +324,10 @@ export class EgressProxy {
 
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#runs.entries()].map(([runId, entry]) => this.#closeRun(runId, this.#adopted.has(entry.dir) ? entry.dir : undefined)));
+    await Promise.all([...this.#runs.entries()].map(([runId, entry]) => this.#closeRun(runId, entry.dir !== undefined && this.#adopted.has(entry.dir) ? entry.dir : undefined)));
+    const shared = this.#sharedServer;
+    for (const socket of this.#sharedSockets) socket.destroy();
+    if (shared) await new Promise<void>((resolve) => shared.close(() => resolve()));
     if (this.#handedOff.size === 0) {
       rmSync(this.#dir, { recursive: true, force: true });
       return;
@@ -266,11 +343,22 @@ export class EgressProxy {
     }
   }
 
+  #public: string | undefined;
+  /** Files every run may read (bound in read-only): the Node preload, the CA bundle. */
+  #publicDir(): string {
+    if (!this.#public) {
+      const dir = join(this.#dir, 'public');
+      mkdirSync(dir, { recursive: true, mode: 0o755 });
+      this.#public = dir;
+    }
+    return this.#public;
+  }
+
   #preloadPath: string | undefined;
   // Node's fetch ignores proxy variables before Node 24: a preload installs undici's proxy agent.
   #getPreloadPath(): string {
     if (!this.#preloadPath) {
-      const path = join(this.#dir, 'node-preload.cjs');
+      const path = join(this.#publicDir(), 'node-preload.cjs');
       const undici = require.resolve('undici');
       writeFileSync(path, [
         '// execgate egress: send fetch() through the proxy named by HTTP(S)_PROXY / NO_PROXY.',
@@ -285,7 +373,7 @@ export class EgressProxy {
   #getCaBundlePath(): string {
     if (!this.#caBundlePath) {
       this.#ca ??= createEgressCa();
-      const path = join(this.#dir, 'ca-bundle.pem');
+      const path = join(this.#publicDir(), 'ca.pem');
       try {
         writeFileSync(path, this.#ca.getTrustBundle(), { mode: 0o644 });
       } catch (error) {
@@ -300,8 +388,11 @@ export class EgressProxy {
     const entry = this.#runs.get(runId);
     if (!entry) return;
     this.#runs.delete(runId);
+    const username = entry.context.options.credentials?.username;
+    if (username !== undefined && this.#byUser.get(username) === entry.context) this.#byUser.delete(username);
     for (const socket of entry.context.sockets) socket.destroy();
-    await new Promise<void>((resolve) => entry.server.close(() => resolve()));
+    const server = entry.server;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
     if (dir) rmSync(dir, { recursive: true, force: true });
     if (dir && this.#adopted.delete(dir)) {
       // The handing process's runtime directory goes once its last handed-over run is gone.
@@ -313,19 +404,23 @@ export class EgressProxy {
     }
   }
 
-  #accept(socket: Socket, context: RunContext): void {
-    context.sockets.add(socket);
-    socket.once('close', () => context.sockets.delete(socket));
+  /** `context`: the run whose own socket this is; undefined on the shared socket (the credentials say). */
+  #accept(socket: Socket, context: RunContext | undefined): void {
+    if (context) track(context, socket);
     socket.on('error', () => socket.destroy());
     socket.once('readable', () => {
       const first = socket.read(1) as Buffer | null;
       if (!first) return void socket.destroy();
       socket.unshift(first);
       if (first[0] === 0x05) {
-        const credentials = context.options.credentials;
-        void handleSocks(socket, (host, port) => this.#decide(context, 'socks', host, port), (decision) => this.#record(decision), (address, port) => this.#dialTarget(address, port), (socket) => this.#limitConnect(socket),
-          credentials ? (username, password) => safeEqual(username, credentials.username) && safeEqual(password, credentials.password) : undefined,
-          () => this.#record({ runId: context.options.runId, via: 'socks', host: '', port: 0, allowed: false, rule: 'proxy-auth' }));
+        let run = context;
+        const credentials = context?.options.credentials;
+        const authenticate = context
+          ? (credentials ? (username: string, password: string) => safeEqual(username, credentials.username) && safeEqual(password, credentials.password) : undefined)
+          : (username: string, password: string) => (run = this.#findRun(username, password, socket)) !== undefined;
+        void handleSocks(socket, (host, port) => this.#decide(run!, 'socks', host, port), (decision) => this.#record(decision), (address, port) => this.#dialTarget(address, port), (socket) => this.#limitConnect(socket),
+          authenticate,
+          () => this.#record({ runId: context?.options.runId ?? '', via: 'socks', host: '', port: 0, allowed: false, rule: 'proxy-auth' }));
       } else {
         this.#getHttpServer(context).emit('connection', socket);
       }
@@ -333,15 +428,33 @@ export class EgressProxy {
   }
 
   #httpServers = new WeakMap<RunContext, HttpServer>();
-  #getHttpServer(context: RunContext): HttpServer {
-    let server = this.#httpServers.get(context);
+  #sharedHttpServer: HttpServer | undefined;
+  #getHttpServer(context: RunContext | undefined): HttpServer {
+    let server = context ? this.#httpServers.get(context) : this.#sharedHttpServer;
     if (!server) {
       server = createHttpServer({ highWaterMark: STREAM_HIGH_WATER_MARK });
       server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.#onPlainRequest(context, req, res));
       server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => void this.#onConnect(context, req, socket, head));
-      this.#httpServers.set(context, server);
+      if (context) this.#httpServers.set(context, server);
+      else this.#sharedHttpServer = server;
     }
     return server;
+  }
+
+  /** The open shared run these credentials belong to; the connection is then ended with it. */
+  #findRun(username: string, password: string, socket: Duplex): RunContext | undefined {
+    const run = this.#byUser.get(username);
+    const expected = run?.options.credentials;
+    if (!run || !expected || !safeEqual(password, expected.password)) return undefined;
+    track(run, socket);
+    return run;
+  }
+
+  /** The run a request belongs to: its own socket's run if it presents that run's credentials, or on the shared socket the run whose credentials it presents. */
+  #authorize(context: RunContext | undefined, req: IncomingMessage): RunContext | undefined {
+    if (context) return isAuthorized(context, req) ? context : undefined;
+    const given = getBasicCredentials(req);
+    return given ? this.#findRun(given.username, given.password, req.socket) : undefined;
   }
 
   /** Policy + resolved-address check; returns where to dial, or the refusal. */
@@ -383,10 +496,11 @@ export class EgressProxy {
     return this.#options.dial ? this.#options.dial(address, port) : { host: address, port };
   }
 
-  async #onConnect(context: RunContext, req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+  async #onConnect(own: RunContext | undefined, req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     client.on('error', () => client.destroy());
-    if (!isAuthorized(context, req)) {
-      this.#record({ runId: context.options.runId, via: 'connect', host: req.url ?? '', port: 0, allowed: false, rule: 'proxy-auth' });
+    const context = this.#authorize(own, req);
+    if (!context) {
+      this.#record({ runId: own?.options.runId ?? '', via: 'connect', host: req.url ?? '', port: 0, allowed: false, rule: 'proxy-auth' });
       client.end(`HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="execgate"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
       return;
     }
@@ -446,9 +560,10 @@ export class EgressProxy {
     server.emit('connection', tls);
   }
 
-  async #onPlainRequest(context: RunContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (!isAuthorized(context, req)) {
-      this.#record({ runId: context.options.runId, via: 'http', host: '', port: 0, allowed: false, rule: 'proxy-auth', method: req.method });
+  async #onPlainRequest(own: RunContext | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const context = this.#authorize(own, req);
+    if (!context) {
+      this.#record({ runId: own?.options.runId ?? '', via: 'http', host: '', port: 0, allowed: false, rule: 'proxy-auth', method: req.method });
       res.writeHead(407, { 'proxy-authenticate': 'Basic realm="execgate"', 'content-type': 'text/plain', connection: 'close' });
       res.end('execgate egress proxy: this run\'s proxy credentials are required (they are in its HTTP_PROXY).\n');
       return;
@@ -565,12 +680,24 @@ export class EgressProxy {
 function isAuthorized(context: RunContext, req: IncomingMessage): boolean {
   const credentials = context.options.credentials;
   if (!credentials) return true;
+  const given = getBasicCredentials(req);
+  return given !== undefined && safeEqual(given.username, credentials.username) && safeEqual(given.password, credentials.password);
+}
+
+function getBasicCredentials(req: IncomingMessage): ProxyCredentials | undefined {
   const header = req.headers['proxy-authorization'];
   const basic = typeof header === 'string' ? /^\s*basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header) : null;
-  if (!basic) return false;
+  if (!basic) return undefined;
   const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
-  return colon >= 0 && safeEqual(decoded.slice(0, colon), credentials.username) && safeEqual(decoded.slice(colon + 1), credentials.password);
+  return colon >= 0 ? { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) } : undefined;
+}
+
+/** A connection of the run: ended when the run is closed (its credentials stop working). */
+function track(context: RunContext, socket: Duplex): void {
+  if (context.sockets.has(socket)) return;
+  context.sockets.add(socket);
+  socket.once('close', () => context.sockets.delete(socket));
 }
 
 function safeEqual(given: string, expected: string): boolean {

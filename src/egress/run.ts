@@ -1,12 +1,16 @@
 /*
  * The one call the sandboxed run makes for its network: after the plan's references are
- * resolved, open the run's proxy socket with the run's policy and bound secrets, and get back
- * what the sandbox builder needs (bubblewrap arguments, the child's proxy variables, the argv
- * wrapper) plus the sentinel each injected reference's variable holds instead of its value.
- * The caller closes `run` when the run has ended.
+ * resolved, register the run with the proxy (its policy, bound secrets and fresh proxy
+ * credentials), and get back what the sandbox builder needs (bubblewrap arguments, the child's
+ * proxy variables, the argv wrapper) plus the sentinel each injected reference's variable holds
+ * instead of its value. The caller closes `run` when the run has ended: its credentials are
+ * refused from then on.
+ *
+ * A run inside the gateway's shared network namespace uses the namespace's one bridge (started
+ * here on the first proxied run); a run with a network namespace of its own brings its own bridge.
  */
 import { randomBytes } from 'node:crypto';
-import { getSandboxEgress, type SandboxEgress } from './bridge';
+import { getSandboxEgress, SharedBridge, type NamespaceLauncher, type SandboxEgress } from './bridge';
 import { createInjections, type EgressCheck } from './plan';
 import type { EgressProxy, EgressRun } from './proxy';
 import type { NetworkPolicy } from './rules';
@@ -18,21 +22,46 @@ export interface RunEgress {
   readonly sentinels: ReadonlyMap<string, string>;
 }
 
+const bridges = new WeakMap<NamespaceLauncher, SharedBridge>();
+
+/** The shared namespace's bridge to `proxy`'s socket (one per namespace). */
+export async function getSharedBridge(launcher: NamespaceLauncher, proxy: EgressProxy): Promise<SharedBridge> {
+  const socketPath = await proxy.sharedSocketPath();
+  let bridge = bridges.get(launcher);
+  if (!bridge || bridge.socketPath !== socketPath) {
+    bridge?.stop();
+    bridge = new SharedBridge(launcher, socketPath);
+    bridges.set(launcher, bridge);
+  }
+  return bridge;
+}
+
 export async function openRunEgress(proxy: EgressProxy, options: {
   runId: string;
   network: NetworkPolicy;
   check: EgressCheck;
   /** Resolved values by reference (`secret:NAME`); only the injected ones are used. */
   values: ReadonlyMap<string, string>;
+  /** The shared network namespace the run joins; absent: the run has a namespace (and a bridge) of its own. */
+  shared?: NamespaceLauncher;
+  /** The port of a bridge of the run's own (tests); default: ephemeral. */
   port?: number;
+  /**
+   * A socket (and a bridge) of the run's own, not the shared one: for a run another process will
+   * serve (a detached background run's supervisor adopts the socket; proxy.ts handOff).
+   */
+  ownSocket?: boolean;
 }): Promise<RunEgress> {
   const injections = createInjections(options.check, options.values);
-  // Per-run proxy credentials: the gateway's runs share a loopback (see proxy.ts).
-  const credentials = { username: 'run', password: randomBytes(24).toString('base64url') };
-  const run = await proxy.openRun({ runId: options.runId, network: options.network, narrowing: options.check.narrowing, injections, credentials });
+  // Per-run proxy credentials: the gateway's runs share a loopback and a bridge, and these are
+  // what the proxy tells them apart by. The username is the lookup key, the password the proof.
+  const credentials = { username: `run-${randomBytes(9).toString('base64url')}`, password: randomBytes(24).toString('base64url') };
+  const bridge = options.shared && !options.ownSocket ? await getSharedBridge(options.shared, proxy) : undefined;
+  const sharedPort = await bridge?.port();
+  const run = await proxy.openRun({ runId: options.runId, network: options.network, narrowing: options.check.narrowing, injections, credentials, shared: !options.ownSocket });
   return Object.freeze({
     run,
-    sandbox: getSandboxEgress(run, { port: options.port }),
+    sandbox: getSandboxEgress(run, { port: options.port, sharedPort }),
     sentinels: new Map(injections.map((injection) => [injection.ref, injection.sentinel])),
   });
 }

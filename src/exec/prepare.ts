@@ -11,7 +11,6 @@
  * command it carries for display, logs and audit is the unresolved one.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { ExecgateError } from '../errors';
 import { checkEgress } from '../egress/plan';
 import type { EgressProxy, HandedOffRun } from '../egress/proxy';
@@ -31,6 +30,7 @@ import type { RefKind } from '../refs/types';
 import { planSandbox, type SandboxContext, type SandboxReport } from '../sandbox';
 import { getHome } from '../home';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
+import { getDescriptorCloser } from './inherited-fds';
 import { revealValues } from './resolve';
 import { RUN_ID_VARIABLE } from './terminate';
 
@@ -108,6 +108,11 @@ export interface PrepareContext {
    */
   readonly egress?: (mode: ExecMode) => EgressProxy | undefined;
   /**
+   * True when a run of this mode is handed to another process to hold (a detached background
+   * run's supervisor): its egress gets a socket of its own, which that process adopts.
+   */
+  readonly handsOver?: (mode: ExecMode) => boolean;
+  /**
    * Values earlier runs of this gateway resolved or passed through: every run masks them too,
    * and this run's values join them once its plan exists.
    */
@@ -162,12 +167,9 @@ export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value:
  * host that forked it holding files open) would reach the command and everything it starts,
  * sandbox or not: a hidden file stays readable through an open descriptor. Node opens its own
  * descriptors close-on-exec, so what arrives above 2 is exactly what was never meant for the
- * command: closed before the shell starts. (No redirection on the loop: `exec` inside
- * a redirected compound command would make that redirection permanent.)
+ * command: closed before the shell starts (inherited-fds.ts).
  */
-const HAS_BASH = existsSync('/bin/bash');
-
-export const CLOSE_FDS = 'for __execgate_fd in /proc/self/fd/*; do __execgate_fd=${__execgate_fd##*/}; [ "$__execgate_fd" -gt 2 ] && exec {__execgate_fd}>&-; done; unset __execgate_fd';
+export { CLOSE_FDS } from './inherited-fds';
 
 export function getShellFlags(shell: string): string[] {
   return /(^|\/)bash$/.test(shell) ? ['--norc', '--noprofile'] : [];
@@ -317,23 +319,27 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   if (proxied) {
     const values = new Map<string, string>();
     for (const { ref, index } of indexed) values.set(`${ref.kind}:${ref.id}`, injected[`${REF_ENV_PREFIX}${index}`]!);
-    egress = await openRunEgress(egressProxy!, { runId, network: policy.network, check: egressCheck, values });
+    egress = await openRunEgress(egressProxy!, { runId, network: policy.network, check: egressCheck, values, shared: sandboxed.shared, ownSocket: context.handsOver?.(request.mode) === true });
     for (const [ref, sentinel] of egress.sentinels) {
       const envName = envNames.get(ref);
       if (envName) injected[envName] = sentinel;
     }
   }
   const env: Record<string, string> = { ...sanitized.env, ...injected, ...egress?.sandbox.env, [RUN_ID_VARIABLE]: runId };
+  // Node's fetch goes through the proxy by a preload, added to whatever NODE_OPTIONS the run has.
+  const nodeOptions = egress?.sandbox.nodeOptions;
+  if (nodeOptions) env.NODE_OPTIONS = env.NODE_OPTIONS ? `${env.NODE_OPTIONS} ${nodeOptions}` : nodeOptions;
 
   // Sandboxed: bubblewrap (or nsenter, for the shared network) runs the shell.
   // Inherited descriptors are closed by a bash that then becomes the shell (one exec more), not
   // in the script itself: bash quotes the whole first line of a script with a syntax error, and
   // the caller's command must not arrive prefixed; and a shell other than bash cannot close fds
   // above 9. (No /bin/bash, as on a minimal system: SECURITY.md says inherited descriptors pass.)
-  const closer = HAS_BASH ? ['/bin/bash', '--norc', '--noprofile', '-c', `${CLOSE_FDS}; exec "$@"`, 'execgate'] : [];
+  // Only when this process holds one: otherwise there is nothing to close (inherited-fds.ts).
+  const closer = getDescriptorCloser();
   const inner = [...closer, request.shell, ...getShellFlags(request.shell), '-c', script];
-  // The run's directory is bound in after the sandbox's own mounts (before the final `--`), and
-  // the bridge runs the shell (see egress/bridge.ts).
+  // The proxy's files are bound in after the sandbox's own mounts (before the final `--`); a run
+  // with a bridge of its own has the bridge run the shell (see egress/bridge.ts).
   const argv = egress
     ? [...sandboxed.prefix.slice(0, -1), ...egress.sandbox.bwrapArgs, '--', ...egress.sandbox.wrap(inner)]
     : [...sandboxed.prefix, ...inner];

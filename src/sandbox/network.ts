@@ -13,12 +13,16 @@
  *
  * Joining needs CAP_SYS_ADMIN over the namespace: as root that is given; as another user the
  * holder's namespace belongs to the user namespace bubblewrap made for it, and nsenter enters
- * that first. Where joining is not possible (no nsenter, or entering is refused: tried once when
+ * that first (keeping the user's uid: --preserve-credentials). Where joining is not possible (no nsenter, or entering is refused: tried once when
  * the holder starts), runs fall back to a network namespace each.
+ *
+ * The gateway may also start its own long-lived processes inside the namespace (the egress
+ * bridge, egress/bridge.ts): listed with the watchdog like the holder, and ended by close().
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, readlinkSync } from 'node:fs';
+import { getDescriptorCloser } from '../exec/inherited-fds';
 
 const NSENTER_CANDIDATES = ['/usr/bin/nsenter', '/bin/nsenter', '/usr/sbin/nsenter'];
 const START_TIMEOUT_MS = 10_000;
@@ -57,6 +61,8 @@ export class SharedNetwork {
   #namespace = '';
   #starting: Promise<NetworkJoin | undefined> | undefined;
   #closed = false;
+  /** Processes started inside the namespace (spawnInside), ended with it. */
+  readonly #inside = new Set<ChildProcess>();
 
   constructor(helper: string, watch?: WatchHolder) {
     this.#helper = helper;
@@ -69,6 +75,39 @@ export class SharedNetwork {
     if (this.#holder && this.#isCurrent()) return Promise.resolve(this.#describe());
     this.#starting ??= this.#start().finally(() => { this.#starting = undefined; });
     return this.#starting;
+  }
+
+  /** The namespace's identity (`net:[N]`), starting the holder if needed; undefined = no shared namespace. */
+  async current(): Promise<string | undefined> {
+    return (await this.join())?.namespace;
+  }
+
+  /**
+   * Start `args` (the sandbox helper's arguments, then `--` and the program) inside the shared
+   * namespace, if it is still `namespace`; stdin and stdout are pipes. The process carries a
+   * cookie listed with the watchdog, so a gateway that dies does not leave it behind, and close()
+   * ends it. The caller ends it sooner with kill().
+   */
+  spawnInside(namespace: string, args: readonly string[]): ChildProcess | undefined {
+    if (this.#closed || !this.#holder || namespace !== this.#namespace || !this.#isCurrent()) return undefined;
+    const [program, ...prefix] = this.#describe().prefix;
+    const cookie = { name: 'EXECGATE_RUN_ID', value: `bridge_${randomBytes(8).toString('hex')}` };
+    const unwatch = this.#watch?.(cookie);
+    const child = spawn(program as string, [...prefix, ...args], {
+      stdio: ['pipe', 'pipe', 'ignore'],
+      env: { PATH: '/usr/bin:/bin', [cookie.name]: cookie.value },
+    });
+    this.#inside.add(child);
+    child.on('error', () => undefined);
+    child.stdin?.on('error', () => undefined);
+    child.once('exit', () => {
+      this.#inside.delete(child);
+      unwatch?.();
+    });
+    // The stdin pipe is never written: its end tells the process the gateway is gone. It must not
+    // keep the gateway's event loop alive.
+    (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    return child;
   }
 
   /** The holder is still the process whose namespace we recorded (pids are reused). */
@@ -93,9 +132,15 @@ export class SharedNetwork {
     // that dies (SIGKILL included) does not leave it behind holding an empty namespace.
     const cookie = { name: 'EXECGATE_RUN_ID', value: `net_${randomBytes(8).toString('hex')}` };
     this.#unwatch = this.#watch?.(cookie);
+    // No `--dev`: unprivileged, bubblewrap mounts devpts as uid 0 of a first user namespace and
+    // then moves the process into a second one, and the network namespace would belong to the
+    // first, which nsenter cannot reach from the second (EPERM). Without it there is one user
+    // namespace, owning the network namespace, and entering it gives the right to join.
+    // It lives as long as the gateway: a descriptor the gateway holds without close-on-exec just
+    // now (another run's terminal) must not stay open in it all that time.
     const holder = spawn(this.#helper, [
-      '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-net', '--unshare-pid', '--die-with-parent',
-      '--new-session', '--cap-drop', 'ALL', '--info-fd', '3', '--', '/bin/sh', '-c', 'exec sleep infinity',
+      '--ro-bind', '/', '/', '--unshare-net', '--unshare-pid', '--die-with-parent',
+      '--new-session', '--cap-drop', 'ALL', '--info-fd', '3', '--', ...getDescriptorCloser(), '/bin/sh', '-c', 'exec sleep infinity',
     ], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin', [cookie.name]: cookie.value } });
     holder.on('error', () => { /* reported by the info pipe closing */ });
     const info = await new Promise<string>((resolve) => {
@@ -158,6 +203,7 @@ export class SharedNetwork {
   /** End the holder; runs inside keep the namespace alive until they end. */
   close(): void {
     this.#closed = true;
+    for (const child of this.#inside) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     this.#stopHolder();
   }
 }

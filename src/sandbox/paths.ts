@@ -77,9 +77,13 @@ function expand(path: string, home: string): string {
   return path;
 }
 
+// realpath(3), one system call, where Node's own realpathSync lstat()s every component: a run
+// resolves a score of paths, most of which (the credential list) do not exist, and a missing one
+// is found by a stat that throws nothing (building the ENOENT error costs more than the calls).
 function real(path: string): string | undefined {
   try {
-    return realpathSync(path);
+    if (statSync(path, { throwIfNoEntry: false }) === undefined) return undefined;
+    return realpathSync.native(path);
   } catch {
     return undefined;
   }

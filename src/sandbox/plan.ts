@@ -61,6 +61,8 @@ export interface SandboxedCommand {
   readonly report: SandboxReport;
   /** Program and arguments that run before the shell (empty when unsandboxed). */
   readonly prefix: readonly string[];
+  /** The gateway's shared network namespace, when the run joins it. */
+  readonly shared?: SharedNetwork;
 }
 
 function unavailable(reason: string): ExecgateError {
@@ -95,8 +97,10 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
   });
   const exposed: string[] = [];
   let join;
+  let shared: SharedNetwork | undefined;
   if (settings.network === 'none') {
-    join = await input.context.network?.(platform.helper).join();
+    shared = input.context.network?.(platform.helper);
+    join = await shared?.join();
   } else if (view.abstractBus) {
     exposed.push('the D-Bus session bus is an abstract socket, reachable with the host network (sandbox.network: open in a policy built in code)');
   }
@@ -114,5 +118,5 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
     skipped: view.skipped,
     exposed: Object.freeze(exposed),
   };
-  return { report: Object.freeze(report), prefix: Object.freeze(prefix) };
+  return { report: Object.freeze(report), prefix: Object.freeze(prefix), ...(join && shared ? { shared } : {}) };
 }

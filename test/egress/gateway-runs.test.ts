@@ -13,6 +13,7 @@ import { baseEnv, makeTempDir } from '../helpers/tmp';
 import { makeNames, publicCa, startService, type TestService } from './helpers';
 
 const VALUE = 'ghp_R3alT0kenValue9xYzQ8wVu7tSr6qPo5nM4';
+const VALUE2 = 'ghp_0therT0kenValue1aBcD2eFgH3iJkL4mNo';
 const sandboxable = checkPlatform(undefined).ok;
 const maybe = sandboxable ? describe : describe.skip;
 
@@ -52,10 +53,11 @@ function makeGateway(name: string, network: string): { gateway: Gateway; dir: st
     'secrets:',
     '  bind:',
     '    - { ref: "secret:gh", hosts: [allowed.test], delivery: inject }',
+    '    - { ref: "secret:gh2", hosts: [allowed.test], delivery: inject }',
   ].join('\n'));
   const gateway = createGateway({
     home, env: baseEnv(), cwd: dir, policyFile: policy,
-    sources: [{ name: 'test', kinds: ['secret'], lookup: (_kind, id) => (id === 'gh' ? { found: true, value: VALUE } : { found: false }) }],
+    sources: [{ name: 'test', kinds: ['secret'], lookup: (_kind, id) => (id === 'gh' ? { found: true, value: VALUE } : id === 'gh2' ? { found: true, value: VALUE2 } : { found: false }) }],
     egress: { ...names, upstreamCa: [publicCa.certPem], runtimeDir: dir },
   });
   return { gateway, dir, home };
@@ -99,7 +101,7 @@ maybe('allowlist: gateway runs reach the bound host through the proxy, with the 
     expect(sentinel).not.toBe(VALUE);
     expect(sentinel).toHaveLength(VALUE.length);
     expect(readFileSync(join(dir, 'environ.bin'), 'latin1')).not.toContain(VALUE);
-    expect(env.get('HTTPS_PROXY')).toMatch(/^http:\/\/run:[^@]+@127\.0\.0\.1:\d+$/);
+    expect(env.get('HTTPS_PROXY')).toMatch(/^http:\/\/run-[^:@]+:[^@]+@127\.0\.0\.1:\d+$/);
     // The service echoed the header: the proxy redacted it before the command could read it.
     expect(result.stdout).toContain('"service":"allowed"');
     expect(result.stdout).not.toContain(VALUE);
@@ -137,48 +139,90 @@ maybe('allowlist: gateway runs reach the bound host through the proxy, with the 
     expect(ended.exitCode).toBe(0);
     expect(allowed.seen.map((s) => [s.url, s.headers.authorization])).toEqual([['/bg', `Bearer ${VALUE}`]]);
     expect(readFileSync(join(dir, 'bg-environ.bin'), 'latin1')).not.toContain(VALUE);
-    // The run has ended: its credentials and port lead nowhere now (nothing listens, the proxy forgot them).
+    // The run has ended: its credentials lead nowhere now (the proxy forgot them), through the
+    // gateway's bridge, which another run still reaches, by every protocol.
     const proxyUrl = readFileSync(join(dir, 'bg-proxy.txt'), 'utf8').trim();
-    const late = await gateway.exec({ command: `curl -sS --max-time 10 --proxy '${proxyUrl}' http://allowed.test/late; echo "rc=$?"`, cwd: dir });
-    expect(late.stdout).toMatch(/rc=[1-9]/);
-    expect(allowed.seen.map((s) => s.url)).not.toContain('/late');
+    const late = await gateway.exec({
+      command: [
+        `curl -sS -o /dev/null -w "http=%{http_code}\\n" --max-time 10 --proxy '${proxyUrl}' http://allowed.test/late`,
+        `curl -sS -o /dev/null -w "connect=%{http_connect}\\n" --max-time 10 --proxy '${proxyUrl}' https://allowed.test/late-tls`,
+        `curl -sS -o /dev/null --max-time 10 --proxy '${proxyUrl.replace('http://', 'socks5h://')}' http://allowed.test/late-socks; echo "socks=$?"`,
+      ].join('\n'),
+      cwd: dir,
+    });
+    expect(late.stdout).toContain('http=407');
+    expect(late.stdout).toContain('connect=407');
+    expect(late.stdout).toMatch(/socks=[1-9]/);
+    expect(allowed.seen.map((s) => s.url)).toEqual(['/bg']);
   });
 
-  test('run B cannot use run A\'s bridge: not without credentials, not with its own, not with A\'s sentinel', async () => {
+  test('one bridge serves the gateway\'s runs; credentials decide the run: none, or a known username with another password, are refused', async () => {
     const a = await gateway.exec({
-      command: 'echo "${HTTP_PROXY##*:}" > a-port; printf %s <<secret:gh>> > a-sentinel; for i in $(seq 400); do [ -e a-release ] && break; sleep 0.05; done',
+      command: 'echo "${HTTP_PROXY##*:}" > a-port; echo "${HTTP_PROXY#http://}" | cut -d: -f1 > a-user; printf %s <<secret:gh>> > a-sentinel; for i in $(seq 400); do [ -e a-release ] && break; sleep 0.05; done',
       cwd: dir,
       mode: 'background',
     });
     try {
       await waitForFile(join(dir, 'a-sentinel'));
-      await waitForFile(join(dir, 'a-port'));
+      await waitForFile(join(dir, 'a-user'));
       const b = await gateway.exec({
         command: [
-          'port=$(cat a-port); s=$(cat a-sentinel)',
-          // Plain HTTP through A's port: no credentials, then B's own credentials.
+          'port=$(cat a-port); user=$(cat a-user); s=$(cat a-sentinel); echo "same-port=$([ "$port" = "${HTTP_PROXY##*:}" ] && echo yes)"',
+          'mine="${HTTP_PROXY#http://}"; mine="${mine%%@*}"; pass="${mine#*:}"',
+          // No credentials: plain HTTP, CONNECT, SOCKS5.
           'curl -sS -o /dev/null -w "none=%{http_code}\\n" --max-time 10 --proxy "http://127.0.0.1:$port" -H "Authorization: Bearer $s" http://allowed.test/b1',
-          'curl -sS -o /dev/null -w "own=%{http_code}\\n" --max-time 10 --proxy "${HTTP_PROXY%:*}:$port" -H "Authorization: Bearer $s" http://allowed.test/b2',
-          // CONNECT and SOCKS5 through A's port with B's credentials.
-          'curl -sS -o /dev/null -w "connect=%{http_connect}\\n" --max-time 10 --proxy "${HTTP_PROXY%:*}:$port" -H "Authorization: Bearer $s" https://allowed.test/b3',
-          'curl -sS -o /dev/null --max-time 10 --proxy "${ALL_PROXY%:*}:$port" -H "Authorization: Bearer $s" http://allowed.test/b4; echo "socks=$?"',
-          // Through B's own bridge A's sentinel is just text: B has no injection for it.
-          'curl -sS -o /dev/null -w "self=%{http_code}\\n" --max-time 10 -H "Authorization: Bearer $s" http://allowed.test/b5',
+          'curl -sS -o /dev/null -w "none-connect=%{http_connect}\\n" --max-time 10 --proxy "http://127.0.0.1:$port" https://allowed.test/b2',
+          'curl -sS -o /dev/null --max-time 10 --proxy "socks5h://127.0.0.1:$port" http://allowed.test/b3; echo "none-socks=$?"',
+          // A\'s username (say it leaked) with B\'s password: every protocol.
+          'curl -sS -o /dev/null -w "borrowed=%{http_code}\\n" --max-time 10 --proxy "http://$user:$pass@127.0.0.1:$port" -H "Authorization: Bearer $s" http://allowed.test/b4',
+          'curl -sS -o /dev/null -w "borrowed-connect=%{http_connect}\\n" --max-time 10 --proxy "http://$user:$pass@127.0.0.1:$port" -H "Authorization: Bearer $s" https://allowed.test/b5',
+          'curl -sS -o /dev/null --max-time 10 --proxy "socks5h://$user:$pass@127.0.0.1:$port" -H "Authorization: Bearer $s" http://allowed.test/b6; echo "borrowed-socks=$?"',
+          // With B\'s own credentials A\'s sentinel is just text: B has no injection for it.
+          'curl -sS -o /dev/null -w "self=%{http_code}\\n" --max-time 10 -H "Authorization: Bearer $s" http://allowed.test/b7',
         ].join('\n'),
         cwd: dir,
       });
+      expect(b.stdout).toContain('same-port=yes');
       expect(b.stdout).toContain('none=407');
-      expect(b.stdout).toContain('own=407');
-      expect(b.stdout).toContain('connect=407');
-      expect(b.stdout).toMatch(/socks=[1-9]/);
+      expect(b.stdout).toContain('none-connect=407');
+      expect(b.stdout).toMatch(/none-socks=[1-9]/);
+      expect(b.stdout).toContain('borrowed=407');
+      expect(b.stdout).toContain('borrowed-connect=407');
+      expect(b.stdout).toMatch(/borrowed-socks=[1-9]/);
       expect(b.stdout).toContain('self=200');
       const sentinel = readFileSync(join(dir, 'a-sentinel'), 'utf8');
       expect(sentinel).toHaveLength(VALUE.length);
-      expect(allowed.seen.map((s) => [s.url, s.headers.authorization])).toEqual([['/b5', `Bearer ${sentinel}`]]);
+      expect(allowed.seen.map((s) => [s.url, s.headers.authorization])).toEqual([['/b7', `Bearer ${sentinel}`]]);
     } finally {
       writeFileSync(join(dir, 'a-release'), '');
       await gateway.background.wait(a.id, 30_000);
     }
+  });
+
+  test('two runs at once with different bound secrets: each request gets its own run\'s value, never the other\'s', async () => {
+    // A background run and a sync run overlap (each waits for the other\'s marker), both through the one bridge.
+    const a = await gateway.exec({
+      command: 'printf %s <<secret:gh>> > two-a; for i in $(seq 400); do [ -e two-b ] && break; sleep 0.05; done; curl -sS -o /dev/null -w "a=%{http_code}\\n" --max-time 20 -H "X-A: <<secret:gh>>" -H "X-Other: $(cat two-b)" https://allowed.test/two-a',
+      cwd: dir,
+      mode: 'background',
+    });
+    const b = await gateway.exec({
+      command: 'printf %s <<secret:gh2>> > two-b; for i in $(seq 400); do [ -e two-a ] && break; sleep 0.05; done; curl -sS -o /dev/null -w "b=%{http_code}\\n" --max-time 20 -H "X-B: <<secret:gh2>>" -H "X-Other: $(cat two-a)" https://allowed.test/two-b',
+      cwd: dir,
+    });
+    const ended = await gateway.background.wait(a.id, 30_000);
+    expect(ended.exitCode).toBe(0);
+    expect(b.stdout).toBe('b=200\n');
+    const sentinelA = readFileSync(join(dir, 'two-a'), 'utf8');
+    const sentinelB = readFileSync(join(dir, 'two-b'), 'utf8');
+    const seen = new Map(allowed.seen.map((s) => [s.url, s.headers]));
+    expect([...seen.keys()].sort()).toEqual(['/two-a', '/two-b']);
+    expect(seen.get('/two-a')!['x-a']).toBe(VALUE);
+    expect(seen.get('/two-a')!['x-other']).toBe(sentinelB);
+    expect(seen.get('/two-b')!['x-b']).toBe(VALUE2);
+    expect(seen.get('/two-b')!['x-other']).toBe(sentinelA);
+    expect([sentinelA, sentinelB]).not.toContain(VALUE);
+    expect([sentinelA, sentinelB]).not.toContain(VALUE2);
   });
 });
 

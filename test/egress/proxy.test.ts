@@ -183,3 +183,75 @@ test('a destination that accepts but never completes TLS gets a 502 after the co
     silent.close();
   }
 });
+
+describe('the shared socket: a connection belongs to the run whose credentials it presents', () => {
+  const auth = (username: string, password: string): string => `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+  const credsA = { username: 'run-sharedA', password: 'pw-A-0123456789abcdef' };
+  const credsB = { username: 'run-sharedB', password: 'pw-B-0123456789abcdef' };
+  let a: EgressRun;
+  let b: EgressRun;
+
+  beforeAll(async () => {
+    a = await proxy.openRun({
+      runId: 'shared-a', shared: true, credentials: credsA,
+      network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['allowed.test'] }),
+      injections: [{ ref: 'secret:api', value: VALUE, sentinel: SENTINEL, hosts: parseHostPatterns(['allowed.test'], 'hosts') }],
+    });
+    b = await proxy.openRun({ runId: 'shared-b', shared: true, credentials: credsB, network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['allowed.test'] }) });
+  });
+
+  test('both runs have the one socket; each request gets its own run\'s rules and injections', async () => {
+    expect(a.socketPath).toBe(b.socketPath);
+    expect(a.socketPath).toBe(await proxy.sharedSocketPath());
+    const viaA = await viaProxy(a, 'http://allowed.test/a', { headers: { 'proxy-authorization': auth(credsA.username, credsA.password), x: SENTINEL } });
+    const viaB = await viaProxy(b, 'http://allowed.test/b', { headers: { 'proxy-authorization': auth(credsB.username, credsB.password), x: SENTINEL } });
+    expect([viaA.status, viaB.status]).toEqual([200, 200]);
+    expect(allowed.seen.map((s) => [s.url, s.headers.x])).toEqual([['/a', VALUE], ['/b', SENTINEL]]);
+    expect(decisions.map((d) => [d.runId, d.injected])).toEqual([['shared-a', ['secret:api']], ['shared-b', []]]);
+  });
+
+  test('no credentials, an unknown user, or a known user with another run\'s password: 407, nothing sent', async () => {
+    for (const header of [undefined, auth('run-nobody', credsA.password), auth(credsA.username, credsB.password)]) {
+      const result = await viaProxy(a, 'http://allowed.test/x', { headers: header ? { 'proxy-authorization': header } : {} });
+      expect(result.status).toBe(407);
+    }
+    const connect = await rawExchange(a, Buffer.from(`CONNECT allowed.test:443 HTTP/1.1\r\nProxy-Authorization: ${auth(credsA.username, 'wrong')}\r\n\r\n`), 12);
+    expect(connect.toString()).toMatch(/^HTTP\/1\.1 407/);
+    const u = Buffer.from(credsA.username);
+    const p = Buffer.from('wrong');
+    const socks = await rawExchange(a, Buffer.from([0x05, 0x01, 0x02, 0x01, u.length, ...u, p.length, ...p]), 4);
+    expect([...socks.subarray(0, 4)]).toEqual([0x05, 0x02, 0x01, 0x01]);
+    expect(allowed.seen).toHaveLength(0);
+    expect(decisions.every((d) => d.allowed === false && d.rule === 'proxy-auth')).toBe(true);
+  });
+
+  test('closing a run revokes its credentials and ends its open tunnels; the other run goes on', async () => {
+    const run = await proxy.openRun({ runId: 'shared-c', shared: true, credentials: { username: 'run-sharedC', password: 'pw-C' }, network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['allowed.test'] }) });
+    const tunnel = connect(run.socketPath);
+    tunnel.write(`CONNECT allowed.test:80 HTTP/1.1\r\nProxy-Authorization: ${auth('run-sharedC', 'pw-C')}\r\n\r\n`);
+    const established = await new Promise<string>((resolve) => tunnel.once('data', (chunk: Buffer) => resolve(chunk.toString())));
+    expect(established).toMatch(/^HTTP\/1\.1 200/);
+    const ended = new Promise<void>((resolve) => tunnel.once('close', () => resolve()));
+    await run.close();
+    await ended;
+    const late = await viaProxy(run, 'http://allowed.test/late', { headers: { 'proxy-authorization': auth('run-sharedC', 'pw-C') } });
+    expect(late.status).toBe(407);
+    const still = await viaProxy(b, 'http://allowed.test/still', { headers: { 'proxy-authorization': auth(credsB.username, credsB.password) } });
+    expect(still.status).toBe(200);
+    expect(allowed.seen.map((s) => s.url)).toEqual(['/still']);
+  });
+
+  test('a shared run without credentials is refused (it could not be told apart)', async () => {
+    await expect(proxy.openRun({ runId: 'shared-d', shared: true, network: normalizeNetworkPolicy({ mode: 'open' }) })).rejects.toMatchObject({ code: 'EXECGATE_ERR_EGRESS_PROXY_FAILED' });
+  });
+});
+
+test('close() ends connections on the shared socket that never said which run they are for', async () => {
+  const own = new EgressProxy({ runtimeDir: tmp.dir });
+  const path = await own.sharedSocketPath();
+  const idle = connect(path);
+  await new Promise<void>((resolve) => idle.once('connect', () => resolve()));
+  const ended = new Promise<void>((resolve) => idle.once('close', () => resolve()));
+  await own.close();
+  await ended;
+});

@@ -119,12 +119,12 @@ describe('injection through real clients in a sandbox', () => {
   });
 
   test('the sandbox sees the CA certificate and the proxy socket, never the CA key', async () => {
-    const result = await runSandboxed(run, 'ls /tmp/.execgate-egress; grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE" >/dev/null && echo has-certs; grep -l PRIVATE /tmp/.execgate-egress/* || echo no-keys');
-    expect(result.stdout).toBe('ca.pem\negress.sock\nnode-preload.cjs\nhas-certs\nno-keys\n');
+    const result = await runSandboxed(run, 'ls /tmp/.execgate-egress; test -S /tmp/.execgate-egress.sock && echo socket; grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE" >/dev/null && echo has-certs; grep -l PRIVATE /tmp/.execgate-egress/* || echo no-keys');
+    expect(result.stdout).toBe('ca.pem\nnode-preload.cjs\nsocket\nhas-certs\nno-keys\n');
   });
 
   test('the shared CA bundle and Node preload cannot be rewritten from inside (read-only bind)', async () => {
-    const script = 'for f in ca.pem node-preload.cjs new-file; do (echo x >> /tmp/.execgate-egress/$f) 2>/dev/null && echo "wrote $f"; done; rm -f /tmp/.execgate-egress/egress.sock 2>/dev/null && echo removed; echo end';
+    const script = 'for f in ca.pem node-preload.cjs new-file; do (echo x >> /tmp/.execgate-egress/$f) 2>/dev/null && echo "wrote $f"; done; rm /tmp/.execgate-egress.sock 2>/dev/null && echo removed; echo end';
     const result = await runSandboxed(run, script);
     expect(result.stdout).toBe('end\n');
   });

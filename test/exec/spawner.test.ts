@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
@@ -127,6 +129,27 @@ describe('spawning from the helper process', () => {
     expect(child.error).toBeUndefined();
     expect(child.status).toBe(0);
     expect(child.stdout).toBe('ran\n');
+  });
+
+  test('a connection to the helper socket without the gateway\'s key is closed at once and takes no place: runs go on', async () => {
+    const spawner = new HelperSpawner();
+    try {
+      await spawner.start();
+      const socketPath = spawner.socketPath!;
+      // More than the connections the gateway keeps waiting for runs, each with a well-formed
+      // token (what the helper itself sends after the key).
+      const forged = Array.from({ length: 100 }, () => new Promise<void>((resolve, reject) => {
+        const socket = connect(socketPath);
+        socket.on('error', reject);
+        socket.once('close', () => resolve());
+        socket.write(randomBytes(32).toString('hex'));
+      }));
+      await Promise.all(forged);
+      const child = await spawner.spawn({ shell: '/bin/sh', args: ['-c', 'echo still spawning'], env: {}, cwd: tmp.dir, stdin: 'ignore' });
+      expect(await drain(child)).toEqual({ stdout: 'still spawning\n', stderr: '', code: 0 });
+    } finally {
+      await spawner.close();
+    }
   });
 
   test('a shell the helper cannot start is reported with its errno', async () => {

@@ -7,8 +7,12 @@
  * Output does not pass through the helper: the gateway listens on a UNIX socket in a private
  * directory (0700, so other users cannot connect), the helper keeps a few connections to it
  * open, gives them to each child as its stdio, and the gateway reads the child's output from
- * its ends of those connections. Each connection starts with a random token; the helper's
- * reply to a spawn request names the tokens of the run's streams.
+ * its ends of those connections. Each connection starts with the gateway's key for this helper
+ * (random, held in memory, handed to the helper in its program text on a pipe) and then a random
+ * token; the helper's reply to a spawn request names the tokens of the run's streams. A
+ * connection without the key (another process of the same user that found the socket) is closed
+ * at once and takes no place among the connections waiting for a run. Spawn requests never
+ * travel over the socket: they come over the IPC channel, which only the gateway holds.
  *
  * Containment does not change: the child is still its own process group and carries the run
  * cookie, and the gateway signals the group and sweeps /proc itself (same user). If the helper
@@ -17,6 +21,7 @@
  * new helper.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -27,6 +32,7 @@ import { HELPER_PROGRAM } from './program';
 import type { ProcessExit, SpawnedProcess, Spawner, SpawnRequest } from './types';
 
 const TOKEN_CHARS = 32;
+const KEY_CHARS = 32;
 /** A node process starts in well under a second; this bounds a helper that never answers. */
 const START_TIMEOUT_MS = 20_000;
 /** A connection that does not introduce itself within this time is dropped. */
@@ -47,6 +53,8 @@ interface Helper {
   readonly server: Server;
   readonly dir: string;
   readonly ready: Promise<void>;
+  /** What every connection from this helper starts with. */
+  readonly key: Buffer;
 }
 
 /** One accepted connection: idle until a run claims it. */
@@ -90,6 +98,11 @@ export class HelperSpawner implements Spawner {
   /** The helper's pid while one runs. */
   get pid(): number | undefined {
     return this.#helper?.child.pid;
+  }
+
+  /** The socket the helper's connections arrive on, while one runs (tests). */
+  get socketPath(): string | undefined {
+    return this.#helper ? join(this.#helper.dir, 's') : undefined;
   }
 
   /** Start the helper now rather than on the first spawn. */
@@ -144,7 +157,8 @@ export class HelperSpawner implements Spawner {
     const base = join(tmpdir(), 'execgate-spawn-XXXXXX', 's').length < 100 ? tmpdir() : '/tmp';
     const dir = mkdtempSync(join(base, 'execgate-spawn-'));
     const socketPath = join(dir, 's');
-    const server = createServer((socket) => this.#accept(socket));
+    const key = Buffer.from(randomBytes(KEY_CHARS / 2).toString('hex'), 'latin1');
+    const server = createServer((socket) => this.#accept(socket, key));
     server.unref();
     // The helper's only environment: where to connect. The command's environment comes per run.
     const child = spawn(process.execPath, ['-'], {
@@ -167,7 +181,7 @@ export class HelperSpawner implements Spawner {
       timer.unref();
       server.once('error', (error) => fail(helperFailed(`The spawn helper's socket could not be opened: ${error.message}`, error)));
       // Listening (bound) before the helper runs, so its first connections find the socket.
-      server.listen(socketPath, () => child.stdin?.end(HELPER_PROGRAM));
+      server.listen(socketPath, () => child.stdin?.end(`const HELPER_KEY = '${key.toString('latin1')}';\n${HELPER_PROGRAM}`));
       child.on('message', function onReady(message: HelperMessage) {
         if (message?.t !== 'ready') return;
         clearTimeout(timer);
@@ -178,7 +192,7 @@ export class HelperSpawner implements Spawner {
       child.once('exit', (code, signal) => fail(helperFailed(`The spawn helper exited (${signal ?? `code ${code}`}) before it was ready.`)));
     });
     ready.then(() => this.#idleChannel(helper), () => { /* each spawn awaits it */ });
-    helper = { child, server, dir, ready };
+    helper = { child, server, dir, ready, key };
     child.on('message', (message: HelperMessage) => this.#onMessage(message));
     const gone = (): void => this.#stop(helper, helperFailed('The spawn helper exited while the command ran; its end cannot be known, so the run was stopped.'));
     child.once('exit', gone);
@@ -233,7 +247,7 @@ export class HelperSpawner implements Spawner {
    * socket itself is not handed out: one that reaches its end with nothing buffered emits 'end'
    * at once, possibly before a run still waiting for its pid could listen.
    */
-  #accept(socket: Socket): void {
+  #accept(socket: Socket, key: Buffer): void {
     socket.on('error', () => { /* the run's stream reports what matters */ });
     socket.unref();
     const timer = setTimeout(() => socket.destroy(), TOKEN_TIMEOUT_MS);
@@ -253,14 +267,18 @@ export class HelperSpawner implements Spawner {
         return;
       }
       token = token.length === 0 ? chunk : Buffer.concat([token, chunk]);
-      if (token.length < TOKEN_CHARS) return;
+      if (token.length < KEY_CHARS + TOKEN_CHARS) return;
       clearTimeout(timer);
-      const name = token.toString('latin1', 0, TOKEN_CHARS);
+      if (!timingSafeEqual(token.subarray(0, KEY_CHARS), key)) {
+        socket.destroy();
+        return;
+      }
+      const name = token.toString('latin1', KEY_CHARS, KEY_CHARS + TOKEN_CHARS);
       if (this.#idle.has(name) || this.#idle.size >= MAX_IDLE) {
         socket.destroy();
         return;
       }
-      const rest = token.subarray(TOKEN_CHARS);
+      const rest = token.subarray(KEY_CHARS + TOKEN_CHARS);
       connection = { socket, pending: rest.length > 0 ? [rest] : [], pendingBytes: rest.length, ended: false, claimed: false };
       this.#idle.set(name, connection);
       for (const entry of this.#entries.values()) {

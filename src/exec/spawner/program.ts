@@ -3,7 +3,8 @@
  * needs to exist on disk next to the compiled file) and an IPC channel to the gateway.
  *
  * It keeps a few connections to the gateway's private socket open ahead of need, each introduced
- * by a random token as its first bytes. Per request it takes two (three with stdin), spawns the
+ * by the gateway's key (HELPER_KEY, prepended to this text by the gateway: never in an
+ * environment or argv another process could read) and then a random token as its first bytes. Per request it takes two (three with stdin), spawns the
  * command with those connected sockets as its stdio, closes its own copies (close(2), never
  * shutdown(2), which would end the stream for the child too), and tells the gateway the pid and
  * which tokens carry which stream. Output therefore flows from the child straight to the
@@ -13,6 +14,7 @@
  */
 export const HELPER_PROGRAM = String.raw`'use strict';
 process.title = 'execgate-spawner';
+const KEY = HELPER_KEY;
 const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
 const { rmdirSync, unlinkSync } = require('node:fs');
@@ -35,7 +37,7 @@ function open() {
     socket.pause();
     socket.once('error', reject);
     socket.token = randomBytes(16).toString('hex');
-    socket.write(socket.token, (error) => (error ? reject(error) : resolve(socket)));
+    socket.write(KEY + socket.token, (error) => (error ? reject(error) : resolve(socket)));
   });
 }
 

@@ -1,0 +1,181 @@
+/*
+ * The gateway as an unprivileged user. Joining the shared network namespace then means entering
+ * the user namespace bubblewrap made for the holder first (nsenter --user --net), and the egress
+ * bridge starts the same way; as root neither is needed, so a suite run as root never takes that
+ * path. Here a Node process runs as `nobody` (setpriv when the suite runs as root, the current
+ * user otherwise) and drives a gateway built from dist/: sandboxed runs with network open
+ * (through the proxy, to a service this test starts) and none, and a dev server started by a
+ * background run that a later sync run reaches on the shared loopback while the host's loopback
+ * stays out of reach.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { accessSync, chmodSync, chownSync, constants, cpSync, existsSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { checkPlatform } from '../../src/sandbox';
+import { makeTempDir } from '../helpers/tmp';
+
+const REPO = join(__dirname, '..', '..');
+const NOBODY = 65534;
+const isRoot = process.getuid?.() === 0;
+const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
+
+/** Why this platform cannot run the test, or undefined. */
+function whyNot(): string | undefined {
+  if (!existsSync(join(REPO, 'dist', 'index.js'))) return 'dist/ is not built (npm run build)';
+  const platform = checkPlatform();
+  if (!platform.ok) return platform.reason;
+  if (isRoot && !setpriv) return 'running as root without setpriv(1) to become an unprivileged user';
+  return undefined;
+}
+
+const reason = whyNot();
+if (reason) {
+  // eslint-disable-next-line no-console
+  console.warn(`SKIPPED unprivileged gateway test: ${reason}`);
+}
+const maybe = reason ? describe.skip : describe;
+
+/** The program the unprivileged gateway runs: every run's result, as JSON on stdout. */
+const SCRIPT = String.raw`
+const [, , dist, dir, servicePort, hostPort] = process.argv;
+const { createGateway } = require(dist);
+const { readFileSync, writeFileSync, mkdirSync } = require('node:fs');
+const out = {};
+const started = (home) => readFileSync(home + '/audit.log', 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.event === 'exec.started').map((r) => r.sandbox);
+(async () => {
+  for (const network of ['open', 'none']) {
+    const work = dir + '/' + network;
+    mkdirSync(work);
+    const policy = work + '/policy.yaml';
+    writeFileSync(policy, 'version: 1\nsandbox: { mode: required, network: ' + network + ' }\n');
+    const home = work + '/home';
+    const gateway = createGateway({
+      home, cwd: work, policyFile: policy,
+      env: { PATH: '/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8', EXECGATE_KEYRING: 'off' },
+      egress: {
+        resolver: async (host) => { if (host === 'service.test') return ['203.0.113.10']; throw Object.assign(new Error('ENOTFOUND ' + host), { code: 'ENOTFOUND' }); },
+        dial: (address, port) => (address === '203.0.113.10' ? { host: '127.0.0.1', port: Number(servicePort) } : { host: address, port }),
+      },
+    });
+    const result = {};
+    try {
+      const first = await gateway.exec({ command: 'id -u; curl -sS --max-time 20 http://service.test/from-' + network + '; echo " curl=$?"' });
+      result.first = { exitCode: first.exitCode, stdout: first.stdout, stderr: first.stderr };
+      // A dev server in a background run, on the gateway's loopback.
+      const server = await gateway.exec({ command: 'exec python3 -u -m http.server 0 --bind 127.0.0.1 > server.log 2>&1', mode: 'background' });
+      const later = await gateway.exec({
+        // The server says its port once it listens (python may take long to start on a loaded machine).
+        command: 'for i in $(seq 1200); do port=$(sed -n "s/.*port \\([0-9]*\\).*/\\1/p" server.log | head -1); [ -n "$port" ] && break; sleep 0.05; done; echo "port=$port"; ' +
+          'for i in $(seq 100); do curl -sS --noproxy "*" --max-time 5 -o /dev/null -w "dev=%{http_code}\\n" "http://127.0.0.1:$port/" && break; sleep 0.05; done; ' +
+          'curl -sS --noproxy "*" --max-time 5 "http://127.0.0.1:' + hostPort + '/"; echo "host=$?"',
+      });
+      result.later = { exitCode: later.exitCode, stdout: later.stdout };
+      await gateway.background.kill(server.id);
+      result.sandbox = started(home);
+    } catch (error) {
+      result.error = { code: error.code, message: error.message };
+    }
+    await gateway.close();
+    out[network] = result;
+  }
+  process.stdout.write(JSON.stringify(out));
+})().catch((error) => { process.stderr.write(String(error && error.stack || error)); process.exit(1); });
+`;
+
+interface Outcome {
+  first?: { exitCode: number; stdout: string; stderr: string };
+  later?: { exitCode: number; stdout: string };
+  sandbox?: Array<{ sandboxed: boolean; network: { mode: string; shared: boolean; namespace?: string } }>;
+  error?: { code: string; message: string };
+}
+
+maybe('a gateway run by an unprivileged user', () => {
+  let tmp: ReturnType<typeof makeTempDir>;
+  let service: Server;
+  let host: Server;
+  const hits: string[] = [];
+  let outcome: Record<string, Outcome>;
+  let uid: number;
+
+  beforeAll(async () => {
+    tmp = makeTempDir('execgate-unprivileged-');
+    service = createServer((req, res) => { hits.push(req.url ?? ''); res.end(`service saw ${req.url}`); });
+    host = createServer((req, res) => { hits.push(`host:${req.url}`); res.end('HOST-LOOPBACK'); });
+    await Promise.all([service, host].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))));
+    const port = (s: Server): string => String((s.address() as AddressInfo).port);
+
+    const asNobody = (argv: string[]): string[] => (isRoot ? [setpriv!, `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', '--', ...argv] : argv);
+    uid = isRoot ? NOBODY : process.getuid!();
+    if (isRoot) {
+      chownSync(tmp.dir, NOBODY, NOBODY);
+      chmodSync(tmp.dir, 0o700);
+    }
+    // The user must be able to read the built package and its dependencies; where directory
+    // permissions keep it out, a copy in the test's directory does.
+    let packageDir = REPO;
+    const probe = asNobody(['/bin/sh', '-c', 'test -r "$1/dist/index.js" && test -r "$1/node_modules/undici/package.json"', 'sh', REPO]);
+    const canRead = spawnSync(probe[0]!, probe.slice(1)).status === 0;
+    if (!canRead) {
+      packageDir = join(tmp.dir, 'package');
+      for (const part of ['dist', 'node_modules', 'package.json']) cpSync(join(REPO, part), join(packageDir, part), { recursive: true });
+      if (isRoot) spawnSync('chown', ['-R', `${NOBODY}:${NOBODY}`, packageDir]);
+    }
+    accessSync(join(packageDir, 'dist', 'index.js'), constants.R_OK);
+    const script = join(tmp.dir, 'gateway.js');
+    writeFileSync(script, SCRIPT);
+    if (isRoot) chownSync(script, NOBODY, NOBODY);
+
+    const argv = asNobody([process.execPath, script, join(packageDir, 'dist'), tmp.dir, port(service), port(host)]);
+    outcome = await new Promise((resolve, reject) => {
+      const child = spawn(argv[0]!, argv.slice(1), {
+        cwd: tmp.dir,
+        env: { PATH: '/usr/bin:/bin', HOME: tmp.dir, LANG: 'C.UTF-8', EXECGATE_KEYRING: 'off' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+      child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+      child.on('error', reject);
+      child.on('close', (code) => {
+        try {
+          resolve(JSON.parse(stdout) as Record<string, Outcome>);
+        } catch {
+          reject(new Error(`the unprivileged gateway exited ${code}: ${stderr}${stdout}`));
+        }
+      });
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all([service, host].map((s) => new Promise((resolve) => s?.close(resolve))));
+    tmp?.cleanup();
+  });
+
+  test('network open: runs share the gateway\'s namespace, reach the service through the proxy, and a dev server across runs, not the host loopback', () => {
+    const open = outcome.open!;
+    expect(open.error).toBeUndefined();
+    expect(open.first!.stdout).toBe(`${uid}\nservice saw /from-open curl=0\n`);
+    expect(open.later!.stdout).toMatch(/^port=\d+\ndev=200\n/);
+    expect(open.later!.stdout).toMatch(/host=[1-9]\d*\n$/);
+    expect(open.later!.stdout).not.toContain('HOST-LOOPBACK');
+    const records = open.sandbox!;
+    expect(records.length).toBeGreaterThanOrEqual(3);
+    for (const record of records) expect(record).toMatchObject({ sandboxed: true, network: { mode: 'none', shared: true } });
+    expect(new Set(records.map((r) => r.network.namespace)).size).toBe(1);
+  });
+
+  test('network none: the same sharing, and nothing leaves', () => {
+    const none = outcome.none!;
+    expect(none.error).toBeUndefined();
+    expect(none.first!.stdout).toMatch(new RegExp(`^${uid}\\n curl=[1-9]\\d*\\n$`));
+    expect(none.later!.stdout).toMatch(/^port=\d+\ndev=200\n/);
+    expect(none.later!.stdout).toMatch(/host=[1-9]\d*\n$/);
+    const records = none.sandbox!;
+    for (const record of records) expect(record).toMatchObject({ sandboxed: true, network: { mode: 'none', shared: true } });
+    expect(new Set(records.map((r) => r.network.namespace)).size).toBe(1);
+    expect(hits).toEqual(['/from-open']);
+  });
+});
