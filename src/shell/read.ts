@@ -43,7 +43,7 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
   for (const token of tokens) if (token.start >= 0 && token.start < command.length) shared.isStart[token.start] = 1;
   const identity = new Int32Array(command.length);
   for (let index = 0; index < identity.length; index += 1) identity[index] = index;
-  new Lexer(command, identity, shared, 'cmd', null, 0, [], undefined).run();
+  new Lexer(toSource(command, identity, shared), 0, command.length, shared, 'cmd', null, 0, [], undefined).run();
   for (const condition of shared.conditions) settleCondition(shared, condition);
   settleAssignments(shared);
 
@@ -186,13 +186,21 @@ interface Outer {
 const TOKEN = 'TOKEN';
 /** Variables that may hold a reference's value without an assignment in the text. */
 const SET_BY_SHELL = /^(?:EXECGATE_REF_.*|[0-9@*]|REPLY|MAPFILE|BASH_REMATCH|OPTARG|COPROC|BASH_ARGV|BASH_ARGC|FUNCNAME|BASH_COMMAND|_)$/;
-const NAME_CHAR = /[A-Za-z0-9_!#@*?$-]/;
 const BLANK = new Set([' ', '\t']);
 const METACHAR = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
 const ARITHMETIC_TEST_OPERATORS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
 // Reserved words after which a new command starts.
 const COMMAND_PREFIX_WORDS = new Set(['!', '{', '}', 'then', 'do', 'else', 'elif', 'if', 'while', 'until', 'fi', 'done', 'time', 'coproc']);
-const DYNAMIC_UNQUOTED = /[*?]|\[.*\]|\{[^}]*(?:,|\.\.)[^}]*\}|^~/;
+const SUBSCRIPT = /(?:[A-Za-z_][A-Za-z0-9_]*)?\[/y;
+const NAME = /[A-Za-z_][A-Za-z0-9_]*/y;
+const PARAMETER_NAME = /(?:[!#](?=[A-Za-z0-9_@*#?$!-]))?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])/y;
+const READ_NAME = /\$(?:\{#?[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_])/y;
+const stops = (chars: string): Uint8Array => Uint8Array.from({ length: 128 }, (_, code) => (chars.includes(String.fromCharCode(code)) ? 1 : 0));
+/** Characters that end a run of plain text in an unquoted word, in `'...'`, `"..."` and a heredoc body. */
+const WORD_STOPS = stops(' \t\n;&|()<>\'"`$\\=');
+const SQUOTE_STOPS = stops("'");
+const DQUOTE_STOPS = stops('"`$\\');
+const HEREDOC_STOPS = stops('`$\\');
 
 const PLACEMENTS: Record<Exclude<Frame['kind'], 'param'>, Placement> = {
   cmd: { kind: 'expand', context: 'unquoted' }, squote: { kind: 'expand', context: 'single-quoted' }, dquote: { kind: 'expand', context: 'double-quoted' },
@@ -204,15 +212,43 @@ const FRAME_NAMES: Record<Frame['kind'], string> = {
   heredoc: 'heredoc body', param: '`${...}` expansion', arith: 'arithmetic expression',
 };
 
+/** A text readers read: the command itself, or code built from it (a backquote body, a static script). */
+interface Source {
+  readonly text: string;
+  /** Offset in the original command of each character of `text`. */
+  readonly map: Int32Array;
+  readonly starts: ReadonlyMap<number, RefToken>;
+  /** 1 where a token starts in `text`: the per-character test, cheaper than the map. */
+  readonly marks: Uint8Array;
+}
+
+function toSource(text: string, map: Int32Array, shared: Shared): Source {
+  const starts = new Map<number, RefToken>();
+  const marks = new Uint8Array(text.length);
+  // Static code read again maps every character to one offset, so no token registers there.
+  for (let index = 0; index < text.length && shared.byStart.size > 0; index += 1) {
+    const token = shared.isStart[map[index] as number] === 1 ? shared.byStart.get(map[index] as number) : undefined;
+    if (token !== undefined && map[index + token.raw.length - 1] === token.end - 1) {
+      starts.set(index, token);
+      marks[index] = 1;
+    }
+  }
+  return { text, map, starts, marks };
+}
+
 class Lexer {
   private readonly stack: Frame[];
-  private readonly starts = new Map<number, RefToken>();
+  private readonly text: string;
+  private readonly map: Int32Array;
+  private readonly starts: ReadonlyMap<number, RefToken>;
+  private readonly marks: Uint8Array;
   private cursor = 0;
 
   constructor(
-    private readonly text: string,
-    /** Offset in the original command of each character of `text`. */
-    private readonly map: Int32Array,
+    source: Source,
+    /** The part of the source this reader reads (a heredoc body is a part of its command's text). */
+    private readonly begin: number,
+    private readonly end: number,
     private readonly shared: Shared,
     root: 'cmd' | 'heredoc',
     /** Set when this reader reads text where every token is refused (inside arithmetic, say). */
@@ -224,35 +260,26 @@ class Lexer {
     private readonly via: string | undefined,
   ) {
     if (depth > MAX_NESTING) throw tooComplex(`nests backquotes, heredocs or code run by \`eval\`/\`sh -c\` more than ${MAX_NESTING} levels deep`);
-    this.stack = [root === 'cmd' ? newCommandFrame('root', 0) : { kind: 'heredoc', start: 0, owner: null }];
-    // Static code read again maps every character to one offset, so no token registers there.
-    if (shared.byStart.size === 0) return;
-    for (let index = 0; index < text.length; index += 1) {
-      if (shared.isStart[map[index] as number] !== 1) continue;
-      const token = shared.byStart.get(map[index] as number);
-      if (token === undefined) continue;
-      const last = index + token.raw.length - 1;
-      if (last < text.length && map[last] === token.end - 1) this.starts.set(index, token);
-    }
+    ({ text: this.text, map: this.map, starts: this.starts, marks: this.marks } = source);
+    this.stack = [root === 'cmd' ? newCommandFrame('root', begin) : { kind: 'heredoc', start: begin, owner: null }];
   }
 
   run(): void {
-    let i = 0;
-    while (i < this.text.length) {
+    let i = this.begin;
+    while (i < this.end) {
       if (this.shared.problem) return;
       this.cursor = i;
-      const token = this.starts.get(i);
-      i = token ? this.placeToken(token, i) : this.step(i);
+      i = this.marks[i] === 1 ? this.placeToken(this.starts.get(i) as RefToken, i) : this.step(i);
     }
-    this.cursor = this.text.length;
+    this.cursor = this.end;
     this.finish();
   }
 
   // --- helpers -------------------------------------------------------------------------------
 
   private peek(index: number): string {
-    if (this.starts.has(index)) return TOKEN;
-    return index < this.text.length ? (this.text[index] as string) : '';
+    if (index >= this.end) return '';
+    return this.marks[index] === 1 ? TOKEN : (this.text[index] as string);
   }
 
   private top(): Frame {
@@ -264,8 +291,21 @@ class Lexer {
     this.stack.push(frame);
   }
 
+  /** The end of the run of plain characters from `i`: none in `stops`, no token start. */
+  private span(i: number, stops: Uint8Array): number {
+    let j = i;
+    for (let code = this.text.charCodeAt(j); j < this.end && this.marks[j] === 0 && !(code < 128 && stops[code] === 1); code = this.text.charCodeAt(j)) j += 1;
+    return j;
+  }
+
+  /** The text `pattern` (sticky) matches at `i`, or null. */
+  private matchAt(pattern: RegExp, i: number): string | null {
+    pattern.lastIndex = i;
+    return pattern.exec(this.text)?.[0] ?? null;
+  }
+
   private origin(index: number): number {
-    return index < this.map.length ? (this.map[index] as number) : (this.map[this.map.length - 1] ?? -1) + 1;
+    return index < this.end ? (this.map[index] as number) : (this.map[this.end - 1] ?? -1) + 1;
   }
 
   private inArithmetic(): Placement | null {
@@ -284,7 +324,7 @@ class Lexer {
 
   private fail(reason: string, index: number): number {
     if (!this.shared.problem) this.shared.problem = { reason, offset: this.origin(index) };
-    return this.text.length;
+    return this.end;
   }
 
   /** `names`: the variables whose values the sink evaluates (null: any value at all). */
@@ -359,10 +399,15 @@ class Lexer {
     switch (frame.kind) {
       case 'cmd':
         return this.stepCommand(frame, i, c);
-      case 'squote':
-        if (c === "'") this.stack.pop();
-        else if (frame.owner && frame.owner.value !== null) frame.owner.value += c;
-        return i + 1;
+      case 'squote': {
+        if (c === "'") {
+          this.stack.pop();
+          return i + 1;
+        }
+        const end = this.span(i + 1, SQUOTE_STOPS);
+        if (frame.owner && frame.owner.value !== null) frame.owner.value += this.text.slice(i, end);
+        return end;
+      }
       case 'ansi': {
         if (c === '\\') return this.peek(i + 1) === TOKEN ? i + 1 : i + 2;
         if (c === "'") {
@@ -373,9 +418,8 @@ class Lexer {
       }
       case 'dquote':
       case 'locale':
-        return this.stepDoubleQuoted(frame, i, c);
       case 'heredoc':
-        return this.stepHeredoc(i, c);
+        return this.stepDoubleQuoted(frame, i, c);
       case 'param':
         return this.stepParameter(frame, i, c);
       case 'arith':
@@ -402,7 +446,7 @@ class Lexer {
       if (next === '\n') return i + 2;
       markWordPart(frame, i);
       if (frame.value !== null) frame.value += next;
-      return Math.min(i + 2, this.text.length);
+      return Math.min(i + 2, this.end);
     }
     if (c === "'" || c === '"') {
       markWordPart(frame, i);
@@ -430,14 +474,14 @@ class Lexer {
       beginWord(frame, i);
       // `name[` starts an array subscript (`a[i]=v`), and a `[` opening a word may be one in
       // `arr=([i]=v)`: bash may evaluate it as arithmetic.
-      const subscript = /^(?:[A-Za-z_][A-Za-z0-9_]*)?\[/.exec(this.plainSlice(i));
-      const after = subscript ? this.peek(i + subscript[0].length) : '';
+      const subscript = this.matchAt(SUBSCRIPT, i);
+      const after = subscript ? this.peek(i + subscript.length) : '';
       if (subscript && after !== '' && after !== '[' && after !== ']' && !BLANK.has(after) && after !== '\n') {
         frame.word = null;
         frame.value = null;
-        frame.subscriptName = subscript[0].slice(0, -1) || null;
+        frame.subscriptName = subscript.slice(0, -1) || null;
         this.push({ kind: 'arith', start: i, closer: ']', depth: 0, names: new Set() });
-        return i + subscript[0].length;
+        return i + subscript.length;
       }
     }
     if (c === '=' && !frame.wordEquals) {
@@ -445,17 +489,12 @@ class Lexer {
       else if (frame.subscriptName && (frame.arithEnd === i || (frame.arithEnd === i - 1 && this.text[i - 1] === '+'))) frame.assignment = frame.subscriptName;
       frame.wordEquals = true;
     }
-    if (frame.word !== null) frame.word += c;
-    if (frame.value !== null) frame.value += c;
-    frame.unquoted += c;
-    return i + 1;
-  }
-
-  /** The name-like text at `i` (and the character after it), for the small lookahead regexes. */
-  private plainSlice(i: number): string {
-    let end = i;
-    while (end < this.text.length && end - i < 300 && !this.starts.has(end) && NAME_CHAR.test(this.text[end] as string)) end += 1;
-    return this.text.slice(i, Math.min(end + 1, this.text.length));
+    const end = this.span(i + 1, WORD_STOPS);
+    const part = this.text.slice(i, end);
+    if (frame.word !== null) frame.word += part;
+    if (frame.value !== null) frame.value += part;
+    frame.unquoted += part;
+    return end;
   }
 
   private endWord(frame: CommandFrame): void {
@@ -468,7 +507,7 @@ class Lexer {
     frame.hereString = false;
     frame.commandStart = false;
     let value = frame.value;
-    if (value !== null && DYNAMIC_UNQUOTED.test(frame.unquoted)) value = null;
+    if (value !== null && isPattern(frame.unquoted)) value = null;
     if (value !== null && frame.assignment !== null && /[=:]~/.test(frame.unquoted)) value = null;
     const built: CommandWord = { text: value, start: this.origin(frame.wordBegin), end: this.origin(this.cursor), assignment: frame.assignment, raw: this.text.slice(frame.wordBegin, this.cursor) };
     frame.word = null;
@@ -637,7 +676,7 @@ class Lexer {
       return;
     }
     const map = new Int32Array(text.length).fill(at.start);
-    new Lexer(text, map, this.shared, kind === 'script' ? 'cmd' : 'heredoc', null, this.depth + 1, [], via).run();
+    new Lexer(toSource(text, map, this.shared), 0, text.length, this.shared, kind === 'script' ? 'cmd' : 'heredoc', null, this.depth + 1, [], via).run();
   }
 
   private commandNewline(frame: CommandFrame, i: number): number {
@@ -658,17 +697,9 @@ class Lexer {
   }
 
   private skipComment(i: number): number {
-    let j = i;
-    while (j < this.text.length && this.text[j] !== '\n') {
-      const token = this.starts.get(j);
-      if (token) {
-        this.setPlacement(token, { kind: 'literal', context: 'comment' });
-        j += token.raw.length;
-      } else {
-        j += 1;
-      }
-    }
-    return j;
+    const end = this.lineEnd(i);
+    for (let j = i; j < end; j += 1) if (this.marks[j] === 1) this.setPlacement(this.starts.get(j) as RefToken, { kind: 'literal', context: 'comment' });
+    return end;
   }
 
   private openParen(frame: CommandFrame, i: number): number {
@@ -789,7 +820,7 @@ class Lexer {
     while (BLANK.has(this.peek(j))) j += 1;
     let delimiter = '';
     let quoted = false;
-    while (j < this.text.length) {
+    while (j < this.end) {
       const c = this.peek(j);
       if (c === TOKEN) {
         j = this.refuseAt(j, 'heredoc-delimiter');
@@ -821,7 +852,7 @@ class Lexer {
 
   private quotedDelimiterEnd(j: number, quote: string): number {
     let k = j + 1;
-    while (k < this.text.length) {
+    while (k < this.end) {
       if (this.starts.has(k)) {
         k = this.refuseAt(k, 'heredoc-delimiter');
         continue;
@@ -848,8 +879,9 @@ class Lexer {
         }
       } else {
         const body = new Lexer(
-          this.text.slice(position, bodyEnd),
-          this.map.slice(position, bodyEnd),
+          { text: this.text, map: this.map, starts: this.starts, marks: this.marks },
+          position,
+          bodyEnd,
           this.shared,
           'heredoc',
           this.inArithmetic() ?? (heredoc.cmd.input && { kind: 'refuse', context: heredoc.cmd.input.context, reason: heredoc.cmd.input.reason }),
@@ -867,27 +899,26 @@ class Lexer {
 
   private findHeredocEnd(heredoc: Heredoc, from: number): { bodyEnd: number; next: number } {
     let lineStart = from;
-    while (lineStart < this.text.length) {
+    while (lineStart < this.end) {
       let lineEnd = this.lineEnd(lineStart);
-      if (!heredoc.quoted) while (lineEnd < this.text.length && endsWithEscape(this.text, lineStart, lineEnd)) lineEnd = this.lineEnd(lineEnd + 1);
+      if (!heredoc.quoted) while (lineEnd < this.end && endsWithEscape(this.text, lineStart, lineEnd)) lineEnd = this.lineEnd(lineEnd + 1);
       let line = this.text.slice(lineStart, lineEnd);
       if (!heredoc.quoted) line = line.replace(/\\\n/g, '');
       if (heredoc.stripTabs) line = line.replace(/^\t+/, '');
-      if (line === heredoc.delimiter && !this.hasTokenIn(lineStart, lineEnd)) return { bodyEnd: lineStart, next: Math.min(lineEnd + 1, this.text.length) };
+      if (line === heredoc.delimiter && !this.hasTokenIn(lineStart, lineEnd)) return { bodyEnd: lineStart, next: Math.min(lineEnd + 1, this.end) };
       lineStart = lineEnd + 1;
     }
     if (this.shared.uncertain.length < 64) this.shared.uncertain.push({ reason: `a heredoc without its delimiter line \`${heredoc.delimiter}\``, offset: this.origin(from) });
-    return { bodyEnd: this.text.length, next: this.text.length };
+    return { bodyEnd: this.end, next: this.end };
   }
 
   private lineEnd(from: number): number {
     const end = this.text.indexOf('\n', from);
-    return end < 0 ? this.text.length : end;
+    return end < 0 || end > this.end ? this.end : end;
   }
 
   private hasTokenIn(from: number, to: number): boolean {
-    for (let k = from; k < to; k += 1) if (this.starts.has(k)) return true;
-    return false;
+    return this.marks.subarray(from, to).includes(1);
   }
 
   private hasPendingHeredoc(): boolean {
@@ -896,9 +927,11 @@ class Lexer {
 
   // --- quoted text ---------------------------------------------------------------------------
 
+  /** `"..."`, `$"..."` and an unquoted heredoc body (where `"` is plain text). */
   private stepDoubleQuoted(frame: StringFrame, i: number, c: string): number {
     const owner = frame.kind === 'dquote' ? frame.owner : null;
-    if (c === '"') {
+    const heredoc = frame.kind === 'heredoc';
+    if (c === '"' && !heredoc) {
       this.stack.pop();
       return i + 1;
     }
@@ -908,7 +941,7 @@ class Lexer {
         if (owner) owner.value = null;
         return this.refuseAt(i + 1, 'escaped');
       }
-      const escapes = next === '$' || next === '`' || next === '"' || next === '\\' || next === '\n';
+      const escapes = next === '$' || next === '`' || (next === '"' && !heredoc) || next === '\\' || next === '\n';
       if (owner && owner.value !== null) owner.value += escapes ? (next === '\n' ? '' : next) : '\\';
       return escapes ? i + 2 : i + 1;
     }
@@ -917,19 +950,9 @@ class Lexer {
       if (owner) owner.value = null;
       return this.backquote(i);
     }
-    if (owner && owner.value !== null) owner.value += c;
-    return i + 1;
-  }
-
-  private stepHeredoc(i: number, c: string): number {
-    if (c === '\\') {
-      const next = this.peek(i + 1);
-      if (next === TOKEN) return this.refuseAt(i + 1, 'escaped');
-      return next === '$' || next === '`' || next === '\\' || next === '\n' ? i + 2 : i + 1;
-    }
-    if (c === '$') return this.dollar(i, false, null);
-    if (c === '`') return this.backquote(i);
-    return i + 1;
+    const end = this.span(i + 1, heredoc ? HEREDOC_STOPS : DQUOTE_STOPS);
+    if (owner && owner.value !== null) owner.value += this.text.slice(i, end);
+    return end;
   }
 
   // --- expansions ----------------------------------------------------------------------------
@@ -973,8 +996,7 @@ class Lexer {
     }
     if (/^[A-Za-z0-9_@*#?$!-]$/.test(next)) {
       dynamic();
-      const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(this.plainSlice(i + 1));
-      return name ? i + 1 + name[0].length : i + 2;
+      return i + 1 + (this.matchAt(NAME, i + 1)?.length ?? 1);
     }
     if (owner && owner.value !== null) owner.value += '$';
     if (owner && unquoted) owner.unquoted += '$';
@@ -986,16 +1008,15 @@ class Lexer {
     const quoted = outer.kind === 'dquote' || outer.kind === 'locale' || outer.kind === 'heredoc' || (outer.kind === 'param' && outer.quoted);
     const frame: ParameterFrame = { kind: 'param', start: i, quoted, part: 'afterName' };
     this.push(frame);
-    const slice = this.plainSlice(i + 2);
-    const name = /^(?:[!#](?=[A-Za-z0-9_@*#?$!-]))?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])/.exec(slice);
-    if (!name) {
+    const name = this.matchAt(PARAMETER_NAME, i + 2);
+    if (name === null) {
       frame.part = this.peek(i + 2) === TOKEN ? 'afterName' : 'uncertain';
       return i + 2;
     }
-    if (name[0].startsWith('!') && name[0].length > 1 && !/^[*@[]/.test(slice.slice(name[0].length))) {
+    const after = i + 2 + name.length;
+    if (name.startsWith('!') && name.length > 1 && !'*@['.includes(this.text[after] ?? '*')) {
       this.sink('an indirect expansion `${!NAME}`, which takes a value as a variable name (and evaluates its subscript)', i);
     }
-    const after = i + 2 + name[0].length;
     if (this.peek(after) === '[') {
       this.push({ kind: 'arith', start: after, closer: ']', depth: 0, names: new Set() });
       return after + 1;
@@ -1101,12 +1122,11 @@ class Lexer {
   private readsIn(frame: { names?: Set<string> | null }, i: number, c: string): void {
     const before = this.text[i - 1] ?? '';
     if (/[A-Za-z_]/.test(c) && !/[A-Za-z0-9_#$]/.test(before)) {
-      frame.names?.add(/^[A-Za-z_][A-Za-z0-9_]*/.exec(this.text.slice(i, i + 300))![0]);
-    } else if (c === '`' || (c === '$' && !/^\$(?:\{#?[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_])/.test(this.text.slice(i, i + 300)))) {
-      frame.names = null; // `$(...)`, backquotes, `$1`, `$@`: any value
-    } else if (c === '$') {
-      const name = /^\$\{?(#?)([A-Za-z_][A-Za-z0-9_]*)/.exec(this.text.slice(i, i + 300))!;
-      if (name[1] !== '#') frame.names?.add(name[2]!); // `${#NAME}` is a length, a number
+      frame.names?.add(this.matchAt(NAME, i) as string);
+    } else if (c === '`' || c === '$') {
+      const read = c === '$' ? this.matchAt(READ_NAME, i) : null;
+      if (read === null) frame.names = null; // `$(...)`, backquotes, `$1`, `$@`: any value
+      else if (!read.startsWith('${#')) frame.names?.add(this.matchAt(NAME, i + (read[1] === '{' ? 2 : 1)) as string); // `${#NAME}` is a number
     }
   }
 
@@ -1131,7 +1151,7 @@ class Lexer {
     let escapedQuote = false;
     const map: number[] = [];
     let j = i + 1;
-    while (j < this.text.length && this.text[j] !== '`') {
+    while (j < this.end && this.text[j] !== '`') {
       const next = this.text[j + 1];
       if (this.text[j] === '\\' && next === '"') escapedQuote = true;
       const escapes = next === '$' || next === '`' || next === '\\' || (quotes === 'strip' && next === '"');
@@ -1140,7 +1160,7 @@ class Lexer {
       map.push(this.map[j] as number);
       j += 1;
     }
-    if (j >= this.text.length) return this.fail('the command ends inside a backquoted command substitution', i);
+    if (j >= this.end) return this.fail('the command ends inside a backquoted command substitution', i);
     if (quotes === 'unsure' && escapedQuote) {
       const reason = 'a `\\"` in a backquoted command inside `${...}` or a heredoc, which bash and sh read differently';
       this.poison(reason, i);
@@ -1150,7 +1170,7 @@ class Lexer {
       }
       return j + 1;
     }
-    new Lexer(body, Int32Array.from(map), this.shared, 'cmd', this.inArithmetic(), this.depth + 1, this.outers(), this.via).run();
+    new Lexer(toSource(body, Int32Array.from(map), this.shared), 0, body.length, this.shared, 'cmd', this.inArithmetic(), this.depth + 1, this.outers(), this.via).run();
     return j + 1;
   }
 
@@ -1170,7 +1190,7 @@ class Lexer {
     if (root.kind === 'cmd') {
       if (this.stack.length === 1) this.endCommand(root);
       if (root.condition) settleCondition(this.shared, root.condition);
-      if (root.pending.length > 0) this.poison('a heredoc whose body never started', this.text.length);
+      if (root.pending.length > 0) this.poison('a heredoc whose body never started', this.end);
     }
     if (this.stack.length > 1) {
       const open = this.stack[this.stack.length - 1] as Frame;
@@ -1207,6 +1227,25 @@ function beginWord(frame: CommandFrame, index: number): void {
   frame.assignment = null;
   frame.subscriptName = null;
   frame.wordEquals = false;
+}
+
+/** Whether unquoted word text holds a glob, a brace expansion or a leading tilde (linear, unlike a regex with `.*`). */
+function isPattern(text: string): boolean {
+  if (text.startsWith('~') || text.includes('*') || text.includes('?')) return true;
+  const bracket = text.indexOf('[');
+  if (bracket >= 0 && text.lastIndexOf(']') > bracket) return true;
+  if (!text.includes('{')) return false;
+  let open = false;
+  let list = false;
+  for (let k = 0; k < text.length; k += 1) {
+    const c = text[k];
+    if (c === '{') open = true;
+    else if (c === '}') {
+      if (open && list) return true;
+      open = list = false;
+    } else if (open && (c === ',' || (c === '.' && text[k + 1] === '.'))) list = true;
+  }
+  return false;
 }
 
 function isStringFrame(frame: Frame): boolean {
