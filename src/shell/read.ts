@@ -24,37 +24,15 @@ export const MAX_NESTING = 32;
 
 /** Read `command`; `tokens` are the reference tokens that will be substituted (non-overlapping). */
 export function readShell(command: string, tokens: readonly RefToken[] = []): ShellAnalysis {
-  const shared: Shared = {
-    command,
-    byStart: new Map(tokens.map((token) => [token.start, token])),
-    isStart: new Uint8Array(command.length + 1),
-    placements: new Map(),
-    poison: null,
-    problem: null,
-    conditions: new Set(),
-    commands: [],
-    uncertain: [],
-    sinks: [],
-    tainted: new Set(),
-    attributes: new Map(),
-    assignments: [],
-    codeBudget: 4 * command.length + 65536,
-  };
-  for (const token of tokens) if (token.start >= 0 && token.start < command.length) shared.isStart[token.start] = 1;
+  const shared = new Shared(command, tokens);
   const identity = new Int32Array(command.length);
   for (let index = 0; index < identity.length; index += 1) identity[index] = index;
   new Lexer(toSource(command, identity, shared), 0, command.length, shared, 'cmd', null, 0, [], undefined).run();
-  for (const condition of shared.conditions) settleCondition(shared, condition);
-  settleAssignments(shared);
+  for (const condition of shared.conditions) shared.settleCondition(condition);
+  shared.settleAssignments();
 
-  const uncertain = [...shared.uncertain];
-  if (shared.poison) uncertain.unshift(shared.poison);
-  if (shared.problem) uncertain.unshift(shared.problem);
-  const unplaced: Placement = {
-    kind: 'refuse',
-    context: 'uncertain',
-    reason: shared.problem?.reason ?? 'the reference sits where execgate could not follow the shell syntax',
-  };
+  const uncertain = [shared.problem, shared.poison, ...shared.uncertain].filter((each): each is Finding => each !== null);
+  const unplaced: Placement = { kind: 'refuse', context: 'uncertain', reason: shared.problem?.reason ?? 'the reference sits where execgate could not follow the shell syntax' };
   // A sink counts when it may evaluate a value that came from a reference: any value, or a
   // variable the text sets from something known only at run time (or execgate's own variables).
   const references = [...shared.attributes.values()].some((set) => set.has('reference'));
@@ -66,44 +44,74 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
     if (sink && placement.kind === 'expand') placement = { kind: 'refuse', context: 'value-evaluated', reason: `${sink.reason}, at offset ${sink.offset}` };
     return Object.freeze({ token, placement });
   });
-  return Object.freeze({
-    command,
-    commands: Object.freeze(shared.commands),
-    tokens: Object.freeze(readings),
-    uncertain: Object.freeze(uncertain),
-    sinks: Object.freeze(sinks),
-  });
+  return Object.freeze({ command, commands: Object.freeze(shared.commands), tokens: Object.freeze(readings), uncertain: Object.freeze(uncertain), sinks: Object.freeze(sinks) });
 }
 
-interface Condition {
-  arithmetic: boolean;
-  variableName: boolean;
-  readonly tokens: RefToken[];
-}
+/** An open `[[ ... ]]`: whether it compares arithmetically or names a variable, and the tokens inside. */
+type Condition = { arithmetic: boolean; variableName: boolean; readonly tokens: RefToken[] };
 
-interface Shared {
-  readonly command: string;
+/** What the readers of one command share: its tokens, what they found, and what settles at the end. */
+class Shared {
   readonly byStart: ReadonlyMap<number, RefToken>;
   /** 1 at the offset of each token's start: a cheap test before the map lookup. */
   readonly isStart: Uint8Array;
-  readonly placements: Map<RefToken, Placement>;
-  poison: Finding | null;
-  problem: Finding | null;
-  readonly conditions: Set<Condition>;
-  readonly commands: SimpleCommand[];
-  readonly uncertain: Finding[];
-  readonly sinks: Array<Finding & { readonly names: ReadonlySet<string> | null }>;
+  readonly placements = new Map<RefToken, Placement>();
+  poison: Finding | null = null;
+  problem: Finding | null = null;
+  readonly conditions = new Set<Condition>();
+  readonly commands: SimpleCommand[] = [];
+  readonly uncertain: Finding[] = [];
+  readonly sinks: Array<Finding & { readonly names: ReadonlySet<string> | null }> = [];
   /** Variables that may hold a value known only at run time (a reference's value among them). */
-  readonly tainted: Set<string>;
-  readonly attributes: Map<string, Set<'integer' | 'array' | 'reference'>>;
-  readonly assignments: Array<{ name: string; declaration: boolean; tokens: RefToken[] }>;
+  readonly tainted = new Set<string>();
+  readonly attributes = new Map<string, Set<'integer' | 'array' | 'reference'>>();
+  readonly assignments: Array<{ name: string; declaration: boolean; tokens: RefToken[] }> = [];
   codeBudget: number;
+
+  constructor(command: string, tokens: readonly RefToken[]) {
+    this.byStart = new Map(tokens.map((token) => [token.start, token]));
+    this.isStart = new Uint8Array(command.length + 1);
+    for (const token of tokens) if (token.start >= 0 && token.start < command.length) this.isStart[token.start] = 1;
+    this.codeBudget = 4 * command.length + 65536;
+  }
+
+  unsure(reason: string, offset: number): void {
+    if (this.uncertain.length < 64) this.uncertain.push({ reason, offset });
+  }
+
+  /** A refusal found later (when a command or a test ends) replaces an expansion decided earlier. */
+  refine(tokens: readonly RefToken[], placement: Placement): void {
+    for (const token of tokens) {
+      const current = this.placements.get(token);
+      if (current === undefined || current.kind === 'expand') this.placements.set(token, placement);
+    }
+  }
+
+  settleCondition(condition: Condition): void {
+    this.conditions.delete(condition);
+    if (condition.arithmetic) this.refine(condition.tokens, { kind: 'refuse', context: 'conditional-arithmetic' });
+    else if (condition.variableName) this.refine(condition.tokens, { kind: 'refuse', context: 'variable-name', reason: '`[[ -v ]]` takes a variable name' });
+  }
+
+  /** Assignments of tokens to names that this text gives the integer or array attribute. */
+  settleAssignments(): void {
+    const references = [...this.attributes.values()].some((set) => set.has('reference'));
+    const integers = references && [...this.attributes.values()].some((set) => set.has('integer'));
+    for (const { name, declaration, tokens } of this.assignments) {
+      const attributes = this.attributes.get(name);
+      const integer = attributes?.has('integer') || integers;
+      if (integer) this.refine(tokens, { kind: 'refuse', context: 'arithmetic', reason: `\`${name}\` has the integer attribute, so bash evaluates a value assigned to it as arithmetic` });
+      else if (declaration && (attributes?.has('array') || references)) {
+        this.refine(tokens, { kind: 'refuse', context: 'evaluated', reason: `\`${name}\` is an array, so a declaration parses the value as a compound assignment` });
+      }
+    }
+  }
 }
 
 /** One simple command being read: its words, and the tokens inside each (for refusals at its end). */
 interface Cmd {
   readonly words: CommandWord[];
-  readonly tokens: Array<{ token: RefToken; word: number | 'input' | 'redirect' }>;
+  readonly tokens: Array<{ token: RefToken; word: Outer['word'] }>;
   input: Evaluation | null;
 }
 
@@ -113,6 +121,7 @@ interface CommandFrame {
   readonly kind: 'cmd';
   readonly origin: 'root' | 'subshell' | 'substitution' | 'array';
   readonly start: number;
+  /** Between words; before a command's first word; whether the current word began at a command's start. */
   wordStart: boolean;
   commandStart: boolean;
   wordAtCommandStart: boolean;
@@ -123,15 +132,18 @@ interface CommandFrame {
   /** Unquoted characters of the current word (for globs, braces and tilde). */
   unquoted: string;
   wordBegin: number;
-  /** `NAME=` / `NAME[...]=` starting the word; the subscript's name and where it closed. */
+  /** `NAME=` / `NAME[...]=` starting the word; the subscript's name and where it closed; whether a `=` was seen. */
   assignment: string | null;
   subscriptName: string | null;
   arithEnd: number;
   wordEquals: boolean;
-  /** Reserved-word states: `function NAME`, a `for`/`select` header, after `time`, after `coproc`. */
+  /**
+   * Reserved-word states: after `function` (the name comes), in a `for`/`select` header (its
+   * next word names the loop variable), after `time`, after `coproc`; the word is a redirection's
+   * target or a here-string; a `case` pattern may start with `(`.
+   */
   functionName: boolean;
   header: boolean;
-  /** The next word of a `for`/`select` header names the loop variable. */
   loopVar: boolean;
   afterTime: boolean;
   coproc: boolean;
@@ -170,18 +182,9 @@ interface ArithmeticFrame {
 
 type Frame = CommandFrame | StringFrame | ParameterFrame | ArithmeticFrame;
 
-interface Heredoc {
-  readonly delimiter: string;
-  readonly quoted: boolean;
-  readonly stripTabs: boolean;
-  readonly cmd: Cmd;
-}
-
-/** A command frame of an enclosing reader and the word a nested text sits in. */
-interface Outer {
-  readonly cmd: Cmd;
-  readonly word: number | 'input' | 'redirect';
-}
+type Heredoc = { readonly delimiter: string; readonly quoted: boolean; readonly stripTabs: boolean; readonly cmd: Cmd };
+/** A command (of this reader or an enclosing one) and the word, its input or a redirection's target that holds a spot of text. */
+type Outer = { readonly cmd: Cmd; readonly word: number | 'input' | 'redirect' };
 
 const TOKEN = 'TOKEN';
 /** Variables that may hold a reference's value without an assignment in the text. */
@@ -191,6 +194,8 @@ const METACHAR = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
 const ARITHMETIC_TEST_OPERATORS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
 // Reserved words after which a new command starts.
 const COMMAND_PREFIX_WORDS = new Set(['!', '{', '}', 'then', 'do', 'else', 'elif', 'if', 'while', 'until', 'fi', 'done', 'time', 'coproc']);
+const BODY_NEXT = /[ \t]*[{(]/y;
+const EMPTY_PARENS = /[ \t]*\)/y;
 const SUBSCRIPT = /(?:[A-Za-z_][A-Za-z0-9_]*)?\[/y;
 const NAME = /[A-Za-z_][A-Za-z0-9_]*/y;
 const PARAMETER_NAME = /(?:[!#](?=[A-Za-z0-9_@*#?$!-]))?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])/y;
@@ -238,6 +243,7 @@ function toSource(text: string, map: Int32Array, shared: Shared): Source {
 
 class Lexer {
   private readonly stack: Frame[];
+  private readonly source: Source;
   private readonly text: string;
   private readonly map: Int32Array;
   private readonly starts: ReadonlyMap<number, RefToken>;
@@ -260,6 +266,7 @@ class Lexer {
     private readonly via: string | undefined,
   ) {
     if (depth > MAX_NESTING) throw tooComplex(`nests backquotes, heredocs or code run by \`eval\`/\`sh -c\` more than ${MAX_NESTING} levels deep`);
+    this.source = source;
     ({ text: this.text, map: this.map, starts: this.starts, marks: this.marks } = source);
     this.stack = [root === 'cmd' ? newCommandFrame('root', begin) : { kind: 'heredoc', start: begin, owner: null }];
   }
@@ -286,9 +293,11 @@ class Lexer {
     return this.stack[this.stack.length - 1] as Frame;
   }
 
-  private push(frame: Frame): void {
+  /** Open `frame`; reading goes on at `next`. */
+  private push(frame: Frame, next: number): number {
     if (this.stack.length >= MAX_FRAMES) throw tooComplex(`opens more than ${MAX_FRAMES} quotes, substitutions or expansions inside each other`);
     this.stack.push(frame);
+    return next;
   }
 
   /** The end of the run of plain characters from `i`: none in `stops`, no token start. */
@@ -341,21 +350,14 @@ class Lexer {
 
   /** Every command whose word holds the token hears of it, to refuse it if the command parses that word. */
   private registerToken(token: RefToken): void {
-    for (const entry of this.outer) entry.cmd.tokens.push({ token, word: entry.word });
-    for (const frame of this.stack) {
-      if (frame.kind !== 'cmd' || frame.wordStart) continue;
-      frame.cmd.tokens.push({ token, word: frame.hereString ? 'input' : frame.redirectTarget ? 'redirect' : frame.cmd.words.length });
-    }
+    for (const { cmd, word } of this.outers()) cmd.tokens.push({ token, word });
     for (const condition of this.shared.conditions) condition.tokens.push(token);
   }
 
+  /** The commands whose current word holds this spot: enclosing readers' and this one's. */
   private outers(): Outer[] {
-    const list = [...this.outer];
-    for (const frame of this.stack) {
-      if (frame.kind !== 'cmd' || frame.wordStart) continue;
-      list.push({ cmd: frame.cmd, word: frame.hereString ? 'input' : frame.redirectTarget ? 'redirect' : frame.cmd.words.length });
-    }
-    return list;
+    const open = this.stack.filter((frame): frame is CommandFrame => frame.kind === 'cmd' && !frame.wordStart);
+    return [...this.outer, ...open.map((frame) => ({ cmd: frame.cmd, word: frame.hereString ? 'input' : frame.redirectTarget ? 'redirect' : frame.cmd.words.length }) as const)];
   }
 
   // --- tokens --------------------------------------------------------------------------------
@@ -393,8 +395,8 @@ class Lexer {
   private step(i: number): number {
     const frame = this.top();
     const c = this.text[i] as string;
-    if (c === '\n' && frame.kind !== 'cmd' && frame.kind !== 'heredoc' && !isStringFrame(frame)) {
-      if (this.hasPendingHeredoc()) this.poison('a line break inside an expansion before a heredoc body', i);
+    if (c === '\n' && (frame.kind === 'param' || frame.kind === 'arith') && this.stack.some((each) => each.kind === 'cmd' && each.pending.length > 0)) {
+      this.poison('a line break inside an expansion before a heredoc body', i);
     }
     switch (frame.kind) {
       case 'cmd':
@@ -450,8 +452,7 @@ class Lexer {
     }
     if (c === "'" || c === '"') {
       markWordPart(frame, i);
-      this.push({ kind: c === "'" ? 'squote' : 'dquote', start: i, owner: frame });
-      return i + 1;
+      return this.push({ kind: c === "'" ? 'squote' : 'dquote', start: i, owner: frame }, i + 1);
     }
     if (c === '`') {
       markWordPart(frame, i);
@@ -480,8 +481,7 @@ class Lexer {
         frame.word = null;
         frame.value = null;
         frame.subscriptName = subscript.slice(0, -1) || null;
-        this.push({ kind: 'arith', start: i, closer: ']', depth: 0, names: new Set() });
-        return i + subscript.length;
+        return this.push(arith(i, ']'), i + subscript.length);
       }
     }
     if (c === '=' && !frame.wordEquals) {
@@ -497,110 +497,65 @@ class Lexer {
     return end;
   }
 
+  /** The current word ends: it steps the reserved-word states (case, function, for, [[, time, coproc) or joins the command. */
   private endWord(frame: CommandFrame): void {
     if (frame.wordStart) return;
-    frame.wordStart = true;
-    const word = frame.word;
-    const atCommandStart = frame.wordAtCommandStart;
+    const { word, cases, condition } = frame;
+    const state = cases[cases.length - 1];
     const redirect = frame.redirectTarget;
-    frame.redirectTarget = false;
-    frame.hereString = false;
-    frame.commandStart = false;
+    const reserved = frame.wordAtCommandStart && word !== null && frame.cmd.words.length === 0 && !redirect;
     let value = frame.value;
-    if (value !== null && isPattern(frame.unquoted)) value = null;
-    if (value !== null && frame.assignment !== null && /[=:]~/.test(frame.unquoted)) value = null;
+    if (value !== null && (isPattern(frame.unquoted) || (frame.assignment !== null && /[=:]~/.test(frame.unquoted)))) value = null;
     const built: CommandWord = { text: value, start: this.origin(frame.wordBegin), end: this.origin(this.cursor), assignment: frame.assignment, raw: this.text.slice(frame.wordBegin, this.cursor) };
+    frame.wordStart = true;
+    frame.redirectTarget = frame.hereString = frame.commandStart = false;
     frame.word = null;
 
-    const state = frame.cases[frame.cases.length - 1];
-    if (state === 'subject') {
-      frame.cases[frame.cases.length - 1] = 'in';
-      return;
-    }
-    if (state === 'in') {
-      frame.cases[frame.cases.length - 1] = 'pattern';
-      frame.patternStart = true;
-      return;
-    }
-    if (state === 'pattern') {
-      if (word === 'esac') frame.cases.pop();
-      return;
-    }
-    if (frame.functionName) {
+    if (state === 'subject' || state === 'in') {
+      cases[cases.length - 1] = state === 'subject' ? 'in' : 'pattern';
+      frame.patternStart = state === 'in';
+    } else if (state === 'pattern') {
+      if (word === 'esac') cases.pop();
+    } else if (frame.functionName) {
       frame.functionName = false;
       frame.commandStart = true;
-      return;
-    }
-    if (frame.condition !== null) {
+    } else if (condition !== null) {
       if (word === ']]') {
-        settleCondition(this.shared, frame.condition);
+        this.shared.settleCondition(condition);
         frame.condition = null;
       } else if (word !== null && ARITHMETIC_TEST_OPERATORS.has(word)) {
-        frame.condition.arithmetic = true;
+        condition.arithmetic = true;
         this.sink('a `[[ ... ]]` test with an arithmetic operator, which evaluates its operands (variables included) as expressions', frame.wordBegin);
-      } else if (word === '-v' || word === '-R') {
-        frame.condition.variableName = true;
-      } else if (frame.condition.variableName && value === null) {
-        this.sink('`[[ -v ]]` with a variable name known only at run time', frame.wordBegin);
-      }
-      return;
-    }
-    if (frame.origin === 'array') return;
-    if (frame.header) {
+      } else if (word === '-v' || word === '-R') condition.variableName = true;
+      else if (condition.variableName && value === null) this.sink('`[[ -v ]]` with a variable name known only at run time', frame.wordBegin);
+    } else if (frame.origin === 'array') {
+      // Words of `NAME=( ... )` are data.
+    } else if (frame.header) {
       if (frame.loopVar) this.shared.tainted.add(value ?? '');
       frame.loopVar = false;
-      if (word === 'do') {
-        frame.header = false;
-        frame.commandStart = true;
-      }
-      return;
-    }
-    const reserved = atCommandStart && word !== null && frame.cmd.words.length === 0 && !redirect;
-    if (reserved && frame.afterTime && (word === '-p' || word === '--')) {
+      frame.header = word !== 'do';
+      frame.commandStart = word === 'do';
+    } else if (reserved && frame.afterTime && (word === '-p' || word === '--')) {
       frame.commandStart = true;
-      return;
-    }
-    frame.afterTime = false;
-    if (reserved && frame.coproc) {
-      frame.coproc = false;
+    } else {
+      frame.afterTime = false;
       // `coproc NAME { ...; }` / `coproc NAME ( ... )`: the word was the name.
-      let k = this.cursor;
-      while (BLANK.has(this.text[k] ?? '')) k += 1;
-      if (this.text[k] === '{' || this.text[k] === '(') {
+      const coprocName = reserved && frame.coproc && this.matchAt(BODY_NEXT, this.cursor) !== null;
+      if (reserved) frame.coproc = false;
+      if (!reserved || coprocName) {
+        if (coprocName) frame.commandStart = true;
+        else if (!redirect) frame.cmd.words.push(built);
+      } else if (word === 'function') frame.functionName = true;
+      else if (word === 'case') cases.push('subject');
+      else if (word === 'esac' && state === 'body') cases.pop();
+      else if (word === 'for' || word === 'select') frame.header = frame.loopVar = true;
+      else if (word === '[[') this.shared.conditions.add((frame.condition = { arithmetic: false, variableName: false, tokens: [] }));
+      else if (COMMAND_PREFIX_WORDS.has(word)) {
         frame.commandStart = true;
-        return;
-      }
+        frame.afterTime = word === 'time';
+        frame.coproc = word === 'coproc';
+      } else frame.cmd.words.push(built);
     }
-    if (reserved && word === 'function') {
-      frame.functionName = true;
-      return;
-    }
-    if (reserved && word === 'case') {
-      frame.cases.push('subject');
-      return;
-    }
-    if (reserved && word === 'esac' && state === 'body') {
-      frame.cases.pop();
-      return;
-    }
-    if (reserved && (word === 'for' || word === 'select')) {
-      frame.header = true;
-      frame.loopVar = true;
-      return;
-    }
-    if (reserved && word === '[[') {
-      frame.condition = { arithmetic: false, variableName: false, tokens: [] };
-      this.shared.conditions.add(frame.condition);
-      return;
-    }
-    if (reserved && COMMAND_PREFIX_WORDS.has(word)) {
-      frame.commandStart = true;
-      frame.afterTime = word === 'time';
-      frame.coproc = word === 'coproc';
-      return;
-    }
-    if (redirect) return;
-    frame.cmd.words.push(built);
   }
 
   /** The simple command in `frame` ends: read it with the table, apply its refusals, list it. */
@@ -615,66 +570,42 @@ class Lexer {
   }
 
   private settleCommand(cmd: Cmd): void {
+    const { shared } = this;
     const refusals: Array<{ from: number; to: number; evaluation: Evaluation }> = [];
-    const codes: Array<{ text: string; at: CommandWord; kind: 'script' | 'prompt'; via: string }> = [];
-    let byWord: Map<number, RefToken[]> | null = null;
+    const codes: Array<Parameters<CommandReport['code']>> = [];
+    let byWord: Map<Cmd['tokens'][number]['word'], RefToken[]> | null = null;
     const report: CommandReport = {
-      command: (words, via) => {
-        const listed: Word[] = words.map((word) => Object.freeze({ text: word.text ?? word.raw, dynamic: word.text === null, start: word.start, end: word.end }));
-        const entry = via ?? this.via;
-        this.shared.commands.push(Object.freeze(entry === undefined ? { words: Object.freeze(listed) } : { words: Object.freeze(listed), via: entry }));
+      command: (words, via = this.via) => {
+        const listed = Object.freeze(words.map((word): Word => Object.freeze({ text: word.text ?? word.raw, dynamic: word.text === null, start: word.start, end: word.end })));
+        shared.commands.push(Object.freeze(via === undefined ? { words: listed } : { words: listed, via }));
       },
       refuse: (from, to, evaluation) => refusals.push({ from, to, evaluation }),
-      code: (text, at, kind, via) => codes.push({ text, at, kind, via }),
-      sink: (reason, at) => this.shared.sinks.length < 64 && this.shared.sinks.push({ reason, offset: at.start, names: null }),
-      uncertain: (reason, at) => this.shared.uncertain.length < 64 && this.shared.uncertain.push({ reason, offset: at.start }),
-      input: (evaluation) => {
-        cmd.input ??= evaluation;
-      },
+      code: (...args) => codes.push(args),
+      sink: (reason, at) => shared.sinks.length < 64 && shared.sinks.push({ reason, offset: at.start, names: null }),
+      uncertain: (reason, at) => shared.unsure(reason, at.start),
+      input: (evaluation) => (cmd.input ??= evaluation),
       assigned: (name, word, declaration) => {
         if (byWord === null) {
           byWord = new Map();
-          for (const entry of cmd.tokens) if (typeof entry.word === 'number') byWord.set(entry.word, [...(byWord.get(entry.word) ?? []), entry.token]);
+          for (const entry of cmd.tokens) (byWord.get(entry.word) ?? byWord.set(entry.word, []).get(entry.word))!.push(entry.token);
         }
-        const tokens = byWord.get(word) ?? [];
-        if (tokens.length > 0) this.shared.assignments.push({ name, declaration, tokens });
+        if (byWord.has(word)) shared.assignments.push({ name, declaration, tokens: byWord.get(word)! });
       },
-      taint: (name) => {
-        this.shared.tainted.add(name);
-      },
-      attribute: (name, kind) => {
-        const set = this.shared.attributes.get(name) ?? new Set();
-        set.add(kind);
-        this.shared.attributes.set(name, set);
-      },
+      taint: (name) => shared.tainted.add(name),
+      attribute: (name, kind) => shared.attributes.set(name, (shared.attributes.get(name) ?? new Set()).add(kind)),
     };
     readCommand(cmd.words, report);
-    if (refusals.length > 0) {
-      for (const { token, word } of cmd.tokens) {
-        if (typeof word !== 'number') continue;
-        const hit = refusals.find((refusal) => word >= refusal.from && word < refusal.to);
-        if (hit) this.refine(token, { kind: 'refuse', context: hit.evaluation.context, reason: hit.evaluation.reason });
-      }
+    for (const { token, word } of cmd.tokens) {
+      const hit = typeof word === 'number' ? refusals.find((refusal) => word >= refusal.from && word < refusal.to)?.evaluation : word === 'input' ? cmd.input : null;
+      if (hit) shared.refine([token], { kind: 'refuse', context: hit.context, reason: hit.reason });
     }
-    if (cmd.input) {
-      for (const { token, word } of cmd.tokens) if (word === 'input') this.refine(token, { kind: 'refuse', context: cmd.input.context, reason: cmd.input.reason });
-    }
-    for (const { text, at, kind, via } of codes) this.readCode(text, at, kind, via);
-  }
-
-  /** A refusal found when the command ended replaces an expansion decided earlier. */
-  private refine(token: RefToken, placement: Placement): void {
-    const current = this.shared.placements.get(token);
-    if (current === undefined || current.kind === 'expand') this.shared.placements.set(token, placement);
+    for (const args of codes) this.readCode(...args);
   }
 
   /** Static text that a command runs as code (or expands as a prompt): read it too. */
   private readCode(text: string, at: CommandWord, kind: 'script' | 'prompt', via: string): void {
     this.shared.codeBudget -= text.length;
-    if (this.shared.codeBudget < 0) {
-      if (this.shared.uncertain.length < 64) this.shared.uncertain.push({ reason: 'more code run by `eval`/`sh -c` than execgate reads', offset: at.start });
-      return;
-    }
+    if (this.shared.codeBudget < 0) return this.shared.unsure('more code run by `eval`/`sh -c` than execgate reads', at.start);
     const map = new Int32Array(text.length).fill(at.start);
     new Lexer(toSource(text, map, this.shared), 0, text.length, this.shared, kind === 'script' ? 'cmd' : 'heredoc', null, this.depth + 1, [], via).run();
   }
@@ -703,10 +634,7 @@ class Lexer {
   }
 
   private openParen(frame: CommandFrame, i: number): number {
-    if (frame.wordStart && this.peek(i + 1) === '(') {
-      this.push({ kind: 'arith', start: i, closer: '))', depth: 0, names: new Set() });
-      return i + 2;
-    }
+    if (frame.wordStart && this.peek(i + 1) === '(') return this.push(arith(i, '))'), i + 2);
     if (frame.cases[frame.cases.length - 1] === 'pattern' && frame.patternStart && frame.wordStart) {
       frame.patternStart = false;
       return i + 1;
@@ -716,21 +644,18 @@ class Lexer {
       this.shared.attributes.set(frame.assignment, new Set([...(this.shared.attributes.get(frame.assignment) ?? []), 'array']));
       this.shared.tainted.add(frame.assignment);
       frame.value = null;
-      this.push(newCommandFrame('array', i));
-      return i + 1;
+      return this.push(newCommandFrame('array', i), i + 1);
     }
     this.endWord(frame);
     // `name ( )`: a function definition; the body that follows is a command.
-    let k = i + 1;
-    while (BLANK.has(this.text[k] ?? '')) k += 1;
-    if (this.text[k] === ')' && frame.cmd.words.length === 1) {
+    const empty = this.matchAt(EMPTY_PARENS, i + 1);
+    if (empty !== null && frame.cmd.words.length === 1) {
       frame.cmd = newCmd();
       frame.commandStart = true;
-      return k + 1;
+      return i + 1 + empty.length;
     }
     this.endCommand(frame);
-    this.push(newCommandFrame('subshell', i));
-    return i + 1;
+    return this.push(newCommandFrame('subshell', i), i + 1);
   }
 
   private closeParen(frame: CommandFrame, i: number): number {
@@ -738,21 +663,18 @@ class Lexer {
     if (frame.cases[frame.cases.length - 1] === 'pattern') {
       frame.cases[frame.cases.length - 1] = 'body';
       frame.commandStart = true;
-      return i + 1;
+    } else {
+      this.endCommand(frame);
+      if (frame.origin === 'root') this.poison('an unmatched `)`', i);
+      else this.closeCommandFrame(frame, i);
     }
-    this.endCommand(frame);
-    if (frame.origin === 'root') {
-      this.poison('an unmatched `)`', i);
-      return i + 1;
-    }
-    this.closeCommandFrame(frame, i);
     return i + 1;
   }
 
   private closeCommandFrame(frame: CommandFrame, i: number): void {
     if (frame.pending.length > 0) this.poison('a heredoc whose body never started', i);
     if (frame.condition) {
-      settleCondition(this.shared, frame.condition);
+      this.shared.settleCondition(frame.condition);
       frame.condition = null;
     }
     this.stack.pop();
@@ -770,8 +692,7 @@ class Lexer {
     if (next === '(' && frame.wordStart) {
       beginWord(frame, i);
       frame.value = null;
-      this.push(newCommandFrame('substitution', i));
-      return i + 2;
+      return this.push(newCommandFrame('substitution', i), i + 2);
     }
     this.endWord(frame);
     if (c === '<' && next === '<') {
@@ -785,8 +706,7 @@ class Lexer {
     if (next === '(') {
       markWordPart(frame, i);
       frame.value = null;
-      this.push(newCommandFrame('substitution', i));
-      return i + 2;
+      return this.push(newCommandFrame('substitution', i), i + 2);
     }
     frame.redirectTarget = true;
     return next === '>' || next === '&' || next === '|' || (c === '<' && next === '>') ? i + 2 : i + 1;
@@ -878,18 +798,8 @@ class Lexer {
           }
         }
       } else {
-        const body = new Lexer(
-          { text: this.text, map: this.map, starts: this.starts, marks: this.marks },
-          position,
-          bodyEnd,
-          this.shared,
-          'heredoc',
-          this.inArithmetic() ?? (heredoc.cmd.input && { kind: 'refuse', context: heredoc.cmd.input.context, reason: heredoc.cmd.input.reason }),
-          this.depth + 1,
-          [...this.outers(), { cmd: heredoc.cmd, word: 'input' }],
-          undefined,
-        );
-        body.run();
+        const refused: Placement | null = this.inArithmetic() ?? (heredoc.cmd.input && { kind: 'refuse', ...heredoc.cmd.input });
+        new Lexer(this.source, position, bodyEnd, this.shared, 'heredoc', refused, this.depth + 1, [...this.outers(), { cmd: heredoc.cmd, word: 'input' }], undefined).run();
       }
       if (heredoc.cmd.input?.context === 'shell-script') this.readCode(this.text.slice(position, bodyEnd), { text: null, start: this.origin(position), end: this.origin(bodyEnd), assignment: null, raw: '' }, 'script', 'heredoc');
       position = next;
@@ -905,24 +815,16 @@ class Lexer {
       let line = this.text.slice(lineStart, lineEnd);
       if (!heredoc.quoted) line = line.replace(/\\\n/g, '');
       if (heredoc.stripTabs) line = line.replace(/^\t+/, '');
-      if (line === heredoc.delimiter && !this.hasTokenIn(lineStart, lineEnd)) return { bodyEnd: lineStart, next: Math.min(lineEnd + 1, this.end) };
+      if (line === heredoc.delimiter && !this.marks.subarray(lineStart, lineEnd).includes(1)) return { bodyEnd: lineStart, next: Math.min(lineEnd + 1, this.end) };
       lineStart = lineEnd + 1;
     }
-    if (this.shared.uncertain.length < 64) this.shared.uncertain.push({ reason: `a heredoc without its delimiter line \`${heredoc.delimiter}\``, offset: this.origin(from) });
+    this.shared.unsure(`a heredoc without its delimiter line \`${heredoc.delimiter}\``, this.origin(from));
     return { bodyEnd: this.end, next: this.end };
   }
 
   private lineEnd(from: number): number {
     const end = this.text.indexOf('\n', from);
     return end < 0 || end > this.end ? this.end : end;
-  }
-
-  private hasTokenIn(from: number, to: number): boolean {
-    return this.marks.subarray(from, to).includes(1);
-  }
-
-  private hasPendingHeredoc(): boolean {
-    return this.stack.some((frame) => frame.kind === 'cmd' && frame.pending.length > 0);
   }
 
   // --- quoted text ---------------------------------------------------------------------------
@@ -960,44 +862,15 @@ class Lexer {
   /** At a `$`; `owner` is the command frame whose word it is part of, to mark dynamic. */
   private dollar(i: number, unquoted: boolean, owner: CommandFrame | null): number {
     const next = this.peek(i + 1);
-    const dynamic = (): void => {
-      if (owner) owner.value = null;
-    };
-    if (next === TOKEN) {
-      dynamic();
-      return this.refuseAt(i + 1, 'after-dollar');
-    }
-    if (next === '(') {
-      dynamic();
-      if (this.peek(i + 2) === '(') {
-        this.push({ kind: 'arith', start: i, closer: '))', depth: 0, names: new Set() });
-        return i + 3;
-      }
-      this.push(newCommandFrame('substitution', i));
-      return i + 2;
-    }
-    if (next === '[') {
-      dynamic();
-      this.push({ kind: 'arith', start: i, closer: ']', depth: 0, names: new Set() });
-      return i + 2;
-    }
-    if (next === '{') {
-      dynamic();
-      return this.parameterName(i);
-    }
-    if (unquoted && next === "'") {
-      this.push({ kind: 'ansi', start: i, owner });
-      return i + 2;
-    }
-    if (unquoted && next === '"') {
-      dynamic();
-      this.push({ kind: 'locale', start: i, owner });
-      return i + 2;
-    }
-    if (/^[A-Za-z0-9_@*#?$!-]$/.test(next)) {
-      dynamic();
-      return i + 1 + (this.matchAt(NAME, i + 1)?.length ?? 1);
-    }
+    // Every form but `$'...'` and a lone `$` makes the word dynamic.
+    const expands = next === TOKEN || next === '(' || next === '[' || next === '{' || (unquoted && next === '"') || /^[A-Za-z0-9_@*#?$!-]$/.test(next);
+    if (expands && owner) owner.value = null;
+    if (next === TOKEN) return this.refuseAt(i + 1, 'after-dollar');
+    if (next === '(') return this.peek(i + 2) === '(' ? this.push(arith(i, '))'), i + 3) : this.push(newCommandFrame('substitution', i), i + 2);
+    if (next === '[') return this.push(arith(i, ']'), i + 2);
+    if (next === '{') return this.parameterName(i);
+    if (unquoted && (next === "'" || next === '"')) return this.push({ kind: next === "'" ? 'ansi' : 'locale', start: i, owner }, i + 2);
+    if (expands) return i + 1 + (this.matchAt(NAME, i + 1)?.length ?? 1);
     if (owner && owner.value !== null) owner.value += '$';
     if (owner && unquoted) owner.unquoted += '$';
     return i + 1;
@@ -1007,7 +880,7 @@ class Lexer {
     const outer = this.top();
     const quoted = outer.kind === 'dquote' || outer.kind === 'locale' || outer.kind === 'heredoc' || (outer.kind === 'param' && outer.quoted);
     const frame: ParameterFrame = { kind: 'param', start: i, quoted, part: 'afterName' };
-    this.push(frame);
+    this.push(frame, i + 2);
     const name = this.matchAt(PARAMETER_NAME, i + 2);
     if (name === null) {
       frame.part = this.peek(i + 2) === TOKEN ? 'afterName' : 'uncertain';
@@ -1017,10 +890,7 @@ class Lexer {
     if (name.startsWith('!') && name.length > 1 && !'*@['.includes(this.text[after] ?? '*')) {
       this.sink('an indirect expansion `${!NAME}`, which takes a value as a variable name (and evaluates its subscript)', i);
     }
-    if (this.peek(after) === '[') {
-      this.push({ kind: 'arith', start: after, closer: ']', depth: 0, names: new Set() });
-      return after + 1;
-    }
+    if (this.peek(after) === '[') return this.push(arith(after, ']'), after + 1);
     return after;
   }
 
@@ -1041,46 +911,24 @@ class Lexer {
     }
     if (c === '$') return this.dollar(i, !frame.quoted, null);
     if (c === '`') return this.backquote(i);
-    if (c === '"') {
-      this.push({ kind: 'dquote', start: i, owner: null });
-      return i + 1;
-    }
+    if (c === '"') return this.push({ kind: 'dquote', start: i, owner: null }, i + 1);
     if (c === "'") {
       if (frame.quoted) {
         frame.part = 'uncertain';
         this.poison('a single quote inside a double-quoted `${...}`, which bash and sh read differently', i);
         return i + 1;
       }
-      this.push({ kind: 'squote', start: i, owner: null });
-      return i + 1;
+      return this.push({ kind: 'squote', start: i, owner: null }, i + 1);
     }
     return i + 1;
   }
 
+  /** Right after `${NAME`: the operator says what follows (a word, arithmetic, or a form execgate does not read). */
   private parameterOperator(frame: ParameterFrame, i: number, c: string): number {
     const next = this.peek(i + 1);
-    if (c === ':') {
-      if (next === '-' || next === '=' || next === '+' || next === '?') {
-        frame.part = 'word';
-        return i + 2;
-      }
-      frame.part = 'arith';
-      return i + 1;
-    }
-    if ('-=+?@'.includes(c)) {
-      frame.part = 'word';
-      return i + 1;
-    }
-    if ('#%^,'.includes(c)) {
-      frame.part = 'word';
-      return next === c ? i + 2 : i + 1;
-    }
-    if (c === '/') {
-      frame.part = 'word';
-      return next === '/' || next === '#' || next === '%' ? i + 2 : i + 1;
-    }
-    frame.part = 'uncertain';
-    return i + 1;
+    const doubled = next !== '' && (c === ':' ? '-=+?'.includes(next) : '#%^,'.includes(c) ? next === c : c === '/' && '/#%'.includes(next));
+    frame.part = c === ':' && !doubled ? 'arith' : ':-=+?@#%^,/'.includes(c) ? 'word' : 'uncertain';
+    return doubled ? i + 2 : i + 1;
   }
 
   private stepArithmetic(frame: ArithmeticFrame, i: number, c: string): number {
@@ -1111,10 +959,7 @@ class Lexer {
     if (c === '\\') return this.peek(i + 1) === TOKEN ? i + 1 : i + 2;
     if (c === '$') return this.dollar(i, true, null);
     if (c === '`') return this.backquote(i);
-    if (c === '"' || c === "'") {
-      this.push({ kind: c === "'" ? 'squote' : 'dquote', start: i, owner: null });
-      return i + 1;
-    }
+    if (c === '"' || c === "'") return this.push({ kind: c === "'" ? 'squote' : 'dquote', start: i, owner: null }, i + 1);
     return i + 1;
   }
 
@@ -1189,7 +1034,7 @@ class Lexer {
     const root = this.stack[0] as Frame;
     if (root.kind === 'cmd') {
       if (this.stack.length === 1) this.endCommand(root);
-      if (root.condition) settleCondition(this.shared, root.condition);
+      if (root.condition) this.shared.settleCondition(root.condition);
       if (root.pending.length > 0) this.poison('a heredoc whose body never started', this.end);
     }
     if (this.stack.length > 1) {
@@ -1198,6 +1043,10 @@ class Lexer {
       this.fail(`the command ends inside an unterminated ${name}`, open.start);
     }
   }
+}
+
+function arith(start: number, closer: ArithmeticFrame['closer']): ArithmeticFrame {
+  return { kind: 'arith', start, closer, depth: 0, names: new Set() };
 }
 
 function newCmd(): Cmd {
@@ -1248,46 +1097,10 @@ function isPattern(text: string): boolean {
   return false;
 }
 
-function isStringFrame(frame: Frame): boolean {
-  return frame.kind === 'squote' || frame.kind === 'dquote' || frame.kind === 'ansi' || frame.kind === 'locale';
-}
-
 function endsWithEscape(text: string, from: number, to: number): boolean {
   let count = 0;
   for (let k = to - 1; k >= from && text[k] === '\\'; k -= 1) count += 1;
   return count % 2 === 1;
-}
-
-function settleCondition(shared: Shared, condition: Condition): void {
-  shared.conditions.delete(condition);
-  let refusal: Placement | null = null;
-  if (condition.arithmetic) refusal = { kind: 'refuse', context: 'conditional-arithmetic' };
-  else if (condition.variableName) refusal = { kind: 'refuse', context: 'variable-name', reason: '`[[ -v ]]` takes a variable name' };
-  if (!refusal) return;
-  for (const token of condition.tokens) {
-    const placement = shared.placements.get(token);
-    if (placement && placement.kind === 'expand') shared.placements.set(token, refusal);
-  }
-}
-
-/** Assignments of tokens to names that this text gives the integer or array attribute. */
-function settleAssignments(shared: Shared): void {
-  const references = [...shared.attributes.values()].some((set) => set.has('reference'));
-  for (const { name, declaration, tokens } of shared.assignments) {
-    const attributes = shared.attributes.get(name);
-    const integer = attributes?.has('integer') || (references && [...shared.attributes.values()].some((set) => set.has('integer')));
-    const array = declaration && (attributes?.has('array') || references);
-    if (!integer && !array) continue;
-    const placement: Placement = {
-      kind: 'refuse',
-      context: integer ? 'arithmetic' : 'evaluated',
-      reason: integer ? `\`${name}\` has the integer attribute, so bash evaluates a value assigned to it as arithmetic` : `\`${name}\` is an array, so a declaration parses the value as a compound assignment`,
-    };
-    for (const token of tokens) {
-      const current = shared.placements.get(token);
-      if (current === undefined || current.kind === 'expand') shared.placements.set(token, placement);
-    }
-  }
 }
 
 const ANSI_SIMPLE: Record<string, string> = { a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\\': '\\', "'": "'", '"': '"', '?': '?' };
