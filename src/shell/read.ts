@@ -27,7 +27,7 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
   const shared = new Shared(command, tokens);
   const identity = new Int32Array(command.length);
   for (let index = 0; index < identity.length; index += 1) identity[index] = index;
-  new Lexer(toSource(command, identity, shared), 0, command.length, shared, 'cmd', null, 0, [], undefined).run();
+  new Lexer(toSource(command, identity, shared, true), 0, command.length, shared, 'cmd', null, 0, [], undefined).run();
   for (const condition of shared.conditions) shared.settleCondition(condition);
   shared.settleAssignments();
 
@@ -227,17 +227,18 @@ interface Source {
   readonly marks: Uint8Array;
 }
 
-function toSource(text: string, map: Int32Array, shared: Shared): Source {
+function toSource(text: string, map: Int32Array, shared: Shared, root = false): Source {
   const starts = new Map<number, RefToken>();
   const marks = new Uint8Array(text.length);
-  // Static code read again maps every character to one offset, so no token registers there.
-  for (let index = 0; index < text.length && shared.byStart.size > 0; index += 1) {
-    const token = shared.isStart[map[index] as number] === 1 ? shared.byStart.get(map[index] as number) : undefined;
-    if (token !== undefined && map[index + token.raw.length - 1] === token.end - 1) {
-      starts.set(index, token);
-      marks[index] = 1;
-    }
-  }
+  const add = (index: number, token: RefToken | undefined): void => {
+    if (token === undefined || map[index + token.raw.length - 1] !== token.end - 1) return;
+    starts.set(index, token);
+    marks[index] = 1;
+  };
+  // The command's tokens sit at their own offsets. Static code read again maps every character
+  // to one offset, so no token registers there.
+  if (root) for (const [start, token] of shared.byStart) add(start, token);
+  else if (shared.byStart.size > 0) for (let index = 0; index < text.length; index += 1) if (shared.isStart[map[index] as number] === 1) add(index, shared.byStart.get(map[index] as number));
   return { text, map, starts, marks };
 }
 
@@ -350,14 +351,15 @@ class Lexer {
 
   /** Every command whose word holds the token hears of it, to refuse it if the command parses that word. */
   private registerToken(token: RefToken): void {
-    for (const { cmd, word } of this.outers()) cmd.tokens.push({ token, word });
+    for (const { cmd, word } of this.outer) cmd.tokens.push({ token, word });
+    for (const frame of this.stack) if (frame.kind === 'cmd' && !frame.wordStart) frame.cmd.tokens.push({ token, word: slot(frame) });
     for (const condition of this.shared.conditions) condition.tokens.push(token);
   }
 
   /** The commands whose current word holds this spot: enclosing readers' and this one's. */
   private outers(): Outer[] {
     const open = this.stack.filter((frame): frame is CommandFrame => frame.kind === 'cmd' && !frame.wordStart);
-    return [...this.outer, ...open.map((frame) => ({ cmd: frame.cmd, word: frame.hereString ? 'input' : frame.redirectTarget ? 'redirect' : frame.cmd.words.length }) as const)];
+    return [...this.outer, ...open.map((frame) => ({ cmd: frame.cmd, word: slot(frame) }))];
   }
 
   // --- tokens --------------------------------------------------------------------------------
@@ -740,49 +742,36 @@ class Lexer {
     while (BLANK.has(this.peek(j))) j += 1;
     let delimiter = '';
     let quoted = false;
-    while (j < this.end) {
+    let quote = '';
+    let opened = j;
+    // The delimiter word after quote removal; quoting any part of it leaves the body unexpanded.
+    for (; j < this.end; j += 1) {
       const c = this.peek(j);
       if (c === TOKEN) {
-        j = this.refuseAt(j, 'heredoc-delimiter');
-        this.poison('a heredoc delimiter made of a reference', j);
-        continue;
-      }
-      if (METACHAR.has(c)) break;
-      if (c === "'" || c === '"') {
+        const after = this.refuseAt(j, 'heredoc-delimiter');
+        if (quote === '') this.poison('a heredoc delimiter made of a reference', after);
+        else delimiter += this.text.slice(j, after);
+        j = after - 1;
+      } else if (quote === '' && METACHAR.has(c)) break;
+      else if (c === quote) quote = '';
+      else if (quote === '' && (c === "'" || c === '"')) {
+        quote = c;
         quoted = true;
-        const end = this.quotedDelimiterEnd(j, c);
-        if (end < 0) return this.fail('the command ends inside a quoted heredoc delimiter', j);
-        delimiter += c === '"' ? this.text.slice(j + 1, end).replace(/\\([$`"\\\n])/g, '$1') : this.text.slice(j + 1, end);
-        j = end + 1;
-      } else if (c === '\\') {
+        opened = j;
+      } else if (c === '\\' && (quote === '' || (quote === '"' && '$`"\\\n'.includes(this.peek(j + 1) || 'x')))) {
         quoted = true;
         delimiter += this.text[j + 1] ?? '';
-        j += 2;
+        j += 1;
       } else {
         if (c === '$' || c === '`') this.poison('a heredoc delimiter containing `$` or a backquote', j);
         delimiter += c;
-        j += 1;
       }
     }
+    if (quote !== '') return this.fail('the command ends inside a quoted heredoc delimiter', opened);
     if (delimiter === '' && !quoted) this.poison('a `<<` without a delimiter word', j);
     const command = this.top() as CommandFrame;
     this.parserLevel().pending.push({ delimiter, quoted, stripTabs, cmd: command.cmd });
     return j;
-  }
-
-  private quotedDelimiterEnd(j: number, quote: string): number {
-    let k = j + 1;
-    while (k < this.end) {
-      if (this.starts.has(k)) {
-        k = this.refuseAt(k, 'heredoc-delimiter');
-        continue;
-      }
-      const c = this.text[k];
-      if (c === quote) return k;
-      if (c === '$' || c === '`') this.poison('a heredoc delimiter containing `$` or a backquote', k);
-      k += quote === '"' && c === '\\' ? 2 : 1;
-    }
-    return -1;
   }
 
   private readHeredocBodies(frame: CommandFrame, from: number): number {
@@ -1044,6 +1033,9 @@ class Lexer {
     }
   }
 }
+
+/** Where in its command the current spot of text sits: a word, the input (a here-string) or a redirection's target. */
+const slot = (frame: CommandFrame): Outer['word'] => (frame.hereString ? 'input' : frame.redirectTarget ? 'redirect' : frame.cmd.words.length);
 
 function arith(start: number, closer: ArithmeticFrame['closer']): ArithmeticFrame {
   return { kind: 'arith', start, closer, depth: 0, names: new Set() };
