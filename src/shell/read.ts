@@ -108,6 +108,9 @@ class Shared {
   }
 }
 
+/** A simple command the table reads, and what it reported: refusals of words, code to read, tokens by word. */
+type Settling = { cmd: Cmd; refusals: Array<{ from: number; to: number; evaluation: Evaluation }>; codes: Array<Parameters<CommandReport['code']>>; byWord: Map<Outer['word'], RefToken[]> | null };
+
 /** One simple command being read: its words, and the tokens inside each (for refusals at its end). */
 interface Cmd {
   readonly words: CommandWord[];
@@ -194,6 +197,7 @@ const METACHAR = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
 const ARITHMETIC_TEST_OPERATORS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
 // Reserved words after which a new command starts.
 const COMMAND_PREFIX_WORDS = new Set(['!', '{', '}', 'then', 'do', 'else', 'elif', 'if', 'while', 'until', 'fi', 'done', 'time', 'coproc']);
+const PATTERN_CHARACTER = /[*?[{]|^~/;
 const BODY_NEXT = /[ \t]*[{(]/y;
 const EMPTY_PARENS = /[ \t]*\)/y;
 const SUBSCRIPT = /(?:[A-Za-z_][A-Za-z0-9_]*)?\[/y;
@@ -250,6 +254,29 @@ class Lexer {
   private readonly starts: ReadonlyMap<number, RefToken>;
   private readonly marks: Uint8Array;
   private cursor = 0;
+  /** The simple command the table is reading, and what it reported (one report per reader, not per command). */
+  private settling: Settling | null = null;
+  private readonly report: CommandReport = {
+    command: (words, via = this.via) => {
+      const listed = words.map((word): Word => ({ text: word.text ?? word.raw, dynamic: word.text === null, start: word.start, end: word.end }));
+      this.shared.commands.push(via === undefined ? { words: listed } : { words: listed, via });
+    },
+    refuse: (from, to, evaluation) => this.settling!.refusals.push({ from, to, evaluation }),
+    code: (...args) => this.settling!.codes.push(args),
+    sink: (reason, at) => this.shared.sinks.length < 64 && this.shared.sinks.push({ reason, offset: at.start, names: null }),
+    uncertain: (reason, at) => this.shared.unsure(reason, at.start),
+    input: (evaluation) => (this.settling!.cmd.input ??= evaluation),
+    assigned: (name, word, declaration) => {
+      const settling = this.settling!;
+      if (settling.byWord === null) {
+        const byWord = (settling.byWord = new Map());
+        for (const entry of settling.cmd.tokens) (byWord.get(entry.word) ?? byWord.set(entry.word, []).get(entry.word))!.push(entry.token);
+      }
+      if (settling.byWord.has(word)) this.shared.assignments.push({ name, declaration, tokens: settling.byWord.get(word)! });
+    },
+    taint: (name) => this.shared.tainted.add(name),
+    attribute: (name, kind) => this.shared.attributes.set(name, (this.shared.attributes.get(name) ?? new Set()).add(kind)),
+  };
 
   constructor(
     source: Source,
@@ -572,36 +599,14 @@ class Lexer {
   }
 
   private settleCommand(cmd: Cmd): void {
-    const { shared } = this;
-    const refusals: Array<{ from: number; to: number; evaluation: Evaluation }> = [];
-    const codes: Array<Parameters<CommandReport['code']>> = [];
-    let byWord: Map<Cmd['tokens'][number]['word'], RefToken[]> | null = null;
-    const report: CommandReport = {
-      command: (words, via = this.via) => {
-        const listed = Object.freeze(words.map((word): Word => Object.freeze({ text: word.text ?? word.raw, dynamic: word.text === null, start: word.start, end: word.end })));
-        shared.commands.push(Object.freeze(via === undefined ? { words: listed } : { words: listed, via }));
-      },
-      refuse: (from, to, evaluation) => refusals.push({ from, to, evaluation }),
-      code: (...args) => codes.push(args),
-      sink: (reason, at) => shared.sinks.length < 64 && shared.sinks.push({ reason, offset: at.start, names: null }),
-      uncertain: (reason, at) => shared.unsure(reason, at.start),
-      input: (evaluation) => (cmd.input ??= evaluation),
-      assigned: (name, word, declaration) => {
-        if (byWord === null) {
-          byWord = new Map();
-          for (const entry of cmd.tokens) (byWord.get(entry.word) ?? byWord.set(entry.word, []).get(entry.word))!.push(entry.token);
-        }
-        if (byWord.has(word)) shared.assignments.push({ name, declaration, tokens: byWord.get(word)! });
-      },
-      taint: (name) => shared.tainted.add(name),
-      attribute: (name, kind) => shared.attributes.set(name, (shared.attributes.get(name) ?? new Set()).add(kind)),
-    };
-    readCommand(cmd.words, report);
+    const settling: Settling = { cmd, refusals: [], codes: [], byWord: null };
+    this.settling = settling;
+    readCommand(cmd.words, this.report);
     for (const { token, word } of cmd.tokens) {
-      const hit = typeof word === 'number' ? refusals.find((refusal) => word >= refusal.from && word < refusal.to)?.evaluation : word === 'input' ? cmd.input : null;
-      if (hit) shared.refine([token], { kind: 'refuse', context: hit.context, reason: hit.reason });
+      const hit = typeof word === 'number' ? settling.refusals.find((refusal) => word >= refusal.from && word < refusal.to)?.evaluation : word === 'input' ? cmd.input : null;
+      if (hit) this.shared.refine([token], { kind: 'refuse', context: hit.context, reason: hit.reason });
     }
-    for (const args of codes) this.readCode(...args);
+    for (const args of settling.codes) this.readCode(...args);
   }
 
   /** Static text that a command runs as code (or expands as a prompt): read it too. */
@@ -1072,6 +1077,7 @@ function beginWord(frame: CommandFrame, index: number): void {
 
 /** Whether unquoted word text holds a glob, a brace expansion or a leading tilde (linear, unlike a regex with `.*`). */
 function isPattern(text: string): boolean {
+  if (!PATTERN_CHARACTER.test(text)) return false;
   if (text.startsWith('~') || text.includes('*') || text.includes('?')) return true;
   const bracket = text.indexOf('[');
   if (bracket >= 0 && text.lastIndexOf(']') > bracket) return true;
