@@ -67,6 +67,29 @@ class Shared {
   readonly attributes = new Map<string, Set<'integer' | 'array' | 'reference'>>();
   readonly assignments: Array<{ name: string; declaration: boolean; tokens: RefToken[] }> = [];
   codeBudget: number;
+  /** The simple command the table is reading, and what it reported (one report for every reader). */
+  settling: Settling | null = null;
+  readonly report: CommandReport = {
+    command: (words, via = this.settling!.via) => {
+      const listed = words.map((word): Word => ({ text: word.text ?? word.raw, dynamic: word.text === null, start: word.start, end: word.end }));
+      this.commands.push(via === undefined ? { words: listed } : { words: listed, via });
+    },
+    refuse: (from, to, evaluation) => this.settling!.refusals.push({ from, to, evaluation }),
+    code: (...args) => this.settling!.codes.push(args),
+    sink: (reason, at) => this.sinks.length < 64 && this.sinks.push({ reason, offset: at.start, names: null }),
+    uncertain: (reason, at) => this.unsure(reason, at.start),
+    input: (evaluation) => (this.settling!.cmd.input ??= evaluation),
+    assigned: (name, word, declaration) => {
+      const settling = this.settling!;
+      if (settling.byWord === null) {
+        const byWord = (settling.byWord = new Map());
+        for (const entry of settling.cmd.tokens) (byWord.get(entry.word) ?? byWord.set(entry.word, []).get(entry.word))!.push(entry.token);
+      }
+      if (settling.byWord.has(word)) this.assignments.push({ name, declaration, tokens: settling.byWord.get(word)! });
+    },
+    taint: (name) => this.tainted.add(name),
+    attribute: (name, kind) => this.attributes.set(name, (this.attributes.get(name) ?? new Set()).add(kind)),
+  };
 
   constructor(command: string, tokens: readonly RefToken[]) {
     this.byStart = new Map(tokens.map((token) => [token.start, token]));
@@ -109,7 +132,7 @@ class Shared {
 }
 
 /** A simple command the table reads, and what it reported: refusals of words, code to read, tokens by word. */
-type Settling = { cmd: Cmd; refusals: Array<{ from: number; to: number; evaluation: Evaluation }>; codes: Array<Parameters<CommandReport['code']>>; byWord: Map<Outer['word'], RefToken[]> | null };
+type Settling = { cmd: Cmd; via: string | undefined; refusals: Array<{ from: number; to: number; evaluation: Evaluation }>; codes: Array<Parameters<CommandReport['code']>>; byWord: Map<Outer['word'], RefToken[]> | null };
 
 /** One simple command being read: its words, and the tokens inside each (for refusals at its end). */
 interface Cmd {
@@ -254,30 +277,6 @@ class Lexer {
   private readonly starts: ReadonlyMap<number, RefToken>;
   private readonly marks: Uint8Array;
   private cursor = 0;
-  /** The simple command the table is reading, and what it reported (one report per reader, not per command). */
-  private settling: Settling | null = null;
-  private readonly report: CommandReport = {
-    command: (words, via = this.via) => {
-      const listed = words.map((word): Word => ({ text: word.text ?? word.raw, dynamic: word.text === null, start: word.start, end: word.end }));
-      this.shared.commands.push(via === undefined ? { words: listed } : { words: listed, via });
-    },
-    refuse: (from, to, evaluation) => this.settling!.refusals.push({ from, to, evaluation }),
-    code: (...args) => this.settling!.codes.push(args),
-    sink: (reason, at) => this.shared.sinks.length < 64 && this.shared.sinks.push({ reason, offset: at.start, names: null }),
-    uncertain: (reason, at) => this.shared.unsure(reason, at.start),
-    input: (evaluation) => (this.settling!.cmd.input ??= evaluation),
-    assigned: (name, word, declaration) => {
-      const settling = this.settling!;
-      if (settling.byWord === null) {
-        const byWord = (settling.byWord = new Map());
-        for (const entry of settling.cmd.tokens) (byWord.get(entry.word) ?? byWord.set(entry.word, []).get(entry.word))!.push(entry.token);
-      }
-      if (settling.byWord.has(word)) this.shared.assignments.push({ name, declaration, tokens: settling.byWord.get(word)! });
-    },
-    taint: (name) => this.shared.tainted.add(name),
-    attribute: (name, kind) => this.shared.attributes.set(name, (this.shared.attributes.get(name) ?? new Set()).add(kind)),
-  };
-
   constructor(
     source: Source,
     /** The part of the source this reader reads (a heredoc body is a part of its command's text). */
@@ -599,9 +598,9 @@ class Lexer {
   }
 
   private settleCommand(cmd: Cmd): void {
-    const settling: Settling = { cmd, refusals: [], codes: [], byWord: null };
-    this.settling = settling;
-    readCommand(cmd.words, this.report);
+    const settling: Settling = { cmd, via: this.via, refusals: [], codes: [], byWord: null };
+    this.shared.settling = settling;
+    readCommand(cmd.words, this.shared.report);
     for (const { token, word } of cmd.tokens) {
       const hit = typeof word === 'number' ? settling.refusals.find((refusal) => word >= refusal.from && word < refusal.to)?.evaluation : word === 'input' ? cmd.input : null;
       if (hit) this.shared.refine([token], { kind: 'refuse', context: hit.context, reason: hit.reason });
