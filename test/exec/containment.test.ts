@@ -22,13 +22,13 @@ function readPids(file: string): number[] {
 
 describe('timeouts and containment', () => {
   test('a timeout returns the output so far, flags it, and kills the whole group', async () => {
-    const result = await gateway.exec({ command: 'echo before; sleep 300 & echo $! > pids; sleep 300', timeout: 500, grace: 300 });
+    const result = await gateway.exec({ command: 'echo before; sleep 300 & echo $! > pids; sleep 300', timeout: 3000, grace: 300 });
     expect(result.timedOut).toBe(true);
     expect(result.killed).toBe(true);
     expect(result.stdout).toBe('before\n');
     expect(result.exitCode).toBeNull();
     expect(result.signal).toBe('SIGTERM');
-    expect(result.message).toMatch(/timed out after 500 ms/);
+    expect(result.message).toMatch(/timed out after 3000 ms/);
     for (const pid of readPids(join(tmp.dir, 'pids'))) expect(isAlive(pid)).toBe(false);
   });
 

@@ -67,7 +67,7 @@ describe('pty mode', () => {
   });
 
   test('timeouts kill the whole session, escaped children included', async () => {
-    const result = await gateway.exec({ command: 'setsid sleep 301 & echo $! > pid; echo ready; sleep 300', mode: 'pty', timeout: 500, grace: 200 });
+    const result = await gateway.exec({ command: 'setsid sleep 301 & echo $! > pid; echo ready; sleep 300', mode: 'pty', timeout: 3000, grace: 200 });
     expect(result.timedOut).toBe(true);
     expect(result.stdout).toContain('ready');
     const pid = Number(readFileSync(join(tmp.dir, 'pid'), 'utf8'));

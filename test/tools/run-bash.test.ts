@@ -63,11 +63,11 @@ describe('seed 000: run_bash tool executes shell commands', () => {
 
   test('Command exceeds timeout', async () => {
     const pidFile = join(tmp.dir, 'pid');
-    const result = await runBash({ command: `echo partial-out; echo partial-err >&2; sleep 5 & echo $! > ${pidFile}; wait`, timeout: 300 });
+    const result = await runBash({ command: `echo partial-out; echo partial-err >&2; sleep 5 & echo $! > ${pidFile}; wait`, timeout: 3000 });
     expect(result.exit_code).toBe(-1);
     expect(result.stdout).toBe('partial-out\n');
     expect(result.stderr.startsWith('partial-err\n')).toBe(true);
-    expect(result.stderr).toMatch(/timed out after 300 ms/);
+    expect(result.stderr).toMatch(/timed out after 3000 ms/);
     const pid = Number(readFileSync(pidFile, 'utf8'));
     expect(await waitFor(() => !isAlive(pid), 3000)).toBe(true);
   });
