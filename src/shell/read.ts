@@ -24,37 +24,15 @@ export const MAX_NESTING = 32;
 
 /** Read `command`; `tokens` are the reference tokens that will be substituted (non-overlapping). */
 export function readShell(command: string, tokens: readonly RefToken[] = []): ShellAnalysis {
-  const shared: Shared = {
-    command,
-    byStart: new Map(tokens.map((token) => [token.start, token])),
-    isStart: new Uint8Array(command.length + 1),
-    placements: new Map(),
-    poison: null,
-    problem: null,
-    conditions: new Set(),
-    commands: [],
-    uncertain: [],
-    sinks: [],
-    tainted: new Set(),
-    attributes: new Map(),
-    assignments: [],
-    codeBudget: 4 * command.length + 65536,
-  };
-  for (const token of tokens) if (token.start >= 0 && token.start < command.length) shared.isStart[token.start] = 1;
+  const shared = new Shared(command, tokens);
   const identity = new Int32Array(command.length);
   for (let index = 0; index < identity.length; index += 1) identity[index] = index;
-  new Lexer(command, identity, shared, 'cmd', null, 0, [], undefined).run();
-  for (const condition of shared.conditions) settleCondition(shared, condition);
-  settleAssignments(shared);
+  new Lexer(toSource(command, identity, shared, true), 0, command.length, shared, 'cmd', null, 0, [], undefined).run();
+  for (const condition of shared.conditions) shared.settleCondition(condition);
+  shared.settleAssignments();
 
-  const uncertain = [...shared.uncertain];
-  if (shared.poison) uncertain.unshift(shared.poison);
-  if (shared.problem) uncertain.unshift(shared.problem);
-  const unplaced: Placement = {
-    kind: 'refuse',
-    context: 'uncertain',
-    reason: shared.problem?.reason ?? 'the reference sits where execgate could not follow the shell syntax',
-  };
+  const uncertain = [shared.problem, shared.poison, ...shared.uncertain].filter((each): each is Finding => each !== null);
+  const unplaced: Placement = { kind: 'refuse', context: 'uncertain', reason: shared.problem?.reason ?? 'the reference sits where execgate could not follow the shell syntax' };
   // A sink counts when it may evaluate a value that came from a reference: any value, or a
   // variable the text sets from something known only at run time (or execgate's own variables).
   const references = [...shared.attributes.values()].some((set) => set.has('reference'));
@@ -66,44 +44,100 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
     if (sink && placement.kind === 'expand') placement = { kind: 'refuse', context: 'value-evaluated', reason: `${sink.reason}, at offset ${sink.offset}` };
     return Object.freeze({ token, placement });
   });
-  return Object.freeze({
-    command,
-    commands: Object.freeze(shared.commands),
-    tokens: Object.freeze(readings),
-    uncertain: Object.freeze(uncertain),
-    sinks: Object.freeze(sinks),
-  });
+  return Object.freeze({ command, commands: Object.freeze(shared.commands), tokens: Object.freeze(readings), uncertain: Object.freeze(uncertain), sinks: Object.freeze(sinks) });
 }
 
-interface Condition {
-  arithmetic: boolean;
-  variableName: boolean;
-  readonly tokens: RefToken[];
-}
+/** An open `[[ ... ]]`: whether it compares arithmetically or names a variable, and the tokens inside. */
+type Condition = { arithmetic: boolean; variableName: boolean; readonly tokens: RefToken[] };
 
-interface Shared {
-  readonly command: string;
+/** What the readers of one command share: its tokens, what they found, and what settles at the end. */
+class Shared {
   readonly byStart: ReadonlyMap<number, RefToken>;
   /** 1 at the offset of each token's start: a cheap test before the map lookup. */
   readonly isStart: Uint8Array;
-  readonly placements: Map<RefToken, Placement>;
-  poison: Finding | null;
-  problem: Finding | null;
-  readonly conditions: Set<Condition>;
-  readonly commands: SimpleCommand[];
-  readonly uncertain: Finding[];
-  readonly sinks: Array<Finding & { readonly names: ReadonlySet<string> | null }>;
+  readonly placements = new Map<RefToken, Placement>();
+  poison: Finding | null = null;
+  problem: Finding | null = null;
+  readonly conditions = new Set<Condition>();
+  readonly commands: SimpleCommand[] = [];
+  readonly uncertain: Finding[] = [];
+  readonly sinks: Array<Finding & { readonly names: ReadonlySet<string> | null }> = [];
   /** Variables that may hold a value known only at run time (a reference's value among them). */
-  readonly tainted: Set<string>;
-  readonly attributes: Map<string, Set<'integer' | 'array' | 'reference'>>;
-  readonly assignments: Array<{ name: string; declaration: boolean; tokens: RefToken[] }>;
+  readonly tainted = new Set<string>();
+  readonly attributes = new Map<string, Set<'integer' | 'array' | 'reference'>>();
+  readonly assignments: Array<{ name: string; declaration: boolean; tokens: RefToken[] }> = [];
   codeBudget: number;
+  /** The simple command the table is reading, and what it reported (one report for every reader). */
+  settling: Settling | null = null;
+  readonly report: CommandReport = {
+    command: (words, via = this.settling!.via) => {
+      const listed = words.map((word): Word => ({ text: word.text ?? word.raw, dynamic: word.text === null, start: word.start, end: word.end }));
+      this.commands.push(via === undefined ? { words: listed } : { words: listed, via });
+    },
+    refuse: (from, to, evaluation) => this.settling!.refusals.push({ from, to, evaluation }),
+    code: (...args) => this.settling!.codes.push(args),
+    sink: (reason, at) => this.sinks.length < 64 && this.sinks.push({ reason, offset: at.start, names: null }),
+    uncertain: (reason, at) => this.unsure(reason, at.start),
+    input: (evaluation) => (this.settling!.cmd.input ??= evaluation),
+    assigned: (name, word, declaration) => {
+      const settling = this.settling!;
+      if (settling.byWord === null) {
+        const byWord = (settling.byWord = new Map());
+        for (const entry of settling.cmd.tokens) (byWord.get(entry.word) ?? byWord.set(entry.word, []).get(entry.word))!.push(entry.token);
+      }
+      if (settling.byWord.has(word)) this.assignments.push({ name, declaration, tokens: settling.byWord.get(word)! });
+    },
+    taint: (name) => this.tainted.add(name),
+    attribute: (name, kind) => this.attributes.set(name, (this.attributes.get(name) ?? new Set()).add(kind)),
+  };
+
+  constructor(command: string, tokens: readonly RefToken[]) {
+    this.byStart = new Map(tokens.map((token) => [token.start, token]));
+    this.isStart = new Uint8Array(command.length + 1);
+    for (const token of tokens) if (token.start >= 0 && token.start < command.length) this.isStart[token.start] = 1;
+    this.codeBudget = 4 * command.length + 65536;
+  }
+
+  unsure(reason: string, offset: number): void {
+    if (this.uncertain.length < 64) this.uncertain.push({ reason, offset });
+  }
+
+  /** A refusal found later (when a command or a test ends) replaces an expansion decided earlier. */
+  refine(tokens: readonly RefToken[], placement: Placement): void {
+    for (const token of tokens) {
+      const current = this.placements.get(token);
+      if (current === undefined || current.kind === 'expand') this.placements.set(token, placement);
+    }
+  }
+
+  settleCondition(condition: Condition): void {
+    this.conditions.delete(condition);
+    if (condition.arithmetic) this.refine(condition.tokens, { kind: 'refuse', context: 'conditional-arithmetic' });
+    else if (condition.variableName) this.refine(condition.tokens, { kind: 'refuse', context: 'variable-name', reason: '`[[ -v ]]` takes a variable name' });
+  }
+
+  /** Assignments of tokens to names that this text gives the integer or array attribute. */
+  settleAssignments(): void {
+    const references = [...this.attributes.values()].some((set) => set.has('reference'));
+    const integers = references && [...this.attributes.values()].some((set) => set.has('integer'));
+    for (const { name, declaration, tokens } of this.assignments) {
+      const attributes = this.attributes.get(name);
+      const integer = attributes?.has('integer') || integers;
+      if (integer) this.refine(tokens, { kind: 'refuse', context: 'arithmetic', reason: `\`${name}\` has the integer attribute, so bash evaluates a value assigned to it as arithmetic` });
+      else if (declaration && (attributes?.has('array') || references)) {
+        this.refine(tokens, { kind: 'refuse', context: 'evaluated', reason: `\`${name}\` is an array, so a declaration parses the value as a compound assignment` });
+      }
+    }
+  }
 }
+
+/** A simple command the table reads, and what it reported: refusals of words, code to read, tokens by word. */
+type Settling = { cmd: Cmd; via: string | undefined; refusals: Array<{ from: number; to: number; evaluation: Evaluation }>; codes: Array<Parameters<CommandReport['code']>>; byWord: Map<Outer['word'], RefToken[]> | null };
 
 /** One simple command being read: its words, and the tokens inside each (for refusals at its end). */
 interface Cmd {
   readonly words: CommandWord[];
-  readonly tokens: Array<{ token: RefToken; word: number | 'input' | 'redirect' }>;
+  readonly tokens: Array<{ token: RefToken; word: Outer['word'] }>;
   input: Evaluation | null;
 }
 
@@ -113,6 +147,7 @@ interface CommandFrame {
   readonly kind: 'cmd';
   readonly origin: 'root' | 'subshell' | 'substitution' | 'array';
   readonly start: number;
+  /** Between words; before a command's first word; whether the current word began at a command's start. */
   wordStart: boolean;
   commandStart: boolean;
   wordAtCommandStart: boolean;
@@ -123,15 +158,18 @@ interface CommandFrame {
   /** Unquoted characters of the current word (for globs, braces and tilde). */
   unquoted: string;
   wordBegin: number;
-  /** `NAME=` / `NAME[...]=` starting the word; the subscript's name and where it closed. */
+  /** `NAME=` / `NAME[...]=` starting the word; the subscript's name and where it closed; whether a `=` was seen. */
   assignment: string | null;
   subscriptName: string | null;
   arithEnd: number;
   wordEquals: boolean;
-  /** Reserved-word states: `function NAME`, a `for`/`select` header, after `time`, after `coproc`. */
+  /**
+   * Reserved-word states: after `function` (the name comes), in a `for`/`select` header (its
+   * next word names the loop variable), after `time`, after `coproc`; the word is a redirection's
+   * target or a here-string; a `case` pattern may start with `(`.
+   */
   functionName: boolean;
   header: boolean;
-  /** The next word of a `for`/`select` header names the loop variable. */
   loopVar: boolean;
   afterTime: boolean;
   coproc: boolean;
@@ -170,29 +208,31 @@ interface ArithmeticFrame {
 
 type Frame = CommandFrame | StringFrame | ParameterFrame | ArithmeticFrame;
 
-interface Heredoc {
-  readonly delimiter: string;
-  readonly quoted: boolean;
-  readonly stripTabs: boolean;
-  readonly cmd: Cmd;
-}
-
-/** A command frame of an enclosing reader and the word a nested text sits in. */
-interface Outer {
-  readonly cmd: Cmd;
-  readonly word: number | 'input' | 'redirect';
-}
+type Heredoc = { readonly delimiter: string; readonly quoted: boolean; readonly stripTabs: boolean; readonly cmd: Cmd };
+/** A command (of this reader or an enclosing one) and the word, its input or a redirection's target that holds a spot of text. */
+type Outer = { readonly cmd: Cmd; readonly word: number | 'input' | 'redirect' };
 
 const TOKEN = 'TOKEN';
 /** Variables that may hold a reference's value without an assignment in the text. */
 const SET_BY_SHELL = /^(?:EXECGATE_REF_.*|[0-9@*]|REPLY|MAPFILE|BASH_REMATCH|OPTARG|COPROC|BASH_ARGV|BASH_ARGC|FUNCNAME|BASH_COMMAND|_)$/;
-const NAME_CHAR = /[A-Za-z0-9_!#@*?$-]/;
 const BLANK = new Set([' ', '\t']);
 const METACHAR = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
 const ARITHMETIC_TEST_OPERATORS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
 // Reserved words after which a new command starts.
 const COMMAND_PREFIX_WORDS = new Set(['!', '{', '}', 'then', 'do', 'else', 'elif', 'if', 'while', 'until', 'fi', 'done', 'time', 'coproc']);
-const DYNAMIC_UNQUOTED = /[*?]|\[.*\]|\{[^}]*(?:,|\.\.)[^}]*\}|^~/;
+const PATTERN_CHARACTER = /[*?[{]|^~/;
+const BODY_NEXT = /[ \t]*[{(]/y;
+const EMPTY_PARENS = /[ \t]*\)/y;
+const SUBSCRIPT = /(?:[A-Za-z_][A-Za-z0-9_]*)?\[/y;
+const NAME = /[A-Za-z_][A-Za-z0-9_]*/y;
+const PARAMETER_NAME = /(?:[!#](?=[A-Za-z0-9_@*#?$!-]))?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])/y;
+const READ_NAME = /\$(?:\{#?[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_])/y;
+const stops = (chars: string): Uint8Array => Uint8Array.from({ length: 128 }, (_, code) => (chars.includes(String.fromCharCode(code)) ? 1 : 0));
+/** Characters that end a run of plain text in an unquoted word, in `'...'`, `"..."` and a heredoc body. */
+const WORD_STOPS = stops(' \t\n;&|()<>\'"`$\\=');
+const SQUOTE_STOPS = stops("'");
+const DQUOTE_STOPS = stops('"`$\\');
+const HEREDOC_STOPS = stops('`$\\');
 
 const PLACEMENTS: Record<Exclude<Frame['kind'], 'param'>, Placement> = {
   cmd: { kind: 'expand', context: 'unquoted' }, squote: { kind: 'expand', context: 'single-quoted' }, dquote: { kind: 'expand', context: 'double-quoted' },
@@ -204,15 +244,44 @@ const FRAME_NAMES: Record<Frame['kind'], string> = {
   heredoc: 'heredoc body', param: '`${...}` expansion', arith: 'arithmetic expression',
 };
 
+/** A text readers read: the command itself, or code built from it (a backquote body, a static script). */
+interface Source {
+  readonly text: string;
+  /** Offset in the original command of each character of `text`. */
+  readonly map: Int32Array;
+  readonly starts: ReadonlyMap<number, RefToken>;
+  /** 1 where a token starts in `text`: the per-character test, cheaper than the map. */
+  readonly marks: Uint8Array;
+}
+
+function toSource(text: string, map: Int32Array, shared: Shared, root = false): Source {
+  const starts = new Map<number, RefToken>();
+  const marks = new Uint8Array(text.length);
+  const add = (index: number, token: RefToken | undefined): void => {
+    if (token === undefined || map[index + token.raw.length - 1] !== token.end - 1) return;
+    starts.set(index, token);
+    marks[index] = 1;
+  };
+  // The command's tokens sit at their own offsets. Static code read again maps every character
+  // to one offset, so no token registers there.
+  if (root) for (const [start, token] of shared.byStart) add(start, token);
+  else if (shared.byStart.size > 0) for (let index = 0; index < text.length; index += 1) if (shared.isStart[map[index] as number] === 1) add(index, shared.byStart.get(map[index] as number));
+  return { text, map, starts, marks };
+}
+
 class Lexer {
   private readonly stack: Frame[];
-  private readonly starts = new Map<number, RefToken>();
+  private readonly source: Source;
+  private readonly text: string;
+  private readonly map: Int32Array;
+  private readonly starts: ReadonlyMap<number, RefToken>;
+  private readonly marks: Uint8Array;
   private cursor = 0;
-
   constructor(
-    private readonly text: string,
-    /** Offset in the original command of each character of `text`. */
-    private readonly map: Int32Array,
+    source: Source,
+    /** The part of the source this reader reads (a heredoc body is a part of its command's text). */
+    private readonly begin: number,
+    private readonly end: number,
     private readonly shared: Shared,
     root: 'cmd' | 'heredoc',
     /** Set when this reader reads text where every token is refused (inside arithmetic, say). */
@@ -224,48 +293,55 @@ class Lexer {
     private readonly via: string | undefined,
   ) {
     if (depth > MAX_NESTING) throw tooComplex(`nests backquotes, heredocs or code run by \`eval\`/\`sh -c\` more than ${MAX_NESTING} levels deep`);
-    this.stack = [root === 'cmd' ? newCommandFrame('root', 0) : { kind: 'heredoc', start: 0, owner: null }];
-    // Static code read again maps every character to one offset, so no token registers there.
-    if (shared.byStart.size === 0) return;
-    for (let index = 0; index < text.length; index += 1) {
-      if (shared.isStart[map[index] as number] !== 1) continue;
-      const token = shared.byStart.get(map[index] as number);
-      if (token === undefined) continue;
-      const last = index + token.raw.length - 1;
-      if (last < text.length && map[last] === token.end - 1) this.starts.set(index, token);
-    }
+    this.source = source;
+    ({ text: this.text, map: this.map, starts: this.starts, marks: this.marks } = source);
+    this.stack = [root === 'cmd' ? newCommandFrame('root', begin) : { kind: 'heredoc', start: begin, owner: null }];
   }
 
   run(): void {
-    let i = 0;
-    while (i < this.text.length) {
+    let i = this.begin;
+    while (i < this.end) {
       if (this.shared.problem) return;
       this.cursor = i;
-      const token = this.starts.get(i);
-      i = token ? this.placeToken(token, i) : this.step(i);
+      i = this.marks[i] === 1 ? this.placeToken(this.starts.get(i) as RefToken, i) : this.step(i);
     }
-    this.cursor = this.text.length;
+    this.cursor = this.end;
     this.finish();
   }
 
   // --- helpers -------------------------------------------------------------------------------
 
   private peek(index: number): string {
-    if (this.starts.has(index)) return TOKEN;
-    return index < this.text.length ? (this.text[index] as string) : '';
+    if (index >= this.end) return '';
+    return this.marks[index] === 1 ? TOKEN : (this.text[index] as string);
   }
 
   private top(): Frame {
     return this.stack[this.stack.length - 1] as Frame;
   }
 
-  private push(frame: Frame): void {
+  /** Open `frame`; reading goes on at `next`. */
+  private push(frame: Frame, next: number): number {
     if (this.stack.length >= MAX_FRAMES) throw tooComplex(`opens more than ${MAX_FRAMES} quotes, substitutions or expansions inside each other`);
     this.stack.push(frame);
+    return next;
+  }
+
+  /** The end of the run of plain characters from `i`: none in `stops`, no token start. */
+  private span(i: number, stops: Uint8Array): number {
+    let j = i;
+    for (let code = this.text.charCodeAt(j); j < this.end && this.marks[j] === 0 && !(code < 128 && stops[code] === 1); code = this.text.charCodeAt(j)) j += 1;
+    return j;
+  }
+
+  /** The text `pattern` (sticky) matches at `i`, or null. */
+  private matchAt(pattern: RegExp, i: number): string | null {
+    pattern.lastIndex = i;
+    return pattern.exec(this.text)?.[0] ?? null;
   }
 
   private origin(index: number): number {
-    return index < this.map.length ? (this.map[index] as number) : (this.map[this.map.length - 1] ?? -1) + 1;
+    return index < this.end ? (this.map[index] as number) : (this.map[this.end - 1] ?? -1) + 1;
   }
 
   private inArithmetic(): Placement | null {
@@ -284,7 +360,7 @@ class Lexer {
 
   private fail(reason: string, index: number): number {
     if (!this.shared.problem) this.shared.problem = { reason, offset: this.origin(index) };
-    return this.text.length;
+    return this.end;
   }
 
   /** `names`: the variables whose values the sink evaluates (null: any value at all). */
@@ -301,21 +377,15 @@ class Lexer {
 
   /** Every command whose word holds the token hears of it, to refuse it if the command parses that word. */
   private registerToken(token: RefToken): void {
-    for (const entry of this.outer) entry.cmd.tokens.push({ token, word: entry.word });
-    for (const frame of this.stack) {
-      if (frame.kind !== 'cmd' || frame.wordStart) continue;
-      frame.cmd.tokens.push({ token, word: frame.hereString ? 'input' : frame.redirectTarget ? 'redirect' : frame.cmd.words.length });
-    }
+    for (const { cmd, word } of this.outer) cmd.tokens.push({ token, word });
+    for (const frame of this.stack) if (frame.kind === 'cmd' && !frame.wordStart) frame.cmd.tokens.push({ token, word: slot(frame) });
     for (const condition of this.shared.conditions) condition.tokens.push(token);
   }
 
+  /** The commands whose current word holds this spot: enclosing readers' and this one's. */
   private outers(): Outer[] {
-    const list = [...this.outer];
-    for (const frame of this.stack) {
-      if (frame.kind !== 'cmd' || frame.wordStart) continue;
-      list.push({ cmd: frame.cmd, word: frame.hereString ? 'input' : frame.redirectTarget ? 'redirect' : frame.cmd.words.length });
-    }
-    return list;
+    const open = this.stack.filter((frame): frame is CommandFrame => frame.kind === 'cmd' && !frame.wordStart);
+    return [...this.outer, ...open.map((frame) => ({ cmd: frame.cmd, word: slot(frame) }))];
   }
 
   // --- tokens --------------------------------------------------------------------------------
@@ -353,16 +423,21 @@ class Lexer {
   private step(i: number): number {
     const frame = this.top();
     const c = this.text[i] as string;
-    if (c === '\n' && frame.kind !== 'cmd' && frame.kind !== 'heredoc' && !isStringFrame(frame)) {
-      if (this.hasPendingHeredoc()) this.poison('a line break inside an expansion before a heredoc body', i);
+    if (c === '\n' && (frame.kind === 'param' || frame.kind === 'arith') && this.stack.some((each) => each.kind === 'cmd' && each.pending.length > 0)) {
+      this.poison('a line break inside an expansion before a heredoc body', i);
     }
     switch (frame.kind) {
       case 'cmd':
         return this.stepCommand(frame, i, c);
-      case 'squote':
-        if (c === "'") this.stack.pop();
-        else if (frame.owner && frame.owner.value !== null) frame.owner.value += c;
-        return i + 1;
+      case 'squote': {
+        if (c === "'") {
+          this.stack.pop();
+          return i + 1;
+        }
+        const end = this.span(i + 1, SQUOTE_STOPS);
+        if (frame.owner && frame.owner.value !== null) frame.owner.value += this.text.slice(i, end);
+        return end;
+      }
       case 'ansi': {
         if (c === '\\') return this.peek(i + 1) === TOKEN ? i + 1 : i + 2;
         if (c === "'") {
@@ -373,9 +448,8 @@ class Lexer {
       }
       case 'dquote':
       case 'locale':
-        return this.stepDoubleQuoted(frame, i, c);
       case 'heredoc':
-        return this.stepHeredoc(i, c);
+        return this.stepDoubleQuoted(frame, i, c);
       case 'param':
         return this.stepParameter(frame, i, c);
       case 'arith':
@@ -402,12 +476,11 @@ class Lexer {
       if (next === '\n') return i + 2;
       markWordPart(frame, i);
       if (frame.value !== null) frame.value += next;
-      return Math.min(i + 2, this.text.length);
+      return Math.min(i + 2, this.end);
     }
     if (c === "'" || c === '"') {
       markWordPart(frame, i);
-      this.push({ kind: c === "'" ? 'squote' : 'dquote', start: i, owner: frame });
-      return i + 1;
+      return this.push({ kind: c === "'" ? 'squote' : 'dquote', start: i, owner: frame }, i + 1);
     }
     if (c === '`') {
       markWordPart(frame, i);
@@ -430,14 +503,13 @@ class Lexer {
       beginWord(frame, i);
       // `name[` starts an array subscript (`a[i]=v`), and a `[` opening a word may be one in
       // `arr=([i]=v)`: bash may evaluate it as arithmetic.
-      const subscript = /^(?:[A-Za-z_][A-Za-z0-9_]*)?\[/.exec(this.plainSlice(i));
-      const after = subscript ? this.peek(i + subscript[0].length) : '';
+      const subscript = this.matchAt(SUBSCRIPT, i);
+      const after = subscript ? this.peek(i + subscript.length) : '';
       if (subscript && after !== '' && after !== '[' && after !== ']' && !BLANK.has(after) && after !== '\n') {
         frame.word = null;
         frame.value = null;
-        frame.subscriptName = subscript[0].slice(0, -1) || null;
-        this.push({ kind: 'arith', start: i, closer: ']', depth: 0, names: new Set() });
-        return i + subscript[0].length;
+        frame.subscriptName = subscript.slice(0, -1) || null;
+        return this.push(arith(i, ']'), i + subscript.length);
       }
     }
     if (c === '=' && !frame.wordEquals) {
@@ -445,123 +517,73 @@ class Lexer {
       else if (frame.subscriptName && (frame.arithEnd === i || (frame.arithEnd === i - 1 && this.text[i - 1] === '+'))) frame.assignment = frame.subscriptName;
       frame.wordEquals = true;
     }
-    if (frame.word !== null) frame.word += c;
-    if (frame.value !== null) frame.value += c;
-    frame.unquoted += c;
-    return i + 1;
+    const end = this.span(i + 1, WORD_STOPS);
+    const part = this.text.slice(i, end);
+    if (frame.word !== null) frame.word += part;
+    if (frame.value !== null) frame.value += part;
+    frame.unquoted += part;
+    return end;
   }
 
-  /** The name-like text at `i` (and the character after it), for the small lookahead regexes. */
-  private plainSlice(i: number): string {
-    let end = i;
-    while (end < this.text.length && end - i < 300 && !this.starts.has(end) && NAME_CHAR.test(this.text[end] as string)) end += 1;
-    return this.text.slice(i, Math.min(end + 1, this.text.length));
-  }
-
+  /** The current word ends: it steps the reserved-word states (case, function, for, [[, time, coproc) or joins the command. */
   private endWord(frame: CommandFrame): void {
     if (frame.wordStart) return;
-    frame.wordStart = true;
-    const word = frame.word;
-    const atCommandStart = frame.wordAtCommandStart;
+    const { word, cases, condition } = frame;
+    const state = cases[cases.length - 1];
     const redirect = frame.redirectTarget;
-    frame.redirectTarget = false;
-    frame.hereString = false;
-    frame.commandStart = false;
+    const reserved = frame.wordAtCommandStart && word !== null && frame.cmd.words.length === 0 && !redirect;
     let value = frame.value;
-    if (value !== null && DYNAMIC_UNQUOTED.test(frame.unquoted)) value = null;
-    if (value !== null && frame.assignment !== null && /[=:]~/.test(frame.unquoted)) value = null;
+    if (value !== null && (isPattern(frame.unquoted) || (frame.assignment !== null && /[=:]~/.test(frame.unquoted)))) value = null;
     const built: CommandWord = { text: value, start: this.origin(frame.wordBegin), end: this.origin(this.cursor), assignment: frame.assignment, raw: this.text.slice(frame.wordBegin, this.cursor) };
+    frame.wordStart = true;
+    frame.redirectTarget = frame.hereString = frame.commandStart = false;
     frame.word = null;
 
-    const state = frame.cases[frame.cases.length - 1];
-    if (state === 'subject') {
-      frame.cases[frame.cases.length - 1] = 'in';
-      return;
-    }
-    if (state === 'in') {
-      frame.cases[frame.cases.length - 1] = 'pattern';
-      frame.patternStart = true;
-      return;
-    }
-    if (state === 'pattern') {
-      if (word === 'esac') frame.cases.pop();
-      return;
-    }
-    if (frame.functionName) {
+    if (state === 'subject' || state === 'in') {
+      cases[cases.length - 1] = state === 'subject' ? 'in' : 'pattern';
+      frame.patternStart = state === 'in';
+    } else if (state === 'pattern') {
+      if (word === 'esac') cases.pop();
+    } else if (frame.functionName) {
       frame.functionName = false;
       frame.commandStart = true;
-      return;
-    }
-    if (frame.condition !== null) {
+    } else if (condition !== null) {
       if (word === ']]') {
-        settleCondition(this.shared, frame.condition);
+        this.shared.settleCondition(condition);
         frame.condition = null;
       } else if (word !== null && ARITHMETIC_TEST_OPERATORS.has(word)) {
-        frame.condition.arithmetic = true;
+        condition.arithmetic = true;
         this.sink('a `[[ ... ]]` test with an arithmetic operator, which evaluates its operands (variables included) as expressions', frame.wordBegin);
-      } else if (word === '-v' || word === '-R') {
-        frame.condition.variableName = true;
-      } else if (frame.condition.variableName && value === null) {
-        this.sink('`[[ -v ]]` with a variable name known only at run time', frame.wordBegin);
-      }
-      return;
-    }
-    if (frame.origin === 'array') return;
-    if (frame.header) {
+      } else if (word === '-v' || word === '-R') condition.variableName = true;
+      else if (condition.variableName && value === null) this.sink('`[[ -v ]]` with a variable name known only at run time', frame.wordBegin);
+    } else if (frame.origin === 'array') {
+      // Words of `NAME=( ... )` are data.
+    } else if (frame.header) {
       if (frame.loopVar) this.shared.tainted.add(value ?? '');
       frame.loopVar = false;
-      if (word === 'do') {
-        frame.header = false;
-        frame.commandStart = true;
-      }
-      return;
-    }
-    const reserved = atCommandStart && word !== null && frame.cmd.words.length === 0 && !redirect;
-    if (reserved && frame.afterTime && (word === '-p' || word === '--')) {
+      frame.header = word !== 'do';
+      frame.commandStart = word === 'do';
+    } else if (reserved && frame.afterTime && (word === '-p' || word === '--')) {
       frame.commandStart = true;
-      return;
-    }
-    frame.afterTime = false;
-    if (reserved && frame.coproc) {
-      frame.coproc = false;
+    } else {
+      frame.afterTime = false;
       // `coproc NAME { ...; }` / `coproc NAME ( ... )`: the word was the name.
-      let k = this.cursor;
-      while (BLANK.has(this.text[k] ?? '')) k += 1;
-      if (this.text[k] === '{' || this.text[k] === '(') {
+      const coprocName = reserved && frame.coproc && this.matchAt(BODY_NEXT, this.cursor) !== null;
+      if (reserved) frame.coproc = false;
+      if (!reserved || coprocName) {
+        if (coprocName) frame.commandStart = true;
+        else if (!redirect) frame.cmd.words.push(built);
+      } else if (word === 'function') frame.functionName = true;
+      else if (word === 'case') cases.push('subject');
+      else if (word === 'esac' && state === 'body') cases.pop();
+      else if (word === 'for' || word === 'select') frame.header = frame.loopVar = true;
+      else if (word === '[[') this.shared.conditions.add((frame.condition = { arithmetic: false, variableName: false, tokens: [] }));
+      else if (COMMAND_PREFIX_WORDS.has(word)) {
         frame.commandStart = true;
-        return;
-      }
+        frame.afterTime = word === 'time';
+        frame.coproc = word === 'coproc';
+      } else frame.cmd.words.push(built);
     }
-    if (reserved && word === 'function') {
-      frame.functionName = true;
-      return;
-    }
-    if (reserved && word === 'case') {
-      frame.cases.push('subject');
-      return;
-    }
-    if (reserved && word === 'esac' && state === 'body') {
-      frame.cases.pop();
-      return;
-    }
-    if (reserved && (word === 'for' || word === 'select')) {
-      frame.header = true;
-      frame.loopVar = true;
-      return;
-    }
-    if (reserved && word === '[[') {
-      frame.condition = { arithmetic: false, variableName: false, tokens: [] };
-      this.shared.conditions.add(frame.condition);
-      return;
-    }
-    if (reserved && COMMAND_PREFIX_WORDS.has(word)) {
-      frame.commandStart = true;
-      frame.afterTime = word === 'time';
-      frame.coproc = word === 'coproc';
-      return;
-    }
-    if (redirect) return;
-    frame.cmd.words.push(built);
   }
 
   /** The simple command in `frame` ends: read it with the table, apply its refusals, list it. */
@@ -576,68 +598,22 @@ class Lexer {
   }
 
   private settleCommand(cmd: Cmd): void {
-    const refusals: Array<{ from: number; to: number; evaluation: Evaluation }> = [];
-    const codes: Array<{ text: string; at: CommandWord; kind: 'script' | 'prompt'; via: string }> = [];
-    let byWord: Map<number, RefToken[]> | null = null;
-    const report: CommandReport = {
-      command: (words, via) => {
-        const listed: Word[] = words.map((word) => Object.freeze({ text: word.text ?? word.raw, dynamic: word.text === null, start: word.start, end: word.end }));
-        const entry = via ?? this.via;
-        this.shared.commands.push(Object.freeze(entry === undefined ? { words: Object.freeze(listed) } : { words: Object.freeze(listed), via: entry }));
-      },
-      refuse: (from, to, evaluation) => refusals.push({ from, to, evaluation }),
-      code: (text, at, kind, via) => codes.push({ text, at, kind, via }),
-      sink: (reason, at) => this.shared.sinks.length < 64 && this.shared.sinks.push({ reason, offset: at.start, names: null }),
-      uncertain: (reason, at) => this.shared.uncertain.length < 64 && this.shared.uncertain.push({ reason, offset: at.start }),
-      input: (evaluation) => {
-        cmd.input ??= evaluation;
-      },
-      assigned: (name, word, declaration) => {
-        if (byWord === null) {
-          byWord = new Map();
-          for (const entry of cmd.tokens) if (typeof entry.word === 'number') byWord.set(entry.word, [...(byWord.get(entry.word) ?? []), entry.token]);
-        }
-        const tokens = byWord.get(word) ?? [];
-        if (tokens.length > 0) this.shared.assignments.push({ name, declaration, tokens });
-      },
-      taint: (name) => {
-        this.shared.tainted.add(name);
-      },
-      attribute: (name, kind) => {
-        const set = this.shared.attributes.get(name) ?? new Set();
-        set.add(kind);
-        this.shared.attributes.set(name, set);
-      },
-    };
-    readCommand(cmd.words, report);
-    if (refusals.length > 0) {
-      for (const { token, word } of cmd.tokens) {
-        if (typeof word !== 'number') continue;
-        const hit = refusals.find((refusal) => word >= refusal.from && word < refusal.to);
-        if (hit) this.refine(token, { kind: 'refuse', context: hit.evaluation.context, reason: hit.evaluation.reason });
-      }
+    const settling: Settling = { cmd, via: this.via, refusals: [], codes: [], byWord: null };
+    this.shared.settling = settling;
+    readCommand(cmd.words, this.shared.report);
+    for (const { token, word } of cmd.tokens) {
+      const hit = typeof word === 'number' ? settling.refusals.find((refusal) => word >= refusal.from && word < refusal.to)?.evaluation : word === 'input' ? cmd.input : null;
+      if (hit) this.shared.refine([token], { kind: 'refuse', context: hit.context, reason: hit.reason });
     }
-    if (cmd.input) {
-      for (const { token, word } of cmd.tokens) if (word === 'input') this.refine(token, { kind: 'refuse', context: cmd.input.context, reason: cmd.input.reason });
-    }
-    for (const { text, at, kind, via } of codes) this.readCode(text, at, kind, via);
-  }
-
-  /** A refusal found when the command ended replaces an expansion decided earlier. */
-  private refine(token: RefToken, placement: Placement): void {
-    const current = this.shared.placements.get(token);
-    if (current === undefined || current.kind === 'expand') this.shared.placements.set(token, placement);
+    for (const args of settling.codes) this.readCode(...args);
   }
 
   /** Static text that a command runs as code (or expands as a prompt): read it too. */
   private readCode(text: string, at: CommandWord, kind: 'script' | 'prompt', via: string): void {
     this.shared.codeBudget -= text.length;
-    if (this.shared.codeBudget < 0) {
-      if (this.shared.uncertain.length < 64) this.shared.uncertain.push({ reason: 'more code run by `eval`/`sh -c` than execgate reads', offset: at.start });
-      return;
-    }
+    if (this.shared.codeBudget < 0) return this.shared.unsure('more code run by `eval`/`sh -c` than execgate reads', at.start);
     const map = new Int32Array(text.length).fill(at.start);
-    new Lexer(text, map, this.shared, kind === 'script' ? 'cmd' : 'heredoc', null, this.depth + 1, [], via).run();
+    new Lexer(toSource(text, map, this.shared), 0, text.length, this.shared, kind === 'script' ? 'cmd' : 'heredoc', null, this.depth + 1, [], via).run();
   }
 
   private commandNewline(frame: CommandFrame, i: number): number {
@@ -658,24 +634,13 @@ class Lexer {
   }
 
   private skipComment(i: number): number {
-    let j = i;
-    while (j < this.text.length && this.text[j] !== '\n') {
-      const token = this.starts.get(j);
-      if (token) {
-        this.setPlacement(token, { kind: 'literal', context: 'comment' });
-        j += token.raw.length;
-      } else {
-        j += 1;
-      }
-    }
-    return j;
+    const end = this.lineEnd(i);
+    for (let j = i; j < end; j += 1) if (this.marks[j] === 1) this.setPlacement(this.starts.get(j) as RefToken, { kind: 'literal', context: 'comment' });
+    return end;
   }
 
   private openParen(frame: CommandFrame, i: number): number {
-    if (frame.wordStart && this.peek(i + 1) === '(') {
-      this.push({ kind: 'arith', start: i, closer: '))', depth: 0, names: new Set() });
-      return i + 2;
-    }
+    if (frame.wordStart && this.peek(i + 1) === '(') return this.push(arith(i, '))'), i + 2);
     if (frame.cases[frame.cases.length - 1] === 'pattern' && frame.patternStart && frame.wordStart) {
       frame.patternStart = false;
       return i + 1;
@@ -685,21 +650,18 @@ class Lexer {
       this.shared.attributes.set(frame.assignment, new Set([...(this.shared.attributes.get(frame.assignment) ?? []), 'array']));
       this.shared.tainted.add(frame.assignment);
       frame.value = null;
-      this.push(newCommandFrame('array', i));
-      return i + 1;
+      return this.push(newCommandFrame('array', i), i + 1);
     }
     this.endWord(frame);
     // `name ( )`: a function definition; the body that follows is a command.
-    let k = i + 1;
-    while (BLANK.has(this.text[k] ?? '')) k += 1;
-    if (this.text[k] === ')' && frame.cmd.words.length === 1) {
+    const empty = this.matchAt(EMPTY_PARENS, i + 1);
+    if (empty !== null && frame.cmd.words.length === 1) {
       frame.cmd = newCmd();
       frame.commandStart = true;
-      return k + 1;
+      return i + 1 + empty.length;
     }
     this.endCommand(frame);
-    this.push(newCommandFrame('subshell', i));
-    return i + 1;
+    return this.push(newCommandFrame('subshell', i), i + 1);
   }
 
   private closeParen(frame: CommandFrame, i: number): number {
@@ -707,21 +669,18 @@ class Lexer {
     if (frame.cases[frame.cases.length - 1] === 'pattern') {
       frame.cases[frame.cases.length - 1] = 'body';
       frame.commandStart = true;
-      return i + 1;
+    } else {
+      this.endCommand(frame);
+      if (frame.origin === 'root') this.poison('an unmatched `)`', i);
+      else this.closeCommandFrame(frame, i);
     }
-    this.endCommand(frame);
-    if (frame.origin === 'root') {
-      this.poison('an unmatched `)`', i);
-      return i + 1;
-    }
-    this.closeCommandFrame(frame, i);
     return i + 1;
   }
 
   private closeCommandFrame(frame: CommandFrame, i: number): void {
     if (frame.pending.length > 0) this.poison('a heredoc whose body never started', i);
     if (frame.condition) {
-      settleCondition(this.shared, frame.condition);
+      this.shared.settleCondition(frame.condition);
       frame.condition = null;
     }
     this.stack.pop();
@@ -739,8 +698,7 @@ class Lexer {
     if (next === '(' && frame.wordStart) {
       beginWord(frame, i);
       frame.value = null;
-      this.push(newCommandFrame('substitution', i));
-      return i + 2;
+      return this.push(newCommandFrame('substitution', i), i + 2);
     }
     this.endWord(frame);
     if (c === '<' && next === '<') {
@@ -754,8 +712,7 @@ class Lexer {
     if (next === '(') {
       markWordPart(frame, i);
       frame.value = null;
-      this.push(newCommandFrame('substitution', i));
-      return i + 2;
+      return this.push(newCommandFrame('substitution', i), i + 2);
     }
     frame.redirectTarget = true;
     return next === '>' || next === '&' || next === '|' || (c === '<' && next === '>') ? i + 2 : i + 1;
@@ -789,49 +746,36 @@ class Lexer {
     while (BLANK.has(this.peek(j))) j += 1;
     let delimiter = '';
     let quoted = false;
-    while (j < this.text.length) {
+    let quote = '';
+    let opened = j;
+    // The delimiter word after quote removal; quoting any part of it leaves the body unexpanded.
+    for (; j < this.end; j += 1) {
       const c = this.peek(j);
       if (c === TOKEN) {
-        j = this.refuseAt(j, 'heredoc-delimiter');
-        this.poison('a heredoc delimiter made of a reference', j);
-        continue;
-      }
-      if (METACHAR.has(c)) break;
-      if (c === "'" || c === '"') {
+        const after = this.refuseAt(j, 'heredoc-delimiter');
+        if (quote === '') this.poison('a heredoc delimiter made of a reference', after);
+        else delimiter += this.text.slice(j, after);
+        j = after - 1;
+      } else if (quote === '' && METACHAR.has(c)) break;
+      else if (c === quote) quote = '';
+      else if (quote === '' && (c === "'" || c === '"')) {
+        quote = c;
         quoted = true;
-        const end = this.quotedDelimiterEnd(j, c);
-        if (end < 0) return this.fail('the command ends inside a quoted heredoc delimiter', j);
-        delimiter += c === '"' ? this.text.slice(j + 1, end).replace(/\\([$`"\\\n])/g, '$1') : this.text.slice(j + 1, end);
-        j = end + 1;
-      } else if (c === '\\') {
+        opened = j;
+      } else if (c === '\\' && (quote === '' || (quote === '"' && '$`"\\\n'.includes(this.peek(j + 1) || 'x')))) {
         quoted = true;
         delimiter += this.text[j + 1] ?? '';
-        j += 2;
+        j += 1;
       } else {
         if (c === '$' || c === '`') this.poison('a heredoc delimiter containing `$` or a backquote', j);
         delimiter += c;
-        j += 1;
       }
     }
+    if (quote !== '') return this.fail('the command ends inside a quoted heredoc delimiter', opened);
     if (delimiter === '' && !quoted) this.poison('a `<<` without a delimiter word', j);
     const command = this.top() as CommandFrame;
     this.parserLevel().pending.push({ delimiter, quoted, stripTabs, cmd: command.cmd });
     return j;
-  }
-
-  private quotedDelimiterEnd(j: number, quote: string): number {
-    let k = j + 1;
-    while (k < this.text.length) {
-      if (this.starts.has(k)) {
-        k = this.refuseAt(k, 'heredoc-delimiter');
-        continue;
-      }
-      const c = this.text[k];
-      if (c === quote) return k;
-      if (c === '$' || c === '`') this.poison('a heredoc delimiter containing `$` or a backquote', k);
-      k += quote === '"' && c === '\\' ? 2 : 1;
-    }
-    return -1;
   }
 
   private readHeredocBodies(frame: CommandFrame, from: number): number {
@@ -847,17 +791,8 @@ class Lexer {
           }
         }
       } else {
-        const body = new Lexer(
-          this.text.slice(position, bodyEnd),
-          this.map.slice(position, bodyEnd),
-          this.shared,
-          'heredoc',
-          this.inArithmetic() ?? (heredoc.cmd.input && { kind: 'refuse', context: heredoc.cmd.input.context, reason: heredoc.cmd.input.reason }),
-          this.depth + 1,
-          [...this.outers(), { cmd: heredoc.cmd, word: 'input' }],
-          undefined,
-        );
-        body.run();
+        const refused: Placement | null = this.inArithmetic() ?? (heredoc.cmd.input && { kind: 'refuse', ...heredoc.cmd.input });
+        new Lexer(this.source, position, bodyEnd, this.shared, 'heredoc', refused, this.depth + 1, [...this.outers(), { cmd: heredoc.cmd, word: 'input' }], undefined).run();
       }
       if (heredoc.cmd.input?.context === 'shell-script') this.readCode(this.text.slice(position, bodyEnd), { text: null, start: this.origin(position), end: this.origin(bodyEnd), assignment: null, raw: '' }, 'script', 'heredoc');
       position = next;
@@ -867,38 +802,31 @@ class Lexer {
 
   private findHeredocEnd(heredoc: Heredoc, from: number): { bodyEnd: number; next: number } {
     let lineStart = from;
-    while (lineStart < this.text.length) {
+    while (lineStart < this.end) {
       let lineEnd = this.lineEnd(lineStart);
-      if (!heredoc.quoted) while (lineEnd < this.text.length && endsWithEscape(this.text, lineStart, lineEnd)) lineEnd = this.lineEnd(lineEnd + 1);
+      if (!heredoc.quoted) while (lineEnd < this.end && endsWithEscape(this.text, lineStart, lineEnd)) lineEnd = this.lineEnd(lineEnd + 1);
       let line = this.text.slice(lineStart, lineEnd);
       if (!heredoc.quoted) line = line.replace(/\\\n/g, '');
       if (heredoc.stripTabs) line = line.replace(/^\t+/, '');
-      if (line === heredoc.delimiter && !this.hasTokenIn(lineStart, lineEnd)) return { bodyEnd: lineStart, next: Math.min(lineEnd + 1, this.text.length) };
+      if (line === heredoc.delimiter && !this.marks.subarray(lineStart, lineEnd).includes(1)) return { bodyEnd: lineStart, next: Math.min(lineEnd + 1, this.end) };
       lineStart = lineEnd + 1;
     }
-    if (this.shared.uncertain.length < 64) this.shared.uncertain.push({ reason: `a heredoc without its delimiter line \`${heredoc.delimiter}\``, offset: this.origin(from) });
-    return { bodyEnd: this.text.length, next: this.text.length };
+    this.shared.unsure(`a heredoc without its delimiter line \`${heredoc.delimiter}\``, this.origin(from));
+    return { bodyEnd: this.end, next: this.end };
   }
 
   private lineEnd(from: number): number {
     const end = this.text.indexOf('\n', from);
-    return end < 0 ? this.text.length : end;
-  }
-
-  private hasTokenIn(from: number, to: number): boolean {
-    for (let k = from; k < to; k += 1) if (this.starts.has(k)) return true;
-    return false;
-  }
-
-  private hasPendingHeredoc(): boolean {
-    return this.stack.some((frame) => frame.kind === 'cmd' && frame.pending.length > 0);
+    return end < 0 || end > this.end ? this.end : end;
   }
 
   // --- quoted text ---------------------------------------------------------------------------
 
+  /** `"..."`, `$"..."` and an unquoted heredoc body (where `"` is plain text). */
   private stepDoubleQuoted(frame: StringFrame, i: number, c: string): number {
     const owner = frame.kind === 'dquote' ? frame.owner : null;
-    if (c === '"') {
+    const heredoc = frame.kind === 'heredoc';
+    if (c === '"' && !heredoc) {
       this.stack.pop();
       return i + 1;
     }
@@ -908,7 +836,7 @@ class Lexer {
         if (owner) owner.value = null;
         return this.refuseAt(i + 1, 'escaped');
       }
-      const escapes = next === '$' || next === '`' || next === '"' || next === '\\' || next === '\n';
+      const escapes = next === '$' || next === '`' || (next === '"' && !heredoc) || next === '\\' || next === '\n';
       if (owner && owner.value !== null) owner.value += escapes ? (next === '\n' ? '' : next) : '\\';
       return escapes ? i + 2 : i + 1;
     }
@@ -917,19 +845,9 @@ class Lexer {
       if (owner) owner.value = null;
       return this.backquote(i);
     }
-    if (owner && owner.value !== null) owner.value += c;
-    return i + 1;
-  }
-
-  private stepHeredoc(i: number, c: string): number {
-    if (c === '\\') {
-      const next = this.peek(i + 1);
-      if (next === TOKEN) return this.refuseAt(i + 1, 'escaped');
-      return next === '$' || next === '`' || next === '\\' || next === '\n' ? i + 2 : i + 1;
-    }
-    if (c === '$') return this.dollar(i, false, null);
-    if (c === '`') return this.backquote(i);
-    return i + 1;
+    const end = this.span(i + 1, heredoc ? HEREDOC_STOPS : DQUOTE_STOPS);
+    if (owner && owner.value !== null) owner.value += this.text.slice(i, end);
+    return end;
   }
 
   // --- expansions ----------------------------------------------------------------------------
@@ -937,45 +855,15 @@ class Lexer {
   /** At a `$`; `owner` is the command frame whose word it is part of, to mark dynamic. */
   private dollar(i: number, unquoted: boolean, owner: CommandFrame | null): number {
     const next = this.peek(i + 1);
-    const dynamic = (): void => {
-      if (owner) owner.value = null;
-    };
-    if (next === TOKEN) {
-      dynamic();
-      return this.refuseAt(i + 1, 'after-dollar');
-    }
-    if (next === '(') {
-      dynamic();
-      if (this.peek(i + 2) === '(') {
-        this.push({ kind: 'arith', start: i, closer: '))', depth: 0, names: new Set() });
-        return i + 3;
-      }
-      this.push(newCommandFrame('substitution', i));
-      return i + 2;
-    }
-    if (next === '[') {
-      dynamic();
-      this.push({ kind: 'arith', start: i, closer: ']', depth: 0, names: new Set() });
-      return i + 2;
-    }
-    if (next === '{') {
-      dynamic();
-      return this.parameterName(i);
-    }
-    if (unquoted && next === "'") {
-      this.push({ kind: 'ansi', start: i, owner });
-      return i + 2;
-    }
-    if (unquoted && next === '"') {
-      dynamic();
-      this.push({ kind: 'locale', start: i, owner });
-      return i + 2;
-    }
-    if (/^[A-Za-z0-9_@*#?$!-]$/.test(next)) {
-      dynamic();
-      const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(this.plainSlice(i + 1));
-      return name ? i + 1 + name[0].length : i + 2;
-    }
+    // Every form but `$'...'` and a lone `$` makes the word dynamic.
+    const expands = next === TOKEN || next === '(' || next === '[' || next === '{' || (unquoted && next === '"') || /^[A-Za-z0-9_@*#?$!-]$/.test(next);
+    if (expands && owner) owner.value = null;
+    if (next === TOKEN) return this.refuseAt(i + 1, 'after-dollar');
+    if (next === '(') return this.peek(i + 2) === '(' ? this.push(arith(i, '))'), i + 3) : this.push(newCommandFrame('substitution', i), i + 2);
+    if (next === '[') return this.push(arith(i, ']'), i + 2);
+    if (next === '{') return this.parameterName(i);
+    if (unquoted && (next === "'" || next === '"')) return this.push({ kind: next === "'" ? 'ansi' : 'locale', start: i, owner }, i + 2);
+    if (expands) return i + 1 + (this.matchAt(NAME, i + 1)?.length ?? 1);
     if (owner && owner.value !== null) owner.value += '$';
     if (owner && unquoted) owner.unquoted += '$';
     return i + 1;
@@ -985,21 +873,17 @@ class Lexer {
     const outer = this.top();
     const quoted = outer.kind === 'dquote' || outer.kind === 'locale' || outer.kind === 'heredoc' || (outer.kind === 'param' && outer.quoted);
     const frame: ParameterFrame = { kind: 'param', start: i, quoted, part: 'afterName' };
-    this.push(frame);
-    const slice = this.plainSlice(i + 2);
-    const name = /^(?:[!#](?=[A-Za-z0-9_@*#?$!-]))?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])/.exec(slice);
-    if (!name) {
+    this.push(frame, i + 2);
+    const name = this.matchAt(PARAMETER_NAME, i + 2);
+    if (name === null) {
       frame.part = this.peek(i + 2) === TOKEN ? 'afterName' : 'uncertain';
       return i + 2;
     }
-    if (name[0].startsWith('!') && name[0].length > 1 && !/^[*@[]/.test(slice.slice(name[0].length))) {
+    const after = i + 2 + name.length;
+    if (name.startsWith('!') && name.length > 1 && !'*@['.includes(this.text[after] ?? '*')) {
       this.sink('an indirect expansion `${!NAME}`, which takes a value as a variable name (and evaluates its subscript)', i);
     }
-    const after = i + 2 + name[0].length;
-    if (this.peek(after) === '[') {
-      this.push({ kind: 'arith', start: after, closer: ']', depth: 0, names: new Set() });
-      return after + 1;
-    }
+    if (this.peek(after) === '[') return this.push(arith(after, ']'), after + 1);
     return after;
   }
 
@@ -1020,46 +904,24 @@ class Lexer {
     }
     if (c === '$') return this.dollar(i, !frame.quoted, null);
     if (c === '`') return this.backquote(i);
-    if (c === '"') {
-      this.push({ kind: 'dquote', start: i, owner: null });
-      return i + 1;
-    }
+    if (c === '"') return this.push({ kind: 'dquote', start: i, owner: null }, i + 1);
     if (c === "'") {
       if (frame.quoted) {
         frame.part = 'uncertain';
         this.poison('a single quote inside a double-quoted `${...}`, which bash and sh read differently', i);
         return i + 1;
       }
-      this.push({ kind: 'squote', start: i, owner: null });
-      return i + 1;
+      return this.push({ kind: 'squote', start: i, owner: null }, i + 1);
     }
     return i + 1;
   }
 
+  /** Right after `${NAME`: the operator says what follows (a word, arithmetic, or a form execgate does not read). */
   private parameterOperator(frame: ParameterFrame, i: number, c: string): number {
     const next = this.peek(i + 1);
-    if (c === ':') {
-      if (next === '-' || next === '=' || next === '+' || next === '?') {
-        frame.part = 'word';
-        return i + 2;
-      }
-      frame.part = 'arith';
-      return i + 1;
-    }
-    if ('-=+?@'.includes(c)) {
-      frame.part = 'word';
-      return i + 1;
-    }
-    if ('#%^,'.includes(c)) {
-      frame.part = 'word';
-      return next === c ? i + 2 : i + 1;
-    }
-    if (c === '/') {
-      frame.part = 'word';
-      return next === '/' || next === '#' || next === '%' ? i + 2 : i + 1;
-    }
-    frame.part = 'uncertain';
-    return i + 1;
+    const doubled = next !== '' && (c === ':' ? '-=+?'.includes(next) : '#%^,'.includes(c) ? next === c : c === '/' && '/#%'.includes(next));
+    frame.part = c === ':' && !doubled ? 'arith' : ':-=+?@#%^,/'.includes(c) ? 'word' : 'uncertain';
+    return doubled ? i + 2 : i + 1;
   }
 
   private stepArithmetic(frame: ArithmeticFrame, i: number, c: string): number {
@@ -1090,10 +952,7 @@ class Lexer {
     if (c === '\\') return this.peek(i + 1) === TOKEN ? i + 1 : i + 2;
     if (c === '$') return this.dollar(i, true, null);
     if (c === '`') return this.backquote(i);
-    if (c === '"' || c === "'") {
-      this.push({ kind: c === "'" ? 'squote' : 'dquote', start: i, owner: null });
-      return i + 1;
-    }
+    if (c === '"' || c === "'") return this.push({ kind: c === "'" ? 'squote' : 'dquote', start: i, owner: null }, i + 1);
     return i + 1;
   }
 
@@ -1101,12 +960,11 @@ class Lexer {
   private readsIn(frame: { names?: Set<string> | null }, i: number, c: string): void {
     const before = this.text[i - 1] ?? '';
     if (/[A-Za-z_]/.test(c) && !/[A-Za-z0-9_#$]/.test(before)) {
-      frame.names?.add(/^[A-Za-z_][A-Za-z0-9_]*/.exec(this.text.slice(i, i + 300))![0]);
-    } else if (c === '`' || (c === '$' && !/^\$(?:\{#?[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_])/.test(this.text.slice(i, i + 300)))) {
-      frame.names = null; // `$(...)`, backquotes, `$1`, `$@`: any value
-    } else if (c === '$') {
-      const name = /^\$\{?(#?)([A-Za-z_][A-Za-z0-9_]*)/.exec(this.text.slice(i, i + 300))!;
-      if (name[1] !== '#') frame.names?.add(name[2]!); // `${#NAME}` is a length, a number
+      frame.names?.add(this.matchAt(NAME, i) as string);
+    } else if (c === '`' || c === '$') {
+      const read = c === '$' ? this.matchAt(READ_NAME, i) : null;
+      if (read === null) frame.names = null; // `$(...)`, backquotes, `$1`, `$@`: any value
+      else if (!read.startsWith('${#')) frame.names?.add(this.matchAt(NAME, i + (read[1] === '{' ? 2 : 1)) as string); // `${#NAME}` is a number
     }
   }
 
@@ -1131,7 +989,7 @@ class Lexer {
     let escapedQuote = false;
     const map: number[] = [];
     let j = i + 1;
-    while (j < this.text.length && this.text[j] !== '`') {
+    while (j < this.end && this.text[j] !== '`') {
       const next = this.text[j + 1];
       if (this.text[j] === '\\' && next === '"') escapedQuote = true;
       const escapes = next === '$' || next === '`' || next === '\\' || (quotes === 'strip' && next === '"');
@@ -1140,7 +998,7 @@ class Lexer {
       map.push(this.map[j] as number);
       j += 1;
     }
-    if (j >= this.text.length) return this.fail('the command ends inside a backquoted command substitution', i);
+    if (j >= this.end) return this.fail('the command ends inside a backquoted command substitution', i);
     if (quotes === 'unsure' && escapedQuote) {
       const reason = 'a `\\"` in a backquoted command inside `${...}` or a heredoc, which bash and sh read differently';
       this.poison(reason, i);
@@ -1150,7 +1008,7 @@ class Lexer {
       }
       return j + 1;
     }
-    new Lexer(body, Int32Array.from(map), this.shared, 'cmd', this.inArithmetic(), this.depth + 1, this.outers(), this.via).run();
+    new Lexer(toSource(body, Int32Array.from(map), this.shared), 0, body.length, this.shared, 'cmd', this.inArithmetic(), this.depth + 1, this.outers(), this.via).run();
     return j + 1;
   }
 
@@ -1169,8 +1027,8 @@ class Lexer {
     const root = this.stack[0] as Frame;
     if (root.kind === 'cmd') {
       if (this.stack.length === 1) this.endCommand(root);
-      if (root.condition) settleCondition(this.shared, root.condition);
-      if (root.pending.length > 0) this.poison('a heredoc whose body never started', this.text.length);
+      if (root.condition) this.shared.settleCondition(root.condition);
+      if (root.pending.length > 0) this.poison('a heredoc whose body never started', this.end);
     }
     if (this.stack.length > 1) {
       const open = this.stack[this.stack.length - 1] as Frame;
@@ -1178,6 +1036,13 @@ class Lexer {
       this.fail(`the command ends inside an unterminated ${name}`, open.start);
     }
   }
+}
+
+/** Where in its command the current spot of text sits: a word, the input (a here-string) or a redirection's target. */
+const slot = (frame: CommandFrame): Outer['word'] => (frame.hereString ? 'input' : frame.redirectTarget ? 'redirect' : frame.cmd.words.length);
+
+function arith(start: number, closer: ArithmeticFrame['closer']): ArithmeticFrame {
+  return { kind: 'arith', start, closer, depth: 0, names: new Set() };
 }
 
 function newCmd(): Cmd {
@@ -1209,46 +1074,30 @@ function beginWord(frame: CommandFrame, index: number): void {
   frame.wordEquals = false;
 }
 
-function isStringFrame(frame: Frame): boolean {
-  return frame.kind === 'squote' || frame.kind === 'dquote' || frame.kind === 'ansi' || frame.kind === 'locale';
+/** Whether unquoted word text holds a glob, a brace expansion or a leading tilde (linear, unlike a regex with `.*`). */
+function isPattern(text: string): boolean {
+  if (!PATTERN_CHARACTER.test(text)) return false;
+  if (text.startsWith('~') || text.includes('*') || text.includes('?')) return true;
+  const bracket = text.indexOf('[');
+  if (bracket >= 0 && text.lastIndexOf(']') > bracket) return true;
+  if (!text.includes('{')) return false;
+  let open = false;
+  let list = false;
+  for (let k = 0; k < text.length; k += 1) {
+    const c = text[k];
+    if (c === '{') open = true;
+    else if (c === '}') {
+      if (open && list) return true;
+      open = list = false;
+    } else if (open && (c === ',' || (c === '.' && text[k + 1] === '.'))) list = true;
+  }
+  return false;
 }
 
 function endsWithEscape(text: string, from: number, to: number): boolean {
   let count = 0;
   for (let k = to - 1; k >= from && text[k] === '\\'; k -= 1) count += 1;
   return count % 2 === 1;
-}
-
-function settleCondition(shared: Shared, condition: Condition): void {
-  shared.conditions.delete(condition);
-  let refusal: Placement | null = null;
-  if (condition.arithmetic) refusal = { kind: 'refuse', context: 'conditional-arithmetic' };
-  else if (condition.variableName) refusal = { kind: 'refuse', context: 'variable-name', reason: '`[[ -v ]]` takes a variable name' };
-  if (!refusal) return;
-  for (const token of condition.tokens) {
-    const placement = shared.placements.get(token);
-    if (placement && placement.kind === 'expand') shared.placements.set(token, refusal);
-  }
-}
-
-/** Assignments of tokens to names that this text gives the integer or array attribute. */
-function settleAssignments(shared: Shared): void {
-  const references = [...shared.attributes.values()].some((set) => set.has('reference'));
-  for (const { name, declaration, tokens } of shared.assignments) {
-    const attributes = shared.attributes.get(name);
-    const integer = attributes?.has('integer') || (references && [...shared.attributes.values()].some((set) => set.has('integer')));
-    const array = declaration && (attributes?.has('array') || references);
-    if (!integer && !array) continue;
-    const placement: Placement = {
-      kind: 'refuse',
-      context: integer ? 'arithmetic' : 'evaluated',
-      reason: integer ? `\`${name}\` has the integer attribute, so bash evaluates a value assigned to it as arithmetic` : `\`${name}\` is an array, so a declaration parses the value as a compound assignment`,
-    };
-    for (const token of tokens) {
-      const current = shared.placements.get(token);
-      if (current === undefined || current.kind === 'expand') shared.placements.set(token, placement);
-    }
-  }
 }
 
 const ANSI_SIMPLE: Record<string, string> = { a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\\': '\\', "'": "'", '"': '"', '?': '?' };

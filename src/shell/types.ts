@@ -9,21 +9,8 @@ export type ExpansionContext = 'unquoted' | 'double-quoted' | 'single-quoted' | 
 
 /** Contexts where no rewrite is possible or safe. */
 export type RefusedContext =
-  | 'evaluated'
-  | 'shell-script'
-  | 'variable-name'
-  | 'remote-command'
-  | 'arithmetic'
-  | 'quoted-heredoc'
-  | 'heredoc-delimiter'
-  | 'ansi-c-string'
-  | 'locale-string'
-  | 'conditional-arithmetic'
-  | 'parameter-name'
-  | 'escaped'
-  | 'after-dollar'
-  | 'value-evaluated'
-  | 'uncertain';
+  | 'evaluated' | 'shell-script' | 'variable-name' | 'remote-command' | 'arithmetic' | 'quoted-heredoc' | 'heredoc-delimiter' | 'ansi-c-string'
+  | 'locale-string' | 'conditional-arithmetic' | 'parameter-name' | 'escaped' | 'after-dollar' | 'value-evaluated' | 'uncertain';
 
 export type Placement =
   | { readonly kind: 'expand'; readonly context: ExpansionContext }
