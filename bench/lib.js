@@ -70,7 +70,7 @@ function benchEnv(prefix = 'execgate-bench-') {
   const home = mkdtempSync(join(tmpdir(), prefix));
   process.env.EXECGATE_KEYRING = 'off';
   process.env.EXECGATE_HOME = home;
-  // Figures 1-7 measure the unsandboxed path (as before the sandbox existed); figure 8 the sandbox.
+  // Figures 1-7 measure the unsandboxed path (as before the sandbox existed); figure 9 the sandbox.
   const policyFile = join(home, 'unsandboxed.yaml');
   writeFileSync(policyFile, 'version: 1\nsandbox:\n  mode: off\n');
   const env = {

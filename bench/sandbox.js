@@ -1,6 +1,6 @@
 'use strict';
 /*
- * Figure 8: what the sandbox costs. A sandboxed gateway.exec of `true` (the default policy with
+ * Figure 9: what the sandbox costs. A sandboxed gateway.exec of `true` (the default policy with
  * `sandbox.mode: required`, audit on) against raw spawns of the same sandbox: the very argv a
  * plan carries (nsenter into the gateway's shared network namespace, then bubblewrap with the
  * same mounts and namespaces, then bash), and bubblewrap making a network namespace of its own
@@ -118,6 +118,6 @@ async function run({ quick, log }) {
   };
 }
 
-const figure = { id: 8, title: 'The sandbox: sandboxed gateway.exec vs raw bubblewrap spawns vs raw bash', run };
+const figure = { id: 9, title: 'The sandbox: sandboxed gateway.exec vs raw bubblewrap spawns vs raw bash', run };
 module.exports = figure;
 if (require.main === module) runFigure(figure);
