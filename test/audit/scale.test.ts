@@ -52,11 +52,16 @@ test.each([
   ['verify', ['audit', 'verify']],
   ['search', ['audit', 'search', '--denied', '--command', 'repo-3 ']],
   ['stats', ['audit', 'stats', '--json']],
-  ['report', ['audit', 'report', '--html', 'REPORT']],
+  // The page embeds at most --limit runs (10,000 by default, which at this record size is most of
+  // a 32 MiB heap by itself: one run in ten ran out of it under load). The embedded set is bounded
+  // by design; what this checks is that everything past it is streamed, so the limit is smaller.
+  ['report', ['audit', 'report', '--limit', '2000', '--html', 'REPORT']],
 ])('%s streams the whole set under a 32 MiB heap', (_name, args) => {
   const result = review(args.map((arg) => (arg === 'REPORT' ? join(tmp.dir, 'report.html') : arg)));
   expect(result.status).toBe(0);
   expect(result.maxRssMiB).toBeLessThan(160);
   if (args[1] === 'verify') expect(result.stdout).toContain(`${RECORDS} record(s), seq 1 to ${RECORDS}`);
   if (args[1] === 'stats') expect(JSON.parse(result.stdout).records).toBe(RECORDS);
+  // Past the embedded runs, the counts still cover every record.
+  if (args[1] === 'report') expect(result.stdout).toMatch(new RegExp(`: ${RECORDS / 2} run\\(s\\), \\d+ denied; chain intact; \\d+ run\\(s\\) embedded`));
 });
