@@ -37,6 +37,8 @@ async function run({ quick, log }) {
   // What the audit log's records (written and synced before and after each run) add.
   const noAudit = createGateway({ policy: offline, home: join(home, 'no-audit'), env, cwd: work, audit: false });
   const plain = createGateway({ policy: unsandboxedPolicy(), home: join(home, 'plain'), env, cwd: work });
+  // Every run sets its sandbox up on its own path: what the defaults did before warm sandboxes.
+  const cold = createGateway({ policy: sandboxed, home: join(home, 'cold'), env, cwd: work, warmSandboxes: 0 });
 
   // The raw baselines run exactly what a plan runs: the same argv and environment.
   const network = new SharedNetwork(platform.helper);
@@ -64,11 +66,23 @@ async function run({ quick, log }) {
     gateway: async () => check(await gateway.exec({ command: 'true' })),
     gatewayNone: async () => check(await noNet.exec({ command: 'true' })),
     gatewayNoAudit: async () => check(await noAudit.exec({ command: 'true' })),
+    gatewayCold: async () => check(await cold.exec({ command: 'true' })),
     unsandboxed: async () => check(await plain.exec({ command: 'true' })),
   };
   const iterations = quick ? 10 : 200;
   log(`${iterations} interleaved iterations of ${Object.keys(variants).length} variants`);
   const samples = await interleave(variants, { iterations, warmup: quick ? 2 : 20 });
+  // The figure is about warm sandboxes only if the runs did start in them.
+  const warmShare = (g) => { const { warm, cold: coldRuns } = g.warmSandboxes; return warm / (warm + coldRuns); };
+  const shares = { open: warmShare(gateway), none: warmShare(noNet) };
+  // Back to back: each run asked for the moment the one before returned, so the sandbox set up
+  // after a run has had no time to get ready; what a tight loop of commands sees.
+  const backToBack = [];
+  for (let i = 0; i < iterations; i += 1) {
+    const started = process.hrtime.bigint();
+    check(await gateway.exec({ command: 'true' }));
+    backToBack.push(Number(process.hrtime.bigint() - started) / 1e6);
+  }
 
   const bytes = quick ? 64 * 1024 * 1024 : 1024 * 1024 * 1024;
   const producer = `head -c ${bytes} /dev/zero`;
@@ -86,6 +100,7 @@ async function run({ quick, log }) {
   await noNet.close();
   await noAudit.close();
   await plain.close();
+  await cold.close();
   network.close();
   cleanup();
 
@@ -99,18 +114,23 @@ async function run({ quick, log }) {
       row(9, 'raw spawn: bash -c true (no sandbox)', samples.rawBash),
       row(9, 'raw spawn: nsenter + bwrap (the plan argv) + bash -c true', samples.rawPlan, { of: rawBash }),
       row(9, 'raw spawn: bwrap --unshare-net (same namespaces and mounts) + bash -c true', samples.rawOwnNet, { of: rawBash }),
-      row(9, 'gateway.exec true, sandboxed, network open (defaults + required)', samples.gateway, { of: rawOwnNet, target: 1.25 }),
+      row(9, `gateway.exec true, sandboxed, network open (defaults + required; ${Math.round(shares.open * 100)}% of runs warm)`, samples.gateway, { of: rawOwnNet, target: 1.25 }),
       row(9, '  same, against the raw plan argv', samples.gateway, { of: rawPlan }),
       row(9, '  same, against raw unsandboxed bash', samples.gateway, { of: rawBash }),
-      row(9, 'gateway.exec true, sandboxed, network none', samples.gatewayNone, { of: rawOwnNet, target: 1.25 }),
-      row(9, '  same, against the raw plan argv', samples.gatewayNone, { of: rawPlan }),
+      row(9, `gateway.exec true, sandboxed, network none (${Math.round(shares.none * 100)}% of runs warm)`, samples.gatewayNone, { of: rawOwnNet, target: 1.25 }),
+      row(9, '  same, against raw unsandboxed bash', samples.gatewayNone, { of: rawBash }),
       row(9, '  network open against network none', samples.gateway, { of: { name: 'network none', samples: samples.gatewayNone } }),
-      row(9, 'gateway.exec true, sandboxed, network none, audit off', samples.gatewayNoAudit, { of: rawOwnNet }),
+      row(9, 'gateway.exec true, sandboxed, network open, warm sandboxes off (every run cold)', samples.gatewayCold, { of: rawOwnNet }),
+      row(9, '  same, against the raw plan argv', samples.gatewayCold, { of: rawPlan }),
+      row(9, '  warm against cold', samples.gateway, { of: { name: 'cold', samples: samples.gatewayCold } }),
+      row(9, 'gateway.exec true, sandboxed, network open, back to back (no pause between runs)', backToBack, { of: rawOwnNet }),
+      row(9, 'gateway.exec true, sandboxed, network none, audit off (warm)', samples.gatewayNoAudit, { of: rawOwnNet }),
       row(9, 'gateway.exec true, sandbox off', samples.unsandboxed, { of: rawBash }),
       row(9, `${size} through a sandboxed sync run`, through.sandboxed.map(rate), { unit: 'MB/s', of: { name: 'unsandboxed', samples: through.unsandboxed.map(rate) }, higherIsBetter: true }),
       row(9, `${size} through an unsandboxed sync run`, through.unsandboxed.map(rate), { unit: 'MB/s' }),
     ],
     notes: [
+      'Warm sandboxes (gateway option warmSandboxes, default 1): as a sandboxed sync run starts, the gateway sets the same sandbox up again for the next one; the next run with the same sandbox starts in it, the set-up off its path. The interleaved rows leave the other variants\' runs between two runs of one gateway, as an agent\'s pauses do; back to back, a run finds the next sandbox still being set up and waits for the rest of that set-up.',
       'A gateway\'s runs join one network namespace per gateway (nsenter, then bwrap): that is for sharing loopback between runs, not for speed; entering costs about what creating a namespace per run would.',
       'Inherited descriptors: a process holding one without close-on-exec (a shell that started it with `200<file`, a PTY run in progress) starts each run through a descriptor-closing bash, one exec more; run the figure from a clean shell to see the usual case.',
       'network open: the gateway\'s one egress bridge (started by the first run, in the warm-up) serves every run; a run adds only its proxy registration and variables.',

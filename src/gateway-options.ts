@@ -66,6 +66,14 @@ export interface GatewayOptions {
    */
   spawner?: SpawnerKind;
   /**
+   * Warm sandboxes kept ready for sandboxed sync runs (0 to 4; default 1): after such a run
+   * ends, the same sandbox is set up again ahead of need, and the next run with the same sandbox
+   * (same policy, working directory and paths) starts in it, which takes the namespace set-up
+   * off its path. Each serves one run. 0 turns it off (the CLI's one-shot `run` does). See
+   * sandbox/warm.ts and SECURITY.md.
+   */
+  warmSandboxes?: number;
+  /**
    * The egress proxy of sandboxed runs (`sandbox.network: open | allowlist`): how names are
    * resolved and dialled, extra CAs trusted upstream, where its per-run sockets go. Default: the
    * system resolver, Node's CA roots, the system temporary directory. Tests map names to servers

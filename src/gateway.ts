@@ -22,6 +22,7 @@ import type { EgressProxy } from './egress/proxy';
 import { MaskMemory } from './redact/memory';
 import type { ExecResult } from './exec/result';
 import { createSpawner, validateSpawnerKind, type Spawner } from './exec/spawner';
+import { WarmSandboxes, type WarmStats } from './sandbox/warm';
 import { runForeground } from './exec/sync';
 import { getHome } from './home';
 import { DEFAULT_POLICY, type EffectivePolicy, type ExecMode } from './policy/effective';
@@ -54,6 +55,7 @@ export class Gateway {
   readonly #backgroundOnClose: 'kill' | 'keep' | undefined;
   readonly #backgroundLauncher: 'in-process' | 'detached';
   readonly #spawner: Spawner;
+  readonly #warm: WarmSandboxes | undefined;
   readonly #sandbox: GatewaySandbox;
   #background: BackgroundManager | undefined;
   #closed = false;
@@ -78,6 +80,7 @@ export class Gateway {
     this.refs = new RefStore(createDefaultSources({ ...options, env: this.#env, home: this.home, warn: (obj, msg) => this.#warn(obj, msg) }));
     this.#backgroundOnClose = options.backgroundOnClose;
     this.#backgroundLauncher = options.backgroundLauncher ?? 'in-process';
+    const warm = validateWarmSandboxes(options.warmSandboxes);
     const spawner = options.spawner !== undefined
       ? validateSpawnerKind(options.spawner, 'spawner')
       : validateSpawnerKind(this.#env.EXECGATE_SPAWNER || 'auto', 'EXECGATE_SPAWNER');
@@ -97,7 +100,14 @@ export class Gateway {
     // Every run in progress listens on the shutdown signal until it ends: many at once is normal, not a leak.
     setMaxListeners(0, this.#shutdown.signal);
     // Last: a helper process is started only for a gateway that did start.
-    this.#spawner = createSpawner(spawner);
+    const base = createSpawner(spawner);
+    this.#warm = warm > 0 ? new WarmSandboxes(base, { size: warm }) : undefined;
+    this.#spawner = this.#warm ?? base;
+  }
+
+  /** How sandboxed sync runs started: in a warm sandbox or cold (undefined when warm sandboxes are off). */
+  get warmSandboxes(): WarmStats | undefined {
+    return this.#warm?.stats;
   }
 
   /** The policy in force. */
@@ -241,6 +251,15 @@ export class Gateway {
   get closed(): boolean {
     return this.#closed;
   }
+}
+
+const MAX_WARM_SANDBOXES = 4;
+
+function validateWarmSandboxes(value: unknown): number {
+  if (value === undefined) return 1;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_WARM_SANDBOXES) return value;
+  const shown = typeof value === 'number' ? String(value) : `${String(value).slice(0, 40)} (${typeof value})`;
+  throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the \`warmSandboxes\` option to be a whole number from 0 to ${MAX_WARM_SANDBOXES}, got ${shown}.`, { option: 'warmSandboxes' });
 }
 
 export function createGateway(options: GatewayOptions = {}): Gateway {

@@ -75,6 +75,7 @@ export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Prom
       env: plan.env,
       cwd: plan.cwd,
       stdin: pty ? 'pipe' : (options.stdin ?? 'ignore'),
+      ...(plan.programAt !== undefined ? { programAt: plan.programAt } : {}),
       ...(pty ? { terminal: { cols: plan.request.cols, rows: plan.request.rows } } : {}),
     });
   } catch (error) {

@@ -76,6 +76,8 @@ export interface SpawnPlan {
   readonly leftovers: 'kill' | 'keep';
   /** Whether the run is sandboxed, how (namespaces, hidden and writable paths) or why not. */
   readonly sandbox: SandboxReport;
+  /** Sandboxed: where in `args` the program run inside the sandbox starts (after bubblewrap's `--`). */
+  readonly programAt?: number;
   readonly limits: {
     readonly timeout: number;
     readonly grace: number;
@@ -340,9 +342,10 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const inner = [...closer, request.shell, ...getShellFlags(request.shell), '-c', script];
   // The proxy's files are bound in after the sandbox's own mounts (before the final `--`); a run
   // with a bridge of its own has the bridge run the shell (see egress/bridge.ts).
+  const program = egress ? egress.sandbox.wrap(inner) : inner;
   const argv = egress
-    ? [...sandboxed.prefix.slice(0, -1), ...egress.sandbox.bwrapArgs, '--', ...egress.sandbox.wrap(inner)]
-    : [...sandboxed.prefix, ...inner];
+    ? [...sandboxed.prefix.slice(0, -1), ...egress.sandbox.bwrapArgs, '--', ...program]
+    : [...sandboxed.prefix, ...program];
   const plan: SpawnPlan = Object.freeze({
     runId,
     request,
@@ -366,6 +369,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     }),
     leftovers: request.leftovers === 'keep' && policy.modes.background.allowed ? 'keep' : 'kill',
     sandbox: sandboxed.report,
+    ...(sandboxed.report.sandboxed ? { programAt: argv.length - 1 - program.length } : {}),
     limits: Object.freeze({
       timeout: request.timeout,
       grace: request.grace,

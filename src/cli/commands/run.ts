@@ -141,6 +141,8 @@ async function runAction(words: string[], flags: RunFlags, io: CliIo): Promise<v
   const gateway = createGateway({
     env: io.env,
     cwd,
+    // One run: a sandbox set up for a next run would only be ended again.
+    warmSandboxes: 0,
     logger: createCliLogger(io, { verbose: flags.verbose === true }),
     ...(policyFile !== undefined ? { policyFile } : {}),
     ...(background ? { backgroundLauncher: 'detached' as const, backgroundOnClose: 'keep' as const } : {}),

@@ -27,7 +27,13 @@ export function spawnDirect(request: SpawnRequest): Promise<SpawnedProcess> {
     child.once('exit', (code, signal) => resolve({ code, signal }));
   });
   exit.catch(() => { /* the caller handles it */ });
-  return Promise.resolve({ pid: child.pid, stdin: child.stdin, stdout: child.stdout!, stderr: child.stderr!, exit });
+  const setRef = (on: boolean): void => {
+    for (const handle of [child, child.stdin, child.stdout, child.stderr] as Array<{ ref?: () => void; unref?: () => void } | null>) {
+      if (on) handle?.ref?.();
+      else handle?.unref?.();
+    }
+  };
+  return Promise.resolve({ pid: child.pid, stdin: child.stdin, stdout: child.stdout!, stderr: child.stderr!, exit, setRef });
 }
 
 export const directSpawner: Spawner = Object.freeze({

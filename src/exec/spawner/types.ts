@@ -16,6 +16,11 @@ export interface SpawnRequest {
   readonly stdin: 'ignore' | 'pipe';
   /** Run on a pseudo-terminal of this size (stdout carries both streams); see pty.ts. */
   readonly terminal?: { readonly cols: number; readonly rows: number };
+  /**
+   * Sandboxed: the index in `args` where the program run inside the sandbox starts (after
+   * bubblewrap's `--`); what comes before sets the sandbox up (see sandbox/warm.ts).
+   */
+  readonly programAt?: number;
 }
 
 export interface ProcessExit {
@@ -46,6 +51,8 @@ export interface SpawnedProcess {
   readonly readRest?: () => boolean;
   /** Stop reading output now (the drain gave up); absent: the caller destroys the streams. */
   readonly release?: () => void;
+  /** Whether the process and its streams keep this process's event loop alive (default: they do). */
+  readonly setRef?: (on: boolean) => void;
 }
 
 export type SpawnerKind = 'direct' | 'helper' | 'auto';
