@@ -17,7 +17,8 @@
  *     replaced since (a directory removed and created again, a file swapped) makes it cold;
  *   - descriptors: the waiting bash closes every descriptor above 2 before anything else, so a
  *     descriptor this process held when the sandbox started (a PTY run's terminal) never
- *     reaches a later run;
+ *     reaches a later run; a program that starts with the descriptor closer (this process
+ *     holds such a descriptor now) still runs it, so the environment stays a cold run's;
  *   - the environment the program receives is exactly a cold run's: the waiting bash starts with
  *     bubblewrap's PWD only, keeps it over the plan's (as bubblewrap does), and compensates for `exec` lowering
  *     SHLVL. Names bash gives a meaning of its own (dynamic, read-only or BASH_* variables) and
@@ -27,7 +28,7 @@
  * Only sync runs whose stdin is /dev/null are warm; PTY and background runs always start cold.
  */
 import { lstatSync, statSync } from 'node:fs';
-import { CLOSE_FDS, getDescriptorCloser } from '../exec/inherited-fds';
+import { CLOSE_FDS } from '../exec/inherited-fds';
 import type { SpawnedProcess, Spawner, SpawnRequest } from '../exec/spawner/types';
 
 /** How long a warm sandbox waits for a run before it is ended. */
@@ -125,6 +126,8 @@ export interface WarmStats {
   readonly cold: number;
   /** Warm sandboxes ended unused: their paths changed, they idled out, or the gateway closed. */
   readonly discarded: number;
+  /** Warm sandboxes ready now. */
+  readonly waiting: number;
 }
 
 /** A Spawner that starts eligible sandboxed sync runs in a sandbox set up ahead of the request. */
@@ -146,7 +149,7 @@ export class WarmSandboxes implements Spawner {
   }
 
   get stats(): WarmStats {
-    return { warm: this.#warm, cold: this.#cold, discarded: this.#discarded };
+    return { warm: this.#warm, cold: this.#cold, discarded: this.#discarded, waiting: this.#entries.length };
   }
 
   /** Pids of the warm sandboxes waiting now (tests, diagnostics). */
@@ -159,7 +162,7 @@ export class WarmSandboxes implements Spawner {
     if (at === undefined || this.#size <= 0 || request.stdin !== 'ignore' || request.terminal) return this.#base.spawn(request);
     const sandbox = request.args.slice(0, at);
     const key = JSON.stringify([request.shell, request.cwd, ...sandbox]);
-    const program = this.#program(request.args.slice(at));
+    const program = request.args.slice(at);
     const warmable = isWarmableEnv(request.env);
     const entry = warmable ? this.#take(key, [request.shell, request.cwd, ...sandbox]) : undefined;
     if (!entry) {
@@ -175,13 +178,6 @@ export class WarmSandboxes implements Spawner {
     child.stdin!.end(encodeFrame(program, request.env));
     this.#refill(key, request, sandbox);
     return { ...child, stdin: null };
-  }
-
-  /** The program to exec: the descriptor closer is dropped, the waiting bash closed them first. */
-  #program(program: readonly string[]): readonly string[] {
-    const closer = getDescriptorCloser();
-    const starts = closer.length > 0 && closer.every((arg, i) => program[i] === arg);
-    return starts ? program.slice(closer.length) : program;
   }
 
   #take(key: string, named: readonly string[]): WarmEntry | undefined {

@@ -1,0 +1,265 @@
+/*
+ * Warm sandboxes (src/sandbox/warm.ts): a run that starts in a sandbox set up ahead of it must be
+ * indistinguishable from one that starts cold, to the command and to whoever reads the host's
+ * /proc: the same environment (bash's own variables, SHLVL and PWD included), working directory,
+ * descriptors and output; no value on any argv or in the waiting sandbox; a path replaced since
+ * the sandbox was set up (the working directory, a hidden directory) makes the run cold; nothing
+ * outlives the gateway or its idle time.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { createGateway, type Gateway } from '../../src/gateway';
+import { DEFAULT_POLICY } from '../../src/policy/effective';
+import { preparePlan } from '../../src/exec/prepare';
+import { directSpawner } from '../../src/exec/spawner';
+import { RefStore } from '../../src/refs/store';
+import { encodeFrame, isWarmableEnv, WarmSandboxes } from '../../src/sandbox/warm';
+import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
+import { describeSandboxed, findProcesses, sandboxPolicy } from './helpers';
+
+jest.setTimeout(120_000);
+
+let tmp: ReturnType<typeof makeTempDir>;
+let work: string;
+let home: string;
+const open: Gateway[] = [];
+
+// Loopback only: no per-run proxy credentials in the environment to tell two runs apart.
+const OFFLINE = sandboxPolicy({ mode: 'required' }, { network: { ...DEFAULT_POLICY.network, mode: 'none', allow: [], deny: [] } });
+
+function gatewayWith(warmSandboxes: number, userHome = home): Gateway {
+  const gateway = createGateway({ policy: OFFLINE, home: join(tmp.dir, `state-${open.length}`), env: baseEnv({ HOME: userHome }), cwd: work, warmSandboxes });
+  open.push(gateway);
+  return gateway;
+}
+
+async function untilWaiting(gateway: Gateway): Promise<void> {
+  expect(await waitFor(() => (gateway.warmSandboxes?.waiting ?? 0) > 0, 30_000)).toBe(true);
+}
+
+beforeEach(() => {
+  tmp = makeTempDir('execgate-warm-');
+  work = join(tmp.dir, 'work');
+  home = join(tmp.dir, 'home');
+  mkdirSync(work);
+  mkdirSync(home);
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((gateway) => gateway.close()));
+  rmSync(tmp.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
+});
+
+describe('the frame and who is warm (no sandbox needed)', () => {
+  test('lengths are bytes, SHLVL is sent one higher (exec lowers it), fields travel whole', () => {
+    const frame = encodeFrame(['/bin/bash', '-c', 'echo é'], { A: 'x=y\nz', SHLVL: '4' });
+    const text = frame.toString('utf8');
+    expect(text.startsWith('3 2 9 2 7 7 7\n')).toBe(true);
+    expect(text.endsWith('A=x=y\nzSHLVL=5')).toBe(true);
+  });
+
+  test.each([
+    [{ PATH: '/bin', LANG: 'C.UTF-8', X_1: 'v' }, true],
+    [{ SHLVL: '2' }, true],
+    [{ SHLVL: 'abc' }, false],
+    [{ SHLVL: '007' }, false],
+    [{ 'a-b': '1' }, false],
+    [{ 'BASH_FUNC_f%%': '() { id; }' }, false],
+    [{ BASH_ENV: '/x' }, false],
+    [{ RANDOM: '4' }, false],
+    [{ SHELLOPTS: 'xtrace' }, false],
+    [{ IFS: ':' }, false],
+    [{ b: 'the waiting bash uses this name' }, false],
+  ])('%j warmable: %s', (env, expected) => {
+    expect(isWarmableEnv(env as Record<string, string>)).toBe(expected);
+  });
+});
+
+describeSandboxed('warm sandboxes', () => {
+  test('a run in a warm sandbox sees exactly what a cold run sees (property, real bash as the oracle)', async () => {
+    const warm = gatewayWith(1);
+    const cold = gatewayWith(0);
+    const probe = [
+      '/bin/cat /proc/$$/environ | /usr/bin/tr "\\0" "\\n" | /usr/bin/grep -v "^EXECGATE_RUN_ID=" | LC_ALL=C /usr/bin/sort',
+      'echo "shlvl=$SHLVL pwd=$PWD dollar_=$_ cwd=$(/bin/pwd) umask=$(umask)"',
+      // (a glob, not `ls /proc/$$/fd | ...`: a pipeline's own pipe is open in the shell or not, by timing)
+      'for f in /proc/$$/fd/*; do echo -n "${f##*/}=$(/usr/bin/readlink "$f") "; done; echo',
+      // Signal masks of a child (the shell's own blocked set changes as it waits for children).
+      '/usr/bin/grep -E "^(Sig(Ign|Blk)|Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):" /proc/self/status',
+      '/usr/bin/grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):" /proc/$$/status',
+      'echo "args=$# $0"',
+    ].join('; ');
+    const name = fc.oneof(
+      fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,6}$/),
+      // (requested names must be identifiers: other names can only come from the gateway's own environment)
+      fc.constantFrom('SHLVL', 'PWD', 'OLDPWD', 'LC_ALL', 'LANG', 'TZ', 'POSIXLY_CORRECT', 'TMOUT', 'IFS', 'RANDOM', 'BASH_X', '_', 'p', 'e', 'l', 'HISTFILE', 'PS4', 'ENV', 'CDPATH', 'GLOBIGNORE'),
+    );
+    const value = fc.oneof(
+      fc.string({ maxLength: 12 }),
+      fc.constantFrom('0', '3', '998', '999', '007', '-1', 'abc', '', 'xx_YY.bogus', 'C', ' a  b ', 'x\ny', '$(id)', '`id`', '\\', '=', '%s', '\u00e9\u4e16'),
+    );
+    let warmRuns = 0;
+    await warm.exec({ command: 'true' });
+    await fc.assert(
+      fc.asyncProperty(fc.dictionary(name, value, { maxKeys: 5 }), async (env) => {
+        // A warm sandbox is set up during the first run of this gateway; each case's second run uses one.
+        await untilWaiting(warm);
+        const before = warm.warmSandboxes!.warm;
+        const [a, b] = [await warm.exec({ command: probe, env }), await cold.exec({ command: probe, env })];
+        if (warm.warmSandboxes!.warm > before) warmRuns += 1;
+        // Socket and pipe inode numbers differ from run to run; what they are does not.
+        const seen = (r: typeof a): object => ({ stdout: r.stdout.replace(/:\[\d+\]/g, ':[inode]'), stderr: r.stderr, exit: r.exitCode });
+        expect(seen(a)).toEqual(seen(b));
+        expect(a.exitCode).toBe(0);
+      }),
+      { numRuns: 40 },
+    );
+    // The property is about warm runs: most cases (every warmable one) did start warm.
+    expect(warmRuns).toBeGreaterThan(10);
+    expect(cold.warmSandboxes).toBeUndefined();
+  });
+
+  test('a replaced working directory makes the run cold: it sees the new directory', async () => {
+    const gateway = gatewayWith(1);
+    writeFileSync(join(work, 'old.txt'), 'old');
+    expect((await gateway.exec({ command: 'ls' })).stdout).toBe('old.txt\n');
+    await untilWaiting(gateway);
+    // Same path, new inode: a bind set up before this would still show the old directory.
+    rmSync(work, { recursive: true });
+    mkdirSync(work);
+    writeFileSync(join(work, 'new.txt'), 'new');
+    const { discarded, warm } = gateway.warmSandboxes!;
+    const result = await gateway.exec({ command: 'ls; echo more > more.txt' });
+    expect(result.stdout).toBe('new.txt\n');
+    expect(readFileSync(join(work, 'more.txt'), 'utf8')).toBe('more\n');
+    expect(gateway.warmSandboxes!.discarded).toBe(discarded + 1);
+    expect(gateway.warmSandboxes!.warm).toBe(warm);
+    // Unchanged since: the next one is warm again.
+    await untilWaiting(gateway);
+    expect((await gateway.exec({ command: 'ls' })).stdout).toBe('more.txt\nnew.txt\n');
+    expect(gateway.warmSandboxes!.warm).toBe(warm + 1);
+  });
+
+  test('a hidden directory replaced after the sandbox was set up stays hidden', async () => {
+    // Under the bound working directory: the sandbox's own /tmp would hide a home under /tmp anyway.
+    const home = join(work, 'home');
+    mkdirSync(join(home, '.ssh'), { recursive: true });
+    writeFileSync(join(home, '.ssh', 'id_old'), 'OLD-KEY-MATERIAL');
+    const gateway = gatewayWith(1, home);
+    const first = await gateway.exec({ command: 'ls -A ~/.ssh | wc -l' });
+    expect(first.stdout.trim()).toBe('0');
+    await untilWaiting(gateway);
+    // The hiding tmpfs sits on the old directory's dentry; a new directory at the same path is not under it.
+    renameSync(join(home, '.ssh'), join(home, 'ssh-old'));
+    mkdirSync(join(home, '.ssh'));
+    writeFileSync(join(home, '.ssh', 'id_new'), 'NEW-KEY-MATERIAL');
+    const result = await gateway.exec({ command: 'cat ~/.ssh/id_new; ls -A ~/.ssh | wc -l' });
+    expect(result.stdout).not.toContain('NEW-KEY-MATERIAL');
+    expect(result.stdout.trim().split('\n').pop()).toBe('0');
+    expect(gateway.warmSandboxes!.discarded).toBe(1);
+    // The same replacement seen from the host, to be sure the test is about something: the file is there.
+    expect(readFileSync(join(home, '.ssh', 'id_new'), 'utf8')).toBe('NEW-KEY-MATERIAL');
+  });
+
+  test('a descriptor this process held when the sandbox was set up does not reach the run', async () => {
+    const gateway = gatewayWith(1);
+    // A PTY run in progress holds terminal masters without close-on-exec (node-pty): a warm
+    // sandbox set up meanwhile inherits them; the waiting bash closes them before the run.
+    const pty = gateway.exec({ command: 'sleep 3; echo done', mode: 'pty' });
+    await gateway.exec({ command: 'true' });
+    await untilWaiting(gateway);
+    const { warm } = gateway.warmSandboxes!;
+    expect((await pty).stdout).toContain('done');
+    const result = await gateway.exec({ command: 'for f in /proc/$$/fd/*; do echo "${f##*/} $(readlink "$f")"; done' });
+    expect(gateway.warmSandboxes!.warm).toBe(warm + 1);
+    const fds = result.stdout.trim().split('\n').map((line) => line.split(' '));
+    // 0-2, and the pipe of the `$(readlink)` being run: nothing else, no terminal.
+    expect(fds.filter(([fd]) => Number(fd) > 2).map(([, target]) => target).every((target) => target!.startsWith('pipe:'))).toBe(true);
+    expect(result.stdout).not.toMatch(/ptmx|\/dev\/pts/);
+  });
+
+  test('a warm run: its value on no argv, none in the waiting sandbox; masked; stopped on timeout with nothing left', async () => {
+    const gateway = gatewayWith(1);
+    const secret = `warm-secret-${Date.now()}-value`;
+    gateway.refs.set('secret', 'tok', secret);
+    await gateway.exec({ command: 'true' });
+    await untilWaiting(gateway);
+    const marker = `warm-marker-${process.pid}`;
+    const running = gateway.exec({ command: `echo "$EXECGATE_RUN_ID <<secret:tok>>"; exec -a ${marker} sleep 30`, timeout: 3000 });
+    expect(await waitFor(() => findProcesses(marker).length > 0, 20_000)).toBe(true);
+    // The next warm sandbox is being set up or waiting: neither it nor anything else holds the value on an argv or in an environment outside the run.
+    await untilWaiting(gateway);
+    const runPids = new Set(findProcesses(marker));
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry) || runPids.has(Number(entry))) continue;
+      try {
+        expect(readFileSync(`/proc/${entry}/cmdline`, 'latin1')).not.toContain(secret);
+      } catch { /* gone */ }
+    }
+    const result = await running;
+    expect(result.timedOut).toBe(true);
+    expect(result.stdout).toContain('[REDACTED:secret:tok]');
+    expect(result.stdout).not.toContain(secret);
+    expect(gateway.warmSandboxes!.warm).toBeGreaterThanOrEqual(1);
+    expect(await waitFor(() => findProcesses(marker).length === 0, 10_000)).toBe(true);
+  });
+
+  test('close ends every waiting sandbox', async () => {
+    const gateway = gatewayWith(1);
+    await gateway.exec({ command: 'true' });
+    await untilWaiting(gateway);
+    const pids = findProcesses(work); // bubblewrap's argv binds the working directory
+    expect(pids.length).toBeGreaterThan(0);
+    await gateway.close();
+    expect(pids.filter(isAlive)).toEqual([]);
+    expect(gateway.warmSandboxes!.waiting).toBe(0);
+  });
+
+  test('a host that never closes its gateway still exits, and its waiting sandbox dies with it', async () => {
+    const script = `
+      const { createGateway } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'gateway.js'))});
+      const g = createGateway({ policy: ${JSON.stringify(OFFLINE)}, home: ${JSON.stringify(join(tmp.dir, 'host-state'))}, cwd: ${JSON.stringify(work)} });
+      g.exec({ command: 'true' }).then(async () => {
+        while (g.warmSandboxes.waiting === 0) await new Promise((r) => setTimeout(r, 20));
+        process.stdout.write('waiting\\n');
+      });`;
+    const child = spawn(process.execPath, ['-e', script], { env: { ...baseEnv({ HOME: home }) }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(out).toBe('waiting\n');
+    expect(code).toBe(0);
+    // bubblewrap --die-with-parent: the waiting sandbox ended with the process that started it.
+    expect(await waitFor(() => findProcesses(join(tmp.dir, 'host-state')).length === 0 && findProcesses(work).filter((pid) => pid !== child.pid).length === 0, 10_000)).toBe(true);
+  });
+
+  test('a waiting sandbox left idle is ended', async () => {
+    const sandboxes = new WarmSandboxes(directSpawner, { size: 1, maxIdle: 300 });
+    const plan = await preparePlan({ refs: new RefStore([]), policy: OFFLINE, env: baseEnv({ HOME: home }), cwd: work, shell: '/bin/bash', supportedModes: new Set(['sync']), sandbox: { home: join(tmp.dir, 'idle-state') } }, { command: 'true' });
+    const started = await sandboxes.spawn({ shell: plan.shell, args: plan.args, env: plan.env, cwd: plan.cwd, stdin: 'ignore', programAt: plan.programAt });
+    await started.exit;
+    expect(await waitFor(() => sandboxes.stats.waiting === 1, 30_000)).toBe(true);
+    const [pid] = sandboxes.waiting;
+    expect(await waitFor(() => sandboxes.stats.waiting === 0, 30_000)).toBe(true);
+    expect(sandboxes.stats.discarded).toBe(1);
+    expect(await waitFor(() => !isAlive(pid!), 10_000)).toBe(true);
+    await sandboxes.close();
+  });
+
+  test('PTY and background runs never take a warm sandbox', async () => {
+    const gateway = gatewayWith(1);
+    await gateway.exec({ command: 'true' });
+    await untilWaiting(gateway);
+    const before = gateway.warmSandboxes!;
+    await gateway.exec({ command: 'echo pty', mode: 'pty' });
+    const started = await gateway.exec({ command: 'echo bg', mode: 'background' });
+    await gateway.background.wait(started.id, 30_000);
+    expect(gateway.warmSandboxes).toEqual(before);
+  });
+
+  test('warmSandboxes out of range is a coded error', () => {
+    expect(() => gatewayWith(9)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_INVALID_OPTION' }));
+    expect(() => gatewayWith(1.5)).toThrow(/whole number from 0 to 4, got 1.5/);
+  });
+});
