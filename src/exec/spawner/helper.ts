@@ -76,6 +76,8 @@ interface Entry {
   spawned: Extract<HelperMessage, { t: 'spawned' }> | undefined;
   started: boolean;
   exited: boolean;
+  /** Whether it keeps the host's event loop alive (see setRef). */
+  held: boolean;
   readonly resolve: (spawned: SpawnedProcess) => void;
   readonly reject: (error: Error) => void;
   readonly resolveExit: (exit: ProcessExit) => void;
@@ -123,7 +125,7 @@ export class HelperSpawner implements Spawner {
       const exit = new Promise<ProcessExit>((res, rej) => { resolveExit = res; rejectExit = rej; });
       exit.catch(() => { /* the caller handles it */ });
       const entry: Entry = {
-        id, helper, stdin: request.stdin === 'pipe', spawned: undefined, started: false, exited: false,
+        id, helper, stdin: request.stdin === 'pipe', spawned: undefined, started: false, exited: false, held: true,
         resolve, reject, resolveExit, rejectExit, exit,
       };
       this.#entries.set(id, entry);
@@ -304,11 +306,24 @@ export class HelperSpawner implements Spawner {
     if (entry.started || !spawned) return;
     const names = [spawned.stdout, spawned.stderr, ...(spawned.stdin ? [spawned.stdin] : [])];
     if (!names.every((name) => this.#idle.has(name))) return;
+    const sockets = [spawned.stdout, spawned.stderr].map((name) => this.#idle.get(name)!.socket);
     const [stdout, stderr] = [spawned.stdout, spawned.stderr].map((name) => this.#claimOutput(name));
     const stdin = spawned.stdin ? this.#claim(spawned.stdin).socket.ref().resume() : null;
+    if (stdin) sockets.push(stdin);
     entry.started = true;
     if (entry.exited) this.#forget(entry);
-    entry.resolve({ pid: spawned.pid, stdin, stdout, stderr, exit: entry.exit });
+    // A process waiting for work (a warm sandbox) must not keep the host alive: neither its
+    // sockets nor, while it is the only one in flight, the helper's channel.
+    const setRef = (on: boolean): void => {
+      entry.held = on;
+      for (const socket of sockets) {
+        if (on) socket.ref();
+        else socket.unref();
+      }
+      if (on && this.#entries.has(entry.id)) entry.helper.child.channel?.ref();
+      else this.#idleChannel(entry.helper);
+    };
+    entry.resolve({ pid: spawned.pid, stdin, stdout, stderr, exit: entry.exit, setRef });
   }
 
   #claim(name: string): Connection {
@@ -368,6 +383,6 @@ export class HelperSpawner implements Spawner {
 
   /** An idle helper must not keep the host's process alive. */
   #idleChannel(helper: Helper): void {
-    if (this.#entries.size === 0 && helper.child.connected) helper.child.channel?.unref();
+    if (![...this.#entries.values()].some((entry) => entry.held) && helper.child.connected) helper.child.channel?.unref();
   }
 }
