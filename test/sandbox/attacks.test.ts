@@ -93,7 +93,48 @@ async function cliRun(mode: Mode, sandbox: 'required' | 'off', command: string):
   return { output: readFileSync(path, 'utf8'), sandboxed: json.sandboxed === true };
 }
 
+/*
+ * A library host (a Node process of its own whose real environment holds the secret, as an MCP
+ * server's does) that runs `command` in a warm sandbox: one run first, so that the next sandbox
+ * is set up ahead of the command, which then starts in it.
+ */
+async function warmHostRun(sandbox: 'required' | 'off', command: string): Promise<{ output: string; sandboxed: boolean; warm: boolean }> {
+  const state = join(tmp.dir, 'state');
+  const script = `
+    const { createGateway } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'gateway.js'))});
+    const { DEFAULT_POLICY } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'policy', 'effective.js'))});
+    const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: ${JSON.stringify(sandbox)}, network: 'none' } };
+    const gateway = createGateway({ policy, home: ${JSON.stringify(state)}, cwd: ${JSON.stringify(work)} });
+    (async () => {
+      await gateway.exec({ command: 'true' });
+      while (${JSON.stringify(sandbox)} === 'required' && gateway.warmSandboxes.waiting === 0) await new Promise((r) => setTimeout(r, 20));
+      const before = gateway.warmSandboxes.warm;
+      const result = await gateway.exec({ command: process.argv[1] });
+      process.stdout.write(JSON.stringify({ output: result.output, sandboxed: result.sandbox.sandboxed, warm: gateway.warmSandboxes.warm === before + 1 }));
+      await gateway.close();
+    })();`;
+  const stdout = await new Promise<string>((resolve, reject) => {
+    execFile(process.execPath, ['-e', script, `STATE=${state}; ${command}`], { cwd: work, env: { ...env(), EXECGATE_HOME: state }, encoding: 'utf8' }, (error, out) => (out ? resolve(out) : reject(error)));
+  });
+  return JSON.parse(stdout) as { output: string; sandboxed: boolean; warm: boolean };
+}
+
 describeSandboxed('the sandbox stops each attack', () => {
+  test.each(Object.keys(ATTACKS))('%s (a library host, the run in a warm sandbox)', async (name) => {
+    const attack = ATTACKS[name]!;
+    const run = await warmHostRun('required', attack.command);
+    expect(run).toMatchObject({ sandboxed: true, warm: true });
+    expect(attack.leaked(run.output)).toBe(false);
+    expect(run.output).not.toContain(PROBE);
+  });
+
+  test('control: the same library host unsandboxed leaks its environment (the warm attacks are real)', async () => {
+    const attack = ATTACKS['read the gateway environment through /proc/$PPID/environ']!;
+    const run = await warmHostRun('off', attack.command);
+    expect(run.sandboxed).toBe(false);
+    expect(attack.leaked(run.output)).toBe(true);
+  });
+
   describe.each(MODES)('%s mode', (mode: Mode) => {
     test.each(Object.keys(ATTACKS))('%s (through the CLI)', async (name) => {
       const attack = ATTACKS[name]!;
