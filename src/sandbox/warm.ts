@@ -92,11 +92,17 @@ export function encodeFrame(program: readonly string[], env: Readonly<Record<str
   return Buffer.concat([Buffer.from(header, 'latin1'), ...fields]);
 }
 
-/** The identity of every absolute path in the sandbox argv: (device, inode) through and of a symlink. */
+/*
+ * The kernel's own file systems (`/proc`, `/sys`, `/dev` and the root itself) are what they are;
+ * every other path is a bind source, a mount point over a hidden or read-only path, or the cwd.
+ */
+const FIXED = /^\/(proc|sys|dev)?(\/|$)/;
+
+/** The identity of every path in the sandbox argv: (device, inode) through and of a symlink. */
 function snapshotPaths(argv: readonly string[]): string {
   const parts: string[] = [];
-  for (const arg of argv) {
-    if (!arg.startsWith('/')) continue;
+  for (const arg of new Set(argv)) {
+    if (!arg.startsWith('/') || FIXED.test(arg)) continue;
     for (const stat of [statSync, lstatSync]) {
       const info = stat(arg, { throwIfNoEntry: false });
       parts.push(info ? `${info.dev}:${info.ino}` : '-');
