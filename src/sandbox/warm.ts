@@ -28,11 +28,14 @@
  * Only sync runs whose stdin is /dev/null are warm; PTY and background runs always start cold.
  */
 import { lstatSync, statSync } from 'node:fs';
+import { PassThrough, type Readable } from 'node:stream';
 import { CLOSE_FDS } from '../exec/inherited-fds';
 import type { SpawnedProcess, Spawner, SpawnRequest } from '../exec/spawner/types';
 
 /** How long a warm sandbox waits for a run before it is ended. */
 export const DEFAULT_MAX_IDLE_MS = 120_000;
+/** How long a run waits for a warm sandbox still being set up before it starts cold instead. */
+const READY_TIMEOUT_MS = 5_000;
 
 /*
  * The waiting bash. Its stdin carries one frame: a header line `A E L1 L2 ...` (argv count,
@@ -44,6 +47,8 @@ export const DEFAULT_MAX_IDLE_MS = 120_000;
  */
 const STUB = [
   CLOSE_FDS,
+  // Set up and waiting: the gateway reads this NUL on stderr (bubblewrap writes none) before the sandbox counts as ready.
+  'printf "\\0" >&2',
   'p=$PWD; unset -v OLDPWD SHLVL',
   'IFS=" " read -r -a l || exit 125',
   '[[ "${l[*]}" =~ ^[0-9]+( [0-9]+)+$ ]] || exit 125',
@@ -113,10 +118,46 @@ function snapshotPaths(argv: readonly string[]): string {
 
 interface WarmEntry {
   readonly key: string;
-  readonly paths: string;
   readonly process: SpawnedProcess;
+  /** The run's stderr: the sandbox's, after its readiness mark. */
+  readonly stderr: Readable;
+  /** The paths' identities once the sandbox was set up; undefined: it never was, or they changed meanwhile. */
+  readonly ready: Promise<string | undefined>;
   readonly expires: NodeJS.Timeout;
+  isReady: boolean;
   ended: boolean;
+}
+
+const READY = Buffer.from([0]);
+
+/*
+ * Resolves once the waiting bash wrote its mark: bubblewrap's set-up is done. Anything else on
+ * stderr first (bubblewrap's own error) or an exit means the sandbox never got ready. What
+ * follows the mark is the run's stderr, handed on through `into`.
+ */
+function whenReady(child: SpawnedProcess, into: PassThrough): Promise<boolean> {
+  return new Promise((resolve) => {
+    const source = child.stderr;
+    let seen = Buffer.alloc(0);
+    const onData = (chunk: Buffer): void => {
+      seen = Buffer.concat([seen, chunk]);
+      if (seen.length < READY.length) return;
+      source.removeListener('data', onData);
+      source.pause();
+      const ok = seen.subarray(0, READY.length).equals(READY);
+      if (!ok) {
+        resolve(false);
+        return;
+      }
+      if (seen.length > READY.length) into.write(seen.subarray(READY.length));
+      source.pipe(into);
+      resolve(true);
+    };
+    source.on('data', onData);
+    source.on('error', () => into.destroy());
+    into.once('close', () => source.destroy());
+    child.exit.then(() => resolve(false), () => resolve(false));
+  });
 }
 
 export interface WarmSandboxOptions {
@@ -155,12 +196,12 @@ export class WarmSandboxes implements Spawner {
   }
 
   get stats(): WarmStats {
-    return { warm: this.#warm, cold: this.#cold, discarded: this.#discarded, waiting: this.#entries.length };
+    return { warm: this.#warm, cold: this.#cold, discarded: this.#discarded, waiting: this.#entries.filter((entry) => entry.isReady).length };
   }
 
-  /** Pids of the warm sandboxes waiting now (tests, diagnostics). */
+  /** Pids of the warm sandboxes ready now (tests, diagnostics). */
   get waiting(): number[] {
-    return this.#entries.map((entry) => entry.process.pid);
+    return this.#entries.filter((entry) => entry.isReady).map((entry) => entry.process.pid);
   }
 
   async spawn(request: SpawnRequest): Promise<SpawnedProcess> {
@@ -170,7 +211,7 @@ export class WarmSandboxes implements Spawner {
     const key = JSON.stringify([request.shell, request.cwd, ...sandbox]);
     const program = request.args.slice(at);
     const warmable = isWarmableEnv(request.env);
-    const entry = warmable ? this.#take(key, [request.shell, request.cwd, ...sandbox]) : undefined;
+    const entry = warmable ? await this.#take(key, [request.shell, request.cwd, ...sandbox]) : undefined;
     if (!entry) {
       this.#cold += 1;
       const started = await this.#base.spawn(request);
@@ -183,15 +224,23 @@ export class WarmSandboxes implements Spawner {
     child.stdin!.on('error', () => { /* the sandbox ended before reading: its exit says so */ });
     child.stdin!.end(encodeFrame(program, request.env));
     this.#refill(key, request, sandbox);
-    return { ...child, stdin: null };
+    return { ...child, stdin: null, stderr: entry.stderr };
   }
 
-  #take(key: string, named: readonly string[]): WarmEntry | undefined {
+  /**
+   * The waiting sandbox for this argv, if its set-up went through with its paths unchanged and
+   * they are still the same now. One still being set up is waited for: that is sooner than a
+   * cold start would be.
+   */
+  async #take(key: string, named: readonly string[]): Promise<WarmEntry | undefined> {
     const index = this.#entries.findIndex((entry) => entry.key === key && !entry.ended);
     if (index < 0) return undefined;
     const [entry] = this.#entries.splice(index, 1) as [WarmEntry];
     clearTimeout(entry.expires);
-    if (snapshotPaths(named) !== entry.paths) {
+    let timer: NodeJS.Timeout | undefined;
+    const paths = await Promise.race([entry.ready, new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), READY_TIMEOUT_MS); })]);
+    clearTimeout(timer);
+    if (paths === undefined || entry.ended || snapshotPaths(named) !== paths) {
       this.#end(entry);
       return undefined;
     }
@@ -209,7 +258,7 @@ export class WarmSandboxes implements Spawner {
 
   async #start(key: string, request: SpawnRequest, sandbox: readonly string[]): Promise<void> {
     if (this.#closed || this.#entries.some((entry) => entry.key === key)) return;
-    // Taken before bubblewrap runs: a path replaced after this point is caught when the sandbox is taken.
+    // Taken before bubblewrap runs and again once it is set up (see whenReady below).
     const paths = snapshotPaths([request.shell, request.cwd, ...sandbox]);
     let child: SpawnedProcess;
     try {
@@ -226,7 +275,16 @@ export class WarmSandboxes implements Spawner {
     // An idle warm sandbox must not keep this process alive; a taken one does, like any run.
     child.setRef?.(false);
     const expires = setTimeout(() => this.#discard(entry), this.#maxIdle).unref();
-    const entry: WarmEntry = { key, paths, process: child, expires, ended: false };
+    const stderr = new PassThrough();
+    // Set up with its paths as they were before bubblewrap ran, or not at all: a path replaced
+    // while bubblewrap was mounting could be in the sandbox either way.
+    const ready = whenReady(child, stderr).then((ok) => {
+      const after = ok ? snapshotPaths([request.shell, request.cwd, ...sandbox]) : undefined;
+      if (after !== paths) return undefined;
+      entry.isReady = true;
+      return paths;
+    });
+    const entry: WarmEntry = { key, process: child, stderr, ready, expires, isReady: false, ended: false };
     const gone = (): void => {
       entry.ended = true;
       const index = this.#entries.indexOf(entry);
@@ -261,6 +319,7 @@ export class WarmSandboxes implements Spawner {
     entry.process.stdin?.destroy();
     entry.process.stdout.destroy();
     entry.process.stderr.destroy();
+    entry.stderr.destroy();
   }
 
   async close(): Promise<void> {

@@ -7,7 +7,7 @@
  * outlives the gateway or its idle time.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { createGateway, type Gateway } from '../../src/gateway';
@@ -15,6 +15,7 @@ import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { preparePlan } from '../../src/exec/prepare';
 import { directSpawner } from '../../src/exec/spawner';
 import { RefStore } from '../../src/refs/store';
+import { checkPlatform } from '../../src/sandbox';
 import { encodeFrame, isWarmableEnv, WarmSandboxes } from '../../src/sandbox/warm';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, findProcesses, sandboxPolicy } from './helpers';
@@ -139,6 +140,39 @@ describeSandboxed('warm sandboxes', () => {
     await untilWaiting(gateway);
     expect((await gateway.exec({ command: 'ls' })).stdout).toBe('more.txt\nnew.txt\n');
     expect(gateway.warmSandboxes!.warm).toBe(warm + 1);
+  });
+
+  test('a sandbox whose set-up failed while a path was away is not taken once the path is back', async () => {
+    // bubblewrap stands behind a script that, for a warm sandbox, waits for \`go\`, runs
+    // bubblewrap, says \`done\` and lives on a while: its set-up fails while the working directory
+    // is away, and the gateway has not seen it exit when the next run comes.
+    const bwrap = checkPlatform().helper!;
+    const helper = join(tmp.dir, 'bwrap-gated');
+    writeFileSync(helper, [
+      '#!/bin/bash',
+      `state=${JSON.stringify(tmp.dir)}`,
+      'if [[ "$*" == *\'read -r -a l\'* && -e "$state/gate" ]]; then',
+      '  while [ ! -e "$state/go" ]; do sleep 0.02; done',
+      `  ${JSON.stringify(bwrap)} "$@"; rc=$?`,
+      '  : > "$state/done"; sleep 5; exit $rc',
+      'fi',
+      `exec ${JSON.stringify(bwrap)} "$@"`,
+    ].join('\n'));
+    chmodSync(helper, 0o755);
+    writeFileSync(join(tmp.dir, 'gate'), '');
+    const policy = { ...OFFLINE, sandbox: { ...OFFLINE.sandbox, helper } };
+    const gateway = createGateway({ policy, home: join(tmp.dir, 'gated-state'), env: baseEnv({ HOME: home }), cwd: work });
+    open.push(gateway);
+    await gateway.exec({ command: 'true' });
+    renameSync(work, `${work}-away`);
+    writeFileSync(join(tmp.dir, 'go'), '');
+    expect(await waitFor(() => existsSync(join(tmp.dir, 'done')), 30_000)).toBe(true);
+    renameSync(`${work}-away`, work);
+    const { warm } = gateway.warmSandboxes!;
+    const result = await gateway.exec({ command: 'echo back' });
+    expect(result.output).toBe('back\n');
+    expect(result.exitCode).toBe(0);
+    expect(gateway.warmSandboxes!.warm).toBe(warm);
   });
 
   test('a hidden directory replaced after the sandbox was set up stays hidden', async () => {
