@@ -95,6 +95,13 @@ describeSandboxed('real work inside the sandbox', () => {
       expect(await waitFor(() => existsSync(server.outputPath) && readFileSync(server.outputPath, 'utf8').includes('Serving HTTP'), 15_000)).toBe(true);
       reached = (await gateway.exec({ command: probe })).stdout;
       expect(reached).toBe('FROM-DEV-SERVER');
+      // Both runs in the gateway's one namespace, as their records say (not a namespace each).
+      const records = readFileSync(join(tmp.dir, 'state', 'audit.log'), 'utf8').trim().split('\n')
+        .map((line) => JSON.parse(line) as { event: string; sandbox?: { network?: { shared?: boolean; namespace?: string } } })
+        .filter((record) => record.event === 'exec.started');
+      expect(records).toHaveLength(2);
+      for (const record of records) expect(record.sandbox?.network).toMatchObject({ mode: 'none', shared: true, namespace: expect.stringMatching(/^net:\[\d+\]$/) });
+      expect(new Set(records.map((record) => record.sandbox?.network?.namespace)).size).toBe(1);
       const hostProbe = await gateway.exec({ command: `curl -s --max-time 2 http://127.0.0.1:${hostPort}/ || echo unreachable` });
       expect(hostProbe.stdout).not.toContain('HOST-SERVICE');
       expect(hostProbe.stdout).toContain('unreachable');
