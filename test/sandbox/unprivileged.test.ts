@@ -14,6 +14,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { checkPlatform } from '../../src/sandbox';
+import { listenBelowEphemeral } from '../helpers/listen';
 import { makeTempDir } from '../helpers/tmp';
 
 const REPO = join(__dirname, '..', '..');
@@ -103,7 +104,9 @@ maybe('a gateway run by an unprivileged user', () => {
     tmp = makeTempDir('execgate-unprivileged-');
     service = createServer((req, res) => { hits.push(req.url ?? ''); res.end(`service saw ${req.url}`); });
     host = createServer((req, res) => { hits.push(`host:${req.url}`); res.end('HOST-LOOPBACK'); });
-    await Promise.all([service, host].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))));
+    await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
+    // Below the ephemeral ports: the dev server (port 0 inside the namespace) never shares its number.
+    await listenBelowEphemeral(host);
     const port = (s: Server): string => String((s.address() as AddressInfo).port);
 
     const asNobody = (argv: string[]): string[] => (isRoot ? [setpriv!, `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', '--', ...argv] : argv);

@@ -7,10 +7,10 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Gateway } from '../../src/gateway';
 import { getRecordPath } from '../../src/exec/background/records';
+import { listenBelowEphemeral } from '../helpers/listen';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, runIn } from './helpers';
 
@@ -84,11 +84,13 @@ describeSandboxed('real work inside the sandbox', () => {
 
   test('a dev server a background run starts on localhost is reachable from a later sync run; the host loopback is not', async () => {
     const host: Server = createServer((_req, res) => res.end('HOST-SERVICE'));
-    await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
-    const hostPort = (host.address() as AddressInfo).port;
+    // The host service just below the ephemeral ports, the dev server's fixed port below that (and
+    // so off every port the namespace hands out): the two never share a number.
+    const hostPort = await listenBelowEphemeral(host);
     try {
       writeFileSync(join(work, 'marker.txt'), 'FROM-DEV-SERVER');
-      const port = 20000 + Math.floor(Math.random() * 20000);
+      const drawn = 8000 + Math.floor(Math.random() * 12000);
+      const port = drawn === hostPort ? drawn + 1 : drawn;
       const server = await gateway.exec({ mode: 'background', command: `exec python3 -u -m http.server ${port} --bind 127.0.0.1` });
       const probe = `curl -s --max-time 2 http://localhost:${port}/marker.txt`;
       let reached = '';
