@@ -45,6 +45,29 @@ function findNsenter(): string | undefined {
   });
 }
 
+/** What `pipe` says until `end` (or the pipe closes, or START_TIMEOUT_MS pass): the text read. */
+function readUntil(pipe: NodeJS.ReadableStream | null, end: string): Promise<string> {
+  return new Promise((resolve) => {
+    if (!pipe) {
+      resolve('');
+      return;
+    }
+    let text = '';
+    const done = (): void => {
+      clearTimeout(timer);
+      resolve(text);
+    };
+    const timer = setTimeout(done, START_TIMEOUT_MS);
+    pipe.setEncoding('utf8');
+    pipe.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.includes(end)) done();
+    });
+    pipe.on('end', done);
+    pipe.on('error', done);
+  });
+}
+
 /**
  * Lists a process with whatever ends this gateway's processes if the gateway dies (the
  * watchdog): `cookie` is the variable and value the holder carries in its environment; the
@@ -138,31 +161,22 @@ export class SharedNetwork {
     // namespace, owning the network namespace, and entering it gives the right to join.
     // It lives as long as the gateway: a descriptor the gateway holds without close-on-exec just
     // now (another run's terminal) must not stay open in it all that time.
+    // Its command says `ready` before it sleeps: bubblewrap reports the child's pid (info fd) as
+    // soon as it has cloned it, before the child has written its own uid map and brought the
+    // loopback up. Entered in that window (measured here: often, under load), the user namespace
+    // has no mapping yet, bubblewrap inside it cannot make its own ("No permissions to create new
+    // namespace"), the probe fails and every run falls back to a namespace of its own: a dev
+    // server from one run is then unreachable from the next. The command runs only once the
+    // set-up is complete. Its stdout is closed after the word, so nothing writes to the pipe later.
     const holder = spawn(this.#helper, [
       '--ro-bind', '/', '/', '--unshare-net', '--unshare-pid', '--die-with-parent',
-      '--new-session', '--cap-drop', 'ALL', '--info-fd', '3', '--', ...getDescriptorCloser(), '/bin/sh', '-c', 'exec sleep infinity',
-    ], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin', [cookie.name]: cookie.value } });
-    holder.on('error', () => { /* reported by the info pipe closing */ });
-    const info = await new Promise<string>((resolve) => {
-      let text = '';
-      const timer = setTimeout(() => resolve(text), START_TIMEOUT_MS);
-      const pipe = holder.stdio[3] as NodeJS.ReadableStream | null;
-      if (!pipe) {
-        clearTimeout(timer);
-        resolve('');
-        return;
-      }
-      pipe.setEncoding('utf8');
-      pipe.on('data', (chunk: string) => {
-        text += chunk;
-        if (text.includes('}')) {
-          clearTimeout(timer);
-          resolve(text);
-        }
-      });
-      pipe.on('end', () => { clearTimeout(timer); resolve(text); });
-      pipe.on('error', () => { clearTimeout(timer); resolve(text); });
-    });
+      '--new-session', '--cap-drop', 'ALL', '--info-fd', '3', '--', ...getDescriptorCloser(), '/bin/sh', '-c', 'echo ready; exec sleep infinity >&-',
+    ], { stdio: ['ignore', 'pipe', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin', [cookie.name]: cookie.value } });
+    holder.on('error', () => { /* reported by the pipes closing */ });
+    const [info, ready] = await Promise.all([
+      readUntil(holder.stdio[3] as NodeJS.ReadableStream | null, '}'),
+      readUntil(holder.stdout, 'ready\n'),
+    ]);
     const pid = Number((/"child-pid":\s*(\d+)/.exec(info) ?? [])[1]);
     let namespace = '';
     try {
@@ -170,11 +184,12 @@ export class SharedNetwork {
     } catch {
       // not started
     }
-    if (!pid || !namespace || this.#closed) {
+    if (!pid || !namespace || !ready.includes('ready\n') || this.#closed) {
       holder.kill('SIGKILL');
       return undefined;
     }
     (holder.stdio[3] as unknown as { destroy(): void } | null)?.destroy();
+    holder.stdout?.destroy();
     holder.unref();
     this.#holder = holder;
     this.#pid = pid;

@@ -14,6 +14,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { checkPlatform } from '../../src/sandbox';
+import { listenBelowEphemeral } from '../helpers/listen';
 import { makeTempDir } from '../helpers/tmp';
 
 const REPO = join(__dirname, '..', '..');
@@ -103,7 +104,9 @@ maybe('a gateway run by an unprivileged user', () => {
     tmp = makeTempDir('execgate-unprivileged-');
     service = createServer((req, res) => { hits.push(req.url ?? ''); res.end(`service saw ${req.url}`); });
     host = createServer((req, res) => { hits.push(`host:${req.url}`); res.end('HOST-LOOPBACK'); });
-    await Promise.all([service, host].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))));
+    await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
+    // Below the ephemeral ports: the dev server (port 0 inside the namespace) never shares its number.
+    await listenBelowEphemeral(host);
     const port = (s: Server): string => String((s.address() as AddressInfo).port);
 
     const asNobody = (argv: string[]): string[] => (isRoot ? [setpriv!, `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', '--', ...argv] : argv);
@@ -154,42 +157,30 @@ maybe('a gateway run by an unprivileged user', () => {
     tmp?.cleanup();
   });
 
-  /*
-   * KNOWN INTERMITTENT FAILURE, not yet understood: as an unprivileged user, under full-suite
-   * load, the later run sometimes cannot connect to the dev server a background run started
-   * (the server had printed its port; every connect refused). Seen in 1 of 5 consecutive full
-   * runs beside a CPU hog; run as root (test/sandbox/work.test.ts) it has not failed. Until the
-   * cause is found the reachability itself is checked only with
-   * EXECGATE_TEST_UNPRIVILEGED_DEV_SERVER=1; by default the server must have started and the
-   * runs' records must still name one shared namespace (below).
-   */
-  function expectDevServer(stdout: string): void {
-    if (process.env.EXECGATE_TEST_UNPRIVILEGED_DEV_SERVER === '1') expect(stdout).toMatch(/^port=\d+\ndev=200\n/);
-    else expect(stdout).toMatch(/^port=\d+\n/);
-  }
-
   test('network open: runs share the gateway\'s namespace, reach the service through the proxy, and a dev server across runs, not the host loopback', () => {
     const open = outcome.open!;
     expect(open.error).toBeUndefined();
-    expect(open.first!.stdout).toBe(`${uid}\nservice saw /from-open curl=0\n`);
-    expectDevServer(open.later!.stdout);
-    expect(open.later!.stdout).toMatch(/host=[1-9]\d*\n$/);
-    expect(open.later!.stdout).not.toContain('HOST-LOOPBACK');
+    // The records first: a gateway that could not join its own namespace says `shared: false`.
     const records = open.sandbox!;
     expect(records.length).toBeGreaterThanOrEqual(3);
     for (const record of records) expect(record).toMatchObject({ sandboxed: true, network: { mode: 'none', shared: true } });
     expect(new Set(records.map((r) => r.network.namespace)).size).toBe(1);
+    expect(open.first!.stdout).toBe(`${uid}\nservice saw /from-open curl=0\n`);
+    expect(open.later!.stdout).toMatch(/^port=\d+\ndev=200\n/);
+    expect(open.later!.stdout).toMatch(/host=[1-9]\d*\n$/);
+    expect(open.later!.stdout).not.toContain('HOST-LOOPBACK');
   });
 
   test('network none: the same sharing, and nothing leaves', () => {
     const none = outcome.none!;
     expect(none.error).toBeUndefined();
-    expect(none.first!.stdout).toMatch(new RegExp(`^${uid}\\n curl=[1-9]\\d*\\n$`));
-    expectDevServer(none.later!.stdout);
-    expect(none.later!.stdout).toMatch(/host=[1-9]\d*\n$/);
     const records = none.sandbox!;
+    expect(records.length).toBeGreaterThanOrEqual(3);
     for (const record of records) expect(record).toMatchObject({ sandboxed: true, network: { mode: 'none', shared: true } });
     expect(new Set(records.map((r) => r.network.namespace)).size).toBe(1);
+    expect(none.first!.stdout).toMatch(new RegExp(`^${uid}\\n curl=[1-9]\\d*\\n$`));
+    expect(none.later!.stdout).toMatch(/^port=\d+\ndev=200\n/);
+    expect(none.later!.stdout).toMatch(/host=[1-9]\d*\n$/);
     expect(hits).toEqual(['/from-open']);
   });
 });

@@ -7,10 +7,10 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Gateway } from '../../src/gateway';
 import { getRecordPath } from '../../src/exec/background/records';
+import { listenBelowEphemeral } from '../helpers/listen';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, runIn } from './helpers';
 
@@ -84,17 +84,26 @@ describeSandboxed('real work inside the sandbox', () => {
 
   test('a dev server a background run starts on localhost is reachable from a later sync run; the host loopback is not', async () => {
     const host: Server = createServer((_req, res) => res.end('HOST-SERVICE'));
-    await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
-    const hostPort = (host.address() as AddressInfo).port;
+    // The host service just below the ephemeral ports, the dev server's fixed port below that (and
+    // so off every port the namespace hands out): the two never share a number.
+    const hostPort = await listenBelowEphemeral(host);
     try {
       writeFileSync(join(work, 'marker.txt'), 'FROM-DEV-SERVER');
-      const port = 20000 + Math.floor(Math.random() * 20000);
+      const drawn = 8000 + Math.floor(Math.random() * 12000);
+      const port = drawn === hostPort ? drawn + 1 : drawn;
       const server = await gateway.exec({ mode: 'background', command: `exec python3 -u -m http.server ${port} --bind 127.0.0.1` });
       const probe = `curl -s --max-time 2 http://localhost:${port}/marker.txt`;
       let reached = '';
       expect(await waitFor(() => existsSync(server.outputPath) && readFileSync(server.outputPath, 'utf8').includes('Serving HTTP'), 15_000)).toBe(true);
       reached = (await gateway.exec({ command: probe })).stdout;
       expect(reached).toBe('FROM-DEV-SERVER');
+      // Both runs in the gateway's one namespace, as their records say (not a namespace each).
+      const records = readFileSync(join(tmp.dir, 'state', 'audit.log'), 'utf8').trim().split('\n')
+        .map((line) => JSON.parse(line) as { event: string; sandbox?: { network?: { shared?: boolean; namespace?: string } } })
+        .filter((record) => record.event === 'exec.started');
+      expect(records).toHaveLength(2);
+      for (const record of records) expect(record.sandbox?.network).toMatchObject({ mode: 'none', shared: true, namespace: expect.stringMatching(/^net:\[\d+\]$/) });
+      expect(new Set(records.map((record) => record.sandbox?.network?.namespace)).size).toBe(1);
       const hostProbe = await gateway.exec({ command: `curl -s --max-time 2 http://127.0.0.1:${hostPort}/ || echo unreachable` });
       expect(hostProbe.stdout).not.toContain('HOST-SERVICE');
       expect(hostProbe.stdout).toContain('unreachable');

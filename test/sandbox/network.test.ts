@@ -1,0 +1,93 @@
+/*
+ * The gateway's shared network namespace (src/sandbox/network.ts). Bubblewrap announces the
+ * holder's pid on its info fd as soon as it has cloned it, before the child has finished setting
+ * up (as an unprivileged user: before its uid map is written; entering then makes the next
+ * bubblewrap fail with "No permissions to create new namespace"). A gateway that entered in that
+ * window fell back to a network namespace per run, and a dev server started by one run was
+ * unreachable from the next. Here a real bubblewrap stands behind a helper script that widens the
+ * window to well over a second and refuses to be entered inside it, as bubblewrap does:
+ * joining must wait for the holder to be ready, and then share its namespace.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { checkPlatform, SharedNetwork } from '../../src/sandbox';
+import { makeTempDir } from '../helpers/tmp';
+
+const platform = checkPlatform();
+const nsenter = ['/usr/bin/nsenter', '/bin/nsenter', '/usr/sbin/nsenter'].find((path) => spawnSync(path, ['--version']).status === 0);
+const maybe = platform.ok && nsenter ? describe : describe.skip;
+
+/** A bubblewrap whose holder's command starts only once `go` exists (1.5 s later), and which cannot be entered before. */
+function slowHolderHelper(dir: string, bwrap: string): string {
+  const script = join(dir, 'bwrap-slow-holder');
+  writeFileSync(script, `#!/bin/bash
+state='${dir}'
+if [[ " $* " == *" --info-fd "* ]]; then
+  : > "$state/holder"
+  ( sleep 1.5; : > "$state/go" ) </dev/null >/dev/null 2>&1 3>&- &
+  args=(); wrapped=0
+  for arg in "$@"; do
+    args+=("$arg")
+    if [[ $wrapped == 0 && $arg == -- ]]; then
+      wrapped=1
+      args+=(/bin/sh -c 'while [ ! -e "$0/go" ]; do sleep 0.02; done; exec "$@"' "$state")
+    fi
+  done
+  exec '${bwrap}' "\${args[@]}"
+fi
+if [ -e "$state/holder" ] && [ ! -e "$state/go" ]; then
+  echo 'bwrap: No permissions to create new namespace (entered before the holder was set up)' >&2
+  exit 1
+fi
+exec '${bwrap}' "$@"
+`);
+  chmodSync(script, 0o755);
+  return script;
+}
+
+maybe('the shared network namespace', () => {
+  let tmp: ReturnType<typeof makeTempDir>;
+  let network: SharedNetwork | undefined;
+
+  beforeEach(() => {
+    tmp = makeTempDir('execgate-sbx-network-');
+  });
+  afterEach(() => {
+    network?.close();
+    network = undefined;
+    tmp.cleanup();
+  });
+
+  test('joining waits until the holder is set up, then every entry lands in its namespace', async () => {
+    const helper = slowHolderHelper(tmp.dir, (platform as { helper: string }).helper);
+    network = new SharedNetwork(helper);
+    const join = await network.join();
+    expect(join).toBeDefined();
+    expect(join!.namespace).toMatch(/^net:\[\d+\]$/);
+    const enter = (): string => {
+      const [program, ...prefix] = join!.prefix;
+      const run = spawnSync(program!, [...prefix, '--ro-bind', '/', '/', '--', '/bin/sh', '-c', 'readlink /proc/self/ns/net'], { encoding: 'utf8' });
+      expect(run.stderr).toBe('');
+      return run.stdout.trim();
+    };
+    expect(enter()).toBe(join!.namespace);
+    expect(enter()).toBe(join!.namespace);
+    // The same holder for a later join, not a new namespace.
+    expect((await network.join())?.namespace).toBe(join!.namespace);
+    expect(readlinkSelf()).not.toBe(join!.namespace);
+  });
+
+  test('a holder that ends before it is ready: no shared namespace (runs fall back to one each), nothing hangs', async () => {
+    // The holder's command exits at once, before it says ready: join() gives up instead of waiting.
+    const dying = join(tmp.dir, 'bwrap-dying-holder');
+    writeFileSync(dying, `#!/bin/bash\nargs=(); for arg in "$@"; do [[ $arg == -- ]] && break; args+=("$arg"); done\nexec '${(platform as { helper: string }).helper}' "\${args[@]}" -- /bin/sh -c 'exit 0'\n`);
+    chmodSync(dying, 0o755);
+    network = new SharedNetwork(dying);
+    expect(await network.join()).toBeUndefined();
+  });
+});
+
+function readlinkSelf(): string {
+  return spawnSync('readlink', ['/proc/self/ns/net'], { encoding: 'utf8' }).stdout.trim();
+}
