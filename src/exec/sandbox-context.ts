@@ -34,6 +34,12 @@ export function createGatewaySandbox(options: GatewaySandboxOptions): GatewaySan
       if (!network) networks.set(helper, (network = new SharedNetwork(helper, ({ value }) => watchRun(value))));
       return network;
     },
+    onUnshared: (): void => {
+      const reason = 'shared-network';
+      if (warned.has(reason)) return;
+      warned.add(reason);
+      options.warn({ reason }, 'The runs of this gateway do not share a network namespace: the shared one could not be started or entered, so each run gets a loopback of its own (a server one run starts is not reachable from the next). The exec.started records say network.shared: false.');
+    },
     onUnsandboxed: (reason: string): void => {
       if (warned.has(reason)) return;
       warned.add(reason);

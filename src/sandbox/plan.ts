@@ -46,6 +46,8 @@ export interface SandboxContext {
   readonly policyFiles?: () => readonly string[];
   /** Told once per reason when `auto` runs a command unsandboxed. */
   readonly onUnsandboxed?: (reason: string) => void;
+  /** Told when a run gets a network namespace of its own because the shared one cannot be entered. */
+  readonly onUnshared?: () => void;
 }
 
 export interface SandboxInput {
@@ -101,6 +103,7 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
   if (settings.network === 'none') {
     shared = input.context.network?.(platform.helper);
     join = await shared?.join();
+    if (shared && !join) input.context.onUnshared?.();
   } else if (view.abstractBus) {
     exposed.push('the D-Bus session bus is an abstract socket, reachable with the host network (sandbox.network: open in a policy built in code)');
   }

@@ -12,7 +12,9 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkPlatform, SharedNetwork } from '../../src/sandbox';
-import { makeTempDir } from '../helpers/tmp';
+import { createGateway } from '../../src/gateway';
+import { DEFAULT_POLICY } from '../../src/policy/effective';
+import { baseEnv, makeTempDir } from '../helpers/tmp';
 
 const platform = checkPlatform();
 const nsenter = ['/usr/bin/nsenter', '/bin/nsenter', '/usr/sbin/nsenter'].find((path) => spawnSync(path, ['--version']).status === 0);
@@ -85,6 +87,25 @@ maybe('the shared network namespace', () => {
     chmodSync(dying, 0o755);
     network = new SharedNetwork(dying);
     expect(await network.join()).toBeUndefined();
+  });
+
+  test('a gateway whose shared namespace cannot be started says so once, and its runs still run sandboxed with a loopback each', async () => {
+    const dying = join(tmp.dir, 'bwrap-dying-holder');
+    writeFileSync(dying, `#!/bin/bash\nif [[ " $* " == *" --info-fd "* ]]; then args=(); for arg in "$@"; do [[ $arg == -- ]] && break; args+=("$arg"); done; exec '${(platform as { helper: string }).helper}' "\${args[@]}" -- /bin/sh -c 'exit 0'; fi\nexec '${(platform as { helper: string }).helper}' "$@"\n`);
+    chmodSync(dying, 0o755);
+    const warnings: string[] = [];
+    const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' as const, helper: dying }, network: { ...DEFAULT_POLICY.network, mode: 'none' as const, allow: [], deny: [] } };
+    const gateway = createGateway({ policy, home: join(tmp.dir, 'state'), env: baseEnv(), cwd: tmp.dir, logger: { warn: (_obj: object, msg: string): void => { warnings.push(msg); } } });
+    try {
+      for (let i = 0; i < 2; i += 1) {
+        const result = await gateway.exec({ command: 'readlink /proc/self/ns/net' });
+        expect(result.exitCode).toBe(0);
+        expect(result.stdout.trim()).not.toBe(readlinkSelf());
+      }
+    } finally {
+      await gateway.close();
+    }
+    expect(warnings.filter((w) => w.includes('do not share a network namespace'))).toHaveLength(1);
   });
 });
 
