@@ -89,6 +89,11 @@ export class Matcher {
     }
   }
 
+  /** Words (of 4 bytes) from one sampled word to the next (see the header). */
+  get stride(): number {
+    return this.#stride;
+  }
+
   /**
    * Where a stream must start holding bytes back: the leftmost position whose suffix of `buffer`
    * is a proper prefix of some pattern (so an occurrence may be under way), or `buffer.length`
