@@ -55,14 +55,11 @@ export class Matcher {
   readonly #stride: number;
   // Hashes of every proper prefix of every pattern, keyed with the prefix length (see holdStart).
   readonly #prefixes = new Set<number>();
-  // 1 for each byte value some pattern of 2 bytes or more starts with.
-  readonly #firstBytes = new Uint8Array(256);
 
   constructor(patterns: readonly Buffer[]) {
     this.#patterns = patterns;
     this.maxLength = patterns.reduce((max, pattern) => Math.max(max, pattern.length), 0);
     for (const pattern of patterns) {
-      if (pattern.length > 1) this.#firstBytes[pattern[0] as number] = 1;
       let hash = 0;
       for (let length = 1; length < pattern.length; length++) {
         hash = prefixStep(hash, pattern[length - 1] as number);
@@ -104,25 +101,22 @@ export class Matcher {
    */
   holdStart(buffer: Buffer): number {
     const length = buffer.length;
+    const from = Math.max(0, length - this.maxLength + 1);
     if (this.#prefixes.size === 0) return length;
-    // Only a byte some pattern starts with can start a held suffix: in most chunks the last
-    // maxLength - 1 bytes hold none (or only late ones), and the hashing below is skipped or short.
-    const firstBytes = this.#firstBytes;
-    let from = Math.max(0, length - this.maxLength + 1);
-    while (from < length && firstBytes[buffer[from] as number] === 0) from++;
-    if (from === length) return length;
     // Polynomial hashes, so each suffix's hash extends the next one's by one byte at the front:
     // H(b[p..n)) = b[p] * B^(n-1-p) + H(b[p+1..n)). One pass from the end; the leftmost hit wins.
+    const hashes = new Int32Array(length - from);
     let hash = 0;
     let power = 1;
-    let held = length;
     for (let start = length - 1; start >= from; start--) {
-      const byte = buffer[start] as number;
-      hash = (hash + Math.imul(byte, power)) | 0;
+      hash = (hash + Math.imul(buffer[start] as number, power)) | 0;
       power = Math.imul(power, PREFIX_BASE);
-      if (firstBytes[byte] !== 0 && this.#prefixes.has(prefixKey(hash, length - start))) held = start;
+      hashes[start - from] = hash;
     }
-    return held;
+    for (let start = from; start < length; start++) {
+      if (this.#prefixes.has(prefixKey(hashes[start - from] as number, length - start))) return start;
+    }
+    return length;
   }
 
   /**
