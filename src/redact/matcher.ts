@@ -4,12 +4,16 @@
  *
  * Why not Aho-Corasick or one RegExp: both look at every byte through a state machine, which in
  * JavaScript runs at a few hundred MB/s at best. Here the buffer is read as 32-bit words at
- * 4-byte-aligned positions only. Any occurrence of a pattern of at least 7 bytes fully contains
- * one such word, at offset 0..3 of the pattern; so the four 4-byte windows at offsets 0..3 of each
- * pattern are hashed into a bitmap, and the scan touches one word per 4 bytes with a multiply,
- * a shift and a bit test. Only words that hit the bitmap are looked up exactly and verified.
- * Shorter patterns (values the caller chose to register below the usual minimum) use the native
- * Buffer#indexOf, one pass each.
+ * 4-byte-aligned positions only, and of those only every `stride`-th one (a stride of S words
+ * samples the word at every 4*S bytes). An occurrence of a pattern of at least 4*S + 3 bytes spans
+ * at least 4*S word starts, so it fully contains a sampled word, the first one at offset
+ * 0..4*S-1 of the pattern; so the 4*S windows at those offsets of each pattern are hashed into a
+ * bitmap, and the scan touches one word per 4*S bytes with a multiply, a shift and a bit test.
+ * Only words that hit the bitmap are looked up exactly and verified. The stride is the largest
+ * the shortest pattern allows (secrets and their encodings are mostly 20+ bytes: a 35-byte token
+ * is scanned one word in 32 bytes, eight times fewer than one in 4), capped so that the windows
+ * stay few enough for a sparse bitmap. Shorter patterns than 7 bytes (values the caller chose to
+ * register below the usual minimum) use the native Buffer#indexOf, one pass each.
  *
  * Redaction only needs the union of all occurrences and, where a region of that union starts, the
  * longest pattern starting there. Output that repeats a secret's own bytes (a run of `a` against
@@ -30,6 +34,12 @@ export interface Match {
 
 // A pattern of this length contains a whole aligned word wherever it starts.
 const MIN_WINDOWED_LENGTH = 7;
+// At most 32 bytes between sampled words: past that the windows per pattern (4 * stride) grow
+// faster than the scan shrinks.
+const MAX_STRIDE = 8;
+// Windows (pattern x offset) the stride may grow to; beyond this a longer stride would fill the
+// bitmap (capped at 2^22 bits) and make false hits common.
+const WINDOW_BUDGET = 1 << 15;
 const HASH_MULTIPLIER = 0x9e3779b1;
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
@@ -41,6 +51,8 @@ export class Matcher {
   readonly #windows = new Map<number, number[]>();
   readonly #bitmap: Int32Array;
   readonly #hashShift: number;
+  /** Words (of 4 bytes) between two sampled words. */
+  readonly #stride: number;
   // Hashes of every proper prefix of every pattern, keyed with the prefix length (see holdStart).
   readonly #prefixes = new Set<number>();
 
@@ -54,12 +66,14 @@ export class Matcher {
         this.#prefixes.add(prefixKey(hash, length));
       }
     }
+    this.#stride = chooseStride(patterns);
+    const windows = 4 * this.#stride;
     patterns.forEach((pattern, index) => {
       if (pattern.length < MIN_WINDOWED_LENGTH) {
         if (pattern.length > 0) this.#short.push(index);
         return;
       }
-      for (let offset = 0; offset < 4; offset++) this.#addWindow(readWord(pattern, offset), index, offset);
+      for (let offset = 0; offset < windows; offset++) this.#addWindow(readWord(pattern, offset), index, offset);
     });
     // About 256 bits per window keeps false hits well under 1% while the bitmap stays in L2.
     const bits = Math.min(22, Math.max(10, Math.ceil(Math.log2(this.#windows.size * 256 + 1))));
@@ -70,6 +84,11 @@ export class Matcher {
       this.#bitmap[hash >>> 5] |= 1 << (hash & 31);
       this.#windows.set(word, sortByReach(list, patterns));
     }
+  }
+
+  /** Words (of 4 bytes) from one sampled word to the next (see the header). */
+  get stride(): number {
+    return this.#stride;
   }
 
   /**
@@ -119,11 +138,12 @@ export class Matcher {
     const padding = (4 - (buffer.byteOffset & 3)) & 3;
     if (buffer.length - padding < 4) return;
     const words = new Int32Array(buffer.buffer, buffer.byteOffset + padding, (buffer.length - padding) >>> 2);
-    // An occurrence starting at s holds the aligned word starting in s..s+3.
-    const end = Math.min(words.length, Math.floor((lastStart + 3 - padding) / 4) + 1);
+    const stride = this.#stride;
+    // An occurrence starting at s holds the sampled word starting in s..s+4*stride-1.
+    const end = Math.min(words.length, Math.floor((lastStart + 4 * stride - 1 - padding) / 4) + 1);
     const bitmap = this.#bitmap;
     const shift = this.#hashShift;
-    for (let index = 0; index < end; index++) {
+    for (let index = 0; index < end; index += stride) {
       const hash = Math.imul(words[index], HASH_MULTIPLIER) >>> shift;
       if ((bitmap[hash >>> 5] & (1 << (hash & 31))) === 0) continue;
       this.#verify(buffer, words[index], padding + index * 4, lastStart, matches);
@@ -138,10 +158,10 @@ export class Matcher {
       const start = position - candidates[index + 1];
       const bytes = this.#patterns[pattern];
       const end = start + bytes.length;
-      // Candidates reach less and less far, and all start after position - 4: once the last run
-      // starts before them and already reaches this far, it covers the rest.
+      // Candidates reach less and less far, and all start after position - 4 * stride: once the
+      // last run starts before them and already reaches this far, it covers the rest.
       const last = matches[matches.length - 1];
-      if (last !== undefined && last.start < position - 3 && end <= last.end) return;
+      if (last !== undefined && last.start <= position - 4 * this.#stride && end <= last.end) return;
       if (start < 0 || start > lastStart || end > buffer.length) continue;
       if (isCovered(matches, start, end, pattern)) continue;
       if (equalsAt(buffer, start, bytes)) record(matches, start, end, pattern);
@@ -160,6 +180,24 @@ export class Matcher {
     if (list === undefined) this.#windows.set(word, [pattern, offset]);
     else list.push(pattern, offset);
   }
+}
+
+/**
+ * The longest stride every windowed pattern allows (4 * stride + 3 <= its length), within
+ * MAX_STRIDE and the window budget.
+ */
+function chooseStride(patterns: readonly Buffer[]): number {
+  let shortest = Infinity;
+  let windowed = 0;
+  for (const pattern of patterns) {
+    if (pattern.length < MIN_WINDOWED_LENGTH) continue;
+    windowed++;
+    if (pattern.length < shortest) shortest = pattern.length;
+  }
+  if (windowed === 0) return 1;
+  let stride = Math.min(MAX_STRIDE, Math.floor((shortest - 3) / 4));
+  while (stride > 1 && windowed * 4 * stride > WINDOW_BUDGET) stride--;
+  return stride;
 }
 
 const PREFIX_BASE = 0x01000193;

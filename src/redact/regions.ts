@@ -38,7 +38,7 @@ export function redactRange(compiled: CompiledPatterns, buffer: Buffer, lastStar
   let regionEnd = state.regionEnd;
   if (matches.length === 0 && regionEnd <= 0) {
     state.regionEnd = NO_REGION;
-    return buffer.subarray(0, lastStart + 1);
+    return lastStart + 1 === buffer.length ? buffer : buffer.subarray(0, lastStart + 1);
   }
   const parts: Buffer[] = [];
   let emitFrom = 0;

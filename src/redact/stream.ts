@@ -46,7 +46,7 @@ export class RedactionStream implements RedactStream {
       return EMPTY;
     }
     const output = redactRange(compiled, buffer, lastStart, this.#state);
-    this.#held = Buffer.from(buffer.subarray(lastStart + 1));
+    this.#held = lastStart + 1 === buffer.length ? EMPTY : Buffer.from(buffer.subarray(lastStart + 1));
     return output;
   }
 

@@ -97,6 +97,21 @@ describe('redaction of a streamed response body', () => {
       },
     ), { numRuns: 200 });
   });
+
+  test('the value (and its base64 and hex spellings) straddling the boundary of two large chunks, at every offset, never comes through', async () => {
+    // Long spellings: the matcher samples one word in many bytes here, so every offset of the
+    // value against a chunk edge and against that sampling is tried.
+    const spellings = [value, Buffer.from(value).toString('base64'), Buffer.from(value).toString('hex')];
+    for (const spelling of spellings) {
+      for (let offset = 1; offset < spelling.length; offset++) {
+        const input = Buffer.concat([Buffer.alloc(65_536 - offset, 'a'), Buffer.from(spelling), Buffer.alloc(65_536, 'b')]);
+        const output = await collect(redactBody(Readable.from(cut(input, [65_536])), undefined, redactor, () => undefined));
+        expect(output.equals(redactor.redactBuffer(input).buffer)).toBe(true);
+        expect(output.includes(spelling)).toBe(false);
+        expect(output.indexOf('[REDACTED:secret:api]')).toBe(65_536 - offset);
+      }
+    }
+  });
 });
 
 describe('tunnels deliver every byte when the server closes right after sending', () => {

@@ -45,8 +45,8 @@ function expectSameCover(buffer: Buffer, patterns: Buffer[], lastStart: number):
 }
 
 // A small alphabet makes overlaps, repeats and shared prefixes common.
-const smallBytes = (maxLength: number) => fc.uint8Array({ minLength: 0, maxLength }).map((bytes) => Buffer.from(bytes.map((byte) => 97 + (byte % 3))));
-const anyBytes = (maxLength: number) => fc.uint8Array({ minLength: 0, maxLength }).map((bytes) => Buffer.from(bytes));
+const smallBytes = (maxLength: number, minLength = 0) => fc.uint8Array({ minLength, maxLength }).map((bytes) => Buffer.from(bytes.map((byte) => 97 + (byte % 3))));
+const anyBytes = (maxLength: number, minLength = 0) => fc.uint8Array({ minLength, maxLength }).map((bytes) => Buffer.from(bytes));
 
 describe('Matcher', () => {
   test('covers exactly the occurrences brute force finds, at any memory alignment', () => {
@@ -94,5 +94,113 @@ describe('Matcher', () => {
     const cover = new Matcher(patterns).findCover(Buffer.alloc(65536, 'a'), 65536 - 1);
     expect(cover.length).toBeLessThan(64);
     expect(regionsOf(cover)).toEqual([{ start: 0, end: 65536, pattern: 19 }]);
+  });
+});
+
+/** The leftmost position whose suffix is a proper prefix of some pattern, by brute force. */
+function naiveHoldStart(buffer: Buffer, patterns: Buffer[]): number {
+  for (let start = 0; start < buffer.length; start++) {
+    const suffix = buffer.subarray(start);
+    if (patterns.some((pattern) => pattern.length > suffix.length && pattern.subarray(0, suffix.length).equals(suffix))) return start;
+  }
+  return buffer.length;
+}
+
+/** `text` copied to a buffer whose byteOffset is `misalign` past a multiple of 4. */
+function misaligned(text: Buffer, misalign: number): Buffer {
+  const backing = Buffer.alloc(text.length + misalign);
+  text.copy(backing, misalign);
+  return backing.subarray(misalign);
+}
+
+// Long patterns make the scan sample one word in up to 32 bytes; these are built to be hard for
+// that: prefixes of one another, runs of one repeated first byte, every byte value 0x00-0xff.
+const longPatterns = fc.oneof(
+  // Prefixes (and extensions) of one base: every occurrence of a longer one holds the shorter ones.
+  fc.tuple(anyBytes(140, 40), fc.array(fc.integer({ min: 35, max: 140 }), { minLength: 1, maxLength: 5 }))
+    .map(([base, lengths]) => lengths.map((length) => base.subarray(0, Math.min(length, base.length)))),
+  // The same first bytes again and again, then a tail: words at every stride offset collide.
+  fc.array(fc.tuple(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 20, max: 60 }), anyBytes(40)), { minLength: 1, maxLength: 5 })
+    .map((specs) => specs.map(([byte, run, tail]) => Buffer.concat([Buffer.alloc(run, byte), tail]))),
+  fc.array(fc.oneof(anyBytes(120, 35), smallBytes(90, 35)), { minLength: 1, maxLength: 6 }),
+);
+
+describe('Matcher with long patterns (a stride of more than one word)', () => {
+  test('the stride grows with the shortest pattern, up to 8 words, and shrinks for a short one', () => {
+    expect(new Matcher([Buffer.alloc(35, 'q')]).stride).toBe(8);
+    expect(new Matcher([Buffer.alloc(35, 'q'), Buffer.alloc(19, 'r')]).stride).toBe(4);
+    expect(new Matcher([Buffer.alloc(200, 'q'), Buffer.alloc(8, 'r')]).stride).toBe(1);
+    expect(new Matcher([Buffer.alloc(200, 'q'), Buffer.alloc(3, 'r')]).stride).toBe(8);
+  });
+
+  test('covers exactly the occurrences brute force finds: any alignment, any lastStart, any bytes', () => {
+    fc.assert(
+      fc.property(
+        longPatterns,
+        fc.array(fc.oneof(anyBytes(70), smallBytes(40), fc.nat(), fc.tuple(fc.nat(), fc.nat())), { maxLength: 16 }),
+        fc.nat(3),
+        fc.nat(),
+        (patterns, pieces, misalign, lastStartSeed) => {
+          expect(new Matcher(patterns).stride).toBeGreaterThan(1);
+          // Whole copies, and copies cut short (a prefix that must not match), between filler.
+          const text = Buffer.concat(pieces.map((piece) => {
+            if (typeof piece === 'number') return patterns[piece % patterns.length]!;
+            if (Array.isArray(piece)) {
+              const pattern = patterns[piece[0] % patterns.length]!;
+              return pattern.subarray(0, piece[1] % pattern.length);
+            }
+            return piece;
+          }));
+          const lastStart = text.length === 0 ? 0 : lastStartSeed % (text.length + 1);
+          expectSameCover(misaligned(text, misalign), patterns, lastStart);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  test('an occurrence at every offset from the start and the end of the buffer, and every lastStart around it', () => {
+    const pattern = Buffer.from(Array.from({ length: 37 }, (_, index) => (index * 89 + 7) & 0xff));
+    const prefix = pattern.subarray(0, 36);
+    const patterns = [pattern, prefix];
+    expect(new Matcher(patterns).stride).toBe(8);
+    for (let before = 0; before < 36; before++) {
+      for (const after of [0, 1, 2, 3, 5, 31, 33]) {
+        const text = Buffer.concat([Buffer.alloc(before, 0x00), pattern, Buffer.alloc(after, 0xff)]);
+        for (const misalign of [0, 1, 2, 3]) {
+          for (const lastStart of [before - 1, before, before + 1, text.length - 1]) {
+            if (lastStart >= 0) expectSameCover(misaligned(text, misalign), patterns, lastStart);
+          }
+        }
+      }
+    }
+  });
+
+  test('output repeating a secret\'s first bytes is still one run, and nothing is missed', () => {
+    const patterns = Array.from({ length: 6 }, (_, index) => Buffer.concat([Buffer.alloc(40 + index, 'a'), Buffer.from('Z')]));
+    const text = Buffer.concat([Buffer.alloc(65536, 'a'), Buffer.from('Z'), Buffer.alloc(100, 'a')]);
+    const cover = new Matcher(patterns).findCover(text, text.length - 1);
+    expect(regionsOf(cover)).toEqual([{ start: 65536 - 45, end: 65537, pattern: 5 }]);
+    expectSameCover(text, patterns, text.length - 1);
+  });
+});
+
+describe('Matcher#holdStart', () => {
+  test('is the leftmost suffix that is a proper prefix of some pattern, for any bytes and patterns', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(longPatterns, fc.array(fc.oneof(smallBytes(12), anyBytes(20)), { minLength: 1, maxLength: 8 })),
+        fc.oneof(anyBytes(80), smallBytes(80)),
+        fc.nat(),
+        fc.nat(),
+        (patterns, filler, which, cutSeed) => {
+          // Often end the text with part of a pattern, so that something must be held.
+          const pattern = patterns[which % patterns.length]!;
+          const text = Buffer.concat([filler, pattern.subarray(0, cutSeed % (pattern.length + 1))]);
+          expect(new Matcher(patterns).holdStart(text)).toBe(naiveHoldStart(text, patterns));
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 });

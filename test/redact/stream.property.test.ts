@@ -119,3 +119,41 @@ test('with large random chunks of filler, output keeps pace: at most maxLength -
     { numRuns: 200 },
   );
 });
+
+test('long values (the matcher samples one word in up to 32 bytes): any chunking gives the naive model\'s result', () => {
+  const longValue = fc.oneof(
+    fc.stringMatching(/^[A-Za-z0-9_-]{27,47}$/),
+    // Values that are prefixes of one another, with a repeated first character.
+    fc.stringMatching(/^[a-c]{40,60}$/),
+    fc.string({ unit: 'binary', minLength: 27, maxLength: 50 }),
+  );
+  const longScenario = fc.array(longValue, { minLength: 1, maxLength: 3 }).chain((values) =>
+    fc.record({
+      values: fc.constant<string[]>([...values, ...values.map((value) => value.slice(0, Math.max(27, value.length - 5)))]),
+      encodings: fc.constant([...values, ...values].map((value) => value.length < 48)),
+      pieces: fc.array(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 70 }).map((bytes) => Buffer.from(bytes)),
+          fc.constantFrom(...values).chain((value) => fc.constantFrom(...getEncodedForms(value, { minLength: 8, encodings: true }))).map(({ text }) => Buffer.from(text, 'utf8')),
+          // A spelling cut short: must come through unchanged.
+          fc.tuple(fc.constantFrom(...values), fc.nat()).map(([value, cutAt]) => Buffer.from(value, 'utf8').subarray(0, cutAt % Buffer.byteLength(value))),
+        ),
+        { maxLength: 14 },
+      ),
+      cuts: fc.array(fc.nat(), { maxLength: 12 }),
+    }),
+  );
+  fc.assert(
+    fc.property(longScenario, (sample) => {
+      const { redactor, registrations } = build(sample);
+      const input = Buffer.concat(sample.pieces);
+      const expected = referenceRedact(input, registrations);
+      for (const chunks of [split(input, sample.cuts), bytewise(input), [input]]) {
+        const streamed = streamThrough(redactor, chunks);
+        expect(streamed.buffer.equals(expected.buffer)).toBe(true);
+        expect(streamed.count).toBe(expected.count);
+      }
+    }),
+    { numRuns: 600 },
+  );
+});
