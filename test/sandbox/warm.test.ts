@@ -152,7 +152,7 @@ describeSandboxed('warm sandboxes', () => {
       '#!/bin/bash',
       `state=${JSON.stringify(tmp.dir)}`,
       'if [[ "$*" == *\'read -r -a l\'* && -e "$state/gate" ]]; then',
-      '  while [ ! -e "$state/go" ]; do sleep 0.02; done',
+      '  : > "$state/waiting"; while [ ! -e "$state/go" ]; do sleep 0.02; done',
       `  ${JSON.stringify(bwrap)} "$@"; rc=$?`,
       '  : > "$state/done"; sleep 5; exit $rc',
       'fi',
@@ -164,6 +164,8 @@ describeSandboxed('warm sandboxes', () => {
     const gateway = createGateway({ policy, home: join(tmp.dir, 'gated-state'), env: baseEnv({ HOME: home }), cwd: work });
     open.push(gateway);
     await gateway.exec({ command: 'true' });
+    // The next sandbox's bubblewrap is about to run (its spawn may come later than the run, from the spawn helper under load).
+    expect(await waitFor(() => existsSync(join(tmp.dir, 'waiting')), 30_000)).toBe(true);
     renameSync(work, `${work}-away`);
     writeFileSync(join(tmp.dir, 'go'), '');
     expect(await waitFor(() => existsSync(join(tmp.dir, 'done')), 30_000)).toBe(true);
