@@ -21,6 +21,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { accessSync, constants, readlinkSync } from 'node:fs';
 import { getDescriptorCloser } from '../exec/inherited-fds';
 
@@ -74,6 +75,27 @@ function readUntil(pipe: NodeJS.ReadableStream | null, end: string): Promise<str
  * returned function takes it off the list.
  */
 export type WatchHolder = (cookie: { readonly name: string; readonly value: string }) => () => void;
+
+/**
+ * Resolves once process `pid` is inside the network namespace `namespace` (`net:[N]`), has ended,
+ * or `limitMs` passed. A run enters the shared namespace by the holder's /proc path (nsenter)
+ * a moment after it was spawned; a run that is to outlive its gateway (a background run kept on
+ * close, a detached CLI run) must be inside before the gateway may end the holder, or its
+ * nsenter finds no namespace to enter.
+ */
+export async function untilEntered(pid: number, namespace: string, limitMs = START_TIMEOUT_MS): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    let current: string;
+    try {
+      current = readlinkSync(`/proc/${pid}/ns/net`);
+    } catch {
+      return; // ended (its end is recorded as any other), or not ours to look at
+    }
+    if (current === namespace || Date.now() >= deadline) return;
+    await delay(5);
+  }
+}
 
 export class SharedNetwork {
   readonly #helper: string;

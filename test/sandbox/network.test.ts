@@ -8,10 +8,11 @@
  * window to well over a second and refuses to be entered inside it, as bubblewrap does:
  * joining must wait for the holder to be ready, and then share its namespace.
  */
-import { spawnSync } from 'node:child_process';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkPlatform, SharedNetwork } from '../../src/sandbox';
+import { untilEntered } from '../../src/sandbox/network';
 import { createGateway } from '../../src/gateway';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { baseEnv, makeTempDir } from '../helpers/tmp';
@@ -106,6 +107,23 @@ maybe('the shared network namespace', () => {
       await gateway.close();
     }
     expect(warnings.filter((w) => w.includes('do not share a network namespace'))).toHaveLength(1);
+  });
+
+  test('untilEntered resolves once a process that enters late is inside the namespace (what a kept background run waits for)', async () => {
+    network = new SharedNetwork((platform as { helper: string }).helper);
+    const join = await network.join();
+    expect(join).toBeDefined();
+    const [nsenter, ...prefix] = join!.prefix;
+    const target = prefix.slice(0, prefix.indexOf('--'));
+    // Enters half a second after it started: the same pid, first in this namespace, then in the shared one.
+    const late = spawn('/bin/sh', ['-c', 'sleep 0.5; exec "$@"', 'late', nsenter!, ...target, '--', 'sleep', '10'], { stdio: 'ignore' });
+    try {
+      expect(readlinkSync(`/proc/${late.pid}/ns/net`)).toBe(readlinkSelf());
+      await untilEntered(late.pid!, join!.namespace);
+      expect(readlinkSync(`/proc/${late.pid}/ns/net`)).toBe(join!.namespace);
+    } finally {
+      late.kill('SIGKILL');
+    }
   });
 });
 

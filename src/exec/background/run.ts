@@ -5,6 +5,7 @@
  * supervisor the CLI starts.
  */
 import { ExecgateError } from '../../errors';
+import { untilEntered } from '../../sandbox/network';
 import { startRun, type Run } from '../lifecycle';
 import type { SpawnPlan } from '../prepare';
 import { getStopping, type Stopping } from './end';
@@ -43,6 +44,10 @@ export class BackgroundRun {
       (end) => this.status.end(end.exitCode, end.signal, getStopping(end, this.#stopping, maxRuntime), end.complete, this.#sink),
       (error: Error) => this.status.end(null, null, { state: 'failed', reason: error.message }, false, this.#sink),
     );
+    // Inside the gateway's shared network namespace before anyone is told it started: the
+    // gateway (a CLI call) may end, and its namespace holder with it, the moment it knows.
+    const network = this.plan.sandbox.sandboxed ? this.plan.sandbox.network : undefined;
+    if (network?.namespace) await untilEntered(this.#run.pid, network.namespace);
     this.status.started(this.#run.pid, supervisorPid);
     return this.status.snapshot();
   }
