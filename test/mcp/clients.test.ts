@@ -149,7 +149,8 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
       );
       await expect(call).rejects.toThrow(/timed out/i);
       // The SDK sends notifications/cancelled on timeout: the server stops the command.
-      expect(await waitFor(() => existsSync(pidFile), 10_000)).toBe(true);
+      // Created by the shell before `echo` writes to it: wait for the whole line.
+      expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n'), 10_000)).toBe(true);
       const pid = Number(readFileSync(pidFile, 'utf8'));
       expect(await waitFor(() => !isAlive(pid), 10_000)).toBe(true);
       writeFileSync(release, '');

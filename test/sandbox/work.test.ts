@@ -130,8 +130,8 @@ describeSandboxed('real work inside the sandbox', () => {
     // The CLI has exited; the run is still waiting for `go`.
     expect(existsSync(join(work, 'out.txt'))).toBe(false);
     writeFileSync(join(work, 'go'), '');
-    expect(await waitFor(() => existsSync(join(work, 'out.txt')), 15_000)).toBe(true);
-    expect(readFileSync(join(work, 'out.txt'), 'utf8')).toBe('outlived\n');
+    // The shell creates the file before it writes to it: wait for the line, not the name.
+    expect(await waitFor(() => existsSync(join(work, 'out.txt')) && readFileSync(join(work, 'out.txt'), 'utf8') === 'outlived\n', 15_000)).toBe(true);
     // The detached supervisor records the end, then exits: let it, before the directory goes.
     const record = getRecordPath(env.EXECGATE_HOME, (JSON.parse(cli.stdout) as { id: string }).id);
     const supervisor = (): number => (JSON.parse(readFileSync(record, 'utf8')) as { supervisorPid: number }).supervisorPid;
