@@ -143,7 +143,9 @@ describeSandboxed('hardening', () => {
     const state = join(work, 'sub', '.execgate');
     // The audit log elsewhere, so that only the sandbox step meets the missing directory.
     mkdirSync(join(tmp.dir, 'audit'));
-    const gateway = makeGateway({ home: state, env: baseEnv(), cwd: work, audit: { path: join(tmp.dir, 'audit', 'audit.log') } });
+    // No warm sandbox: one being set up while the test moves directories makes bubblewrap create
+    // the mount points it misses (SECURITY.md, warm sandboxes); this test is about the gateway's own check.
+    const gateway = makeGateway({ home: state, env: baseEnv(), cwd: work, audit: { path: join(tmp.dir, 'audit', 'audit.log') }, warmSandboxes: 0 });
     try {
       expect((await gateway.exec({ command: 'echo first' })).output).toContain('first');
       // What a run could have done before the ancestors were pinned, or any process outside.
