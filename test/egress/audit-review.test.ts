@@ -7,19 +7,18 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { AuditLog } from '../../src/audit/log';
 import { EGRESS_AUDIT_EVENT, getEgressAuditFields } from '../../src/egress/audit';
 import { parseHostPatterns } from '../../src/egress/hosts';
-import { EgressProxy, type EgressRun } from '../../src/egress/proxy';
+import { EgressProxy } from '../../src/egress/proxy';
 import { normalizeNetworkPolicy } from '../../src/egress/rules';
 import { createSentinel } from '../../src/egress/sentinel';
 import { CHROMIUM_FLAGS } from '../audit/cdp';
 import { execgate } from '../audit/helpers';
 import { makeTempDir } from '../helpers/tmp';
-import { makeNames, startService, type TestService } from './helpers';
+import { getThrough, makeNames, startService, type TestService } from './helpers';
 
 const VALUE = 'review-test-secret-value-0123456789';
 const RUN = 'run_egress_review_1';
@@ -29,16 +28,6 @@ let tmp: ReturnType<typeof makeTempDir>;
 let service: TestService;
 let home: string;
 
-function get(run: EgressRun, url: string, headers: Record<string, string> = {}): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request({ socketPath: run.socketPath, path: url, headers: { host: new URL(url).host, ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 beforeAll(async () => {
   tmp = makeTempDir('execgate-egress-review-');
@@ -58,8 +47,8 @@ beforeAll(async () => {
     network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['allowed.test'] }),
     injections: [{ ref: 'secret:api', value: VALUE, sentinel, hosts: parseHostPatterns(['allowed.test'], 'hosts') }],
   });
-  for (let i = 0; i < 3; i++) expect(await get(run, 'http://allowed.test/', { 'x-token': sentinel })).toBe(200);
-  expect(await get(run, 'http://attacker.test/steal')).toBe(403);
+  for (let i = 0; i < 3; i++) expect(await getThrough(run, 'http://allowed.test/', { 'x-token': sentinel })).toBe(200);
+  expect(await getThrough(run, 'http://attacker.test/steal')).toBe(403);
   audit.write('exec.finished', { runId: RUN, exitCode: 0, durationMs: 40 });
   await run.close();
   await proxy.close();

