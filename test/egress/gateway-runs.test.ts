@@ -4,7 +4,7 @@
  * out through the run's bridge and the gateway's proxy to real servers on 127.0.0.1 (names mapped
  * by the proxy's test-only resolver).
  */
-import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, writeFileSync, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createGateway, type Gateway } from '../../src/gateway';
@@ -77,9 +77,11 @@ function refVariable(env: Map<string, string>): string {
   return env.get(names[0]!)!;
 }
 
+// A file the command writes is complete once it holds a line or a value: the shell creates it before it writes.
 async function waitForFile(path: string): Promise<void> {
-  for (let i = 0; i < 300 && !existsSync(path); i++) await delay(50);
-  expect(existsSync(path)).toBe(true);
+  const written = (): boolean => existsSync(path) && statSync(path).size > 0;
+  for (let i = 0; i < 300 && !written(); i++) await delay(50);
+  expect(written()).toBe(true);
 }
 
 maybe('allowlist: gateway runs reach the bound host through the proxy, with the value injected', () => {
@@ -201,13 +203,14 @@ maybe('allowlist: gateway runs reach the bound host through the proxy, with the 
 
   test('two runs at once with different bound secrets: each request gets its own run\'s value, never the other\'s', async () => {
     // A background run and a sync run overlap (each waits for the other\'s marker), both through the one bridge.
+    // Each marker appears whole (written aside, then renamed): the other run reads it as soon as it exists.
     const a = await gateway.exec({
-      command: 'printf %s <<secret:gh>> > two-a; for i in $(seq 400); do [ -e two-b ] && break; sleep 0.05; done; curl -sS -o /dev/null -w "a=%{http_code}\\n" --max-time 20 -H "X-A: <<secret:gh>>" -H "X-Other: $(cat two-b)" https://allowed.test/two-a',
+      command: 'printf %s <<secret:gh>> > two-a.tmp; mv two-a.tmp two-a; for i in $(seq 400); do [ -e two-b ] && break; sleep 0.05; done; curl -sS -o /dev/null -w "a=%{http_code}\\n" --max-time 20 -H "X-A: <<secret:gh>>" -H "X-Other: $(cat two-b)" https://allowed.test/two-a',
       cwd: dir,
       mode: 'background',
     });
     const b = await gateway.exec({
-      command: 'printf %s <<secret:gh2>> > two-b; for i in $(seq 400); do [ -e two-a ] && break; sleep 0.05; done; curl -sS -o /dev/null -w "b=%{http_code}\\n" --max-time 20 -H "X-B: <<secret:gh2>>" -H "X-Other: $(cat two-a)" https://allowed.test/two-b',
+      command: 'printf %s <<secret:gh2>> > two-b.tmp; mv two-b.tmp two-b; for i in $(seq 400); do [ -e two-a ] && break; sleep 0.05; done; curl -sS -o /dev/null -w "b=%{http_code}\\n" --max-time 20 -H "X-B: <<secret:gh2>>" -H "X-Other: $(cat two-a)" https://allowed.test/two-b',
       cwd: dir,
     });
     const ended = await gateway.background.wait(a.id, 30_000);
