@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createGateway } from '../../src/gateway';
+import { DEFAULT_HIDDEN_PATHS } from '../../src/policy/effective';
 import { openBindSources } from '../../src/sandbox/sources';
 import { baseEnv, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, MODES, runIn, sandboxPolicy } from './helpers';
@@ -175,4 +176,35 @@ test('a state directory named through a symlink is used by its real path from th
     await g.close();
     await h.close();
   }
+});
+
+describeSandboxed('host services on UNIX sockets', () => {
+  // A root test machine without a container engine gets a stand-in engine socket; elsewhere the
+  // policy-listed socket alone is tried.
+  const engine = '/run/docker.sock';
+  const standIn = process.getuid?.() === 0 && !require('node:fs').existsSync(engine);
+
+  test('the container engine\'s socket and a socket the policy lists are out of reach; an unlisted one answers (the control)', async () => {
+    const net = require('node:net') as typeof import('node:net');
+    const listed = join(tmp.dir, 'listed.sock');
+    const unlisted = join(tmp.dir, 'unlisted.sock');
+    const paths = [listed, unlisted, ...(standIn ? [engine] : [])];
+    const servers = await Promise.all(paths.map((path) => new Promise<import('node:net').Server>((resolveServer) => {
+      const server = net.createServer((socket) => socket.end('ANSWERED\n'));
+      server.listen(path, () => resolveServer(server));
+    })));
+    const g = makeGateway({ home: join(tmp.dir, 'state'), env: baseEnv({ HOME: join(tmp.dir, 'user') }), cwd: tmp.dir, sandbox: { network: 'none', filesystem: { hidden: [...DEFAULT_HIDDEN_PATHS, listed], writable: [], readOnly: [] } } });
+    try {
+      const probe = (path: string): string => `python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(sys.argv[2], s.recv(64).decode().strip())' ${path} ${path === unlisted ? 'unlisted' : 'hidden'} 2>/dev/null || echo "refused ${path}"`;
+      const run = await runIn(g, 'sync', paths.map(probe).join('\n'), { cwd: join(tmp.dir) });
+      expect(run.output).toContain('unlisted ANSWERED');
+      expect(run.output).not.toContain('hidden ANSWERED');
+      expect(run.output).toContain(`refused ${listed}`);
+      if (standIn) expect(run.output).toContain(`refused ${engine}`);
+    } finally {
+      await g.close();
+      await Promise.all(servers.map((server) => new Promise((done) => server.close(done))));
+      if (standIn) rmSync(engine, { force: true });
+    }
+  });
 });
