@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ExecgateError } from '../errors';
-import { checkEgress } from '../egress/plan';
+import { checkEgress, type StartedEgress } from '../egress/plan';
 import type { EgressProxy, HandedOffRun } from '../egress/proxy';
 import { openRunEgress, type RunEgress } from '../egress/run';
 import { sanitizeEnv, validateRequestedEnv } from '../env';
@@ -152,6 +152,17 @@ export function handOffPlanEgress(plan: SpawnPlan): HandedOffRun | undefined {
   planHandOffs.delete(plan);
   planReleases.delete(plan);
   return handOff?.();
+}
+
+/*
+ * What the run's start fixed for its bound secrets (its egress check and injected sentinels),
+ * for stdin data written to it later (input.ts). Beside the plan, as the secrets are: a sentinel
+ * is no secret, but the plan is what gets logged and serialised. Absent: the run has no proxy.
+ */
+const planEgress = new WeakMap<SpawnPlan, StartedEgress>();
+
+export function getPlanEgress(plan: SpawnPlan): StartedEgress | undefined {
+  return planEgress.get(plan);
 }
 
 export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value: string; readonly label: string }> {
@@ -380,6 +391,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   });
   planSecrets.set(plan, Object.freeze(secrets));
   if (egress) {
+    planEgress.set(plan, Object.freeze({ check: egressCheck, sentinels: egress.sentinels }));
     const run = egress.run;
     planReleases.set(plan, () => run.close());
     planHandOffs.set(plan, () => run.handOff());
