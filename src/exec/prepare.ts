@@ -31,6 +31,7 @@ import { planSandbox, type SandboxContext, type SandboxReport } from '../sandbox
 import { getHome } from '../home';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
 import { getDescriptorCloser } from './inherited-fds';
+import { validateExecSize } from './arg-limits';
 import { revealValues } from './resolve';
 import { RUN_ID_VARIABLE } from './terminate';
 
@@ -357,6 +358,14 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const argv = egress
     ? [...sandboxed.prefix.slice(0, -1), ...egress.sandbox.bwrapArgs, '--', ...program]
     : [...sandboxed.prefix, ...program];
+  // The whole exec as the kernel will see it (values resolved, variables inherited): one coded
+  // error for cold and warm runs alike, not E2BIG somewhere in the spawn chain.
+  try {
+    validateExecSize(argv, env);
+  } catch (error) {
+    await egress?.run.close().catch(() => undefined);
+    throw error;
+  }
   const plan: SpawnPlan = Object.freeze({
     runId,
     request,
