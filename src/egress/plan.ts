@@ -4,6 +4,9 @@
  *     reach their hosts, and `inject` without a sandbox;
  *   createInjections (after): one random sentinel per injected secret, the value the child's
  *     environment receives in its place.
+ * And for stdin data written to a running run (exec/input.ts), checkInputEgress: the run's
+ * egress was fixed when it started, so a bound secret may be written only where that start
+ * already holds it to its binding.
  */
 import { ExecgateError } from '../errors';
 import { patternCovers, patternsOverlap, type HostPattern } from './hosts';
@@ -59,6 +62,62 @@ export function checkEgress(options: {
     }
   }
   return Object.freeze({ narrowing, injected: bound.filter((binding) => binding.delivery === 'inject') });
+}
+
+/** What a run's start fixed for its bound secrets: kept beside its plan (exec/prepare.ts). */
+export interface StartedEgress {
+  readonly check: EgressCheck;
+  /** `secret:NAME` -> the sentinel the run's environment holds instead of the injected value. */
+  readonly sentinels: ReadonlyMap<string, string>;
+}
+
+/*
+ * Bound secrets in stdin data. The value written reaches the command as plainly as a value in
+ * its environment, but nothing about the run can change any more: its proxy rules, narrowing
+ * and injections were fixed at start from the command's references. So a bound secret is written
+ * only when the start already covers it under the same binding: `env`, the run is already
+ * narrowed to those hosts (the value is written); `inject`, the run already has its sentinel (the
+ * sentinel is written, and the proxy puts the value in on the way to the bound hosts, as for the
+ * command). Anything else is refused before any store is asked: the value must never enter the
+ * sandbox (`inject`) or would reach hosts it is not bound to (`env`).
+ * Returns the sentinel to write for each injected reference.
+ */
+export function checkInputEgress(options: {
+  bindings: readonly SecretBinding[];
+  /** References in the data, as `secret:NAME` / `decrypt:ID`. */
+  refs: readonly string[];
+  /** The run's start; undefined when it has no egress proxy (unsandboxed, or network `none`). */
+  started: StartedEgress | undefined;
+}): ReadonlyMap<string, string> {
+  const used = new Set(options.refs);
+  const sentinels = new Map<string, string>();
+  for (const binding of options.bindings.filter((b) => used.has(b.ref))) {
+    const held = options.started && [...options.started.check.narrowing, ...options.started.check.injected].find((b) => b.ref === binding.ref);
+    const same = held !== undefined && held.delivery === binding.delivery && sameHosts(held.hosts, binding.hosts);
+    const sentinel = options.started?.sentinels.get(binding.ref);
+    if (same && binding.delivery === 'env') continue;
+    if (same && binding.delivery === 'inject' && sentinel !== undefined) {
+      sentinels.set(binding.ref, sentinel);
+      continue;
+    }
+    const hosts = binding.hosts.map((h) => h.text).join(', ');
+    const why = binding.delivery === 'inject'
+      ? 'its value must never enter the sandbox, and this run has no sentinel for it to write instead'
+      : `every connection of a run that holds its value must be limited to ${hosts}, and this run's connections were fixed when it started without that limit`;
+    throw new ExecgateError(
+      'EXECGATE_ERR_POLICY_DENIED',
+      `<<${binding.ref}>> is bound to hosts in \`secrets.bind\` (${hosts}, delivery \`${binding.delivery}\`): ${why} ` +
+        '(its command does not use the reference, or the policy changed since it started). ' +
+        'Put the reference in the command that starts the run instead of writing it to its input. Nothing was written.',
+      { rule: 'secrets.bind', ref: binding.ref, delivery: binding.delivery, reason: 'bound secret in input' },
+    );
+  }
+  return sentinels;
+}
+
+function sameHosts(a: readonly HostPattern[], b: readonly HostPattern[]): boolean {
+  const texts = new Set(a.map((h) => h.text));
+  return a.length === b.length && b.every((h) => texts.has(h.text));
 }
 
 export function createInjections(check: EgressCheck, values: ReadonlyMap<string, string>): readonly Injection[] {

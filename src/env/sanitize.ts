@@ -28,6 +28,12 @@
  * In allowlist mode, inherited variables that are not on the allowlist are simply not copied;
  * like the inherited environment in replace mode, they are not reported.
  *
+ * The inherited `_` is never copied either (not reported): it is what the shell that started the
+ * gateway set for the gateway (its program's path), not something of the run's. A shell sets
+ * `_` afresh for each program it starts, and bash's `exec` passes none: a run that starts
+ * through one (the descriptor closer, a warm sandbox's waiting bash) could not carry it, so
+ * passing it would make a run's environment depend on how it was started. A request may set `_`.
+ *
  * A request value of `undefined` unsets the inherited variable of that name, as it would in
  * child_process.spawn.
  */
@@ -178,7 +184,7 @@ function mergeSources(options: NormalizedOptions): Map<string, unknown> {
   if (!options.replace) {
     for (const name of Object.keys(options.inherited)) {
       const value = options.inherited[name];
-      if (value === undefined) continue;
+      if (value === undefined || name === '_') continue;
       if (options.allowlistMode && !isAllowlisted(name, options)) continue;
       input.set(name, value);
     }

@@ -4,13 +4,19 @@
  * by the shared step (resolve.ts), and each value is registered with the run's redactor before
  * it is written, so the terminal's echo of it is masked. No shell is involved, so values are
  * written literally.
+ * Secrets bound to hosts (`secrets.bind`) are checked against what the run's start fixed
+ * (egress/plan.ts checkInputEgress) before any store is asked: the run's network rules cannot
+ * change once it runs, so a bound secret is written only where the start already holds it to its
+ * binding, and an injected one is written as the run's sentinel, never as its value.
  */
 import { ExecgateError } from '../errors';
+import { checkInputEgress } from '../egress/plan';
 import type { EffectivePolicy } from '../policy/effective';
 import { decideRequest } from '../policy/decide';
+import { validateUnknownRefs } from '../policy/unknown-refs';
 import type { RefStore } from '../refs/store';
 import { scanTokens } from '../refs/tokens';
-import type { SpawnPlan } from './prepare';
+import { getPlanEgress, type SpawnPlan } from './prepare';
 import { revealValues } from './resolve';
 
 export async function resolveInput(policy: EffectivePolicy, refs: RefStore, plan: SpawnPlan, data: string): Promise<Buffer> {
@@ -24,8 +30,16 @@ export async function resolveInput(policy: EffectivePolicy, refs: RefStore, plan
       { rule: decision.rule, reason: decision.reason },
     );
   }
-  const resolution = await refs.resolveTokens(tokens);
-  const values = new Map<string, string>();
+  const sentinels = checkInputEgress({
+    bindings: policy.secrets.bind,
+    refs: tokens.map((token) => `${token.kind}:${token.id}`),
+    started: getPlanEgress(plan),
+  });
+  // An injected secret's value is never asked for: its sentinel stands in for it.
+  const resolved = tokens.filter((token) => !sentinels.has(`${token.kind}:${token.id}`));
+  const resolution = await refs.resolveTokens(resolved);
+  validateUnknownRefs(policy, resolution.refs, 'written');
+  const values = new Map<string, string>(sentinels);
   for (const { ref, value } of revealValues(resolution.refs, policy.secrets.minLength, 'written')) {
     plan.redactor.add(value, `${ref.kind}:${ref.id}`);
     values.set(`${ref.kind}:${ref.id}`, value);

@@ -7,6 +7,7 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { ExecgateError, describeValue } from '../errors';
 import { EXEC_MODES, type EffectivePolicy, type ExecMode } from '../policy/effective';
+import { validateRequestEnvSize } from './arg-limits';
 
 export interface ExecRequest {
   /** The shell command, possibly holding `<<secret:NAME>>` / `<<decrypt:ID>>` tokens. */
@@ -261,6 +262,8 @@ function normalizeEnv(env: unknown): Readonly<Record<string, string>> {
     }
     result[name] = value;
   }
+  // Before any reference resolves: too large to ever be passed, cold or warm.
+  validateRequestEnvSize(result);
   return Object.freeze(result);
 }
 

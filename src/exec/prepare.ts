@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ExecgateError } from '../errors';
-import { checkEgress } from '../egress/plan';
+import { checkEgress, type StartedEgress } from '../egress/plan';
 import type { EgressProxy, HandedOffRun } from '../egress/proxy';
 import { openRunEgress, type RunEgress } from '../egress/run';
 import { sanitizeEnv, validateRequestedEnv } from '../env';
@@ -31,6 +31,7 @@ import { planSandbox, type SandboxContext, type SandboxReport } from '../sandbox
 import { getHome } from '../home';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
 import { getDescriptorCloser } from './inherited-fds';
+import { validateExecSize } from './arg-limits';
 import { revealValues } from './resolve';
 import { RUN_ID_VARIABLE } from './terminate';
 
@@ -152,6 +153,17 @@ export function handOffPlanEgress(plan: SpawnPlan): HandedOffRun | undefined {
   planHandOffs.delete(plan);
   planReleases.delete(plan);
   return handOff?.();
+}
+
+/*
+ * What the run's start fixed for its bound secrets (its egress check and injected sentinels),
+ * for stdin data written to it later (input.ts). Beside the plan, as the secrets are: a sentinel
+ * is no secret, but the plan is what gets logged and serialised. Absent: the run has no proxy.
+ */
+const planEgress = new WeakMap<SpawnPlan, StartedEgress>();
+
+export function getPlanEgress(plan: SpawnPlan): StartedEgress | undefined {
+  return planEgress.get(plan);
 }
 
 export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value: string; readonly label: string }> {
@@ -346,6 +358,14 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const argv = egress
     ? [...sandboxed.prefix.slice(0, -1), ...egress.sandbox.bwrapArgs, '--', ...program]
     : [...sandboxed.prefix, ...program];
+  // The whole exec as the kernel will see it (values resolved, variables inherited): one coded
+  // error for cold and warm runs alike, not E2BIG somewhere in the spawn chain.
+  try {
+    validateExecSize(argv, env);
+  } catch (error) {
+    await egress?.run.close().catch(() => undefined);
+    throw error;
+  }
   const plan: SpawnPlan = Object.freeze({
     runId,
     request,
@@ -380,6 +400,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   });
   planSecrets.set(plan, Object.freeze(secrets));
   if (egress) {
+    planEgress.set(plan, Object.freeze({ check: egressCheck, sentinels: egress.sentinels }));
     const run = egress.run;
     planReleases.set(plan, () => run.close());
     planHandOffs.set(plan, () => run.handOff());

@@ -25,14 +25,14 @@ export function describeUnknownRefs(unknown: readonly string[]): string {
 }
 
 /** Throws EXECGATE_ERR_REF_UNKNOWN when the policy denies unknown references and there are some. */
-export function validateUnknownRefs(policy: EffectivePolicy, refs: readonly RefLike[]): void {
+export function validateUnknownRefs(policy: EffectivePolicy, refs: readonly RefLike[], outcome: 'run' | 'written' = 'run'): void {
   if (policy.secrets.unknown !== 'deny') return;
   const unknown = getUnknownRefs(refs);
   if (unknown.length === 0) return;
   throw new ExecgateError(
     'EXECGATE_ERR_REF_UNKNOWN',
     `No source knows ${unknown.join(', ')}, and the policy (${policy.source}) refuses unknown references (\`secrets.unknown: deny\`). ` +
-      'Check the name (`execgate secret list`), or store the secret (`execgate secret set NAME`). Nothing was run.',
+      `Check the name (\`execgate secret list\`), or store the secret (\`execgate secret set NAME\`). ${outcome === 'run' ? 'Nothing was run.' : 'Nothing was written.'}`,
     { rule: 'secrets.unknown', refs: unknown },
   );
 }

@@ -67,7 +67,9 @@ const STUB = [
 
 /*
  * Variables bash computes, keeps read-only, or reads as settings of its own while the waiting
- * bash still runs: setting one there would not hand the program the plan's value.
+ * bash still runs: setting one there would not hand the program the plan's value. (`_`: bash's
+ * `exec` passes none at all. Only a request can put one in a run's environment: the sanitizer
+ * does not inherit the `_` a shell exported to the gateway, so such gateways still get warm runs.)
  */
 const BASH_OWN = new Set([
   '_', 'SHELLOPTS', 'POSIXLY_CORRECT', 'RANDOM', 'SRANDOM', 'SECONDS', 'LINENO', 'HISTCMD', 'EPOCHSECONDS',

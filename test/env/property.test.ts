@@ -61,7 +61,8 @@ test('no hazard or unreleased secret gets out, and removed / withheld / kept par
       expect(JSON.stringify([Object.entries(inherited), Object.entries(requested)])).toBe(snapshot);
       expect(sanitizeEnv(options)).toEqual(result);
 
-      const base = Object.entries(inherited).filter(([name]) => mode === 'inherit' || isAllowed(name, BASE_ALLOWLIST));
+      // The inherited `_` is never copied (the gateway's own program path); a requested one is judged as any other.
+      const base = Object.entries(inherited).filter(([name]) => name !== '_' && (mode === 'inherit' || isAllowed(name, BASE_ALLOWLIST)));
       const input = new Map<string, string>(replace ? [] : base);
       for (const [name, value] of Object.entries(requested)) input.set(name, value);
       const forced = new Set(pty ? ['TERM'] : ['PAGER', 'GIT_PAGER', 'GIT_EDITOR', 'EDITOR']);

@@ -25,6 +25,15 @@ describe('merging', () => {
     expect(result.removed).toEqual([]);
   });
 
+  test('the inherited `_` (the gateway\'s program, set by the shell that started it) is not copied or reported; a requested one is', () => {
+    const inherited = { _: '/usr/bin/node', KEEP: 'y' };
+    const result = sanitizeEnv({ inherited });
+    expect(userKeys(result.env)).toEqual(['KEEP']);
+    expect(result.removed).toEqual([]);
+    expect(sanitizeEnv({ inherited, requested: { _: '/requested' } }).env._).toBe('/requested');
+    expect(sanitizeEnv({ inherited, mode: 'allowlist', allowlist: ['_'] }).env._).toBeUndefined();
+  });
+
   test('a request can override a withheld inherited value with a harmless one', () => {
     const result = sanitizeEnv({ inherited: { CONFIG: ghToken }, requested: { CONFIG: 'plain' } });
     expect(result.env.CONFIG).toBe('plain');

@@ -43,6 +43,8 @@ const cases: Array<[string, () => unknown, string, RegExp]> = [
   ['non-string env value', () => ({ command: run(), env: { PORT: 8080 } }), 'EXECGATE_ERR_INVALID_ENV', /`env.PORT` to be a string, got `8080`/],
   ['env name with =', () => ({ command: run(), env: { 'A=B': 'x' } }), 'EXECGATE_ERR_INVALID_ENV', /invalid variable name/],
   ['env value with NUL', () => ({ command: run(), env: { A: 'x\0y' } }), 'EXECGATE_ERR_INVALID_ENV', /NUL/],
+  ['env variable longer than MAX_ARG_STRLEN', () => ({ command: run(), env: { BIG: 'x'.repeat(200_000) } }), 'EXECGATE_ERR_INVALID_ENV', /`env.BIG` is 200004 bytes as `NAME=value`; Linux accepts at most 131071 bytes in one environment variable/],
+  ['env larger than ARG_MAX in all', () => ({ command: run(), env: Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`V${i}`, 'y'.repeat(100_000)])) }), 'EXECGATE_ERR_INVALID_ENV', /The `env` option is \d+ bytes in 300 variables; Linux accepts at most \d+ bytes of arguments and environment/],
   ['cwd not a string', () => ({ command: run(), cwd: 7 }), 'EXECGATE_ERR_INVALID_CWD', /non-empty string/],
   ['relative shell', () => ({ command: run(), shell: 'bash' }), 'EXECGATE_ERR_INVALID_SHELL', /absolute path/],
   ['missing shell', () => ({ command: run(), shell: '/nonexistent/sh' }), 'EXECGATE_ERR_INVALID_SHELL', /not an executable file/],
@@ -64,6 +66,15 @@ describe('bad input is a coded error and nothing runs', () => {
     expect(error).toMatchObject({ code });
     expect((error as Error).message).toMatch(message);
     expect(existsSync(marker)).toBe(false);
+  });
+
+  test('one env variable may be exactly MAX_ARG_STRLEN - 1 bytes as NAME=value, and real bash receives it', async () => {
+    const defaults = { cwd: '/', shell: '/bin/sh', policy: DEFAULT_POLICY };
+    const fits = 'v'.repeat(MAX_COMMAND_BYTES - 'BIG='.length);
+    expect(() => normalizeRequest({ command: 'true', env: { BIG: fits } }, defaults)).not.toThrow();
+    expect(() => normalizeRequest({ command: 'true', env: { BIG: `${fits}v` } }, defaults)).toThrow(/131071/);
+    const result = await gateway.exec({ command: 'printf %s "${#BIG}"', env: { BIG: fits } });
+    expect(result.stdout).toBe(String(fits.length));
   });
 
   test('the command-length limit is exactly MAX_ARG_STRLEN - 1', () => {

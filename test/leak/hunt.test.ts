@@ -93,6 +93,17 @@ describe('leak hunt', () => {
     // A hang guard, not a speed check: 200 sandboxed runs took 400 s beside a CPU hog at load 17.
   }, 900_000);
 
+  test('HTML/XML escaping by real python3 (html.escape both ways, xml.sax.saxutils.escape) is masked whole', async () => {
+    const command = 'V=<<secret:html>> python3 -c "import html,os; from xml.sax.saxutils import escape; v=os.environ[\'V\']; print(html.escape(v)); print(html.escape(v, quote=False)); print(escape(v, {chr(39): \'&apos;\', chr(34): \'&quot;\'}))"';
+    for (const value of ["it's-a-s3cret-value", 'p"w<d>&\'x\'-long', '"only-double-quotes"']) {
+      seen.push(value);
+      gateway.refs.set('secret', 'html', value);
+      const result = await gateway.exec({ command });
+      expect(result.exitCode).toBe(0);
+      expect(result.stdout).toBe('[REDACTED:secret:html]\n'.repeat(3));
+    }
+  });
+
   test('byte by byte with delays, on both streams', async () => {
     await fc.assert(
       fc.asyncProperty(values, async (value) => {

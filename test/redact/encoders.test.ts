@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import fc from 'fast-check';
 import { getEncodedForms } from '../../src/redact';
 import { Redactor } from '../../src/redact';
 import { expectNoLeak } from '../helpers/leak';
@@ -103,6 +105,53 @@ describe('JSON, markup, quotes and terminal forms', () => {
     expect(forms.get('xml')).toBe('p@ss w0rd/with+&quot;quotes&quot;&amp;&lt;tags&gt;&apos;é');
     expect(forms.get('html')).toBe('p@ss w0rd/with+&quot;quotes&quot;&amp;&lt;tags&gt;&#39;é');
     expect(forms.get('xml-text')).toBe('p@ss w0rd/with+"quotes"&amp;&lt;tags&gt;\'é');
+  });
+
+  test('HTML/XML escapers\' spellings of quotes and numeric references (Go, PHP, markupsafe, numeric encoders)', () => {
+    const value = `it's "a" <s3cret> & more`;
+    const redactor = redactorFor(value);
+    const spellings = [
+      'it&#39;s &#34;a&#34; &lt;s3cret&gt; &amp; more', // Go html.EscapeString, markupsafe
+      'it&#039;s &quot;a&quot; &lt;s3cret&gt; &amp; more', // PHP htmlspecialchars ENT_QUOTES
+      'it&#x27;s &quot;a&quot; &lt;s3cret&gt; &amp; more', // Python html.escape
+      'it&apos;s &quot;a&quot; &lt;s3cret&gt; &amp; more', // XML, PHP ENT_HTML5
+      'it\'s &quot;a&quot; &lt;s3cret&gt; &amp; more', // Java escapeHtml4
+      'it&#X27;s &#X22;a&#X22; &lt;s3cret&gt; &amp; more',
+      'it&#39;s &#34;a&#34; &#60;s3cret&#62; &#38; more', // fully numeric, decimal
+      'it&#039;s &#034;a&#034; &#060;s3cret&#062; &#038; more',
+      'it&#x27;s &#x22;a&#x22; &#x3c;s3cret&#x3e; &#x26; more',
+      'it&#x27;s &#x22;a&#x22; &#x3C;s3cret&#x3E; &#x26; more',
+      'it&#X27;s &#X22;a&#X22; &#X3C;s3cret&#X3E; &#X26; more',
+    ];
+    for (const spelling of spellings) {
+      expect(redactor.redactString(`<p>${spelling}</p>`).text).toBe('<p>[REDACTED:secret:test]</p>');
+    }
+    // Go's encoding/xml EscapeText also spells line ends.
+    expect(redactorFor('line-one\n"two"').redactString('line-one&#xA;&#34;two&#34;').text).toBe('[REDACTED:secret:test]');
+    // One form per escaper style, not one per combination of spellings.
+    expect(getEncodedForms(value, ALL).filter(({ form }) => /^(xml|html)/.test(form)).length).toBeLessThanOrEqual(16);
+  });
+
+  test('Python\'s html.escape and xml.sax.saxutils.escape of generated values are masked (real python3 as the oracle)', () => {
+    const values = fc.sample(fc.string({ minLength: 8, maxLength: 24, unit: fc.constantFrom(...'&<>"\'aZ9 é\n') }), { numRuns: 300, seed: 9 });
+    const script = [
+      'import html, json, sys',
+      'from xml.sax.saxutils import escape',
+      'for v in json.load(sys.stdin):',
+      '    print(json.dumps([html.escape(v), html.escape(v, quote=False), escape(v), escape(v, {\'"\': "&quot;", "\'": "&apos;"})]))',
+    ].join('\n');
+    const python = spawnSync('python3', ['-c', script], { input: JSON.stringify(values), encoding: 'utf8' });
+    expect(python.status).toBe(0);
+    const outputs = python.stdout.trim().split('\n').map((line) => JSON.parse(line) as string[]);
+    expect(outputs).toHaveLength(values.length);
+    values.forEach((value, index) => {
+      const redactor = redactorFor(value);
+      for (const escaped of outputs[index]!) {
+        expect(redactor.redactString(`[${escaped}]`).text).toBe('[[REDACTED:secret:test]]');
+      }
+    });
+    // The generated values do exercise the quote spellings.
+    expect(outputs.some(([escaped]) => escaped!.includes('&#x27;'))).toBe(true);
   });
 
   test('surrounding quotes trimmed, and \\" escaping', () => {

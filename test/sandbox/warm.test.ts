@@ -30,8 +30,9 @@ const open: Gateway[] = [];
 // Loopback only: no per-run proxy credentials in the environment to tell two runs apart.
 const OFFLINE = sandboxPolicy({ mode: 'required' }, { network: { ...DEFAULT_POLICY.network, mode: 'none', allow: [], deny: [] } });
 
-function gatewayWith(warmSandboxes: number, userHome = home): Gateway {
-  const gateway = createGateway({ policy: OFFLINE, home: join(tmp.dir, `state-${open.length}`), env: baseEnv({ HOME: userHome }), cwd: work, warmSandboxes });
+// A gateway started from bash has `_` (its program's path) in its environment, as bash exports it.
+function gatewayWith(warmSandboxes: number, userHome = home, extra: Record<string, string> = {}): Gateway {
+  const gateway = createGateway({ policy: OFFLINE, home: join(tmp.dir, `state-${open.length}`), env: baseEnv({ HOME: userHome, ...extra }), cwd: work, warmSandboxes });
   open.push(gateway);
   return gateway;
 }
@@ -79,8 +80,9 @@ describe('the frame and who is warm (no sandbox needed)', () => {
 
 describeSandboxed('warm sandboxes', () => {
   test('a run in a warm sandbox sees exactly what a cold run sees (property, real bash as the oracle)', async () => {
-    const warm = gatewayWith(1);
-    const cold = gatewayWith(0);
+    // Both gateways as if started from bash: `_` in their environment (the requested names include it too).
+    const warm = gatewayWith(1, home, { _: process.execPath });
+    const cold = gatewayWith(0, home, { _: process.execPath });
     const probe = [
       '/bin/cat /proc/$$/environ | /usr/bin/tr "\\0" "\\n" | /usr/bin/grep -v "^EXECGATE_RUN_ID=" | LC_ALL=C /usr/bin/sort',
       'echo "shlvl=$SHLVL pwd=$PWD dollar_=$_ cwd=$(/bin/pwd) umask=$(umask)"',
@@ -119,6 +121,20 @@ describeSandboxed('warm sandboxes', () => {
     // The property is about warm runs: most cases (every warmable one) did start warm.
     expect(warmRuns).toBeGreaterThan(10);
     expect(cold.warmSandboxes).toBeUndefined();
+  });
+
+  test('a gateway started from bash (`_` in its environment) gets warm runs, and its runs see no `_` warm or cold', async () => {
+    // Its environment as a real bash hands it to a program it starts (not by `exec`, which drops `_`).
+    const fromBash = (await import('node:child_process')).spawnSync('/bin/bash', ['-c', `${JSON.stringify(process.execPath)} -p "process.env._"; true`], { env: baseEnv(), encoding: 'utf8' });
+    const underscore = fromBash.stdout.trim();
+    expect(underscore).toBe(process.execPath);
+    const gateway = gatewayWith(1, home, { _: underscore });
+    const probe = '/bin/cat /proc/$$/environ | /usr/bin/tr "\\0" "\\n" | /usr/bin/grep -c "^_=" || true';
+    expect((await gateway.exec({ command: probe })).stdout).toBe('0\n');
+    await untilWaiting(gateway);
+    const { warm } = gateway.warmSandboxes!;
+    expect((await gateway.exec({ command: probe })).stdout).toBe('0\n');
+    expect(gateway.warmSandboxes!.warm).toBe(warm + 1);
   });
 
   test('a replaced working directory makes the run cold: it sees the new directory', async () => {

@@ -195,7 +195,7 @@ export class ProcessWriteTool extends ProcessTool {
   protected override readonly readOnly = false;
   protected readonly description =
     'Write text to the stdin of a background process (answer a prompt: include the trailing "\\n"). ' +
-    '<<secret:NAME>> references in the data are resolved by execgate and masked in the process output. Set end to close stdin afterwards.';
+    '<<secret:NAME>> references in the data are resolved by execgate and masked in the process output (a secret the policy binds to hosts only if the command that started the process uses it too). Set end to close stdin afterwards.';
   readonly inputSchema = {
     type: 'object' as const,
     properties: {

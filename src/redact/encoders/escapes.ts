@@ -40,14 +40,60 @@ export function getJsonForms(value: string): EncodedForm[] {
   ];
 }
 
+/*
+ * HTML/XML escapers agree on `&amp;`, `&lt;` and `&gt;` and disagree on quotes and on how to spell
+ * a numeric reference: Python's html.escape writes `&quot;` and `&#x27;`, Go's html.EscapeString
+ * and markupsafe `&#34;` and `&#39;`, PHP's htmlspecialchars (ENT_QUOTES) `&quot;` and `&#039;`,
+ * lodash, Ruby and .NET `&quot;` and `&#39;`, XML `&quot;` and `&apos;`, Java's escapeHtml4
+ * `&quot;` and no `'`; fully numeric encoders use one numbering for every character. Each escaper
+ * is consistent within its output, so one spelling per escaper style covers it: the styles below,
+ * not every combination of spellings per character (a value holding both quotes would otherwise
+ * need dozens). Styles that spell a value the same way collapse into one form (index.ts).
+ */
+type Spell = (code: number) => string;
+const named: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
+const decimal: Spell = (code) => `&#${code};`;
+const decimalPadded: Spell = (code) => `&#${String(code).padStart(3, '0')};`;
+const hexLower: Spell = (code) => `&#x${code.toString(16)};`;
+const hexUpper: Spell = (code) => `&#x${code.toString(16).toUpperCase()};`;
+const hexCapitalX: Spell = (code) => `&#X${code.toString(16).toUpperCase()};`;
+
+/** A style: how it spells `"` and `'` (undefined: left as is), with `&`, `<` and `>` named. */
+const QUOTE_STYLES: ReadonlyArray<readonly [form: string, dquote: string | undefined, squote: string | undefined]> = [
+  ['xml-text', undefined, undefined], // Python html.escape(quote=False), xml.sax.saxutils.escape
+  ['html-dquote', '&quot;', undefined], // Java escapeHtml4
+  ['xml', '&quot;', '&apos;'], // XML, PHP ENT_HTML5
+  ['html', '&quot;', '&#39;'], // lodash, escape-html, Ruby CGI, .NET
+  ['html-python', '&quot;', '&#x27;'], // Python html.escape
+  ['html-php', '&quot;', '&#039;'], // PHP htmlspecialchars ENT_QUOTES
+  ['html-go', '&#34;', '&#39;'], // Go html.EscapeString, markupsafe
+  ['html-dec0', '&#034;', '&#039;'],
+  ['html-hex', '&#x22;', '&#x27;'],
+  ['html-hex-X', '&#X22;', '&#X27;'],
+];
+
+/** Fully numeric encoders: every escaped character in one numbering. */
+const NUMERIC_STYLES: ReadonlyArray<readonly [form: string, spell: Spell]> = [
+  ['html-numeric-dec', decimal],
+  ['html-numeric-dec0', decimalPadded],
+  ['html-numeric-hex', hexLower],
+  ['html-numeric-HEX', hexUpper],
+  ['html-numeric-X', hexCapitalX],
+];
+
+const MARKUP = /[&<>"']/g;
+// Go's encoding/xml EscapeText also spells tab, newline and carriage return.
+const GO_XML: Record<string, string> = { ...named, '"': '&#34;', "'": '&#39;', '\t': '&#x9;', '\n': '&#xA;', '\r': '&#xD;' };
+
 export function getMarkupForms(value: string): EncodedForm[] {
-  const text = value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-  const attribute = text.replace(/"/g, '&quot;');
-  return [
-    { form: 'xml-text', text },
-    { form: 'xml', text: attribute.replace(/'/g, '&apos;') },
-    { form: 'html', text: attribute.replace(/'/g, '&#39;') },
-  ];
+  if (!/[&<>"'\t\n\r]/.test(value)) return [];
+  const forms: EncodedForm[] = QUOTE_STYLES.map(([form, dquote, squote]) => ({
+    form,
+    text: value.replace(MARKUP, (char) => (char === '"' ? dquote ?? char : char === "'" ? squote ?? char : named[char]!)),
+  }));
+  for (const [form, spell] of NUMERIC_STYLES) forms.push({ form, text: value.replace(MARKUP, (char) => spell(char.charCodeAt(0))) });
+  forms.push({ form: 'xml-go', text: value.replace(/[&<>"'\t\n\r]/g, (char) => GO_XML[char]!) });
+  return forms;
 }
 
 export function getQuoteForms(value: string): EncodedForm[] {
