@@ -178,6 +178,24 @@ describe('background mode', () => {
     expect(readFileSync(bg.outputPath, 'utf8')).toContain('[background process killed (gateway closed)');
   });
 
+  test('a run kept past close() ends later without an error from the closed audit log', async () => {
+    await gateway.close();
+    gateway = createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'home-keep'), env: baseEnv(), cwd: tmp.dir, backgroundOnClose: 'keep' });
+    const go = join(tmp.dir, 'go-keep');
+    const bg = await gateway.exec({ command: `while [ ! -e ${go} ]; do sleep 0.02; done; echo kept`, mode: 'background' });
+    await gateway.close();
+    // The run is still going after close() (it waits for `go`): it ends only now.
+    expect(isAlive(bg.pid)).toBe(true);
+    writeFileSync(go, '');
+    const ended = await gateway.background.wait(bg.id, 30_000);
+    expect(ended).toMatchObject({ state: 'exited', exitCode: 0 });
+    // Let the end's callbacks run: a throw from them (the closed audit log) fails this test.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(readFileSync(bg.outputPath, 'utf8')).toContain('kept\n');
+    const events = readFileSync(join(tmp.dir, 'home-keep', 'audit.log'), 'utf8').trim().split('\n').map((line) => JSON.parse(line).event);
+    expect(events.at(-1)).toBe('gateway.stopped');
+  });
+
   test('100 concurrent background processes: started, listed, read, killed; no leaked fds or zombies', async () => {
     await gateway.close();
     gateway = createGateway({
