@@ -95,7 +95,8 @@ describe('background mode', () => {
     const killed = await gateway.background.kill(bg.id, { grace: 300 });
     expect(killed.state).toBe('killed');
     expect(killed.reason).toBe('killed on request');
-    for (const pid of readPids(join(tmp.dir, 'pids'))) expect(isAlive(pid)).toBe(false);
+    const pids = readPids(join(tmp.dir, 'pids'));
+    expect(await waitFor(() => pids.every((pid) => !isAlive(pid)), 20_000)).toBe(true);
     expect(findByCookie(bg.id)).toEqual([]);
     expect(readFileSync(bg.outputPath, 'utf8')).toMatch(/\[background process killed \(killed on request\); ended by SIGTERM\]\n$/);
   });
