@@ -162,5 +162,5 @@ maybe('the shared bridge and a gateway that dies', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       writeFileSync(join(tmp.dir, 'done'), '');
     }
-  }, 60_000);
+  }, 120_000);
 });

@@ -12,7 +12,7 @@ import { getRecordPath } from '../../src/exec/background/records';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, findProcesses, makeGateway, MODES, runIn, type Mode } from './helpers';
 
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 const PROBE = 'probe-VALUE-zz-98765';

@@ -14,7 +14,7 @@ import { listenBelowEphemeral } from '../helpers/listen';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, runIn } from './helpers';
 
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 let tmp: ReturnType<typeof makeTempDir>;
