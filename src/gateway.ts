@@ -24,7 +24,7 @@ import type { ExecResult } from './exec/result';
 import { createSpawner, validateSpawnerKind, type Spawner } from './exec/spawner';
 import { WarmSandboxes, type WarmStats } from './sandbox/warm';
 import { runForeground } from './exec/sync';
-import { getHome } from './home';
+import { getHome, resolveHome } from './home';
 import { DEFAULT_POLICY, type EffectivePolicy, type ExecMode } from './policy/effective';
 import { PolicyHolder, type WatchPolicyOptions } from './policy/reload';
 import { validateCwdInRoots } from './policy/roots';
@@ -64,7 +64,7 @@ export class Gateway {
 
   constructor(options: GatewayOptions = {}) {
     this.#env = options.env ?? process.env;
-    this.home = options.home ?? getHome(this.#env);
+    this.home = options.home !== undefined ? resolveHome(options.home) : getHome(this.#env);
     this.#cwd = options.cwd ?? process.cwd();
     this.#shell = options.shell ?? getDefaultShell();
     this.#egressOptions = options.egress;

@@ -2,17 +2,32 @@
  * The state directory: audit log, vault, full-output files, background records. It holds
  * material only the invoking user may read, so it is created 0700.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ExecgateError } from './errors';
 import { getSpecialKind } from './fs/special';
 
-/** `$EXECGATE_HOME`, else `~/.execgate`. Pure: creates nothing. */
+/** `$EXECGATE_HOME`, else `~/.execgate`, symlinks resolved. Pure: creates nothing. */
 export function getHome(env: NodeJS.ProcessEnv = process.env): string {
   const configured = env.EXECGATE_HOME;
-  const home = configured !== undefined && configured !== '' ? resolve(configured) : join(homedir(), '.execgate');
-  validateStateDir(home);
+  return resolveHome(configured !== undefined && configured !== '' ? resolve(configured) : join(homedir(), '.execgate'));
+}
+
+/**
+ * The state directory by its real path, fixed when a gateway starts: a symlink on the way to it
+ * may lie where a run can write, and a run that re-pointed it would otherwise receive the
+ * records and keys this gateway writes from then on.
+ */
+export function resolveHome(path: string): string {
+  validateStateDir(path);
+  let home = path;
+  try {
+    home = realpathSync.native(path);
+  } catch {
+    // Not there yet: created (0700) where it is named.
+  }
+  if (home !== path) validateStateDir(home);
   return home;
 }
 

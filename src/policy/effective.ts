@@ -71,6 +71,9 @@ export const DEFAULT_HIDDEN_PATHS: readonly string[] = Object.freeze([
   '~/.config/gh', '~/.config/hub', '~/.terraform.d/credentials.tfrc.json', '~/.vault-token', '~/.password-store',
   '~/.local/share/keyrings', '~/.pgpass', '~/.my.cnf', '~/.cargo/credentials.toml', '~/.cargo/credentials',
   '~/.gem/credentials', '~/.config/execgate', '~/.execgate',
+  // Container engines' control sockets: whoever reaches one runs a container as host root.
+  '/run/docker.sock', '/var/run/docker.sock', '/run/containerd/containerd.sock', '/run/podman/podman.sock',
+  '/run/crio/crio.sock', '/run/buildkit/buildkitd.sock',
 ]);
 
 export type UnknownRefPolicy = 'literal' | 'warn' | 'deny';

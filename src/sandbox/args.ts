@@ -1,8 +1,9 @@
 /*
  * The bubblewrap command line of one run. Mount order is the security argument: later mounts
- * cover earlier ones, so the file system goes in read-only first, then the private /tmp, then
- * what is writable, then what is read-only again inside it, and the hidden paths last, so that
- * nothing a policy makes writable can uncover a hidden path.
+ * cover earlier ones, so the file system goes in read-only first, then what is writable (with
+ * the private temp directories), then what is read-only again inside it, then the kernel's own
+ * file systems, and the hidden paths last, so that nothing a policy or a request's cwd makes
+ * writable can uncover a hidden path, the host's /proc or its temp directory.
  *
  * Nothing secret is ever on this argv: paths and flags only. Resolved values travel in the
  * child's environment, which bubblewrap passes through to the shell unchanged.
@@ -72,15 +73,33 @@ export function getProcMounts(): readonly string[] {
 
 export function getBwrapArgs(input: BwrapInput): string[] {
   const { view } = input;
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', ...getProcMounts(), '--tmpfs', '/tmp'];
-  for (const path of view.writable) args.push('--bind', path, path);
+  const args = ['--ro-bind', '/', '/'];
+  // The writable roots, parents first; a temp directory gets its private tmpfs right after the
+  // roots that hold it (`cwd: /`, `cwd: /tmp`) and before the roots inside it (a project under
+  // /tmp), so that no run sees the host's temp directory: every gateway's runtime sockets live
+  // there, and a run could swap one for its own listener.
+  const mounts = [
+    ...view.writable.map((path) => ({ path, tmpfs: false })),
+    ...view.privateTmp.map((path) => ({ path, tmpfs: true })),
+  ];
+  const depth = (path: string): number => (path === '/' ? 0 : path.split('/').length - 1);
+  mounts.sort((a, b) => depth(a.path) - depth(b.path) || Number(a.tmpfs) - Number(b.tmpfs));
+  for (const { path, tmpfs } of mounts) {
+    if (tmpfs) args.push('--tmpfs', path);
+    else args.push('--bind', path, path);
+  }
   // Ancestors of hidden and read-only paths inside a writable root: a mount point cannot be
   // renamed, so the names the later mounts cover stay the names of the real directories.
   for (const path of view.pinned) args.push('--bind', path, path);
   for (const path of view.readOnly) args.push('--ro-bind', path, path);
+  // The kernel's file systems after every bind: a writable root that holds them (`cwd: /`) or
+  // lies inside them (`cwd: /proc/sys/kernel`) would otherwise bring the host's /proc, /sys
+  // or /dev back, writable.
+  if (view.writable.some((w) => isInside('/sys', w) || isInside(w, '/sys'))) args.push('--ro-bind', '/sys', '/sys');
+  args.push('--dev', '/dev', '--proc', '/proc', ...getProcMounts());
   for (const { path, directory } of view.hidden) {
-    // Under the private /tmp and outside every writable bind, it is already out of sight.
-    if (isInside(path, '/tmp') && !view.writable.some((w) => isInside(path, w))) continue;
+    // In a private temp directory and outside every writable root inside it: already out of sight.
+    if (view.privateTmp.some((t) => isInside(path, t) && !view.writable.some((w) => w !== t && isInside(w, t) && isInside(path, w)))) continue;
     if (directory) args.push('--tmpfs', path);
     else args.push('--ro-bind', '/dev/null', path);
   }

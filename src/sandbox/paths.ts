@@ -22,7 +22,7 @@
  * The policy files in force (and their `extends` chain) are read-only inside for the same
  * reason: a run must not rewrite the policy a watching gateway reloads.
  */
-import { mkdirSync, readdirSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { mkdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { ExecgateError } from '../errors';
@@ -65,6 +65,8 @@ export interface FilesystemView {
   readonly readOnly: readonly string[];
   /** Directories inside a writable root that lead to a hidden or read-only path: bound onto themselves. */
   readonly pinned: readonly string[];
+  /** Temp directories (/tmp, the gateway's own) that are a private tmpfs in the run. */
+  readonly privateTmp: readonly string[];
   /** Listed paths that do not exist here (nothing to hide or bind). */
   readonly skipped: readonly string[];
   /** The session bus address names an abstract socket: only a network namespace hides it. */
@@ -90,7 +92,25 @@ function real(path: string): string | undefined {
 }
 
 /** The per-gateway runtime directories execgate creates under the temp directory. */
-const RUNTIME_DIR = /^execgate-spawn-/;
+const RUNTIME_DIR = /^execgate-(spawn|egress)-[A-Za-z0-9]{6}$/;
+
+/** The system's programs and libraries, and node's own installation. */
+const SYSTEM_CODE: readonly string[] = Object.freeze(['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/boot']);
+
+let protectedCode: readonly string[] | undefined;
+
+/** What no run may write, wherever its writable root is: execgate's code and the system's. */
+function getProtectedCode(): readonly string[] {
+  if (protectedCode) return protectedCode;
+  // Installed as a dependency: the node_modules holding execgate and what it loads; run from its
+  // own checkout: the compiled code and the dependencies, not the rest of the checkout.
+  const own = OWN_FILES === PACKAGE_ROOT ? [join(PACKAGE_ROOT, 'dist'), join(PACKAGE_ROOT, 'node_modules')] : [OWN_FILES];
+  // node's installation (a version manager keeps it under HOME): its bin directory's parent.
+  const nodeBin = dirname(realpathSync.native(process.execPath));
+  const node = basename(nodeBin) === 'bin' ? dirname(nodeBin) : nodeBin;
+  protectedCode = Object.freeze([...own, ...SYSTEM_CODE, ...(node === '/' ? [] : [node])]);
+  return protectedCode;
+}
 
 /** Socket paths in a D-Bus address (`unix:path=/x,guid=..;unix:abstract=...`). */
 function getBusPaths(address: string | undefined): { paths: string[]; abstract: boolean } {
@@ -189,42 +209,49 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
     if (path === undefined) skipped.push(wanted);
     else if (!readOnly.includes(path)) readOnly.push(path);
   }
+  // Each temp directory is a private tmpfs in every run (args.ts): the host's holds every
+  // gateway's runtime sockets (spawn helper, egress proxy), which a run that could write there
+  // could replace with its own listener. A writable root inside one of those is refused.
+  const privateTmp = [...new Set(['/tmp', real(tmpdir())].filter((t): t is string => t !== undefined && t !== '/'))];
+  for (const path of writable) {
+    for (const t of privateTmp) {
+      const below = path === t || !isInside(path, t) ? undefined : path.slice(t.length + 1).split(sep)[0];
+      if (below !== undefined && RUNTIME_DIR.test(below)) {
+        throw new ExecgateError(
+          'EXECGATE_ERR_SANDBOX_PATH',
+          `The writable path ${path} is inside ${join(t, below)}, a gateway's private runtime directory. Run the command in another directory. Nothing was run.`,
+          { path, runtime: join(t, below) },
+        );
+      }
+    }
+  }
+  const inPrivateTmp = (path: string): boolean =>
+    privateTmp.some((t) => isInside(path, t) && !writable.some((w) => w !== t && isInside(w, t) && isInside(path, w)));
   // execgate's own files (the egress bridge and its preload, the CLI a nested `execgate` runs)
-  // must be readable inside. Under the temp directory the private /tmp would hide them, so they
-  // are bound back read-only there; installed as a dependency, with the node_modules around them.
+  // must be readable inside: where a private temp directory would hide them, they are bound
+  // back read-only.
   const own = real(OWN_FILES);
-  if (own !== undefined && !writable.some((w) => isInside(own, w)) && [real(tmpdir()), '/tmp'].some((t) => t !== undefined && isInside(own, t)) && !readOnly.includes(own)) {
-    readOnly.push(own);
+  if (own !== undefined && inPrivateTmp(own) && !readOnly.includes(own)) readOnly.push(own);
+  // And never writable: the gateway, its spawn helper, supervisor and egress bridge load this
+  // code (and node, bubblewrap, nsenter, the shell: the system's programs) after a run may have
+  // ended, so a run whose writable root holds them would run its code outside every sandbox.
+  for (const wanted of getProtectedCode()) {
+    const path = real(wanted);
+    if (path === undefined || !writable.some((w) => isInside(path, w) || isInside(w, path)) || readOnly.some((r) => isInside(path, r))) continue;
+    readOnly.push(path);
   }
   for (const file of input.protectedFiles ?? []) {
     const path = real(file);
     if (path !== undefined && writable.some((w) => isInside(path, w)) && !readOnly.includes(path)) readOnly.push(path);
-  }
-  // Every gateway's private rendezvous under the temp directory (spawn helper sockets): a run
-  // that can write there could remove a socket and listen in its place. Hidden when a writable
-  // root holds the temp directory; the private /tmp covers them otherwise.
-  for (const dir of new Set([real(tmpdir()), '/tmp'])) {
-    if (dir === undefined || !writable.some((w) => isInside(dir, w))) continue;
-    let names: string[] = [];
-    try {
-      names = readdirSync(dir).filter((name) => RUNTIME_DIR.test(name));
-    } catch {
-      continue;
-    }
-    for (const name of names) {
-      const path = join(dir, name);
-      if (!seen.has(path)) {
-        seen.add(path);
-        hidden.push({ path, directory: true });
-      }
-    }
   }
   const pinned: string[] = [];
   for (const target of [...hidden.map((h) => h.path), ...readOnly]) {
     for (const root of writable) {
       if (target === root || !isInside(target, root)) continue;
       for (let dir = dirname(target); dir !== root && isInside(dir, root) && dir !== dirname(dir); dir = dirname(dir)) {
-        if (!pinned.includes(dir)) pinned.push(dir);
+        // Inside a private temp directory there is no host directory to pin (and binding one
+        // would bring the host's temp directory back).
+        if (!pinned.includes(dir) && !inPrivateTmp(dir)) pinned.push(dir);
       }
     }
   }
@@ -239,6 +266,7 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
     writable: Object.freeze(writable),
     readOnly: Object.freeze(readOnly),
     pinned: Object.freeze(pinned),
+    privateTmp: Object.freeze(privateTmp),
     skipped: Object.freeze([...new Set(skipped)]),
     abstractBus: bus.abstract,
   });

@@ -268,6 +268,7 @@ export class WarmSandboxes implements Spawner {
         env: {},
         cwd: request.cwd,
         stdin: 'pipe',
+        programAt: sandbox.length,
       });
     } catch {
       return; // the next run starts cold and says why, if it cannot start either

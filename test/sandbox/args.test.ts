@@ -8,7 +8,7 @@ import { getBwrapArgs, getProcMounts } from '../../src/sandbox/args';
 import type { FilesystemView } from '../../src/sandbox/paths';
 
 function view(partial: Partial<FilesystemView>): FilesystemView {
-  return { hidden: [], writable: [], readOnly: [], pinned: [], skipped: [], abstractBus: false, ...partial };
+  return { hidden: [], writable: [], readOnly: [], pinned: [], privateTmp: ['/tmp'], skipped: [], abstractBus: false, ...partial };
 }
 
 /** /proc and /sys mounts are the base view of every run (see getProcMounts). */
@@ -35,7 +35,7 @@ function parseMounts(args: string[]): Array<{ kind: 'grant' | 'hide' | 'base'; p
 }
 
 describe('getBwrapArgs', () => {
-  test('read-only root, then private /tmp, writable, read-only again, hidden last; namespaces; cwd', () => {
+  test('read-only root, private /tmp, writable, read-only again, the kernel file systems, hidden last; namespaces; cwd', () => {
     const args = getBwrapArgs({
       view: view({
         writable: ['/srv/proj'],
@@ -46,14 +46,35 @@ describe('getBwrapArgs', () => {
       unshareNet: true,
       pty: false,
     });
-    expect(args.slice(0, 7)).toEqual(['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc']);
-    // Right after the fresh proc: the kernel knobs read-only, then the private /tmp.
-    expect(args.slice(7, 10)).toEqual(['--ro-bind', '/proc/sys', '/proc/sys']);
-    expect(args.join(' ')).toContain(`${getProcMounts().join(' ')} --tmpfs /tmp`);
-    expect(args.join(' ')).toContain('--bind /srv/proj /srv/proj --ro-bind /srv/proj/.git/hooks /srv/proj/.git/hooks --tmpfs /srv/proj/.env.d --ro-bind /dev/null /home/u/.netrc');
+    expect(args.slice(0, 5)).toEqual(['--ro-bind', '/', '/', '--tmpfs', '/tmp']);
+    expect(args.join(' ')).toContain('--bind /srv/proj /srv/proj --ro-bind /srv/proj/.git/hooks /srv/proj/.git/hooks');
+    // After every bind: the fresh /dev and /proc, the kernel knobs read-only and masked, then the hidden paths.
+    expect(args.join(' ')).toContain(`--ro-bind /srv/proj/.git/hooks /srv/proj/.git/hooks --dev /dev --proc /proc ${getProcMounts().join(' ')} --tmpfs /srv/proj/.env.d --ro-bind /dev/null /home/u/.netrc`);
+    expect(getProcMounts().join(' ')).toContain('--ro-bind /proc/sys /proc/sys');
     for (const flag of ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
     expect(args.join(' ')).toContain('--cap-drop ALL');
     expect(args.join(' ')).toContain('--chdir /srv/proj');
+  });
+
+  test('a writable root holding /tmp, /proc, /sys or /dev (cwd: /) or inside them cannot bring the host\'s back', () => {
+    for (const root of ['/', '/proc/sys/kernel', '/sys', '/sys/kernel/mm', '/dev/shm', '/tmp']) {
+      const args = getBwrapArgs({ view: view({ writable: [root], privateTmp: ['/tmp', '/var/tmp/gw'] }), cwd: root, unshareNet: true, pty: false });
+      const line = args.join(' ');
+      const at = (text: string): number => line.indexOf(text);
+      const bind = at(`--bind ${root} ${root}`);
+      expect(bind).toBeGreaterThan(0);
+      // Each of these comes after the writable bind, so it covers it.
+      for (const after of ['--dev /dev', '--proc /proc', '--ro-bind /proc/sys /proc/sys']) expect(at(after)).toBeGreaterThan(bind);
+      for (const tmp of ['/tmp', '/var/tmp/gw']) if (root === '/' || root === tmp) expect(at(`--tmpfs ${tmp}`)).toBeGreaterThan(bind);
+      if (root === '/' || root.startsWith('/sys')) expect(at('--ro-bind /sys /sys')).toBeGreaterThan(bind);
+      else expect(line).not.toContain('--ro-bind /sys /sys');
+    }
+  });
+
+  test('a private temp directory goes after the roots that hold it and before the roots inside it', () => {
+    const args = getBwrapArgs({ view: view({ writable: ['/tmp/proj', '/'], privateTmp: ['/tmp'] }), cwd: '/tmp/proj', unshareNet: true, pty: false });
+    const line = args.join(' ');
+    expect(line).toContain('--bind / / --tmpfs /tmp --bind /tmp/proj /tmp/proj');
   });
 
   test('a PTY run keeps its session (controlling terminal); a shared network is not unshared again', () => {

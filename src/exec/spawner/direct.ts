@@ -4,19 +4,26 @@
  * event loop meanwhile; helper.ts avoids that for large hosts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeBindSources, openBindSources, type BindSources } from '../../sandbox/sources';
 import type { ProcessExit, SpawnedProcess, Spawner, SpawnRequest } from './types';
 
 export function spawnDirect(request: SpawnRequest): Promise<SpawnedProcess> {
   let child: ChildProcess;
+  let sources: BindSources | undefined;
   try {
-    child = spawn(request.shell, request.args as string[], {
+    // Sandboxed: bubblewrap mounts descriptors opened (and checked) here, see sandbox/sources.ts.
+    sources = request.programAt === undefined ? undefined : openBindSources(request.args, request.programAt);
+    child = spawn(request.shell, sources?.args ?? (request.args as string[]), {
       cwd: request.cwd,
       env: request.env,
       detached: true,
-      stdio: [request.stdin, 'pipe', 'pipe'],
+      stdio: [request.stdin, 'pipe', 'pipe', ...(sources?.fds ?? [])],
     });
   } catch (error) {
     return Promise.reject(error);
+  } finally {
+    // The child holds its own copies from the fork on; bubblewrap closes them once mounted.
+    if (sources) closeBindSources(sources.fds);
   }
   if (child.pid === undefined) {
     return new Promise((_resolve, reject) => child.once('error', reject));

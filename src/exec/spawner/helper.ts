@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { ExecgateError } from '../../errors';
 import { HELPER_PROGRAM } from './program';
+import { changed, openSources } from '../../sandbox/sources';
 import type { ProcessExit, SpawnedProcess, Spawner, SpawnRequest } from './types';
 
 const TOKEN_CHARS = 32;
@@ -45,7 +46,7 @@ const STREAM_BUFFER_BYTES = 256 * 1024;
 type HelperMessage =
   | { t: 'ready' }
   | { t: 'spawned'; id: string; pid: number; stdin: string | null; stdout: string; stderr: string }
-  | { t: 'failed'; id: string; code: string; message: string }
+  | { t: 'failed'; id: string; code: string; message: string; path?: string }
   | { t: 'exit'; id: string; code: number | null; signal: NodeJS.Signals | null };
 
 interface Helper {
@@ -130,7 +131,7 @@ export class HelperSpawner implements Spawner {
       };
       this.#entries.set(id, entry);
       helper.child.channel?.ref();
-      helper.child.send({ t: 'spawn', id, shell: request.shell, args: request.args, env: request.env, cwd: request.cwd, stdin: entry.stdin }, (error) => {
+      helper.child.send({ t: 'spawn', id, shell: request.shell, args: request.args, env: request.env, cwd: request.cwd, stdin: entry.stdin, programAt: request.programAt }, (error) => {
         if (error) this.#fail(entry, helperFailed(`Could not reach the spawn helper: ${error.message}`, error));
       });
     });
@@ -183,7 +184,7 @@ export class HelperSpawner implements Spawner {
       timer.unref();
       server.once('error', (error) => fail(helperFailed(`The spawn helper's socket could not be opened: ${error.message}`, error)));
       // Listening (bound) before the helper runs, so its first connections find the socket.
-      server.listen(socketPath, () => child.stdin?.end(`const HELPER_KEY = '${key.toString('latin1')}';\n${HELPER_PROGRAM}`));
+      server.listen(socketPath, () => child.stdin?.end(`const HELPER_KEY = '${key.toString('latin1')}';\nconst openSources = ${openSources.toString()};\n${HELPER_PROGRAM}`));
       child.on('message', function onReady(message: HelperMessage) {
         if (message?.t !== 'ready') return;
         clearTimeout(timer);
@@ -235,7 +236,7 @@ export class HelperSpawner implements Spawner {
         }, TOKEN_TIMEOUT_MS).unref();
       }
     } else if (message.t === 'failed') {
-      this.#fail(entry, Object.assign(new Error(message.message), { code: message.code }));
+      this.#fail(entry, message.code === 'EXECGATE_ERR_SANDBOX_PATH' && message.path !== undefined ? changed(message.path) : Object.assign(new Error(message.message), { code: message.code }));
     } else if (message.t === 'exit') {
       entry.exited = true;
       entry.resolveExit({ code: message.code, signal: message.signal });

@@ -17,7 +17,8 @@ process.title = 'execgate-spawner';
 const KEY = HELPER_KEY;
 const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
-const { rmdirSync, unlinkSync } = require('node:fs');
+const fs = require('node:fs');
+const { rmdirSync, unlinkSync } = fs;
 const { connect } = require('node:net');
 const { dirname } = require('node:path');
 const socketPath = process.env.EXECGATE_SPAWNER_SOCKET;
@@ -58,22 +59,27 @@ async function run(request) {
   const { id } = request;
   let sockets = [];
   let child;
+  let sources;
   try {
     const settled = await Promise.allSettled(Array.from({ length: request.stdin ? 3 : 2 }, take));
     sockets = settled.filter((s) => s.status === 'fulfilled').map((s) => s.value);
     const failed = settled.find((s) => s.status === 'rejected');
     if (failed) throw failed.reason;
-    child = spawn(request.shell, request.args, {
+    // Sandboxed: bubblewrap mounts descriptors this process opened and checked (sandbox/sources.ts).
+    sources = request.programAt === undefined ? undefined : openSources(fs, request.args, request.programAt);
+    const stdio = request.stdin ? sockets : ['ignore', ...sockets];
+    child = spawn(request.shell, sources ? sources.args : request.args, {
       cwd: request.cwd,
       env: request.env,
       detached: true,
-      stdio: request.stdin ? sockets : ['ignore', ...sockets],
+      stdio: sources ? [...stdio, ...sources.fds] : stdio,
     });
   } catch (error) {
-    send({ t: 'failed', id, code: (error && error.code) || 'unknown', message: String((error && error.message) || error) });
+    send({ t: 'failed', id, code: (error && error.code) || 'unknown', message: String((error && error.message) || error), path: error && typeof error.path === 'string' ? error.path : undefined });
     return;
   } finally {
     for (const socket of sockets) socket.destroy();
+    if (sources) for (const fd of sources.fds) { try { fs.closeSync(fd); } catch { /* closed */ } }
     fill();
   }
   if (child.pid === undefined) {

@@ -18,6 +18,7 @@ import { constants as osConstants } from 'node:os';
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import type { IPty } from '@lydell/node-pty';
 import { ExecgateError } from '../../errors';
+import { closeBindSources, openBindSources } from '../../sandbox/sources';
 import type { ProcessExit, SpawnedProcess, Spawner, SpawnRequest } from './types';
 
 let nodePty: typeof import('@lydell/node-pty') | undefined;
@@ -51,13 +52,41 @@ interface PtyInternals {
   readonly _fd: number;
 }
 
+/*
+ * node-pty cannot hand a child extra descriptors, so a sandboxed PTY run starts with a small
+ * bash (dash cannot open descriptors above 9) that opens each bind source itself, checks that what it opened is the inode this process
+ * opened and checked (`-ef` against /proc/PID/fd/N, see sandbox/sources.ts), and execs
+ * bubblewrap with those descriptors. Paths only on its argv; the environment is the run's, as
+ * bubblewrap's would be.
+ */
+const BIND_SCRIPT = [
+  'gw=$1; shift; n=3',
+  'while [ "$1" != -- ]; do',
+  '  if ! { eval "exec $n<\"\\$2\"" && [ "/proc/self/fd/$n" -ef "/proc/$gw/fd/$1" ]; } 2>/dev/null; then',
+  '    printf "execgate: %s changed while its sandbox was being set up; nothing was run\\n" "$2" >&2; exit 125',
+  '  fi',
+  '  n=$((n + 1)); shift 2',
+  'done',
+  'shift; exec "$@"',
+].join('\n');
+
+/** The program node-pty starts: bubblewrap behind BIND_SCRIPT when there are sources to bind. */
+function getProgram(request: SpawnRequest): { shell: string; args: string[]; fds: number[] } {
+  if (request.programAt === undefined) return { shell: request.shell, args: [...request.args], fds: [] };
+  const sources = openBindSources(request.args, request.programAt);
+  if (sources.fds.length === 0) return { shell: request.shell, args: sources.args, fds: [] };
+  const pairs = sources.fds.flatMap((fd, i) => [String(fd), sources.paths[i] as string]);
+  return { shell: '/bin/bash', args: ['--norc', '--noprofile', '-c', BIND_SCRIPT, 'execgate-bind', String(process.pid), ...pairs, '--', request.shell, ...sources.args], fds: sources.fds };
+}
+
 export function spawnPty(request: SpawnRequest): SpawnedProcess {
   const pty = loadNodePty();
   const env = { ...request.env };
   if (!env.TERM) env.TERM = 'xterm-256color';
   let term: IPty;
+  const program = getProgram(request);
   try {
-    term = pty.spawn(request.shell, [...request.args], {
+    term = pty.spawn(program.shell, program.args, {
       name: env.TERM,
       cols: request.terminal?.cols ?? 80,
       rows: request.terminal?.rows ?? 24,
@@ -66,6 +95,7 @@ export function spawnPty(request: SpawnRequest): SpawnedProcess {
       encoding: null,
     } as Parameters<typeof pty.spawn>[2]);
   } catch (error) {
+    closeBindSources(program.fds);
     throw new ExecgateError(
       'EXECGATE_ERR_SPAWN_FAILED',
       `Could not start \`${request.shell}\` on a pseudo-terminal in \`${request.cwd}\`: ${(error as Error).message}.`,
@@ -85,6 +115,8 @@ export function spawnPty(request: SpawnRequest): SpawnedProcess {
   };
   const exit = new Promise<ProcessExit>((resolve) => {
     term.onExit(({ exitCode, signal }) => {
+      // Held until the end: the bash above compares against them before bubblewrap starts.
+      closeBindSources(program.fds);
       const name = getSignalName(signal);
       markExited();
       resolve({ code: name ? null : exitCode, signal: name });
