@@ -7,7 +7,9 @@ module.exports = {
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: { warnOnly: false } }],
   },
-  testTimeout: 30000,
+  // A bound on a hang, not a speed check: on a loaded 2-core machine a test that starts several
+  // sandboxes or CLI processes can take well over 30 s.
+  testTimeout: 120000,
   // Tests spawn real processes; two cores run at most two files at a time.
   maxWorkers: 2,
 };

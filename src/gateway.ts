@@ -163,9 +163,19 @@ export class Gateway {
   exec(request: ExecRequest & { mode: 'background' }, options?: ExecOptions): Promise<BackgroundProcess>;
   exec(request: ExecRequest, options?: ExecOptions): Promise<ExecResult>;
   async exec(request: ExecRequest, options: ExecOptions = {}): Promise<ExecResult | BackgroundProcess> {
-    if (this.#closed) {
-      throw new ExecgateError('EXECGATE_ERR_GATEWAY_CLOSED', 'The gateway is closed; create a new one to run commands.');
+    if (this.#closed) throw closedError();
+    // Tracked from here, preparation included: close() waits for a request still being prepared
+    // (which then refuses to start) instead of returning while it goes on to spawn unrecorded.
+    const run = this.#execute(request, options);
+    this.#running.add(run);
+    try {
+      return await run;
+    } finally {
+      this.#running.delete(run);
     }
+  }
+
+  async #execute(request: ExecRequest, options: ExecOptions): Promise<ExecResult | BackgroundProcess> {
     const runId = createRunId();
     const policy = this.policy;
     const records = new RunRecords(this.#audit, runId, { env: policy.audit.env });
@@ -191,6 +201,13 @@ export class Gateway {
       records.refused(request, error);
       throw error;
     }
+    if (this.#closed) {
+      // close() was called while the plan was prepared (secrets resolved, sandbox planned): start nothing.
+      const error = closedError();
+      records.refused(request, error);
+      await releasePlan(plan);
+      throw error;
+    }
     const unknown = policy.secrets.unknown === 'warn' ? getUnknownRefs(plan.refs) : [];
     if (unknown.length > 0) this.#warn({ runId, refs: unknown }, `Run ${runId}: ${describeUnknownRefs(unknown)} (\`secrets.unknown: warn\`).`);
     records.started(plan);
@@ -202,15 +219,12 @@ export class Gateway {
         signal: options.signal ? AbortSignal.any([this.#shutdown.signal, options.signal]) : this.#shutdown.signal,
         spawner: this.#spawner,
       }).then((result) => { records.finished(plan, result); return result; });
-    this.#running.add(run);
     try {
       return await run;
     } catch (error) {
       records.failed(plan, error);
       await releasePlan(plan);
       throw error;
-    } finally {
-      this.#running.delete(run);
     }
   }
 
@@ -237,10 +251,10 @@ export class Gateway {
     this.#policy.stop();
     this.#shutdown.abort();
     const stopped = this.#running.size;
-    await Promise.allSettled([
-      ...this.#running,
-      this.#background?.close(this.#backgroundOnClose ?? this.policy.background.onClose),
-    ]);
+    // Requests in flight first: a sync run ends on the abort, one still being prepared refuses to
+    // start, and a background run that was starting is then running, for background.close() to see.
+    await Promise.allSettled([...this.#running]);
+    await this.#background?.close(this.#backgroundOnClose ?? this.policy.background.onClose);
     await this.#spawner.close();
     this.#sandbox.close();
     await this.#egress?.close();
@@ -264,4 +278,8 @@ function validateWarmSandboxes(value: unknown): number {
 
 export function createGateway(options: GatewayOptions = {}): Gateway {
   return new Gateway(options);
+}
+
+function closedError(): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_GATEWAY_CLOSED', 'The gateway is closed; create a new one to run commands.');
 }

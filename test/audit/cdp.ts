@@ -92,7 +92,7 @@ export class Page {
   }
 
   /** Poll an expression until it is truthy (each poll is a round trip to the page, not a timer race). */
-  async waitFor(expression: string, attempts = 500): Promise<void> {
+  async waitFor(expression: string, attempts = 1500): Promise<void> {
     for (let attempt = 0; attempt < attempts; attempt++) {
       if (await this.evaluate<boolean>(`Boolean(${expression})`).catch(() => false)) return;
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -69,7 +69,7 @@ class Rsyslog {
     child.stderr!.on('data', (chunk: Buffer) => { this.stderr += chunk.toString(); });
     this.#child = child;
     let ready = false;
-    for (let attempt = 0; attempt < 200 && !ready && child.exitCode === null; attempt++) {
+    for (let attempt = 0; attempt < 600 && !ready && child.exitCode === null; attempt++) {
       ready = await canConnect(this.port);
       if (!ready) await new Promise((resolve) => setTimeout(resolve, 50));
     }

@@ -46,7 +46,7 @@ test('a pino transport (pino/file in a worker thread) receives lines that verify
   const log = new AuditLog({ home, destination: { target: 'pino/file', options: { destination: target, mkdir: true } } });
   for (let index = 0; index < 5; index++) log.write('exec.request', { runId: `run_${index}`, command: 'true' });
   log.close();
-  expect(await waitFor(() => existsSync(target) && readLines(target).length === 5, 10_000)).toBe(true);
+  expect(await waitFor(() => existsSync(target) && readLines(target).length === 5, 30_000)).toBe(true);
   const result = execgate(['audit', 'verify', target], home);
   expect(result.stdout).toContain('5 record(s), seq 1 to 5');
   expect(result.status).toBe(0);

@@ -62,7 +62,7 @@ if (skipReason !== undefined) {
     const result = execgate(['audit', 'report', '--html', page], home);
     expect(result.stdout).toBe(`${page}: ${RUNS} run(s), 1 denied; chain intact\n`);
     expect(result.status).toBe(0);
-  }, 60_000);
+  }, 120_000);
   afterAll(() => tmp.cleanup());
 
   test('one self-contained file: inline script and style allowed by hash only, no URL to fetch, the hostile command only inside the escaped data', () => {

@@ -83,7 +83,7 @@ describe('review of real runs', () => {
     home = tmp.dir;
     scenario = await runScenario(home);
     bg = await runBackgroundScenario(home);
-  }, 60_000);
+  }, 120_000);
   afterAll(() => tmp.cleanup());
 
   const searchIds = (args: string[]): string[] => {

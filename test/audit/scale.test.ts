@@ -27,7 +27,7 @@ beforeAll(() => {
   }
   log.close();
   files = listAuditFiles(join(tmp.dir, 'audit.log'), existsSync);
-}, 60_000);
+}, 120_000);
 afterAll(() => tmp.cleanup());
 
 function review(args: string[]): { status: number | null; stdout: string; maxRssMiB: number } {

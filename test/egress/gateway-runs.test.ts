@@ -160,7 +160,7 @@ maybe('allowlist: gateway runs reach the bound host through the proxy, with the 
 
   test('one bridge serves the gateway\'s runs; credentials decide the run: none, or a known username with another password, are refused', async () => {
     const a = await gateway.exec({
-      command: 'echo "${HTTP_PROXY##*:}" > a-port; echo "${HTTP_PROXY#http://}" | cut -d: -f1 > a-user; printf %s <<secret:gh>> > a-sentinel; for i in $(seq 400); do [ -e a-release ] && break; sleep 0.05; done',
+      command: 'echo "${HTTP_PROXY##*:}" > a-port; echo "${HTTP_PROXY#http://}" | cut -d: -f1 > a-user; printf %s <<secret:gh>> > a-sentinel; for i in $(seq 1200); do [ -e a-release ] && break; sleep 0.05; done',
       cwd: dir,
       mode: 'background',
     });

@@ -206,7 +206,7 @@ describe('secret-looking values', () => {
       'a'.repeat(size),
     ];
     expect(values.map((value) => isSecretValue(value))).toEqual([false, false, false, false, false, true, false, false]);
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('extra rules from options', () => {

@@ -47,7 +47,7 @@ describe('background mode', () => {
     writeFileSync(go, '');
     expect(bg.pgid).toBe(bg.pid);
     expect(bg.outputPath).toBe(join(gateway.home, 'bg', `${bg.id}.log`));
-    const ended = await gateway.background.wait(bg.id, 5000);
+    const ended = await gateway.background.wait(bg.id, 30_000);
     expect(ended).toMatchObject({ state: 'exited', exitCode: 3 });
     const file = readFileSync(bg.outputPath, 'utf8');
     expect(file).toBe('pw=[REDACTED:secret:db-password]\n\n[background process completed with exit code 3]\n');
@@ -61,9 +61,9 @@ describe('background mode', () => {
   test('a PTY session answers a prompt via write(); the secret typed and echoed back is masked', async () => {
     const bg = await gateway.exec({ command: 'read -r -p "Password: " pw; echo "you typed: $pw"; printf %s "$pw" | sha256sum', mode: 'background', pty: true });
     expect(bg.pty).toBe(true);
-    expect(await waitFor(() => gateway.background.status(bg.id).output.text.includes('Password:'), 10_000)).toBe(true);
+    expect(await waitFor(() => gateway.background.status(bg.id).output.text.includes('Password:'), 30_000)).toBe(true);
     await gateway.background.write(bg.id, '<<secret:db-password>>\n');
-    const ended = await gateway.background.wait(bg.id, 5000);
+    const ended = await gateway.background.wait(bg.id, 30_000);
     expect(ended.exitCode).toBe(0);
     const text = gateway.background.status(bg.id, { offset: 0 }).output.text;
     expect(text).not.toContain(PASSWORD);
@@ -76,7 +76,7 @@ describe('background mode', () => {
     const bg = await gateway.exec({ command: 'cat', mode: 'background' });
     await gateway.background.write(bg.id, 'line one\n');
     await gateway.background.write(bg.id, 'line two\n', { end: true });
-    const ended = await gateway.background.wait(bg.id, 5000);
+    const ended = await gateway.background.wait(bg.id, 30_000);
     expect(ended.exitCode).toBe(0);
     expect(readFileSync(bg.outputPath, 'utf8')).toContain('line one\nline two\n');
     await expect(gateway.background.write(bg.id, 'late')).rejects.toMatchObject({ code: 'EXECGATE_ERR_BACKGROUND_ENDED' });
@@ -90,18 +90,20 @@ describe('background mode', () => {
       'echo started; sleep 300',
     ].join('\n');
     const bg = await gateway.exec({ command, mode: 'background' });
-    await waitFor(() => existsSync(join(tmp.dir, 'pids')) && readPids(join(tmp.dir, 'pids')).length === 3, 3000);
+    // All three pids on file before the kill, or the check below would look at fewer processes.
+    expect(await waitFor(() => existsSync(join(tmp.dir, 'pids')) && readPids(join(tmp.dir, 'pids')).length === 3, 20_000)).toBe(true);
     const killed = await gateway.background.kill(bg.id, { grace: 300 });
     expect(killed.state).toBe('killed');
     expect(killed.reason).toBe('killed on request');
-    for (const pid of readPids(join(tmp.dir, 'pids'))) expect(isAlive(pid)).toBe(false);
+    const pids = readPids(join(tmp.dir, 'pids'));
+    expect(await waitFor(() => pids.every((pid) => !isAlive(pid)), 20_000)).toBe(true);
     expect(findByCookie(bg.id)).toEqual([]);
     expect(readFileSync(bg.outputPath, 'utf8')).toMatch(/\[background process killed \(killed on request\); ended by SIGTERM\]\n$/);
   });
 
   test('a maximum runtime ends the run as timed_out', async () => {
     const bg = await gateway.exec({ command: 'echo begin; sleep 30', mode: 'background', timeout: 300, grace: 100 });
-    const ended = await gateway.background.wait(bg.id, 5000);
+    const ended = await gateway.background.wait(bg.id, 30_000);
     expect(ended.state).toBe('timed_out');
     expect(readFileSync(bg.outputPath, 'utf8')).toMatch(/timed out after 300 ms/);
   });
@@ -177,6 +179,24 @@ describe('background mode', () => {
     expect(readFileSync(bg.outputPath, 'utf8')).toContain('[background process killed (gateway closed)');
   });
 
+  test('a run kept past close() ends later without an error from the closed audit log', async () => {
+    await gateway.close();
+    gateway = createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'home-keep'), env: baseEnv(), cwd: tmp.dir, backgroundOnClose: 'keep' });
+    const go = join(tmp.dir, 'go-keep');
+    const bg = await gateway.exec({ command: `while [ ! -e ${go} ]; do sleep 0.02; done; echo kept`, mode: 'background' });
+    await gateway.close();
+    // The run is still going after close() (it waits for `go`): it ends only now.
+    expect(isAlive(bg.pid)).toBe(true);
+    writeFileSync(go, '');
+    const ended = await gateway.background.wait(bg.id, 30_000);
+    expect(ended).toMatchObject({ state: 'exited', exitCode: 0 });
+    // Let the end's callbacks run: a throw from them (the closed audit log) fails this test.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(readFileSync(bg.outputPath, 'utf8')).toContain('kept\n');
+    const events = readFileSync(join(tmp.dir, 'home-keep', 'audit.log'), 'utf8').trim().split('\n').map((line) => JSON.parse(line).event);
+    expect(events.at(-1)).toBe('gateway.stopped');
+  });
+
   test('100 concurrent background processes: started, listed, read, killed; no leaked fds or zombies', async () => {
     await gateway.close();
     gateway = createGateway({
@@ -201,7 +221,7 @@ describe('background mode', () => {
     many.forEach((p, i) => expect(gateway.background.status(p.id).output.text).toBe(`proc-${i}\n`));
     await Promise.all(many.map((p) => gateway.background.kill(p.id, { grace: 200 })));
     for (const p of many) expect(isAlive(p.pid)).toBe(false);
-    await waitFor(() => readdirSync('/proc/self/fd').length <= fdsBefore, 3000);
+    await waitFor(() => readdirSync('/proc/self/fd').length <= fdsBefore, 20_000);
     expect(readdirSync('/proc/self/fd').length).toBeLessThanOrEqual(fdsBefore);
     expect(countZombieChildren()).toBe(0);
   }, 120_000);

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findByCookie } from '../../src/exec/terminate';
 import { useTempGateway } from '../helpers/gateway';
-import { isAlive, UNSANDBOXED_POLICY } from '../helpers/tmp';
+import { isAlive, UNSANDBOXED_POLICY, waitFor } from '../helpers/tmp';
 
 const SECRET = 'lifecycle-secret-value-0123456789';
 
@@ -46,7 +46,7 @@ describe('nothing survives a normal exit', () => {
     expect(result.timedOut).toBe(false);
     const escaped = readPids(pids);
     expect(escaped).toHaveLength(3);
-    for (const pid of escaped) expect(isAlive(pid)).toBe(false);
+    expect(await waitFor(() => escaped.every((pid) => !isAlive(pid)), 20_000)).toBe(true);
     expect(findByCookie(result.id)).toEqual([]);
   }, 90_000);
 
@@ -57,7 +57,7 @@ describe('nothing survives a normal exit', () => {
     expect(ended).toMatchObject({ state: 'exited', exitCode: 0 });
     const escaped = readPids(pids);
     expect(escaped).toHaveLength(3);
-    for (const pid of escaped) expect(isAlive(pid)).toBe(false);
+    expect(await waitFor(() => escaped.every((pid) => !isAlive(pid)), 20_000)).toBe(true);
     expect(findByCookie(started.id)).toEqual([]);
   }, 90_000);
 
@@ -82,7 +82,7 @@ describe('nothing survives a normal exit', () => {
     expect(result.exitCode).toBe(0);
     const escaped = readPids(pids);
     expect(escaped).toHaveLength(3);
-    for (const pid of escaped) expect(isAlive(pid)).toBe(false);
+    expect(await waitFor(() => escaped.every((pid) => !isAlive(pid)), 20_000)).toBe(true);
   }, 90_000);
 });
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { AnsiStripper, stripAnsi } from '../../src/exec/ansi';
 import { findByCookie } from '../../src/exec/terminate';
-import { baseEnv, isAlive, makeTempDir, UNSANDBOXED_POLICY } from '../helpers/tmp';
+import { baseEnv, isAlive, makeTempDir, UNSANDBOXED_POLICY, waitFor } from '../helpers/tmp';
 import fc from 'fast-check';
 
 let tmp: ReturnType<typeof makeTempDir>;
@@ -71,7 +71,7 @@ describe('pty mode', () => {
     expect(result.timedOut).toBe(true);
     expect(result.stdout).toContain('ready');
     const pid = Number(readFileSync(join(tmp.dir, 'pid'), 'utf8'));
-    expect(isAlive(pid)).toBe(false);
+    expect(await waitFor(() => !isAlive(pid), 20_000)).toBe(true);
     expect(findByCookie(result.id)).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
-import { baseEnv, makeTempDir, UNSANDBOXED_POLICY } from '../helpers/tmp';
+import { baseEnv, makeTempDir, UNSANDBOXED_POLICY, waitFor } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof makeTempDir>;
 let gateway: Gateway;
@@ -33,7 +33,7 @@ describe('sync mode', () => {
   });
 
   test('combined output keeps arrival order', async () => {
-    const result = await gateway.exec({ command: 'echo one; sleep 0.05; echo two >&2; sleep 0.05; echo three' });
+    const result = await gateway.exec({ command: 'echo one; sleep 0.2; echo two >&2; sleep 0.2; echo three' });
     expect(result.output).toBe('one\ntwo\nthree\n');
   });
 
@@ -105,8 +105,10 @@ describe('sync mode', () => {
   });
 
   test('close() stops a running command', async () => {
-    const run = gateway.exec({ command: 'sleep 30', timeout: 60_000, grace: 200 });
-    await new Promise((r) => setTimeout(r, 200));
+    // close() once the shell is running (its marker is there), not after a fixed delay that a
+    // loaded machine may spend before the spawn.
+    const run = gateway.exec({ command: 'touch started; sleep 30', timeout: 60_000, grace: 200 });
+    expect(await waitFor(() => existsSync(join(tmp.dir, 'started')), 30_000)).toBe(true);
     await gateway.close();
     const result = await run;
     expect(result.killed).toBe(true);
@@ -132,7 +134,7 @@ describe('start-up files', () => {
     try {
       await gw.exec({ command: 'true' });
       const bg = await gw.exec({ command: 'true', mode: 'background' });
-      await gw.background.wait(bg.id, 5000);
+      await gw.background.wait(bg.id, 30_000);
     } finally {
       await gw.close();
     }

@@ -37,7 +37,7 @@ describe('special files are refused before they are opened', () => {
 
   test('EXECGATE_HOME under /proc: the gateway refuses with a coded error', () => {
     expect(() => createGateway({ env: baseEnv({ EXECGATE_HOME: '/proc/nope' }) })).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_SPECIAL_FILE' }));
-  }, 60_000);
+  }, 120_000);
 
   test('EXECGATE_HOME=/proc/nope through the CLI: a coded error, non-zero exit, no hang', () => {
     const result = spawnSync(process.execPath, [CLI, 'run', '--', 'true'], {
@@ -48,25 +48,25 @@ describe('special files are refused before they are opened', () => {
     expect(result.signal).toBeNull();
     expect(result.status).not.toBe(0);
     expect(result.stderr).toContain('EXECGATE_ERR_SPECIAL_FILE');
-  }, 60_000);
+  }, 120_000);
 
   test('a FIFO as the policy file: refused as not a regular file', () => {
     const fifo = mkfifo(join(tmp.dir, 'policy.yaml'));
     expect(() => loadPolicyFile(fifo, { cwd: tmp.dir, homeDir: tmp.dir })).toThrow(/it is a FIFO \(named pipe\), not a regular file/);
     expect(() => loadPolicyFile(fifo, { cwd: tmp.dir, homeDir: tmp.dir })).toThrow(expect.objectContaining({ code: expect.stringMatching(/^EXECGATE_ERR_POLICY_/) }));
-  }, 60_000);
+  }, 120_000);
 
   test('a FIFO as vault.json: VAULT reads answer EXECGATE_ERR_SPECIAL_FILE', async () => {
     const home = join(tmp.dir, 'home');
     mkdirSync(home, { mode: 0o700 });
     mkfifo(join(home, 'vault.json'));
     await expect(new Vault({ home, env: {}, keyring: false }).get('secret', 'x')).rejects.toMatchObject({ code: 'EXECGATE_ERR_SPECIAL_FILE' });
-  }, 60_000);
+  }, 120_000);
 
   test('vault.json -> /dev/zero: a coded error, not a RangeError', async () => {
     const home = join(tmp.dir, 'home');
     mkdirSync(home, { mode: 0o700 });
     symlinkSync('/dev/zero', join(home, 'vault.json'));
     await expect(new Vault({ home, env: {}, keyring: false }).get('secret', 'x')).rejects.toMatchObject({ code: 'EXECGATE_ERR_SPECIAL_FILE' });
-  }, 60_000);
+  }, 120_000);
 });

@@ -120,7 +120,7 @@ function stopChild(child: ChildProcess | undefined): Promise<void> {
   });
 }
 
-async function waitUntil(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+async function waitUntil(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -147,7 +147,7 @@ export async function startTestKeyring(options: StartKeyringOptions = {}): Promi
     bus = spawn('dbus-daemon', [`--config-file=${configPath}`, '--nofork', '--nopidfile', '--print-address=1'], {
       stdio: ['ignore', 'pipe', 'ignore'],
     });
-    const address = await readFirstLine(bus, 'dbus-daemon', 10_000);
+    const address = await readFirstLine(bus, 'dbus-daemon', 30_000);
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
       HOME: dirs.home,

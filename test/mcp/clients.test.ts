@@ -145,14 +145,16 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
       const call = client.callTool(
         { name: 'bash', arguments: { command: `echo $$ > ${pidFile}; while [ ! -e ${release} ]; do sleep 0.05; done` } },
         undefined,
-        { timeout: 1000, onprogress: () => undefined },
+        // Long enough for the server to have started the shell on a loaded machine (the test
+        // follows its pid): a cancel that came first would leave no pid to follow.
+        { timeout: 3000, onprogress: () => undefined },
       );
       await expect(call).rejects.toThrow(/timed out/i);
       // The SDK sends notifications/cancelled on timeout: the server stops the command.
       // Created by the shell before `echo` writes to it: wait for the whole line.
-      expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n'), 10_000)).toBe(true);
+      expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n'), 30_000)).toBe(true);
       const pid = Number(readFileSync(pidFile, 'utf8'));
-      expect(await waitFor(() => !isAlive(pid), 10_000)).toBe(true);
+      expect(await waitFor(() => !isAlive(pid), 30_000)).toBe(true);
       writeFileSync(release, '');
     });
 
@@ -294,7 +296,7 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
       expect(isAlive(pid)).toBe(true);
       const before = mcp.sessionCount;
       await client.close();
-      expect(await waitFor(() => !isAlive(pid), 10_000)).toBe(true);
+      expect(await waitFor(() => !isAlive(pid), 30_000)).toBe(true);
       expect(mcp.sessionCount).toBe(before - 1);
     });
 
@@ -410,7 +412,7 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
     test('with a wrong token: it stops at the answer naming the header to send (no authorization server is looked for past it)', async () => {
       const { connected, stderr } = bridge('wrong-token-0123456789');
       await expect(connected).rejects.toThrow();
-      expect(await waitFor(() => /execgate has no OAuth authorization server[\s\S]*Authorization: Bearer <token>/.test(stderr()), 10_000)).toBe(true);
+      expect(await waitFor(() => /execgate has no OAuth authorization server[\s\S]*Authorization: Bearer <token>/.test(stderr()), 30_000)).toBe(true);
       expect(stderr()).not.toMatch(/HTTP 404/);
     });
   });
@@ -465,7 +467,7 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
     async function expectReaped(sessionId: string, processId: string, pid: number): Promise<void> {
       expect(await waitFor(() => reaped.some((entry) => entry.sessionId === sessionId), 20_000)).toBe(true);
       expect(reaped.find((entry) => entry.sessionId === sessionId)!.killed).toEqual([processId]);
-      expect(await waitFor(() => !isAlive(pid), 10_000)).toBe(true);
+      expect(await waitFor(() => !isAlive(pid), 30_000)).toBe(true);
       const audit = readFileSync(join(reapHome, 'audit.log'), 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
       expect(audit.some((record) => record.event === 'background.kill' && record.runId === processId && String(record.actor).endsWith(`/${sessionId}`))).toBe(true);
       expect(reapServer.sessionIds).not.toContain(sessionId);
@@ -492,7 +494,7 @@ describe('MCP clients: SDK and @ai-sdk/mcp', () => {
       const running = marker('busy-running');
       const before = reaped.length;
       const call = client.callTool({ name: 'bash', arguments: { command: `touch ${running}; while [ ! -e ${release} ]; do sleep 0.05; done; echo busy-done` } }) as Promise<CallToolResult>;
-      expect(await waitFor(() => existsSync(running), 10_000)).toBe(true);
+      expect(await waitFor(() => existsSync(running), 30_000)).toBe(true);
       // A reap pass as if long past the idle time, while the call is under way.
       await reapServer.reapIdle(Date.now() + 60_000);
       writeFileSync(release, '');

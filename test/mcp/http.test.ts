@@ -56,7 +56,7 @@ describe('execgate mcp --http', () => {
     // No EXECGATE_MCP_TOKEN: the server generates one and prints it once.
     child = spawn(process.execPath, [CLI, 'mcp', '--http', '--port', '0', '--workdir', workdir], { env: serverEnv(home), stdio: 'pipe' });
     child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
-    const ready = await waitFor(() => /bearer token[^\n]*: (\S+)\n/.test(stderr), 10_000);
+    const ready = await waitFor(() => /bearer token[^\n]*: (\S+)\n/.test(stderr), 60_000);
     if (!ready) throw new Error(`the server did not start: ${stderr}`);
     url = /listening on (http:\S+)/.exec(stderr)![1]!;
     port = Number(new URL(url).port);
@@ -178,7 +178,7 @@ describe('execgate mcp --http', () => {
 
     // DELETE ends the session: its process is killed before the answer; the other one runs on.
     await a!.transport.terminateSession();
-    expect(await waitFor(() => !isAlive(startedA.pid), 3000)).toBe(true);
+    expect(await waitFor(() => !isAlive(startedA.pid), 20_000)).toBe(true);
     expect(isAlive(startedB.pid)).toBe(true);
     const kill = await b!.call('process_kill', { id: startedB.process_id });
     expect(structured(kill).state).toBe('killed');
@@ -191,7 +191,7 @@ describe('execgate mcp --http', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    expect(await waitFor(() => !isAlive(started.pid), 3000)).toBe(true);
+    expect(await waitFor(() => !isAlive(started.pid), 20_000)).toBe(true);
   });
 });
 

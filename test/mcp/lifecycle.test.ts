@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeTempDir, UNSANDBOXED_POLICY_FILE } from '../helpers/tmp';
-import { isAlive, serverEnv, startStdio, structured, textOf, type StdioServer } from './helpers';
+import { isAlive, serverEnv, startStdio, structured, textOf, waitFor, type StdioServer } from './helpers';
 
 const SECRET = 'mcp-lifecycle-secret-4f9Qw2';
 
@@ -37,7 +37,7 @@ describe('MCP bash: lifecycle and presentation', () => {
     expect(structured(result)).toMatchObject({ exit_code: 0, timed_out: false });
     const escaped = readFileSync(pids, 'utf8').split(/\s+/).filter(Boolean).map(Number);
     expect(escaped).toHaveLength(3);
-    for (const pid of escaped) expect(isAlive(pid)).toBe(false);
+    expect(await waitFor(() => escaped.every((pid) => !isAlive(pid)), 20_000)).toBe(true);
   }, 90_000);
 
   test('past 128 KB combined, text and structured stdout/stderr are each cut, naming one full-output file', async () => {

@@ -92,7 +92,7 @@ describe('execgate mcp over stdio', () => {
     expect(structured(moved).cwd).toBe('/tmp');
     const result = await server.bash('pwd');
     expect(structured(result).stdout).toBe('/tmp\n');
-    expect(await waitFor(() => listChanged > before, 2000)).toBe(true);
+    expect(await waitFor(() => listChanged > before, 20_000)).toBe(true);
     const { tools } = await server.client.listTools();
     expect(tools.find((tool) => tool.name === 'bash')!.description).toContain('Current working directory: /tmp');
   });
@@ -136,7 +136,7 @@ describe('execgate mcp over stdio', () => {
     expect(textOf(result)).toMatch(/timed out/);
     const pid = Number(out.stdout.split('\n')[0]);
     expect(pid).toBeGreaterThan(1);
-    expect(await waitFor(() => !isAlive(pid) && !isGroupAlive(pid), 3000)).toBe(true);
+    expect(await waitFor(() => !isAlive(pid) && !isGroupAlive(pid), 20_000)).toBe(true);
     // Killed before it finished: the cd does not count (seed 001).
     expect(out.cwd).toBe(launch);
     expect(structured(await server.bash('pwd')).stdout).toBe(`${launch}\n`);
@@ -248,7 +248,7 @@ describe('execgate mcp over stdio', () => {
     });
 
     test('process_status and process_output page through the output', async () => {
-      expect(await waitFor(async () => structured(await server.call('process_output', { id })).text.includes('ready'))).toBe(true);
+      expect(await waitFor(async () => structured(await server.call('process_output', { id })).text.includes('ready'), 20_000)).toBe(true);
       const status = await server.call('process_status', { id });
       expect(structured(status)).toMatchObject({ id, state: 'running', pid });
       const first = structured(await server.call('process_output', { id, offset: 0, length: 3 }));
@@ -260,10 +260,10 @@ describe('execgate mcp over stdio', () => {
     test('process_write answers a read prompt; a secret written is masked in the output', async () => {
       const wrote = await server.call('process_write', { id, data: 'world\n' });
       expect(wrote.isError).toBeFalsy();
-      expect(await waitFor(async () => structured(await server.call('process_output', { id })).text.includes('got world'))).toBe(true);
+      expect(await waitFor(async () => structured(await server.call('process_output', { id })).text.includes('got world'), 20_000)).toBe(true);
       await server.call('process_write', { id, data: '<<secret:mcp-token>>\n' });
       // Masked under the first label the value was registered with (the withheld variable's).
-      expect(await waitFor(async () => /got \[REDACTED:[^\]]+\]\n/.test(structured(await server.call('process_output', { id })).text))).toBe(true);
+      expect(await waitFor(async () => /got \[REDACTED:[^\]]+\]\n/.test(structured(await server.call('process_output', { id })).text), 20_000)).toBe(true);
       expect(server.seen.join('\n')).not.toContain(SECRET);
     });
 
@@ -301,7 +301,7 @@ describe('execgate mcp over stdio', () => {
     test('process_kill stops it and its group', async () => {
       const result = await server.call('process_kill', { id });
       expect(structured(result)).toMatchObject({ id, state: 'killed' });
-      expect(await waitFor(() => !isGroupAlive(pid), 3000)).toBe(true);
+      expect(await waitFor(() => !isGroupAlive(pid), 20_000)).toBe(true);
       const status = await server.call('process_status', { id });
       expect(structured(status).output.text).toContain('got world');
     });
@@ -357,10 +357,10 @@ describe('execgate mcp options', () => {
     child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
     const send = (message: object): void => { child.stdin.write(`${JSON.stringify(message)}\n`); };
     send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
-    expect(await waitFor(() => stdout.includes('"id":1'), 10000)).toBe(true);
+    expect(await waitFor(() => stdout.includes('"id":1'), 30_000)).toBe(true);
     send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'bash', arguments: { command: 'echo to-stdout; echo to-stderr >&2' } } });
-    expect(await waitFor(() => stdout.includes('"id":2'), 10000)).toBe(true);
+    expect(await waitFor(() => stdout.includes('"id":2'), 30_000)).toBe(true);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.stdin.end();
     expect(await exited).toBe(0);

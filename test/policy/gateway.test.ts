@@ -333,9 +333,9 @@ describe('loading, refusing and reloading', () => {
     // An editor's save: write a new file, rename it over the old one.
     writeFileSync(join(tmp.dir, 'base.yaml.tmp'), 'version: 1\nrules: { default: deny }\n');
     require('node:fs').renameSync(join(tmp.dir, 'base.yaml.tmp'), join(tmp.dir, 'base.yaml'));
-    expect(await waitFor(() => gateway.policy.rules.default === 'deny', 5000)).toBe(true);
+    expect(await waitFor(() => gateway.policy.rules.default === 'deny', 30_000)).toBe(true);
     writeFileSync(file, 'version: 1\nextends: base.yaml\nrules: { default: allow }\n');
-    expect(await waitFor(() => gateway.policy.rules.default === 'allow', 5000)).toBe(true);
+    expect(await waitFor(() => gateway.policy.rules.default === 'allow', 30_000)).toBe(true);
   });
 
   test('watchPolicy reloads on SIGHUP (in a real process: jest does not deliver signals to handlers)', async () => {
@@ -351,14 +351,14 @@ describe('loading, refusing and reloading', () => {
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
     try {
-      expect(await waitFor(() => output.includes('ready'), 10_000)).toBe(true);
+      expect(await waitFor(() => output.includes('ready'), 30_000)).toBe(true);
       writeFileSync(file, 'version: 1\nsecrets: { minLength: 30 }\n');
       child.kill('SIGHUP');
       const reloaded = await waitFor(() => {
         if (child.exitCode !== null || child.signalCode !== null) return true;
         child.stdin.write('?\n');
         return output.includes('30\n');
-      }, 10_000, 50);
+      }, 30_000, 50);
       expect(reloaded).toBe(true);
       expect(output).toContain('30\n');
       expect(child.signalCode).toBeNull();

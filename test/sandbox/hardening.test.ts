@@ -12,7 +12,7 @@ import { createGateway } from '../../src/gateway';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, MODES, runIn, type Mode } from './helpers';
 
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 /**
  * The spawn-helper directories whose socket this process listens on (its socket inodes against

@@ -13,7 +13,7 @@ import { describeWithKeyring, startTestKeyring, type TestKeyring } from '../help
 import { baseEnv, makeTempDir } from '../helpers/tmp';
 import { makeGateway, MODES, runIn } from './helpers';
 
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const ITEM = 'keyring-item-value-0123456789';
 

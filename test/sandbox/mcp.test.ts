@@ -49,7 +49,7 @@ describeSandboxed('MCP bash tool in the sandbox', () => {
     const port = 20000 + Math.floor(Math.random() * 20000);
     await server.bash(`python3 -m http.server ${port} --bind 127.0.0.1 >/dev/null 2>&1`, { mode: 'background' });
     let body = '';
-    for (let attempt = 0; attempt < 30 && body !== 'HELLO-FROM-BG'; attempt++) {
+    for (let attempt = 0; attempt < 100 && body !== 'HELLO-FROM-BG'; attempt++) {
       body = structured(await server.bash(`curl -s --max-time 2 http://localhost:${port}/hello.txt`)).stdout;
       if (body !== 'HELLO-FROM-BG') await new Promise((r) => setTimeout(r, 300));
     }

@@ -115,11 +115,16 @@ maybe('the shared network namespace', () => {
     expect(join).toBeDefined();
     const [nsenter, ...prefix] = join!.prefix;
     const target = prefix.slice(0, prefix.indexOf('--'));
-    // Enters half a second after it started: the same pid, first in this namespace, then in the shared one.
-    const late = spawn('/bin/sh', ['-c', 'sleep 0.5; exec "$@"', 'late', nsenter!, ...target, '--', 'sleep', '10'], { stdio: 'ignore' });
+    // Enters once `go` exists, written after the wait began: the same pid, first in this
+    // namespace, then in the shared one (a file, not a delay: on a loaded machine this test could
+    // look later than a delay lasts).
+    const go = `${tmp.dir}/go`;
+    const late = spawn('/bin/sh', ['-c', 'while [ ! -e "$0" ]; do sleep 0.02; done; exec "$@"', go, nsenter!, ...target, '--', 'sleep', '10'], { stdio: 'ignore' });
     try {
       expect(readlinkSync(`/proc/${late.pid}/ns/net`)).toBe(readlinkSelf());
-      await untilEntered(late.pid!, join!.namespace);
+      const entered = untilEntered(late.pid!, join!.namespace, 60_000);
+      writeFileSync(go, '');
+      await entered;
       expect(readlinkSync(`/proc/${late.pid}/ns/net`)).toBe(join!.namespace);
     } finally {
       late.kill('SIGKILL');

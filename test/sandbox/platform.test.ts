@@ -11,7 +11,7 @@ import { loadPolicyFile } from '../../src/policy/load';
 import { baseEnv, makeTempDir } from '../helpers/tmp';
 import { describeSandboxed, makeGateway } from './helpers';
 
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 let tmp: ReturnType<typeof makeTempDir>;
 let work: string;

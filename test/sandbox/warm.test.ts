@@ -216,9 +216,12 @@ describeSandboxed('warm sandboxes', () => {
     const gateway = gatewayWith(1);
     // A PTY run in progress holds terminal masters without close-on-exec (node-pty): a warm
     // sandbox set up meanwhile inherits them; the waiting bash closes them before the run.
-    const pty = gateway.exec({ command: 'sleep 3; echo done', mode: 'pty' });
+    // The PTY run waits for `go`, written only once the warm sandbox is waiting: it is surely
+    // in progress while that sandbox is set up.
+    const pty = gateway.exec({ command: 'while [ ! -e go ]; do sleep 0.02; done; echo done', mode: 'pty' });
     await gateway.exec({ command: 'true' });
     await untilWaiting(gateway);
+    writeFileSync(join(work, 'go'), '');
     const { warm } = gateway.warmSandboxes!;
     expect((await pty).stdout).toContain('done');
     const result = await gateway.exec({ command: 'for f in /proc/$$/fd/*; do echo "${f##*/} $(readlink "$f")"; done' });
@@ -236,7 +239,7 @@ describeSandboxed('warm sandboxes', () => {
     await gateway.exec({ command: 'true' });
     await untilWaiting(gateway);
     const marker = `warm-marker-${process.pid}`;
-    const running = gateway.exec({ command: `echo "$EXECGATE_RUN_ID <<secret:tok>>"; exec -a ${marker} sleep 30`, timeout: 3000 });
+    const running = gateway.exec({ command: `echo "$EXECGATE_RUN_ID <<secret:tok>>"; exec -a ${marker} sleep 30`, timeout: 8000 });
     expect(await waitFor(() => findProcesses(marker).length > 0, 20_000)).toBe(true);
     // The next warm sandbox is being set up or waiting: neither it nor anything else holds the value on an argv or in an environment outside the run.
     await untilWaiting(gateway);
@@ -252,7 +255,7 @@ describeSandboxed('warm sandboxes', () => {
     expect(result.stdout).toContain('[REDACTED:secret:tok]');
     expect(result.stdout).not.toContain(secret);
     expect(gateway.warmSandboxes!.warm).toBeGreaterThanOrEqual(1);
-    expect(await waitFor(() => findProcesses(marker).length === 0, 10_000)).toBe(true);
+    expect(await waitFor(() => findProcesses(marker).length === 0, 30_000)).toBe(true);
   });
 
   test('close ends every waiting sandbox', async () => {
@@ -263,7 +266,7 @@ describeSandboxed('warm sandboxes', () => {
     expect(pids.length).toBeGreaterThan(0);
     await gateway.close();
     // close() waited for bubblewrap; the sandbox's own init follows it by its parent-death signal.
-    expect(await waitFor(() => pids.filter(isAlive).length === 0, 10_000)).toBe(true);
+    expect(await waitFor(() => pids.filter(isAlive).length === 0, 30_000)).toBe(true);
     expect(gateway.warmSandboxes!.waiting).toBe(0);
   });
 
@@ -282,7 +285,7 @@ describeSandboxed('warm sandboxes', () => {
     expect(out).toBe('waiting\n');
     expect(code).toBe(0);
     // bubblewrap --die-with-parent: the waiting sandbox ended with the process that started it.
-    expect(await waitFor(() => findProcesses(join(tmp.dir, 'host-state')).length === 0 && findProcesses(work).filter((pid) => pid !== child.pid).length === 0, 10_000)).toBe(true);
+    expect(await waitFor(() => findProcesses(join(tmp.dir, 'host-state')).length === 0 && findProcesses(work).filter((pid) => pid !== child.pid).length === 0, 30_000)).toBe(true);
   });
 
   test('a waiting sandbox left idle is ended', async () => {
@@ -294,7 +297,7 @@ describeSandboxed('warm sandboxes', () => {
     const [pid] = sandboxes.waiting;
     expect(await waitFor(() => sandboxes.stats.waiting === 0, 30_000)).toBe(true);
     expect(sandboxes.stats.discarded).toBe(1);
-    expect(await waitFor(() => !isAlive(pid!), 10_000)).toBe(true);
+    expect(await waitFor(() => !isAlive(pid!), 30_000)).toBe(true);
     await sandboxes.close();
   });
 

@@ -14,7 +14,7 @@ import { listenBelowEphemeral } from '../helpers/listen';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, runIn } from './helpers';
 
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 let tmp: ReturnType<typeof makeTempDir>;
@@ -60,11 +60,12 @@ describeSandboxed('real work inside the sandbox', () => {
   test('PTY: job control, colours and top', async () => {
     const result = await gateway.exec({
       mode: 'pty',
-      command: 'set -m; sleep 0.2 & jobs; fg %1 >/dev/null; echo fg-done; printf "\\033[31mred\\033[0m\\n"; top -b -n 1 | head -1 | cut -c1-3',
+      // (a job long enough to still be running when `jobs` looks, however late it looks)
+      command: 'set -m; sleep 2 & jobs; fg %1 >/dev/null; echo fg-done; printf "\\033[31mred\\033[0m\\n"; top -b -n 1 | head -1 | cut -c1-3',
     });
     expect(result.sandbox.sandboxed).toBe(true);
     expect(result.exitCode).toBe(0);
-    expect(result.output).toMatch(/\[1\]\+\s+Running\s+sleep 0\.2/);
+    expect(result.output).toMatch(/\[1\]\+\s+Running\s+sleep 2/);
     expect(result.output).toContain('fg-done');
     expect(result.output).toContain('\u001b[31mred\u001b[0m');
     expect(result.output).toContain('top');
@@ -73,9 +74,9 @@ describeSandboxed('real work inside the sandbox', () => {
   test('PTY: a password prompt read with `read -s` gets its input, and the input is not echoed', async () => {
     const started = await gateway.exec({ mode: 'background', pty: true, command: 'read -s -p "password: " pw; echo; echo "length=${#pw}"' });
     expect(started.sandboxed).toBe(true);
-    expect(await waitFor(() => readFileSync(started.outputPath, 'utf8').includes('password: '), 10_000)).toBe(true);
+    expect(await waitFor(() => readFileSync(started.outputPath, 'utf8').includes('password: '), 30_000)).toBe(true);
     await gateway.background.write(started.id, 'hunter2-typed\r');
-    const ended = await gateway.background.wait(started.id, 10_000);
+    const ended = await gateway.background.wait(started.id, 30_000);
     expect(ended.exitCode).toBe(0);
     const output = readFileSync(started.outputPath, 'utf8');
     expect(output).toContain('length=13');
@@ -92,9 +93,9 @@ describeSandboxed('real work inside the sandbox', () => {
       const drawn = 8000 + Math.floor(Math.random() * 12000);
       const port = drawn === hostPort ? drawn + 1 : drawn;
       const server = await gateway.exec({ mode: 'background', command: `exec python3 -u -m http.server ${port} --bind 127.0.0.1` });
-      const probe = `curl -s --max-time 2 http://localhost:${port}/marker.txt`;
+      const probe = `curl -s --max-time 10 http://localhost:${port}/marker.txt`;
       let reached = '';
-      expect(await waitFor(() => existsSync(server.outputPath) && readFileSync(server.outputPath, 'utf8').includes('Serving HTTP'), 15_000)).toBe(true);
+      expect(await waitFor(() => existsSync(server.outputPath) && readFileSync(server.outputPath, 'utf8').includes('Serving HTTP'), 30_000)).toBe(true);
       reached = (await gateway.exec({ command: probe })).stdout;
       expect(reached).toBe('FROM-DEV-SERVER');
       // Both runs in the gateway's one namespace, as their records say (not a namespace each).
@@ -104,13 +105,13 @@ describeSandboxed('real work inside the sandbox', () => {
       expect(records).toHaveLength(2);
       for (const record of records) expect(record.sandbox?.network).toMatchObject({ mode: 'none', shared: true, namespace: expect.stringMatching(/^net:\[\d+\]$/) });
       expect(new Set(records.map((record) => record.sandbox?.network?.namespace)).size).toBe(1);
-      const hostProbe = await gateway.exec({ command: `curl -s --max-time 2 http://127.0.0.1:${hostPort}/ || echo unreachable` });
+      const hostProbe = await gateway.exec({ command: `curl -s --max-time 10 http://127.0.0.1:${hostPort}/ || echo unreachable` });
       expect(hostProbe.stdout).not.toContain('HOST-SERVICE');
       expect(hostProbe.stdout).toContain('unreachable');
       // The control: unsandboxed, the host service answers.
       const open = makeGateway({ home: join(tmp.dir, 'state2'), env: baseEnv(), cwd: work, sandbox: { mode: 'off' } });
       try {
-        expect((await open.exec({ command: `curl -s --max-time 2 http://127.0.0.1:${hostPort}/` })).stdout).toBe('HOST-SERVICE');
+        expect((await open.exec({ command: `curl -s --max-time 10 http://127.0.0.1:${hostPort}/` })).stdout).toBe('HOST-SERVICE');
       } finally {
         await open.close();
       }
@@ -131,7 +132,7 @@ describeSandboxed('real work inside the sandbox', () => {
     expect(existsSync(join(work, 'out.txt'))).toBe(false);
     writeFileSync(join(work, 'go'), '');
     // The shell creates the file before it writes to it: wait for the line, not the name.
-    expect(await waitFor(() => existsSync(join(work, 'out.txt')) && readFileSync(join(work, 'out.txt'), 'utf8') === 'outlived\n', 15_000)).toBe(true);
+    expect(await waitFor(() => existsSync(join(work, 'out.txt')) && readFileSync(join(work, 'out.txt'), 'utf8') === 'outlived\n', 30_000)).toBe(true);
     // The detached supervisor records the end, then exits: let it, before the directory goes.
     const record = getRecordPath(env.EXECGATE_HOME, (JSON.parse(cli.stdout) as { id: string }).id);
     const supervisor = (): number => (JSON.parse(readFileSync(record, 'utf8')) as { supervisorPid: number }).supervisorPid;

@@ -10,7 +10,7 @@ import { describeWithKeyring, startTestKeyring, type TestKeyring } from '../help
 import { makeTempDir } from '../helpers/tmp';
 import { childEnv, runChild, type ChildRun } from './fixtures/run-child';
 
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const VALUE = 'keyring-value-7d41c9';
 

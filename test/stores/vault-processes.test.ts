@@ -8,7 +8,7 @@ import { Vault } from '../../src/stores';
 import { makeTempDir } from '../helpers/tmp';
 import { childEnv, runChild } from './fixtures/run-child';
 
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 let temp: { dir: string; cleanup: () => void };
 let home: string;

@@ -76,7 +76,13 @@ export class BackgroundManager {
     const started = await run.start();
     this.#runs.set(run.id, run);
     void run.status.done.then((ended) => {
-      this.#options.audit('background.ended', getEndedFields(ended, plan.request.actor, run.status.runtimeMs));
+      try {
+        this.#options.audit('background.ended', getEndedFields(ended, plan.request.actor, run.status.runtimeMs));
+      } catch {
+        // A run kept past close() ends after the gateway's audit log was closed: its record and
+        // output file say how it ended (as the detached supervisor's do); a throw here would be an
+        // unhandled rejection that ends the host process.
+      }
     });
     return started;
   }
