@@ -22,7 +22,7 @@ import type { EgressProxy } from './egress/proxy';
 import { MaskMemory } from './redact/memory';
 import type { ExecResult } from './exec/result';
 import { createSpawner, validateSpawnerKind, type Spawner } from './exec/spawner';
-import { WarmSandboxes, type WarmStats } from './sandbox/warm';
+import { validateWarmSandboxes, withWarmSandboxes, type WarmSandboxes, type WarmStats } from './sandbox/warm';
 import { runForeground } from './exec/sync';
 import { getHome, resolveHome } from './home';
 import { DEFAULT_POLICY, type EffectivePolicy, type ExecMode } from './policy/effective';
@@ -100,9 +100,7 @@ export class Gateway {
     // Every run in progress listens on the shutdown signal until it ends: many at once is normal, not a leak.
     setMaxListeners(0, this.#shutdown.signal);
     // Last: a helper process is started only for a gateway that did start.
-    const base = createSpawner(spawner);
-    this.#warm = warm > 0 ? new WarmSandboxes(base, { size: warm }) : undefined;
-    this.#spawner = this.#warm ?? base;
+    ({ spawner: this.#spawner, warm: this.#warm } = withWarmSandboxes(createSpawner(spawner), warm));
   }
 
   /** How sandboxed sync runs started: in a warm sandbox or cold (undefined when warm sandboxes are off). */
@@ -265,15 +263,6 @@ export class Gateway {
   get closed(): boolean {
     return this.#closed;
   }
-}
-
-const MAX_WARM_SANDBOXES = 4;
-
-function validateWarmSandboxes(value: unknown): number {
-  if (value === undefined) return 1;
-  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_WARM_SANDBOXES) return value;
-  const shown = typeof value === 'number' ? String(value) : `${String(value).slice(0, 40)} (${typeof value})`;
-  throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the \`warmSandboxes\` option to be a whole number from 0 to ${MAX_WARM_SANDBOXES}, got ${shown}.`, { option: 'warmSandboxes' });
 }
 
 export function createGateway(options: GatewayOptions = {}): Gateway {

@@ -29,6 +29,7 @@
  */
 import { lstatSync, statSync } from 'node:fs';
 import { PassThrough, type Readable } from 'node:stream';
+import { ExecgateError } from '../errors';
 import { CLOSE_FDS } from '../exec/inherited-fds';
 import type { SpawnedProcess, Spawner, SpawnRequest } from '../exec/spawner/types';
 
@@ -332,4 +333,20 @@ export class WarmSandboxes implements Spawner {
     await Promise.all(waiting.map((entry) => entry.process.exit.catch(() => undefined)));
     await this.#base.close();
   }
+}
+
+const MAX_WARM_SANDBOXES = 4;
+
+/** The gateway option `warmSandboxes`: 0 to 4, default 1. */
+export function validateWarmSandboxes(value: unknown): number {
+  if (value === undefined) return 1;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_WARM_SANDBOXES) return value;
+  const shown = typeof value === 'number' ? String(value) : `${String(value).slice(0, 40)} (${typeof value})`;
+  throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the \`warmSandboxes\` option to be a whole number from 0 to ${MAX_WARM_SANDBOXES}, got ${shown}.`, { option: 'warmSandboxes' });
+}
+
+/** The spawner a gateway's runs use: `base`, behind warm sandboxes when there are any. */
+export function withWarmSandboxes(base: Spawner, size: number): { spawner: Spawner; warm: WarmSandboxes | undefined } {
+  const warm = size > 0 ? new WarmSandboxes(base, { size }) : undefined;
+  return { spawner: warm ?? base, warm };
 }
