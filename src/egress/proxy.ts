@@ -24,11 +24,11 @@ import { chmodSync, linkSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rm
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, createServer as createNetServer, isIP, type Server as NetServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect, createSecureContext, rootCertificates, TLSSocket, type SecureContext } from 'node:tls';
 import { ExecgateError } from '../errors';
+import { getRuntimeBase } from '../fs/runtime-dir';
 import { Redactor } from '../redact';
 import { resolveAllowed, systemResolver, type Resolver } from './address';
 import { createEgressCa, type EgressCa } from './ca';
@@ -162,7 +162,7 @@ export class EgressProxy {
     this.#options = options;
     this.#ca = options.ca;
     try {
-      this.#dir = mkdtempSync(join(options.runtimeDir ?? tmpdir(), RUNTIME_PREFIX));
+      this.#dir = mkdtempSync(join(options.runtimeDir ?? getRuntimeBase(), RUNTIME_PREFIX));
       chmodSync(this.#dir, 0o700);
     } catch (error) {
       throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not create the egress runtime directory: ${(error as Error).message}.`, {}, { cause: error });

@@ -8,6 +8,7 @@
  * The first check that fails is the decision, with the rule that made it and a reason for the
  * caller. Matching shell text is defence in depth, not a sandbox (see SECURITY.md).
  */
+import { getEnvSecretName } from '../refs/sources/env';
 import type { RefToken } from '../refs/types';
 import type { EffectivePolicy, ExecMode } from './effective';
 import { readShell, type ShellAnalysis } from '../shell';
@@ -83,8 +84,13 @@ export function decideRequest(policy: EffectivePolicy, request: DecisionInput, t
     if (!policy.secrets.allow.some((pattern) => matchesRef(pattern, ref))) {
       return deny('secrets.allow', `${token.raw} is not a reference this policy allows`);
     }
+    // Another spelling of a bound secret's name would read the same variable unbound.
+    const bound = policy.secrets.bind.find((binding) => binding.ref !== ref && getSpelling(binding.ref) === getSpelling(ref));
+    if (bound) {
+      return deny('secrets.bind', `${token.raw} names the same secret as <<${bound.ref}>>, which \`secrets.bind\` binds to hosts; write it <<${bound.ref}>> so that the binding applies`);
+    }
     for (const restriction of policy.secrets.restrict) {
-      if (!restriction.refs.some((pattern) => matchesRef(pattern, ref))) continue;
+      if (!restriction.refs.some((pattern) => matchesRef(pattern, ref) || matchesRef(getSpelling(pattern), getSpelling(ref)))) continue;
       if (!matchesEvery(restriction.match, command, getParsed())) {
         const rule = `\`${restriction.id}\``;
         return deny(
@@ -97,6 +103,16 @@ export function decideRequest(policy: EffectivePolicy, request: DecisionInput, t
     }
   }
   return decision;
+}
+
+/*
+ * The environment source reads `secret:github-token`, `secret:GITHUB_TOKEN` and
+ * `secret:github.token` from one variable (EXECGATE_SECRET_GITHUB_TOKEN): a restriction applies
+ * to every spelling of the names it lists, and a bound secret must be written as its binding
+ * spells it. `*` in a pattern is kept.
+ */
+function getSpelling(ref: string): string {
+  return ref.startsWith('secret:') ? `secret:${getEnvSecretName(ref.slice(7))}` : ref;
 }
 
 const refPatterns = new Map<string, RegExp>();

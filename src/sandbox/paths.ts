@@ -22,7 +22,7 @@
  * The policy files in force (and their `extends` chain) are read-only inside for the same
  * reason: a run must not rewrite the policy a watching gateway reloads.
  */
-import { mkdirSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { ExecgateError } from '../errors';
@@ -99,12 +99,49 @@ const SYSTEM_CODE: readonly string[] = Object.freeze(['/usr', '/bin', '/sbin', '
 
 let protectedCode: readonly string[] | undefined;
 
+/** The real directories of execgate's runtime dependencies, transitively (package.json walk). */
+function getDependencyDirs(root: string): string[] {
+  const found = new Set<string>();
+  const visit = (dir: string): void => {
+    let manifest: { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> };
+    try {
+      manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    } catch {
+      return;
+    }
+    for (const name of Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies })) {
+      // Node's own lookup: node_modules/NAME in this directory and each one above it.
+      for (let base = dir; ; base = dirname(base)) {
+        const candidate = real(join(base, 'node_modules', name));
+        if (candidate !== undefined) {
+          if (!found.has(candidate)) {
+            found.add(candidate);
+            visit(candidate);
+          }
+          break;
+        }
+        if (base === dirname(base)) break;
+      }
+    }
+  };
+  visit(root);
+  return [...found];
+}
+
 /** What no run may write, wherever its writable root is: execgate's code and the system's. */
 function getProtectedCode(): readonly string[] {
   if (protectedCode) return protectedCode;
   // Installed as a dependency: the node_modules holding execgate and what it loads; run from its
-  // own checkout: the compiled code and the dependencies, not the rest of the checkout.
+  // own checkout: the compiled code and the dependencies, not the rest of the checkout. Where
+  // the dependencies really are (pnpm's .pnpm store, a workspace's hoisted node_modules), the
+  // outermost node_modules holding each: one bind each (a bind per package costs a millisecond
+  // of every run's set-up per score of packages, measured), and a handful for any layout.
   const own = OWN_FILES === PACKAGE_ROOT ? [join(PACKAGE_ROOT, 'dist'), join(PACKAGE_ROOT, 'node_modules')] : [OWN_FILES];
+  for (const dir of getDependencyDirs(PACKAGE_ROOT)) {
+    const parts = dir.split(sep);
+    const outer = parts.indexOf('node_modules');
+    if (outer > 0) own.push(parts.slice(0, outer + 1).join(sep));
+  }
   // node's installation (a version manager keeps it under HOME): its bin directory's parent.
   const nodeBin = dirname(realpathSync.native(process.execPath));
   const node = basename(nodeBin) === 'bin' ? dirname(nodeBin) : nodeBin;

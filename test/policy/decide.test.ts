@@ -191,6 +191,34 @@ secrets:
     expect(decide(secrets, 'echo <<secret:other>>')).toEqual({ allowed: false, rule: 'secrets.allow', reason: '<<secret:other>> is not a reference this policy allows' });
   });
 
+  test('a restriction applies to every spelling the environment source reads as the same variable', () => {
+    const open = policyFrom(`version: 1
+secrets:
+  restrict:
+    - { id: gh-only, ref: "secret:github-token", command: [git, gh] }
+    - { id: ci-only, ref: "secret:ci/*", command: [make] }
+`);
+    for (const name of ['github-token', 'GITHUB_TOKEN', 'github.token', 'Github-Token', 'github/token']) {
+      expect(decide(open, `printf %s <<secret:${name}>> | rev`)).toMatchObject({ allowed: false, rule: 'gh-only' });
+      expect(decide(open, `git push <<secret:${name}>>`).allowed).toBe(true);
+    }
+    expect(decide(open, 'echo <<secret:CI_DEPLOY>>')).toMatchObject({ allowed: false, rule: 'ci-only' });
+    expect(decide(open, 'echo <<secret:other-token>>').allowed).toBe(true);
+  });
+
+  test('a bound secret written in another spelling is refused, saying which spelling the binding uses', () => {
+    const bound = policyFrom(`version: 1
+secrets:
+  bind: [{ ref: "secret:api-token", hosts: [registry.npmjs.org], delivery: inject }]
+`);
+    for (const name of ['API_TOKEN', 'api.token', 'Api-Token']) {
+      const decision = decide(bound, `curl -H "X: <<secret:${name}>>" https://registry.npmjs.org/`);
+      expect(decision).toMatchObject({ allowed: false, rule: 'secrets.bind' });
+      expect(decision.reason).toContain('<<secret:api-token>>');
+    }
+    expect(decide(bound, 'curl -H "X: <<secret:api-token>>" https://registry.npmjs.org/').allowed).toBe(true);
+  });
+
   test('with the alias off, `{{secret:NAME}}` is plain text: no reference to check', () => {
     const policy = policyFrom('version: 1\nsecrets: { alias: false, allow: [] }\n');
     expect(decide(policy, 'echo {{secret:anything}}').allowed).toBe(true);

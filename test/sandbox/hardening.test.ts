@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { getRecordPath } from '../../src/exec/background/records';
 import { createGateway } from '../../src/gateway';
+import { getRuntimeBase } from '../../src/fs/runtime-dir';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, MODES, runIn, type Mode } from './helpers';
 
@@ -189,7 +190,7 @@ describeSandboxed('hardening', () => {
   });
 
   test.each(MODES)('the spawn helper socket is out of reach of a run whose writable root holds the temp directory (%s)', async (mode) => {
-    const temp = realpathSync(tmpdir());
+    const temp = realpathSync(getRuntimeBase());
     mkdirSync(join(tmp.dir, 'audit'));
     const gateway = makeGateway({ home: join(tmp.dir, 'state'), env: baseEnv(), cwd: temp, spawner: 'helper', audit: { path: join(tmp.dir, 'audit', 'audit.log') } });
     try {
@@ -198,8 +199,7 @@ describeSandboxed('hardening', () => {
       const ours = getOwnSpawnDirs(temp).map((dir) => basename(dir));
       expect(ours).toHaveLength(1);
       const run = await runIn(gateway, mode, [
-        // This gateway's socket (others' may appear while the run goes on: other test files run
-        // gateways in parallel, and a directory made after the plan is a documented gap).
+        // This gateway's socket (the run's /tmp is private: others' are out of sight too).
         `test -S ${temp}/${ours[0]}/s && echo "SOCKET-VISIBLE"`,
         // Only this gateway's own directory is touched: others on the machine belong to others.
         `rm -f ${temp}/${ours[0]}/s 2>/dev/null`,

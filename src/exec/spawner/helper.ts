@@ -24,11 +24,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { ExecgateError } from '../../errors';
 import { HELPER_PROGRAM } from './program';
+import { getRuntimeBase } from '../../fs/runtime-dir';
 import { changed, openSources } from '../../sandbox/sources';
 import type { ProcessExit, SpawnedProcess, Spawner, SpawnRequest } from './types';
 
@@ -157,7 +157,7 @@ export class HelperSpawner implements Spawner {
 
   #launch(): Helper {
     // mkdtemp creates the directory 0700. A UNIX socket path must stay under ~107 bytes.
-    const base = join(tmpdir(), 'execgate-spawn-XXXXXX', 's').length < 100 ? tmpdir() : '/tmp';
+    const base = getRuntimeBase();
     const dir = mkdtempSync(join(base, 'execgate-spawn-'));
     const socketPath = join(dir, 's');
     const key = Buffer.from(randomBytes(KEY_CHARS / 2).toString('hex'), 'latin1');
