@@ -179,16 +179,15 @@ test('a state directory named through a symlink is used by its real path from th
 });
 
 describeSandboxed('host services on UNIX sockets', () => {
-  // A root test machine without a container engine gets a stand-in engine socket; elsewhere the
-  // policy-listed socket alone is tried.
-  const engine = '/run/docker.sock';
-  const standIn = process.getuid?.() === 0 && !require('node:fs').existsSync(engine);
-
-  test('the container engine\'s socket and a socket the policy lists are out of reach; an unlisted one answers (the control)', async () => {
+  // The container engines' sockets are on the built-in list (DEFAULT_HIDDEN_PATHS), hidden as
+  // any listed path is. The test does not make one: a socket that comes and goes under /run
+  // would be on every other gateway's hidden list meanwhile (the machine's, not the test's).
+  test('a socket the policy lists is out of reach; an unlisted one answers (the control)', async () => {
+    expect(DEFAULT_HIDDEN_PATHS).toEqual(expect.arrayContaining(['/run/docker.sock', '/var/run/docker.sock', '/run/containerd/containerd.sock', '/run/podman/podman.sock']));
     const net = require('node:net') as typeof import('node:net');
     const listed = join(tmp.dir, 'listed.sock');
     const unlisted = join(tmp.dir, 'unlisted.sock');
-    const paths = [listed, unlisted, ...(standIn ? [engine] : [])];
+    const paths = [listed, unlisted];
     const servers = await Promise.all(paths.map((path) => new Promise<import('node:net').Server>((resolveServer) => {
       const server = net.createServer((socket) => socket.end('ANSWERED\n'));
       server.listen(path, () => resolveServer(server));
@@ -200,11 +199,9 @@ describeSandboxed('host services on UNIX sockets', () => {
       expect(run.output).toContain('unlisted ANSWERED');
       expect(run.output).not.toContain('hidden ANSWERED');
       expect(run.output).toContain(`refused ${listed}`);
-      if (standIn) expect(run.output).toContain(`refused ${engine}`);
     } finally {
       await g.close();
       await Promise.all(servers.map((server) => new Promise((done) => server.close(done))));
-      if (standIn) rmSync(engine, { force: true });
     }
   });
 });
