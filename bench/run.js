@@ -32,6 +32,7 @@ const FIGURES = [
   'egress.js',
   'sandbox.js',
   'shell-reader.js',
+  'files.js',
 ];
 
 function runFigureProcess(file, args, reportPath, env) {

@@ -1,17 +1,17 @@
 'use strict';
 /*
  * Figure 9: what the sandbox costs. A sandboxed gateway.exec of `true` (the default policy with
- * `sandbox.mode: required`, audit on) against raw spawns of the same sandbox: the very argv a
- * plan carries (nsenter into the gateway's shared network namespace, then bubblewrap with the
- * same mounts and namespaces, then bash), and bubblewrap making a network namespace of its own
- * per run. Also against a raw unsandboxed `bash -c true`, the floor every peer pays the full
+ * `sandbox.mode: required`, audit on) against raw spawns of the same sandbox: what a plan's
+ * launch runs (nsenter into the gateway's shared network namespace, then bubblewrap with the
+ * same options, seccomp filter included, then bash) without execgate's gate and mount check,
+ * and bubblewrap making a network namespace of its own per run. Also against a raw unsandboxed `bash -c true`, the floor every peer pays the full
  * namespace set-up on top of. All interleaved. Then output throughput through a sandboxed
  * sync run against an unsandboxed one.
  *
  *   npm run build && node bench/sandbox.js [--quick]
  */
 const { spawn } = require('node:child_process');
-const { mkdirSync } = require('node:fs');
+const { closeSync, mkdirSync, openSync } = require('node:fs');
 const { join } = require('node:path');
 const { DIST, benchEnv, interleave, row, runFigure, unsandboxedPolicy, waitChild } = require('./lib');
 
@@ -47,14 +47,19 @@ async function run({ quick, log }) {
     sandbox: { home: join(home, 'raw-state'), network: () => network },
   }, { command: 'true' });
   if (!plan.sandbox.sandboxed || !plan.sandbox.network.shared) throw new Error(`unexpected plan: ${JSON.stringify(plan.sandbox)}`);
-  const planArgv = [plan.shell, ...plan.args];
+  // The raw baselines run what a plan's sandbox is, without execgate's gate and mount check:
+  // bubblewrap with the same options (binds by path, the seccomp filter on descriptor 3), the
+  // program straight after them.
+  const seccompFd = openSync(plan.launch.options[plan.launch.options.indexOf('--seccomp') + 1], 'r');
+  const options = plan.launch.options.map((option, i, all) => (all[i - 1] === '--seccomp' ? '3' : option));
+  const planArgv = [...plan.launch.launcher, ...options, '--', plan.shell, ...plan.args];
   // Bubblewrap alone with the same mounts and namespaces, making the network namespace itself,
-  // running `bash -c true`: no nsenter, no descriptor-closing bash (the figure the issue compares with).
+  // running `bash -c true`: no nsenter (the figure the issue compares with).
   const bwrapAt = planArgv.indexOf(platform.helper);
-  const ownNetArgv = planArgv.slice(bwrapAt, planArgv.indexOf('--', bwrapAt));
+  const ownNetArgv = planArgv.slice(bwrapAt, planArgv.indexOf('--', bwrapAt + options.length));
   ownNetArgv.splice(ownNetArgv.indexOf('--die-with-parent'), 0, '--unshare-net');
   ownNetArgv.push('--', '/bin/bash', '--norc', '--noprofile', '-c', 'true');
-  const spawnRaw = (argv) => waitChild(spawn(argv[0], argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: plan.env, cwd: work }));
+  const spawnRaw = (argv) => waitChild(spawn(argv[0], argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe', seccompFd], env: plan.env, cwd: work }));
   const check = (result) => {
     if (result.exitCode !== 0) throw new Error(`run failed: ${result.output}`);
   };
@@ -102,6 +107,7 @@ async function run({ quick, log }) {
   await plain.close();
   await cold.close();
   network.close();
+  closeSync(seccompFd);
   cleanup();
 
   const rawPlan = { name: 'raw spawn of the plan argv', samples: samples.rawPlan };
@@ -112,7 +118,7 @@ async function run({ quick, log }) {
   return {
     rows: [
       row(9, 'raw spawn: bash -c true (no sandbox)', samples.rawBash),
-      row(9, 'raw spawn: nsenter + bwrap (the plan argv) + bash -c true', samples.rawPlan, { of: rawBash }),
+      row(9, 'raw spawn: nsenter + bwrap (the plan\'s options, no gate) + bash -c true', samples.rawPlan, { of: rawBash }),
       row(9, 'raw spawn: bwrap --unshare-net (same namespaces and mounts) + bash -c true', samples.rawOwnNet, { of: rawBash }),
       row(9, `gateway.exec true, sandboxed, network open (defaults + required; ${Math.round(shares.open * 100)}% of runs warm)`, samples.gateway, { of: rawOwnNet, target: 1.25 }),
       row(9, '  same, against the raw plan argv', samples.gateway, { of: rawPlan }),
