@@ -17,7 +17,7 @@ const { DIST, benchEnv, interleave, row, runFigure, unsandboxedPolicy, waitChild
 
 const MB = 1e6;
 
-async function run({ quick, log }) {
+async function run({ quick, baseline, log }) {
   const { createGateway } = require(join(DIST, 'gateway.js'));
   const { preparePlan } = require(join(DIST, 'exec', 'prepare.js'));
   const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
@@ -39,6 +39,15 @@ async function run({ quick, log }) {
   const plain = createGateway({ policy: unsandboxedPolicy(), home: join(home, 'plain'), env, cwd: work });
   // Every run sets its sandbox up on its own path: what the defaults did before warm sandboxes.
   const cold = createGateway({ policy: sandboxed, home: join(home, 'cold'), env, cwd: work, warmSandboxes: 0 });
+  // --baseline=DIR: the same two gateways from another built tree, interleaved with these.
+  let base;
+  if (baseline) {
+    const { createGateway: createBaseline } = require(join(baseline, 'gateway.js'));
+    base = {
+      warm: createBaseline({ policy: sandboxed, home: join(home, 'base-warm'), env, cwd: work }),
+      cold: createBaseline({ policy: sandboxed, home: join(home, 'base-cold'), env, cwd: work, warmSandboxes: 0 }),
+    };
+  }
 
   // The raw baselines run exactly what a plan runs: the same argv and environment.
   const network = new SharedNetwork(platform.helper);
@@ -73,6 +82,10 @@ async function run({ quick, log }) {
     gatewayNoAudit: async () => check(await noAudit.exec({ command: 'true' })),
     gatewayCold: async () => check(await cold.exec({ command: 'true' })),
     unsandboxed: async () => check(await plain.exec({ command: 'true' })),
+    ...(base ? {
+      baseWarm: async () => check(await base.warm.exec({ command: 'true' })),
+      baseCold: async () => check(await base.cold.exec({ command: 'true' })),
+    } : {}),
   };
   const iterations = quick ? 10 : 200;
   log(`${iterations} interleaved iterations of ${Object.keys(variants).length} variants`);
@@ -83,10 +96,13 @@ async function run({ quick, log }) {
   // Back to back: each run asked for the moment the one before returned, so the sandbox set up
   // after a run has had no time to get ready; what a tight loop of commands sees.
   const backToBack = [];
+  const baseBackToBack = [];
   for (let i = 0; i < iterations; i += 1) {
-    const started = process.hrtime.bigint();
-    check(await gateway.exec({ command: 'true' }));
-    backToBack.push(Number(process.hrtime.bigint() - started) / 1e6);
+    for (const [g, into] of base ? [[gateway, backToBack], [base.warm, baseBackToBack]] : [[gateway, backToBack]]) {
+      const started = process.hrtime.bigint();
+      check(await g.exec({ command: 'true' }));
+      into.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
   }
 
   const bytes = quick ? 64 * 1024 * 1024 : 1024 * 1024 * 1024;
@@ -106,6 +122,10 @@ async function run({ quick, log }) {
   await noAudit.close();
   await plain.close();
   await cold.close();
+  if (base) {
+    await base.warm.close();
+    await base.cold.close();
+  }
   network.close();
   closeSync(seccompFd);
   cleanup();
@@ -132,6 +152,14 @@ async function run({ quick, log }) {
       row(9, 'gateway.exec true, sandboxed, network open, back to back (no pause between runs)', backToBack, { of: rawOwnNet }),
       row(9, 'gateway.exec true, sandboxed, network none, audit off (warm)', samples.gatewayNoAudit, { of: rawOwnNet }),
       row(9, 'gateway.exec true, sandbox off', samples.unsandboxed, { of: rawBash }),
+      ...(base ? [
+        row(9, 'baseline tree: gateway.exec true, sandboxed, network open (warm sandboxes on)', samples.baseWarm, { of: rawOwnNet }),
+        row(9, '  this tree against the baseline, warm', samples.gateway, { of: { name: 'baseline tree', samples: samples.baseWarm } }),
+        row(9, 'baseline tree: gateway.exec true, sandboxed, every run cold', samples.baseCold, { of: rawOwnNet }),
+        row(9, '  this tree against the baseline, cold', samples.gatewayCold, { of: { name: 'baseline tree', samples: samples.baseCold } }),
+        row(9, 'baseline tree: back to back', baseBackToBack, { of: rawOwnNet }),
+        row(9, '  this tree against the baseline, back to back', backToBack, { of: { name: 'baseline tree', samples: baseBackToBack } }),
+      ] : []),
       row(9, `${size} through a sandboxed sync run`, through.sandboxed.map(rate), { unit: 'MB/s', of: { name: 'unsandboxed', samples: through.unsandboxed.map(rate) }, higherIsBetter: true }),
       row(9, `${size} through an unsandboxed sync run`, through.unsandboxed.map(rate), { unit: 'MB/s' }),
     ],
