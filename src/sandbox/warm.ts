@@ -152,7 +152,7 @@ export class WarmSandboxes implements Spawner {
     if (this.#size <= 0 || request.stdin !== 'ignore' || request.terminal) return startGated(this.#base, request);
     const key = getWarmKey(request.sandbox);
     const warmable = isWarmableEnv(request.env);
-    const entry = warmable ? await this.#take(key) : undefined;
+    const entry = warmable ? await this.#take(key, request.sandbox) : undefined;
     if (!entry) {
       this.#cold += 1;
       const started = await startGated(this.#base, request);
@@ -179,10 +179,11 @@ export class WarmSandboxes implements Spawner {
   }
 
   /**
-   * The waiting sandbox for this launch, if it got set up and still matches its plan. One still
-   * being set up is waited for: that is sooner than a cold start would be.
+   * The waiting sandbox for this launch, if it got set up and matches the plan as it is now (the
+   * request's: a writable root replaced since is another directory). One still being set up is
+   * waited for: that is sooner than a cold start would be.
    */
-  async #take(key: string): Promise<WarmEntry | undefined> {
+  async #take(key: string, launch: SandboxLaunch): Promise<WarmEntry | undefined> {
     const index = this.#entries.findIndex((entry) => entry.key === key && !entry.ended);
     if (index < 0) return undefined;
     const [entry] = this.#entries.splice(index, 1) as [WarmEntry];
@@ -190,7 +191,7 @@ export class WarmSandboxes implements Spawner {
     let timer: NodeJS.Timeout | undefined;
     const ready = await Promise.race([entry.ready, new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS); })]);
     clearTimeout(timer);
-    if (!ready || entry.ended || verifySandbox(entry.process.pid, entry.launch.check) !== undefined) {
+    if (!ready || entry.ended || verifySandbox(entry.process.pid, launch.check) !== undefined) {
       this.#end(entry);
       return undefined;
     }
