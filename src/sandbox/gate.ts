@@ -24,7 +24,6 @@ import { findSandboxInit, verifySandbox, type SandboxCheck } from './verify';
 
 export const READY = 0x00;
 export const STARTED = 0x01;
-export const FAILED = 0x02;
 
 /** How long a sandbox may take to be set up before the run is given up (a bound on a hang). */
 export const SETUP_TIMEOUT_MS = 60_000;
