@@ -122,6 +122,7 @@ export const ERROR_CATALOG = {
 
   // --- CLI ---
   EXECGATE_ERR_CLI_USAGE: 'The command line is not valid.',
+  EXECGATE_ERR_CLI_ARGV_ENCODING: 'A command-line argument is not valid UTF-8; nothing was run.',
   EXECGATE_ERR_UNEXPECTED: 'An unexpected internal error; please report it with the command that caused it.',
 } as const;
 
