@@ -104,6 +104,15 @@ describe('execgate mcp over stdio', () => {
     await server.bash(`cd ${launch}`);
   });
 
+  test('a directory whose name holds newlines is tracked whole, and nothing of the block leaks into stdout', async () => {
+    const made = await server.bash(`mkdir -p ${launch}/nl && cd ${launch}/nl && mkdir -p $'a\\nb\\n' && cd $'a\\nb\\n' && echo in`);
+    expect(structured(made)).toMatchObject({ exit_code: 0, stdout: 'in\n', cwd: `${launch}/nl/a\nb\n` });
+    const pwd = await server.bash('pwd; echo end');
+    expect(structured(pwd).stdout).toBe(`${launch}/nl/a\nb\n\nend\n`);
+    expect(structured(pwd).cwd).toBe(`${launch}/nl/a\nb\n`);
+    await server.bash(`cd ${launch}`);
+  });
+
   test('the sentinel is stripped, and never shown even when the command looks for it', async () => {
     const result = await server.bash('echo hello; trap -p; printf "no newline"');
     expect(textOf(result)).not.toContain(MARKER_PREFIX);
