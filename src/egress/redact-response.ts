@@ -25,6 +25,21 @@ export function canRedactEncoding(encoding: string | undefined): boolean {
   return value === '' || value === 'identity' || value in CODECS;
 }
 
+/*
+ * The Accept-Encoding sent on for a request whose response will be cleaned: the client's list cut
+ * down to what the masker can read through (so a server has no reason to send anything else), or
+ * `identity` alone when the binding asks for uncompressed responses.
+ */
+export function getAcceptedEncodings(given: string | undefined, identityOnly: boolean): string | undefined {
+  if (identityOnly) return 'identity';
+  if (given === undefined) return undefined;
+  const kept = given.split(',').map((part) => part.trim()).filter((part) => {
+    const name = part.split(';')[0]!.trim().toLowerCase();
+    return name === 'identity' || name in CODECS;
+  });
+  return kept.length > 0 ? kept.join(', ') : 'identity';
+}
+
 export function redactHeaders(rawHeaders: readonly string[], redactor: Redactor, drop: ReadonlySet<string>): string[] {
   const out: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
