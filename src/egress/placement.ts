@@ -44,7 +44,18 @@ export interface Placed {
 export function createSentinelDetector(injections: readonly Injection[], minLength: number): Redactor | undefined {
   if (injections.length === 0) return undefined;
   const detector = new Redactor({ minLength });
-  for (const injection of injections) detector.add(injection.sentinel, injection.ref);
+  for (const injection of injections) {
+    detector.add(injection.sentinel, injection.ref);
+    // Spellings no output shows but a request can carry to get around the check: every byte
+    // percent-encoded, every character a JSON \u escape (either case of hex).
+    const bytes = [...Buffer.from(injection.sentinel, 'utf8')];
+    const units = [...injection.sentinel].map((ch) => ch.charCodeAt(0));
+    for (const upper of [true, false]) {
+      const hex = (n: number, width: number): string => (upper ? n.toString(16).toUpperCase() : n.toString(16)).padStart(width, '0');
+      detector.add(bytes.map((b) => `%${hex(b, 2)}`).join(''), injection.ref, { encodings: false });
+      detector.add(units.map((u) => `\\u${hex(u, 4)}`).join(''), injection.ref, { encodings: false });
+    }
+  }
   return detector;
 }
 

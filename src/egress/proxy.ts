@@ -733,6 +733,8 @@ export class EgressProxy {
     const placed = placeInjections(placementRequest, injections, context.detector, redirected);
     if (isRefusal(placed)) return void refused(placed);
     const headers = placed.headers;
+    // An HTTP/1.0 request may name no host; the request sent on does, the one this tunnel or URL names.
+    if (getHeader(headers, 'host') === undefined) headers.unshift('Host', decision.port === (tls ? 443 : 80) ? formatAuthority(decision.host, decision.port).replace(/:\d+$/, '') : formatAuthority(decision.host, decision.port));
     const redact = context.redactor.size > 0;
     // What comes back must be readable to be cleaned: ask only for encodings the masker can read through.
     if (redact) setHeader(headers, 'accept-encoding', getAcceptedEncodings(getHeader(headers, 'accept-encoding'), wantsIdentity(injections, decision)));
