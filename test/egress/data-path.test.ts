@@ -9,7 +9,8 @@ import { once } from 'node:events';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { getSwaps, SwapStream } from '../../src/egress/inject';
+import { BodyScan, getSwaps, SentinelInBody, SwapStream } from '../../src/egress/inject';
+import { createSentinelDetector } from '../../src/egress/placement';
 import { EgressProxy, type EgressRun } from '../../src/egress/proxy';
 import { redactBody } from '../../src/egress/redact-response';
 import { normalizeNetworkPolicy } from '../../src/egress/rules';
@@ -70,6 +71,39 @@ describe('sentinel swapping in a streamed request body', () => {
       expect(output.indexOf(secret!.value)).toBe(70_000 - offset);
       expect(output.includes(secret!.sentinel)).toBe(false);
     }
+  });
+});
+
+describe('looking for sentinels in a streamed request body', () => {
+  const secret = { ref: 'secret:long', value: 'ghp_R3alT0kenValue9xYzQ8wVu7tSr6qPo5nM4' };
+  const sentinel = createSentinel(secret.value);
+  const detector = createSentinelDetector([{ ...secret, sentinel, hosts: [], binding: undefined as never }], 8)!;
+  const spellings = [sentinel, Buffer.from(sentinel).toString('base64'), Buffer.from(sentinel).toString('hex'), JSON.stringify({ t: sentinel })];
+
+  test('a body without one passes unchanged, however cut; one with it, in any spelling and split anywhere, fails before its bytes leave', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(filler, { maxLength: 10 }), fc.option(fc.constantFrom(...spellings), { nil: undefined }), chunkSizes,
+      async (parts, spelt, sizes) => {
+        const text = spelt === undefined ? parts.join('') : [...parts.slice(0, 1), spelt, ...parts.slice(1)].join('');
+        const input = Buffer.from(text);
+        const out: Buffer[] = [];
+        const scan = Readable.from(cut(input, sizes)).pipe(new BodyScan(detector));
+        const error = await new Promise<unknown>((resolve) => {
+          scan.on('data', (chunk: Buffer) => out.push(chunk));
+          scan.on('error', resolve);
+          scan.on('end', () => resolve(undefined));
+        });
+        if (spelt === undefined) {
+          expect(error).toBeUndefined();
+          expect(Buffer.concat(out).equals(input)).toBe(true);
+        } else {
+          expect(error).toBeInstanceOf(SentinelInBody);
+          expect((error as SentinelInBody).ref).toBe('secret:long');
+          // What left before the failure holds no whole spelling of the sentinel.
+          expect(Buffer.concat(out).includes(spelt)).toBe(false);
+        }
+      },
+    ), { numRuns: 300 });
   });
 });
 
