@@ -66,7 +66,7 @@ export async function openRunEgress(proxy: EgressProxy, options: {
   });
   return Object.freeze({
     run,
-    sandbox: getSandboxEgress(run, { port: options.port, sharedPort }),
+    sandbox: getSandboxEgress(run, { port: options.port, sharedPort, allow: options.network.allow }),
     sentinels: new Map(injections.map((injection) => [injection.ref, injection.sentinel])),
   });
 }

@@ -46,7 +46,8 @@ maybe('a run with a network namespace of its own', () => {
       sandbox: { home: join(tmp.dir, 'state') },
       egress: () => proxy,
     }, { command: 'curl -sS --max-time 20 http://service.test/own; echo; echo "$HTTP_PROXY" > proxy-url' });
-    expect(plan.sandbox).toMatchObject({ sandboxed: true, network: { mode: 'none', shared: false } });
+    expect(plan.sandbox).toMatchObject({ sandboxed: true, network: { mode: 'open', shared: false } });
+    expect(plan.network).toMatchObject({ mode: 'open', namespace: 'own', proxy: 'egress' });
     expect(plan.args).toContain('--unshare-net');
     const output = await new Promise<string>((resolve, reject) => {
       const child = spawn(plan.shell, plan.args, { env: plan.env, cwd: plan.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
