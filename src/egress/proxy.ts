@@ -46,7 +46,7 @@ import { createSentinelDetector, findSentinels, placeInjections, refuse } from '
 import type { BoundInjection, Injection } from './plan';
 import { clip, isRefusal, readRequest, type Refusal } from './reading';
 import { getReason } from './reasons';
-import { canRedactEncoding, getAcceptedEncodings, redactBody, redactHeaders } from './redact-response';
+import { canRedactEncoding, getAcceptedEncodings, redactBody, redactHeaders, WrappedValue } from './redact-response';
 import { DEFAULT_INJECT_PORT, DEFAULT_PLACEMENT, decideDestination, type NetworkPolicy, type SecretBinding } from './rules';
 import { handleSocks } from './socks';
 import { joinSockets } from './tunnel';
@@ -772,7 +772,12 @@ export class EgressProxy {
       }
       const drop = new Set([...HOP_BY_HOP, 'content-length']);
       res.writeHead(response.statusCode ?? 502, redactHeaders(response.rawHeaders, context.redactor, drop) as unknown as Record<string, string>);
-      const body = redactBody(response, responseEncoding, context.redactor, () => res.destroy());
+      const body = redactBody(response, responseEncoding, context.redactor, (error) => {
+        res.destroy();
+        if (error instanceof WrappedValue) {
+          this.#record(context, { ...base, allowed: false, rule: 'response-wrapped-value', reason: `the response holds <<${error.ref}>> split over lines, which cannot be masked where it stands; it was cut off` });
+        }
+      });
       body.pipe(res);
       body.once('end', record);
     });

@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream';
 import {
   createBrotliCompress, createBrotliDecompress, createDeflate, createGunzip, createGzip, createInflate,
 } from 'node:zlib';
-import type { Redactor } from '../redact';
+import type { Redactor, RedactStream } from '../redact';
 
 const CODECS: Record<string, { decode: () => Transform; encode: () => Transform }> = {
   gzip: { decode: createGunzip, encode: createGzip },
@@ -66,12 +66,137 @@ class RedactTransform extends Transform {
   }
 }
 
+/** Raised when a response holds a value split over lines, which cannot be masked in place. */
+export class WrappedValue extends Error {
+  readonly ref: string;
+  constructor(ref: string) {
+    super(`the response holds ${ref} split over lines`);
+    this.ref = ref;
+  }
+}
+
+/*
+ * An encoded value wrapped over lines (base64 at 60 columns inside JSON, as GitHub's contents API
+ * returns a file) never appears unbroken, so masking in place cannot find it. This gate looks at
+ * the body with line breaks taken out (CR, LF, and JSON's `\n` / `\r` escapes) through the same
+ * masker, and passes the original bytes on only once that view of them is decided: a value found
+ * there ends the response before its bytes leave. (What the masker reads in place is already
+ * masked when the gate sees it.)
+ */
+export class WrapGate extends Transform {
+  readonly #stream: RedactStream;
+  /** Original bytes not yet passed on. */
+  #pending: Buffer = EMPTY;
+  /** Runs of view bytes not yet decided: [start in #pending, length], in order. */
+  #runs: number[] = [];
+  /** A backslash at the end of the last chunk: it may begin a `\n` escape in the next one. */
+  #escape = false;
+
+  constructor(redactor: Redactor) {
+    super();
+    this.#stream = redactor.createStream();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    const base = this.#pending.length;
+    this.#pending = base === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
+    const parts: Buffer[] = [];
+    let at = 0;
+    if (this.#escape) {
+      this.#escape = false;
+      if (chunk.length > 0 && (chunk[0] === 0x6e || chunk[0] === 0x72)) {
+        at = 1;
+      } else {
+        parts.push(BACKSLASH);
+        this.#runs.push(base - 1, 1);
+      }
+    }
+    // Next position of each byte that may break a line; each search moves forward only.
+    let lf = chunk.indexOf(0x0a, at);
+    let cr = chunk.indexOf(0x0d, at);
+    let bs = chunk.indexOf(0x5c, at);
+    while (at < chunk.length) {
+      const next = Math.min(lf === -1 ? chunk.length : lf, cr === -1 ? chunk.length : cr, bs === -1 ? chunk.length : bs);
+      if (next > at) {
+        parts.push(chunk.subarray(at, next));
+        this.#runs.push(base + at, next - at);
+      }
+      if (next === chunk.length) break;
+      let skip = 1;
+      if (next === bs) {
+        if (next + 1 === chunk.length) {
+          this.#escape = true;
+        } else if (chunk[next + 1] === 0x6e || chunk[next + 1] === 0x72) {
+          skip = 2;
+        } else {
+          parts.push(BACKSLASH);
+          this.#runs.push(base + next, 1);
+        }
+      }
+      at = next + skip;
+      if (lf !== -1 && lf < at) lf = chunk.indexOf(0x0a, at);
+      if (cr !== -1 && cr < at) cr = chunk.indexOf(0x0d, at);
+      if (bs !== -1 && bs < at) bs = chunk.indexOf(0x5c, at);
+    }
+    const view = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+    const decided = view.length > 0 ? this.#stream.push(view).length : 0;
+    this.#release(decided, callback);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    if (this.#escape) {
+      this.#escape = false;
+      this.#stream.push(BACKSLASH);
+    }
+    const out = this.#stream.flush();
+    if (this.#stream.count > 0) return callback(new WrappedValue(labelIn(out)));
+    const rest = this.#pending;
+    this.#pending = EMPTY;
+    this.#runs = [];
+    callback(null, rest.length > 0 ? rest : undefined);
+  }
+
+  /** `decided` more view bytes passed the masker: pass on the original bytes before the first undecided one. */
+  #release(decided: number, callback: TransformCallback): void {
+    if (this.#stream.count > 0) return callback(new WrappedValue('a bound secret'));
+    const runs = this.#runs;
+    let drop = 0;
+    let left = decided;
+    while (left > 0 && drop < runs.length) {
+      const length = runs[drop + 1]!;
+      if (length <= left) {
+        left -= length;
+        drop += 2;
+      } else {
+        runs[drop] = runs[drop]! + left;
+        runs[drop + 1] = length - left;
+        left = 0;
+      }
+    }
+    if (drop > 0) runs.splice(0, drop);
+    // Held: from the first undecided view byte on, or a trailing backslash that may begin an escape.
+    const holdFrom = runs.length > 0 ? runs[0]! : this.#escape ? this.#pending.length - 1 : this.#pending.length;
+    if (holdFrom === 0) return callback();
+    const out = this.#pending.subarray(0, holdFrom);
+    this.#pending = holdFrom === this.#pending.length ? EMPTY : Buffer.from(this.#pending.subarray(holdFrom));
+    for (let i = 0; i < runs.length; i += 2) runs[i] = runs[i]! - holdFrom;
+    callback(null, out);
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+const BACKSLASH = Buffer.from('\\');
+
+function labelIn(redacted: Buffer): string {
+  return /\[REDACTED:([^\]]+)\]/.exec(redacted.toString('latin1'))?.[1] ?? 'a bound secret';
+}
+
 /** The redacted body stream (same Content-Encoding as the input); errors end it with `onError`. */
 export function redactBody(body: Readable, encoding: string | undefined, redactor: Redactor, onError: (error: Error) => void): Readable {
   const codec = CODECS[(encoding ?? '').trim().toLowerCase()];
   const stages: (Readable | Transform)[] = codec
-    ? [body, codec.decode(), new RedactTransform(redactor), codec.encode()]
-    : [body, new RedactTransform(redactor)];
+    ? [body, codec.decode(), new RedactTransform(redactor), new WrapGate(redactor), codec.encode()]
+    : [body, new RedactTransform(redactor), new WrapGate(redactor)];
   const last = stages[stages.length - 1] as Transform;
   pipeline(stages as unknown as [Readable, Transform], (error) => {
     if (error) onError(error);

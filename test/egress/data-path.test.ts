@@ -12,7 +12,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { BodyScan, getSwaps, SentinelInBody, SwapStream } from '../../src/egress/inject';
 import { createSentinelDetector } from '../../src/egress/placement';
 import { EgressProxy, type EgressRun } from '../../src/egress/proxy';
-import { redactBody } from '../../src/egress/redact-response';
+import { redactBody, WrapGate, WrappedValue } from '../../src/egress/redact-response';
 import { normalizeNetworkPolicy } from '../../src/egress/rules';
 import { createSentinel } from '../../src/egress/sentinel';
 import { Redactor } from '../../src/redact';
@@ -104,6 +104,47 @@ describe('looking for sentinels in a streamed request body', () => {
         }
       },
     ), { numRuns: 300 });
+  });
+});
+
+describe('a value wrapped over lines in a response', () => {
+  const value = 'ghp_R3alT0kenValue9xYzQ8wVu7tSr6qPo5nM4';
+  const redactor = new Redactor();
+  redactor.add(value, 'secret:gh');
+  const wrap = (text: string, width: number, brk: string): string => (text.match(new RegExp(`.{1,${width}}`, 'g')) ?? []).join(brk);
+
+  async function gate(input: Buffer, sizes: readonly number[]): Promise<{ out: Buffer; error: unknown }> {
+    const out: Buffer[] = [];
+    const stream = Readable.from(cut(input, sizes)).pipe(new WrapGate(redactor));
+    const error = await new Promise<unknown>((resolve) => {
+      stream.on('data', (chunk: Buffer) => out.push(chunk));
+      stream.on('error', resolve);
+      stream.on('end', () => resolve(undefined));
+    });
+    return { out: Buffer.concat(out), error };
+  }
+
+  test('base64 of a file holding the value, wrapped at any width with LF, CRLF or JSON `\\n`, at any offset, cut anywhere: the response ends before the value can be put together', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.string({ maxLength: 40 }), fc.integer({ min: 4, max: 128 }), fc.constantFrom('\n', '\r\n', '\\n'), chunkSizes,
+      async (prefix, width, brk, sizes) => {
+        const content = wrap(Buffer.from(`${prefix}token=${value}\n`).toString('base64'), width, brk);
+        const { out, error } = await gate(Buffer.from(`{"content":"${content}","encoding":"base64"}`), sizes);
+        expect(error).toBeInstanceOf(WrappedValue);
+        // What did leave cannot be decoded back to the value.
+        const leaked = Buffer.from(out.toString('latin1').replace(/\\[nr]|[\r\n]/g, '').replace(/^.*"content":"/, ''), 'base64').toString('latin1');
+        expect(leaked).not.toContain(value);
+      },
+    ), { numRuns: 300 });
+  });
+
+  test('a body without the value passes byte for byte, escapes and line breaks included', async () => {
+    await fc.assert(fc.asyncProperty(fc.array(fc.oneof(filler, fc.constantFrom('\\', '\\n', '\\\\', '\r\n')), { maxLength: 40 }), chunkSizes, async (parts, sizes) => {
+      const input = Buffer.from(parts.join(''));
+      const { out, error } = await gate(input, sizes);
+      expect(error).toBeUndefined();
+      expect(out.equals(input)).toBe(true);
+    }), { numRuns: 300 });
   });
 });
 
