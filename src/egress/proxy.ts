@@ -734,7 +734,7 @@ export class EgressProxy {
     if (isRefusal(placed)) return void refused(placed);
     const headers = placed.headers;
     // An HTTP/1.0 request may name no host; the request sent on does, the one this tunnel or URL names.
-    if (getHeader(headers, 'host') === undefined) headers.unshift('Host', decision.port === (tls ? 443 : 80) ? formatAuthority(decision.host, decision.port).replace(/:\d+$/, '') : formatAuthority(decision.host, decision.port));
+    if (getHeader(headers, 'host') === undefined) headers.unshift('Host', formatOrigin(decision.host, decision.port, tls ? 443 : 80));
     const redact = context.redactor.size > 0;
     // What comes back must be readable to be cleaned: ask only for encodings the masker can read through.
     if (redact) setHeader(headers, 'accept-encoding', getAcceptedEncodings(getHeader(headers, 'accept-encoding'), wantsIdentity(injections, decision)));
@@ -752,6 +752,8 @@ export class EgressProxy {
     const parent = decision.parent ? getParent(context.route, decision.host, decision.port, tls) : undefined;
     const upstream = this.#request(context, decision, tls, method, placed.target, headers, parent);
     let answered = false;
+    // Set once the request was refused on its body: the upstream's reset that follows is ours.
+    let refusedBody = false;
     const injected = (): string[] => [...new Set([...placed.injected, ...stages.flatMap((stage) => (stage instanceof SwapStream ? [...stage.used] : []))])];
     upstream.once('response', (response) => {
       answered = true;
@@ -782,12 +784,14 @@ export class EgressProxy {
       body.once('end', record);
     });
     upstream.once('error', (error) => {
+      if (refusedBody) return;
       if (answered) return void res.destroy();
       this.#deny(context, res, { ...decision, allowed: false, method, rule: `upstream-failed:${(error as NodeJS.ErrnoException).code ?? 'error'}` }, 502);
     });
     req.once('aborted', () => upstream.destroy());
     pipeline([req, ...stages, upstream] as unknown as [Readable, Transform], (error) => {
       if (!error) return;
+      refusedBody = true;
       upstream.destroy();
       if (error instanceof SentinelInBody) {
         refused(refuse(error.ref, 'the body', injections, placementRequest, redirected));
@@ -802,7 +806,7 @@ export class EgressProxy {
     if (!tls && parent) {
       const proxied = [...headers, ...(parent.authorization ? ['Proxy-Authorization', parent.authorization] : [])];
       return httpRequest({
-        method, host: parent.host, port: parent.port, path: `http://${formatAuthority(decision.host, decision.port)}${target}`,
+        method, host: parent.host, port: parent.port, path: `http://${formatOrigin(decision.host, decision.port, 80)}${target}`,
         headers: toHeaderObject(proxied), setHost: false, highWaterMark: STREAM_HIGH_WATER_MARK,
         createConnection: (_options: unknown, callback: (error: Error | null, socket?: Socket) => void) => {
           const socket = this.#limitConnect(netConnect({ host: parent.host, port: parent.port, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
@@ -862,6 +866,12 @@ export class EgressProxy {
     context.redirects.add(`${next.protocol}//${formatAuthority(host, port)}${next.pathname}${next.search}`);
     if (context.redirects.size > MAX_REDIRECTS) context.redirects.delete(context.redirects.values().next().value as string);
   }
+}
+
+/** `host:port`, or `host` alone on the scheme's default port (as a Host header or URL says it). */
+function formatOrigin(host: string, port: number, defaultPort: number): string {
+  const authority = formatAuthority(host, port);
+  return port === defaultPort ? authority.slice(0, authority.lastIndexOf(':')) : authority;
 }
 
 /** Does a binding put its value into TLS requests to host:port (its hosts, on their port, 443 by default)? */

@@ -139,8 +139,9 @@ export class WrapGate extends Transform {
       if (bs !== -1 && bs < at) bs = chunk.indexOf(0x5c, at);
     }
     const view = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-    const decided = view.length > 0 ? this.#stream.push(view).length : 0;
-    this.#release(decided, callback);
+    const out = view.length > 0 ? this.#stream.push(view) : EMPTY;
+    if (this.#stream.count > 0) return callback(new WrappedValue(labelIn(out)));
+    this.#release(out.length, callback);
   }
 
   override _flush(callback: TransformCallback): void {
@@ -158,7 +159,6 @@ export class WrapGate extends Transform {
 
   /** `decided` more view bytes passed the masker: pass on the original bytes before the first undecided one. */
   #release(decided: number, callback: TransformCallback): void {
-    if (this.#stream.count > 0) return callback(new WrappedValue('a bound secret'));
     const runs = this.#runs;
     let drop = 0;
     let left = decided;
@@ -190,6 +190,7 @@ const BACKSLASH = Buffer.from('\\');
 function labelIn(redacted: Buffer): string {
   return /\[REDACTED:([^\]]+)\]/.exec(redacted.toString('latin1'))?.[1] ?? 'a bound secret';
 }
+
 
 /** The redacted body stream (same Content-Encoding as the input); errors end it with `onError`. */
 export function redactBody(body: Readable, encoding: string | undefined, redactor: Redactor, onError: (error: Error) => void): Readable {
