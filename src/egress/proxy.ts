@@ -46,7 +46,7 @@ import { createSentinelDetector, findSentinels, placeInjections, refuse } from '
 import type { BoundInjection, Injection } from './plan';
 import { clip, isRefusal, readRequest, type Refusal } from './reading';
 import { getReason } from './reasons';
-import { canRedactEncoding, getAcceptedEncodings, redactBody, redactHeaders, WrappedValue } from './redact-response';
+import { canRedactEncoding, createWrapDetector, getAcceptedEncodings, redactBody, redactHeaders, WrappedValue, type WrapDetector } from './redact-response';
 import { DEFAULT_INJECT_PORT, DEFAULT_PLACEMENT, decideDestination, type NetworkPolicy, type SecretBinding } from './rules';
 import { handleSocks } from './socks';
 import { joinSockets } from './tunnel';
@@ -154,6 +154,8 @@ interface RunContext {
   readonly redactor: Redactor;
   /** The run's sentinels, for requests (placement.ts). */
   readonly detector: Redactor | undefined;
+  /** The injected values' wrappable spellings, for responses read with line breaks taken out. */
+  readonly wrap: WrapDetector | undefined;
   readonly sockets: Set<Duplex>;
   readonly decisions: EgressDecision[];
   /** URLs a redirect from an injected request pointed to across schemes, hosts or ports. */
@@ -307,6 +309,7 @@ export class EgressProxy {
       injections,
       redactor,
       detector: createSentinelDetector(injections, minLength),
+      wrap: createWrapDetector(injections, minLength),
       sockets: new Set(),
       decisions: [],
       redirects: new Set(),
@@ -779,7 +782,7 @@ export class EgressProxy {
         if (error instanceof WrappedValue) {
           this.#record(context, { ...base, allowed: false, rule: 'response-wrapped-value', reason: `the response holds <<${error.ref}>> split over lines, which cannot be masked where it stands; it was cut off` });
         }
-      });
+      }, context.wrap);
       body.pipe(res);
       body.once('end', record);
     });

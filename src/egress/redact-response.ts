@@ -5,12 +5,15 @@
  * (gzip, deflate, br) and encoded again after. A body in any other encoding cannot be read, so it
  * is refused rather than passed on unread.
  */
-import { Transform, type TransformCallback, type Readable } from 'node:stream';
+import { Transform, type Readable, type TransformCallback, type TransformOptions } from 'node:stream';
 import { pipeline } from 'node:stream';
 import {
   createBrotliCompress, createBrotliDecompress, createDeflate, createGunzip, createGzip, createInflate,
 } from 'node:zlib';
-import type { Redactor, RedactStream } from '../redact';
+import { getEncodedForms, Redactor, type RedactStream } from '../redact';
+
+// Fewer, larger chunks between the stages (as for the proxy's sockets): the per-chunk cost dominates.
+const STAGE_OPTIONS = { highWaterMark: 256 * 1024 };
 
 const CODECS: Record<string, { decode: () => Transform; encode: () => Transform }> = {
   gzip: { decode: createGunzip, encode: createGzip },
@@ -53,7 +56,7 @@ export function redactHeaders(rawHeaders: readonly string[], redactor: Redactor,
 class RedactTransform extends Transform {
   readonly #stream;
   constructor(redactor: Redactor) {
-    super();
+    super(STAGE_OPTIONS);
     this.#stream = redactor.createStream();
   }
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
@@ -75,31 +78,78 @@ export class WrappedValue extends Error {
   }
 }
 
+/** What the wrap gate looks for: a value's spellings that are written wrapped (base64, hex, the value itself). */
+export interface WrapDetector {
+  readonly redactor: Redactor;
+  /** The longest spelling, in bytes. */
+  readonly maxLength: number;
+}
+
+export function createWrapDetector(values: readonly { value: string; ref: string }[], minLength: number): WrapDetector | undefined {
+  if (values.length === 0) return undefined;
+  const redactor = new Redactor({ minLength });
+  let maxLength = 0;
+  for (const { value, ref } of values) {
+    // The masker's own spellings (src/redact), less the pieces of an already wrapped form.
+    for (const { form, text } of getEncodedForms(value, { minLength, encodings: true })) {
+      if (!/^(value|base64|hex)/.test(form) || form.startsWith('base64-wrap')) continue;
+      redactor.add(text, ref, { encodings: false });
+      maxLength = Math.max(maxLength, Buffer.byteLength(text));
+    }
+  }
+  return { redactor, maxLength };
+}
+
 /*
  * An encoded value wrapped over lines (base64 at 60 columns inside JSON, as GitHub's contents API
- * returns a file) never appears unbroken, so masking in place cannot find it. This gate looks at
- * the body with line breaks taken out (CR, LF, and JSON's `\n` / `\r` escapes) through the same
+ * returns a file) never appears unbroken, so masking in place cannot find it. This gate reads the
+ * body with line breaks taken out (CR, LF, and JSON's `\n` / `\r` escapes) through the same
  * masker, and passes the original bytes on only once that view of them is decided: a value found
- * there ends the response before its bytes leave. (What the masker reads in place is already
- * masked when the gate sees it.)
+ * there ends the response before its bytes leave. (What the masker reads in place is masked
+ * before the gate sees it.)
+ *
+ * Only bytes near a line break can be part of a value the first pass missed (such a value spans
+ * a break, and is at most `maxLength` long), so a chunk with no break is not read: what follows
+ * the last break by more than `maxLength` is decided, and the last `maxLength` bytes are held in
+ * case the next chunk begins with one. A body with few breaks costs the gate almost nothing.
  */
 export class WrapGate extends Transform {
   readonly #stream: RedactStream;
+  readonly #keep: number;
   /** Original bytes not yet passed on. */
   #pending: Buffer = EMPTY;
-  /** Runs of view bytes not yet decided: [start in #pending, length], in order. */
+  /** Bytes at the start of #pending the view has been given (the rest is an unread tail without breaks). */
+  #fed = 0;
+  /** Runs of view bytes given but not yet decided: [start in #pending, length], in order. */
   #runs: number[] = [];
   /** A backslash at the end of the last chunk: it may begin a `\n` escape in the next one. */
   #escape = false;
 
-  constructor(redactor: Redactor) {
-    super();
-    this.#stream = redactor.createStream();
+  constructor(detector: WrapDetector, options: TransformOptions = {}) {
+    super(options);
+    this.#stream = detector.redactor.createStream();
+    this.#keep = detector.maxLength;
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    // Skimmed only when the chunk is at least `keep` long: a value running over a break before it
+    // then ends inside it, and cannot go on over a break after it.
+    if (!this.#escape && chunk.length >= this.#keep && chunk.indexOf(0x0a) === -1 && chunk.indexOf(0x0d) === -1 && chunk.indexOf(0x5c) === -1) {
+      return this.#skim(chunk, callback);
+    }
+    // The tail held unread by #skim is read first: a value may run from it over this chunk's breaks.
     const base = this.#pending.length;
+    let decided = 0;
+    if (this.#fed < base) {
+      const tail = this.#pending.subarray(this.#fed);
+      this.#runs.push(this.#fed, tail.length);
+      this.#fed = base;
+      const out = this.#stream.push(tail);
+      if (this.#stream.count > 0) return callback(new WrappedValue(labelIn(out)));
+      decided += out.length;
+    }
     this.#pending = base === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
+    this.#fed = this.#pending.length;
     const parts: Buffer[] = [];
     let at = 0;
     if (this.#escape) {
@@ -141,20 +191,50 @@ export class WrapGate extends Transform {
     const view = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
     const out = view.length > 0 ? this.#stream.push(view) : EMPTY;
     if (this.#stream.count > 0) return callback(new WrappedValue(labelIn(out)));
-    this.#release(out.length, callback);
+    this.#release(decided + out.length, callback);
   }
 
   override _flush(callback: TransformCallback): void {
+    const outs: Buffer[] = [];
+    if (this.#fed < this.#pending.length) outs.push(this.#stream.push(this.#pending.subarray(this.#fed)));
     if (this.#escape) {
       this.#escape = false;
-      this.#stream.push(BACKSLASH);
+      outs.push(this.#stream.push(BACKSLASH));
     }
-    const out = this.#stream.flush();
+    outs.push(this.#stream.flush());
+    const out = Buffer.concat(outs);
     if (this.#stream.count > 0) return callback(new WrappedValue(labelIn(out)));
     const rest = this.#pending;
     this.#pending = EMPTY;
+    this.#fed = 0;
     this.#runs = [];
     callback(null, rest.length > 0 ? rest : undefined);
+  }
+
+  /* A long chunk without a line break: decide what the view still holds with the chunk's first bytes, pass all but the last `keep` bytes on unread. */
+  #skim(chunk: Buffer, callback: TransformCallback): void {
+    if (this.#runs.length > 0) {
+      const head = chunk.subarray(0, this.#keep);
+      const out = Buffer.concat([this.#stream.push(head), this.#stream.flush()]);
+      if (this.#stream.count > 0) return callback(new WrappedValue(labelIn(out)));
+      this.#runs = [];
+    }
+    const total = this.#pending.length + chunk.length;
+    if (total <= this.#keep) {
+      this.#pending = Buffer.concat([this.#pending, chunk]);
+      this.#fed = 0;
+      return callback();
+    }
+    const cut = total - this.#keep;
+    if (this.#pending.length > 0) this.push(this.#pending.subarray(0, Math.min(cut, this.#pending.length)));
+    const fromChunk = cut - this.#pending.length;
+    const tail = fromChunk >= 0
+      ? Buffer.from(chunk.subarray(fromChunk))
+      : Buffer.concat([this.#pending.subarray(cut), chunk]);
+    const head = fromChunk > 0 ? chunk.subarray(0, fromChunk) : undefined;
+    this.#pending = tail;
+    this.#fed = 0;
+    callback(null, head);
   }
 
   /** `decided` more view bytes passed the masker: pass on the original bytes before the first undecided one. */
@@ -179,6 +259,7 @@ export class WrapGate extends Transform {
     if (holdFrom === 0) return callback();
     const out = this.#pending.subarray(0, holdFrom);
     this.#pending = holdFrom === this.#pending.length ? EMPTY : Buffer.from(this.#pending.subarray(holdFrom));
+    this.#fed -= holdFrom;
     for (let i = 0; i < runs.length; i += 2) runs[i] = runs[i]! - holdFrom;
     callback(null, out);
   }
@@ -193,11 +274,12 @@ function labelIn(redacted: Buffer): string {
 
 
 /** The redacted body stream (same Content-Encoding as the input); errors end it with `onError`. */
-export function redactBody(body: Readable, encoding: string | undefined, redactor: Redactor, onError: (error: Error) => void): Readable {
+export function redactBody(body: Readable, encoding: string | undefined, redactor: Redactor, onError: (error: Error) => void, wrap?: WrapDetector): Readable {
   const codec = CODECS[(encoding ?? '').trim().toLowerCase()];
+  const cleaning: Transform[] = [new RedactTransform(redactor), ...(wrap ? [new WrapGate(wrap, STAGE_OPTIONS)] : [])];
   const stages: (Readable | Transform)[] = codec
-    ? [body, codec.decode(), new RedactTransform(redactor), new WrapGate(redactor), codec.encode()]
-    : [body, new RedactTransform(redactor), new WrapGate(redactor)];
+    ? [body, codec.decode(), ...cleaning, codec.encode()]
+    : [body, ...cleaning];
   const last = stages[stages.length - 1] as Transform;
   pipeline(stages as unknown as [Readable, Transform], (error) => {
     if (error) onError(error);
