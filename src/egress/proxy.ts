@@ -679,7 +679,7 @@ export class EgressProxy {
     tls.on('error', () => tls.destroy());
     context.sockets.add(tls);
     tls.once('close', () => context.sockets.delete(tls));
-    const server = createHttpServer({ highWaterMark: STREAM_HIGH_WATER_MARK }, (req, res) => {
+    const server = createHttpServer((req, res) => {
       const sni = typeof tls.servername === 'string' ? tls.servername : undefined;
       void this.#forward(context, req, res, { ...decision, via: 'https-intercepted' }, true, sni);
     });

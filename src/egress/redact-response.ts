@@ -12,9 +12,6 @@ import {
 } from 'node:zlib';
 import { getEncodedForms, Redactor, type RedactStream } from '../redact';
 
-// Fewer, larger chunks between the stages (as for the proxy's sockets): the per-chunk cost dominates.
-const STAGE_OPTIONS = { highWaterMark: 256 * 1024 };
-
 const CODECS: Record<string, { decode: () => Transform; encode: () => Transform }> = {
   gzip: { decode: createGunzip, encode: createGzip },
   'x-gzip': { decode: createGunzip, encode: createGzip },
@@ -56,7 +53,7 @@ export function redactHeaders(rawHeaders: readonly string[], redactor: Redactor,
 class RedactTransform extends Transform {
   readonly #stream;
   constructor(redactor: Redactor) {
-    super(STAGE_OPTIONS);
+    super();
     this.#stream = redactor.createStream();
   }
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
@@ -118,7 +115,7 @@ export class WrapGate extends Transform {
   readonly #keep: number;
   /** Original bytes not yet passed on. */
   #pending: Buffer = EMPTY;
-  /** Bytes at the start of #pending the view has been given (the rest is an unread tail without breaks). */
+  /** Bytes at the start of #pending the view has been given (the rest is a chunk without breaks, held unread). */
   #fed = 0;
   /** Runs of view bytes given but not yet decided: [start in #pending, length], in order. */
   #runs: number[] = [];
@@ -133,11 +130,22 @@ export class WrapGate extends Transform {
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     // Skimmed only when the chunk is at least `keep` long: a value running over a break before it
-    // then ends inside it, and cannot go on over a break after it.
-    if (!this.#escape && chunk.length >= this.#keep && chunk.indexOf(0x0a) === -1 && chunk.indexOf(0x0d) === -1 && chunk.indexOf(0x5c) === -1) {
+    // then ends inside it, and cannot go on over a break after it. (A CR alone does not make a
+    // chunk read: line breaks are LF or CRLF, and every scan of a chunk is paid on every byte.)
+    if (!this.#escape && chunk.length >= this.#keep && chunk.indexOf(0x0a) === -1 && chunk.indexOf(0x5c) === -1) {
       return this.#skim(chunk, callback);
     }
-    // The tail held unread by #skim is read first: a value may run from it over this chunk's breaks.
+    // A chunk #skim held unread: only its last `keep` bytes can run on over this chunk's breaks;
+    // the rest goes on now, and that tail is read first.
+    if (this.#fed < this.#pending.length) {
+      const cut = Math.max(this.#fed, this.#pending.length - this.#keep);
+      if (cut > 0) {
+        this.push(this.#pending.subarray(0, cut));
+        this.#pending = this.#pending.subarray(cut);
+        this.#fed = Math.max(0, this.#fed - cut);
+        for (let i = 0; i < this.#runs.length; i += 2) this.#runs[i] = this.#runs[i]! - cut;
+      }
+    }
     const base = this.#pending.length;
     let decided = 0;
     if (this.#fed < base) {
@@ -195,8 +203,8 @@ export class WrapGate extends Transform {
   }
 
   override _flush(callback: TransformCallback): void {
+    // An unread tail has no break, and none follows it: it cannot hold a wrapped value.
     const outs: Buffer[] = [];
-    if (this.#fed < this.#pending.length) outs.push(this.#stream.push(this.#pending.subarray(this.#fed)));
     if (this.#escape) {
       this.#escape = false;
       outs.push(this.#stream.push(BACKSLASH));
@@ -211,30 +219,21 @@ export class WrapGate extends Transform {
     callback(null, rest.length > 0 ? rest : undefined);
   }
 
-  /* A long chunk without a line break: decide what the view still holds with the chunk's first bytes, pass all but the last `keep` bytes on unread. */
+  /*
+   * A long chunk without a line break: what the view still holds is decided with the chunk's
+   * first `keep` bytes; what was held goes on, and the chunk itself is held (by reference, not
+   * copied) until the next one shows whether a break follows it.
+   */
   #skim(chunk: Buffer, callback: TransformCallback): void {
     if (this.#runs.length > 0) {
-      const head = chunk.subarray(0, this.#keep);
-      const out = Buffer.concat([this.#stream.push(head), this.#stream.flush()]);
+      const out = Buffer.concat([this.#stream.push(chunk.subarray(0, this.#keep)), this.#stream.flush()]);
       if (this.#stream.count > 0) return callback(new WrappedValue(labelIn(out)));
       this.#runs = [];
     }
-    const total = this.#pending.length + chunk.length;
-    if (total <= this.#keep) {
-      this.#pending = Buffer.concat([this.#pending, chunk]);
-      this.#fed = 0;
-      return callback();
-    }
-    const cut = total - this.#keep;
-    if (this.#pending.length > 0) this.push(this.#pending.subarray(0, Math.min(cut, this.#pending.length)));
-    const fromChunk = cut - this.#pending.length;
-    const tail = fromChunk >= 0
-      ? Buffer.from(chunk.subarray(fromChunk))
-      : Buffer.concat([this.#pending.subarray(cut), chunk]);
-    const head = fromChunk > 0 ? chunk.subarray(0, fromChunk) : undefined;
-    this.#pending = tail;
+    const out = this.#pending;
+    this.#pending = chunk;
     this.#fed = 0;
-    callback(null, head);
+    callback(null, out.length > 0 ? out : undefined);
   }
 
   /** `decided` more view bytes passed the masker: pass on the original bytes before the first undecided one. */
@@ -273,13 +272,43 @@ function labelIn(redacted: Buffer): string {
 }
 
 
+/*
+ * The masker and the wrap gate in one stage: a response body is cut into many chunks (a TLS
+ * record is 16 KiB), and each stage costs per chunk.
+ */
+class CleanTransform extends WrapGate {
+  readonly #masker: RedactStream;
+
+  constructor(redactor: Redactor, wrap: WrapDetector) {
+    // Node's default buffer sizes: larger ones cost more here (measured with bench/egress.js).
+    super(wrap);
+    this.#masker = redactor.createStream();
+  }
+
+  override _transform(chunk: Buffer, encoding: BufferEncoding, callback: TransformCallback): void {
+    const masked = this.#masker.push(chunk);
+    if (masked.length === 0) return callback();
+    super._transform(masked, encoding, callback);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    const masked = this.#masker.flush();
+    if (masked.length === 0) return super._flush(callback);
+    super._transform(masked, 'latin1', (error, data) => {
+      if (error) return callback(error);
+      if (data) this.push(data);
+      super._flush(callback);
+    });
+  }
+}
+
 /** The redacted body stream (same Content-Encoding as the input); errors end it with `onError`. */
 export function redactBody(body: Readable, encoding: string | undefined, redactor: Redactor, onError: (error: Error) => void, wrap?: WrapDetector): Readable {
   const codec = CODECS[(encoding ?? '').trim().toLowerCase()];
-  const cleaning: Transform[] = [new RedactTransform(redactor), ...(wrap ? [new WrapGate(wrap, STAGE_OPTIONS)] : [])];
+  const cleaning: Transform = wrap ? new CleanTransform(redactor, wrap) : new RedactTransform(redactor);
   const stages: (Readable | Transform)[] = codec
-    ? [body, codec.decode(), ...cleaning, codec.encode()]
-    : [body, ...cleaning];
+    ? [body, codec.decode(), cleaning, codec.encode()]
+    : [body, cleaning];
   const last = stages[stages.length - 1] as Transform;
   pipeline(stages as unknown as [Readable, Transform], (error) => {
     if (error) onError(error);
