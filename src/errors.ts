@@ -65,6 +65,8 @@ export const ERROR_CATALOG = {
   // --- sandbox ---
   EXECGATE_ERR_SANDBOX_UNAVAILABLE: 'The policy requires a sandbox and this platform cannot start one; nothing was run.',
   EXECGATE_ERR_SANDBOX_PATH: 'The working directory lies inside a path the sandbox hides; nothing was run.',
+  EXECGATE_ERR_SANDBOX_MISMATCH: 'The sandbox, once set up, did not match its plan (a mount differed), so the command was not started; nothing was run.',
+  EXECGATE_ERR_SANDBOX_FAILED: 'The sandbox could not be set up for this run; nothing was run.',
 
   // --- policy ---
   EXECGATE_ERR_POLICY_DENIED: 'The policy refused the request.',

@@ -5,7 +5,8 @@
  *   environment -> build the redactor -> SpawnPlan.
  * The sandbox is planned before any store is asked for a value, so a run the policy requires to
  * be sandboxed and that cannot be fails without resolving anything. When sandboxed, the plan's
- * `shell`/`args` are bubblewrap's argv around the shell: every executor spawns them as they are.
+ * `launch` says how bubblewrap starts around `shell`/`args`: every executor starts them through
+ * it (sandbox/gate.ts), so sync, PTY and background runs get the same sandbox and mount check.
  * Nothing is spawned before the plan exists, and a plan exists only if every step succeeded.
  * The plan holds resolved values only inside the child environment and the redactor; the
  * command it carries for display, logs and audit is the unresolved one.
@@ -30,6 +31,7 @@ import { getSanitizerSettings } from '../policy/env-settings';
 import { validateUnknownRefs } from '../policy/unknown-refs';
 import type { RefKind } from '../refs/types';
 import { planSandbox, type SandboxContext, type SandboxReport } from '../sandbox';
+import type { SandboxLaunch } from '../sandbox/launch';
 import { getHome } from '../home';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
 import { getDescriptorCloser } from './inherited-fds';
@@ -61,6 +63,7 @@ export interface SpawnPlan {
   readonly request: NormalizedRequest;
   /** The unresolved command: the only form shown in results, logs and audit records. */
   readonly displayCommand: string;
+  /** The program and its arguments (inside the sandbox when sandboxed). */
   readonly shell: string;
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
@@ -81,8 +84,8 @@ export interface SpawnPlan {
   readonly sandbox: SandboxReport;
   /** What the run could reach and how, and which of its secrets were bound or injected (egress/describe.ts). */
   readonly network: RunNetwork;
-  /** Sandboxed: where in `args` the program run inside the sandbox starts (after bubblewrap's `--`). */
-  readonly programAt?: number;
+  /** Sandboxed: how bubblewrap is started around `shell` + `args` (sandbox/launch.ts). */
+  readonly launch?: SandboxLaunch;
   readonly limits: {
     readonly timeout: number;
     readonly grace: number;
@@ -196,6 +199,18 @@ export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value:
  */
 export { CLOSE_FDS } from './inherited-fds';
 
+/** The launch with the egress proxy's files bound in, and the mount check told where they go. */
+function withEgressBinds(launch: SandboxLaunch, bwrapArgs: readonly string[]): SandboxLaunch {
+  const binds = [...launch.check.binds];
+  for (let i = 0; i < bwrapArgs.length; i++) {
+    if (bwrapArgs[i] === '--ro-bind' || bwrapArgs[i] === '--bind') {
+      binds.push({ source: bwrapArgs[i + 1] as string, dest: bwrapArgs[i + 2] as string });
+      i += 2;
+    }
+  }
+  return Object.freeze({ ...launch, options: Object.freeze([...launch.options, ...bwrapArgs]), check: Object.freeze({ ...launch.check, binds: Object.freeze(binds) }) });
+}
+
 export function getShellFlags(shell: string): string[] {
   return /(^|\/)bash$/.test(shell) ? ['--norc', '--noprofile'] : [];
 }
@@ -246,7 +261,10 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     settings: policy.sandbox,
     context: context.sandbox ?? { home: getHome(context.env) },
     cwd: request.cwd,
+    // The writable roots are the gateway's, never the request's: `cwd.roots`, else the
+    // gateway's own working directory (sandbox/paths.ts says why).
     roots: policy.cwd.roots,
+    workspace: context.cwd,
     env: context.env,
     pty: request.pty,
     // A run holding a value bound to hosts (`delivery: env`) shares no loopback with other runs:
@@ -373,24 +391,22 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const nodeOptions = egress?.sandbox.nodeOptions;
   if (nodeOptions) env.NODE_OPTIONS = env.NODE_OPTIONS ? `${env.NODE_OPTIONS} ${nodeOptions}` : nodeOptions;
 
-  // Sandboxed: bubblewrap (or nsenter, for the shared network) runs the shell.
   // Inherited descriptors are closed by a bash that then becomes the shell (one exec more), not
   // in the script itself: bash quotes the whole first line of a script with a syntax error, and
   // the caller's command must not arrive prefixed; and a shell other than bash cannot close fds
   // above 9. (No /bin/bash, as on a minimal system: SECURITY.md says inherited descriptors pass.)
   // Only when this process holds one: otherwise there is nothing to close (inherited-fds.ts).
-  const closer = getDescriptorCloser();
+  // Sandboxed runs have their gate close them (sandbox/gate.ts).
+  const closer = sandboxed.launch ? [] : getDescriptorCloser();
   const inner = [...closer, request.shell, ...getShellFlags(request.shell), '-c', script];
-  // The proxy's files are bound in after the sandbox's own mounts (before the final `--`); a run
-  // with a bridge of its own has the bridge run the shell (see egress/bridge.ts).
+  // A run with a bridge of its own has the bridge run the shell (see egress/bridge.ts); the
+  // proxy's files are bound in after the sandbox's own mounts.
   const program = egress ? egress.sandbox.wrap(inner) : inner;
-  const argv = egress
-    ? [...sandboxed.prefix.slice(0, -1), ...egress.sandbox.bwrapArgs, '--', ...program]
-    : [...sandboxed.prefix, ...program];
+  const launch = sandboxed.launch && egress ? withEgressBinds(sandboxed.launch, egress.sandbox.bwrapArgs) : sandboxed.launch;
   // The whole exec as the kernel will see it (values resolved, variables inherited): one coded
   // error for cold and warm runs alike, not E2BIG somewhere in the spawn chain.
   try {
-    validateExecSize(argv, env);
+    validateExecSize(launch ? [...launch.launcher, ...program] : program, env);
   } catch (error) {
     await egress?.run.close().catch(() => undefined);
     throw error;
@@ -399,8 +415,8 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     runId,
     request,
     displayCommand: request.command,
-    shell: argv[0] as string,
-    args: Object.freeze(argv.slice(1)),
+    shell: program[0] as string,
+    args: Object.freeze(program.slice(1)),
     env: Object.freeze(env),
     cwd: request.cwd,
     redactor,
@@ -430,7 +446,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       shared: sandboxed.report.sandboxed && sandboxed.report.network.shared,
       ...(proxied ? { parent: egressProxy!.getParentFor(policy.network) } : {}),
     }),
-    ...(sandboxed.report.sandboxed ? { programAt: argv.length - 1 - program.length } : {}),
+    ...(launch ? { launch } : {}),
     limits: Object.freeze({
       timeout: request.timeout,
       grace: request.grace,

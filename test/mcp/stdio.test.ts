@@ -314,7 +314,8 @@ describe('execgate mcp options', () => {
 
   test('--no-bash: no bash tool (nor process tools); --tools files offers the file tools', async () => {
     writeFileSync(join(tmp.dir, 'note.txt'), 'file tool content\n');
-    const server = await startStdio({ args: ['--no-bash', '--tools', 'files', '--workdir', tmp.dir], cwd: tmp.dir, env: serverEnv(tmp.dir) });
+    // (The state directory apart from the workdir: the file tools, like runs, see it as empty.)
+    const server = await startStdio({ args: ['--no-bash', '--tools', 'files', '--workdir', tmp.dir], cwd: tmp.dir, env: serverEnv(join(tmp.dir, 'state')) });
     try {
       const names = (await server.client.listTools()).tools.map((tool) => tool.name);
       expect(names).not.toContain('bash');

@@ -212,7 +212,7 @@ type SandboxDescription = SandboxReport | { readonly sandboxed: false; readonly 
 /** The sandbox a run in `cwd` would get here (the platform is probed; nothing is run). */
 async function describeSandbox(policy: EffectivePolicy, cwd: string, pty: boolean, env: NodeJS.ProcessEnv): Promise<SandboxDescription> {
   try {
-    return (await planSandbox({ settings: policy.sandbox, context: { home: getHome(env) }, cwd, roots: policy.cwd.roots, env, pty })).report;
+    return (await planSandbox({ settings: policy.sandbox, context: { home: getHome(env) }, cwd, roots: policy.cwd.roots, workspace: cwd, env, pty })).report;
   } catch (error) {
     return { sandboxed: false, refused: true, reason: error instanceof Error ? error.message : String(error) };
   }

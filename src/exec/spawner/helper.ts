@@ -29,7 +29,7 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { ExecgateError } from '../../errors';
 import { HELPER_PROGRAM } from './program';
 import { getRuntimeBase } from '../../fs/runtime-dir';
-import { changed, openSources } from '../../sandbox/sources';
+import { changed, renderSandboxLaunch } from '../../sandbox/launch';
 import type { ProcessExit, SpawnedProcess, Spawner, SpawnRequest } from './types';
 
 const TOKEN_CHARS = 32;
@@ -131,7 +131,8 @@ export class HelperSpawner implements Spawner {
       };
       this.#entries.set(id, entry);
       helper.child.channel?.ref();
-      helper.child.send({ t: 'spawn', id, shell: request.shell, args: request.args, env: request.env, cwd: request.cwd, stdin: entry.stdin, programAt: request.programAt }, (error) => {
+      const sandbox = request.sandbox ? { launcher: request.sandbox.launcher, options: request.sandbox.options } : undefined;
+      helper.child.send({ t: 'spawn', id, shell: request.shell, args: request.args, env: request.env, cwd: request.cwd, stdin: entry.stdin, sandbox }, (error) => {
         if (error) this.#fail(entry, helperFailed(`Could not reach the spawn helper: ${error.message}`, error));
       });
     });
@@ -184,7 +185,7 @@ export class HelperSpawner implements Spawner {
       timer.unref();
       server.once('error', (error) => fail(helperFailed(`The spawn helper's socket could not be opened: ${error.message}`, error)));
       // Listening (bound) before the helper runs, so its first connections find the socket.
-      server.listen(socketPath, () => child.stdin?.end(`const HELPER_KEY = '${key.toString('latin1')}';\nconst openSources = ${openSources.toString()};\n${HELPER_PROGRAM}`));
+      server.listen(socketPath, () => child.stdin?.end(`const HELPER_KEY = '${key.toString('latin1')}';\nconst renderSandboxLaunch = ${renderSandboxLaunch.toString()};\n${HELPER_PROGRAM}`));
       child.on('message', function onReady(message: HelperMessage) {
         if (message?.t !== 'ready') return;
         clearTimeout(timer);

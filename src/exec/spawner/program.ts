@@ -65,15 +65,17 @@ async function run(request) {
     sockets = settled.filter((s) => s.status === 'fulfilled').map((s) => s.value);
     const failed = settled.find((s) => s.status === 'rejected');
     if (failed) throw failed.reason;
-    // Sandboxed: bubblewrap mounts descriptors this process opened and checked (sandbox/sources.ts).
-    sources = request.programAt === undefined ? undefined : openSources(fs, request.args, request.programAt);
+    // Sandboxed: bubblewrap reads its options from descriptor 3 and mounts descriptors this
+    // process opened and checked (sandbox/launch.ts).
+    sources = request.sandbox ? renderSandboxLaunch(fs, request.sandbox, [request.shell].concat(request.args)) : undefined;
     const stdio = request.stdin ? sockets : ['ignore', ...sockets];
-    child = spawn(request.shell, sources ? sources.args : request.args, {
-      cwd: request.cwd,
-      env: request.env,
-      detached: true,
-      stdio: sources ? [...stdio, ...sources.fds] : stdio,
-    });
+    child = sources
+      ? spawn(sources.file, sources.args, { cwd: '/', env: request.env, detached: true, stdio: [...stdio, 'pipe', ...sources.fds] })
+      : spawn(request.shell, request.args, { cwd: request.cwd, env: request.env, detached: true, stdio });
+    if (sources && child.stdio[3]) {
+      child.stdio[3].on('error', () => { /* bubblewrap exited before reading: its exit says why */ });
+      child.stdio[3].end(sources.data);
+    }
   } catch (error) {
     send({ t: 'failed', id, code: (error && error.code) || 'unknown', message: String((error && error.message) || error), path: error && typeof error.path === 'string' ? error.path : undefined });
     return;
