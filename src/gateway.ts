@@ -255,6 +255,8 @@ export class Gateway {
     // Loaded on first need: a gateway whose runs never use the proxy never loads it (nor node-forge).
     const { EgressProxy: Proxy } = require('./egress/proxy') as typeof import('./egress/proxy');
     this.#egress ??= new Proxy({
+      // The gateway's own HTTPS_PROXY / HTTP_PROXY / NO_PROXY: its upstream connections leave as the gateway's would.
+      upstreamEnv: this.#env,
       ...this.#egressOptions,
       onDecision: (decision) => this.#audit.write('egress.decision', getEgressAuditFields(decision)),
     });

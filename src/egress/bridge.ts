@@ -29,6 +29,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { ExecgateError } from '../errors';
 import { getDescriptorCloser } from '../exec/inherited-fds';
+import type { HostPattern } from './hosts';
 import type { EgressRun } from './proxy';
 
 /** Where the proxy's public files (Node preload, CA bundle) appear inside the sandbox (on its private /tmp). */
@@ -96,11 +97,24 @@ export interface SandboxEgress {
   wrap(argv: readonly string[]): string[];
 }
 
-export function getSandboxEgress(run: EgressRun, options: { port?: number; nodePath?: string; sharedPort?: number } = {}): SandboxEgress {
+/*
+ * NO_PROXY inside a sandbox: the run's own loopback (a dev server one run starts for the next) is
+ * reached directly, everything else through the proxy. A loopback address the policy allows by
+ * name (`allow: ["127.0.0.1:5432"]`) means the host's, which only the proxy reaches: it is left
+ * out, so clients send it through the proxy as the policy says (the run's own servers are then
+ * reached at `localhost` or another loopback address).
+ */
+export function getNoProxy(allow: readonly HostPattern[] = []): string {
+  const named = new Set(allow.filter((pattern) => pattern.kind === 'ip').map((pattern) => pattern.host));
+  return ['localhost', '127.0.0.1', '::1'].filter((entry) => !named.has(entry)).join(',');
+}
+
+export function getSandboxEgress(run: EgressRun, options: { port?: number; nodePath?: string; sharedPort?: number; allow?: readonly HostPattern[] } = {}): SandboxEgress {
   const nodePath = options.nodePath ?? process.execPath;
   const nodeOptions = `--require ${EGRESS_MOUNT}/node-preload.cjs`;
   const auth = run.credentials ? `${encodeURIComponent(run.credentials.username)}:${encodeURIComponent(run.credentials.password)}` : undefined;
-  const env: Record<string, string> = { NO_PROXY: 'localhost,127.0.0.1,::1', no_proxy: 'localhost,127.0.0.1,::1' };
+  const noProxy = getNoProxy(options.allow);
+  const env: Record<string, string> = { NO_PROXY: noProxy, no_proxy: noProxy };
   if (run.caBundlePath) {
     const bundle = `${EGRESS_MOUNT}/ca.pem`;
     for (const name of ['SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO']) env[name] = bundle;

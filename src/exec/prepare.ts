@@ -13,9 +13,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ExecgateError } from '../errors';
+import { describeRunNetwork, type RunNetwork } from '../egress/describe';
 import { checkEgress, type StartedEgress } from '../egress/plan';
-import type { EgressProxy, HandedOffRun } from '../egress/proxy';
+import type { EgressDecision, EgressProxy, HandedOffRun } from '../egress/proxy';
 import { openRunEgress, type RunEgress } from '../egress/run';
+import { getParentPasswords } from '../egress/upstream';
 import { sanitizeEnv, validateRequestedEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
 import { Redactor, type MaskMemory } from '../redact';
@@ -80,6 +82,8 @@ export interface SpawnPlan {
   readonly leftovers: 'kill' | 'keep';
   /** Whether the run is sandboxed, how (namespaces, hidden and writable paths) or why not. */
   readonly sandbox: SandboxReport;
+  /** What the run could reach and how, and which of its secrets were bound or injected (egress/describe.ts). */
+  readonly network: RunNetwork;
   /** Sandboxed: how bubblewrap is started around `shell` + `args` (sandbox/launch.ts). */
   readonly launch?: SandboxLaunch;
   readonly limits: {
@@ -169,6 +173,13 @@ export function getPlanEgress(plan: SpawnPlan): StartedEgress | undefined {
   return planEgress.get(plan);
 }
 
+/* The run's egress decisions so far (its proxy endpoint keeps them), for its result. */
+const planDecisions = new WeakMap<SpawnPlan, () => readonly EgressDecision[]>();
+
+export function getPlanEgressDecisions(plan: SpawnPlan): readonly EgressDecision[] {
+  return planDecisions.get(plan)?.() ?? [];
+}
+
 export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value: string; readonly label: string }> {
   return planSecrets.get(plan) ?? [];
 }
@@ -245,6 +256,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   validateRequestedEnv(request.env, policy.env.requestable);
   validateTokenPlacements(analysis);
 
+  const usedRefs = tokens.map((token) => `${token.kind}:${token.id}`);
   const sandboxed = await planSandbox({
     settings: policy.sandbox,
     context: context.sandbox ?? { home: getHome(context.env) },
@@ -255,6 +267,9 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     workspace: context.cwd,
     env: context.env,
     pty: request.pty,
+    // A run holding a value bound to hosts (`delivery: env`) shares no loopback with other runs:
+    // a relay another run serves there would carry the value to any host, under that run's rules.
+    ownNetwork: policy.secrets.bind.some((binding) => binding.delivery === 'env' && usedRefs.includes(binding.ref)),
   });
 
   // Traffic leaves a sandboxed run with a private namespace only through the egress proxy, which
@@ -271,7 +286,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const egressCheck = checkEgress({
     network: policy.network,
     bindings: policy.secrets.bind,
-    refs: tokens.map((token) => `${token.kind}:${token.id}`),
+    refs: usedRefs,
     sandboxed: proxied,
   });
   const resolution = await context.refs.resolveTokens(tokens);
@@ -335,6 +350,10 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   for (const [name, value] of Object.entries(context.env)) {
     if (isExecgateSecretName(name) && typeof value === 'string' && value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
   }
+  // A parent proxy's password (the gateway's HTTPS_PROXY, or the policy's) is a secret of the gateway.
+  for (const password of getParentPasswords(context.env, policy.network.upstream)) {
+    if (password.length >= policy.secrets.minLength) mask(password, 'env:HTTPS_PROXY');
+  }
   // Values earlier runs met: a file, file name or socket one run filled with a value reaches the
   // caller masked when this run prints it. Labels this run registered first stay.
   if (context.remembered) {
@@ -351,13 +370,23 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   if (proxied) {
     const values = new Map<string, string>();
     for (const { ref, index } of indexed) values.set(`${ref.kind}:${ref.id}`, injected[`${REF_ENV_PREFIX}${index}`]!);
-    egress = await openRunEgress(egressProxy!, { runId, network: policy.network, check: egressCheck, values, shared: sandboxed.shared, ownSocket: context.handsOver?.(request.mode) === true });
+    egress = await openRunEgress(egressProxy!, {
+      runId, network: policy.network, check: egressCheck, values, shared: sandboxed.shared,
+      ownSocket: context.handsOver?.(request.mode) === true, minLength: policy.secrets.minLength,
+    });
     for (const [ref, sentinel] of egress.sentinels) {
       const envName = envNames.get(ref);
       if (envName) injected[envName] = sentinel;
     }
   }
   const env: Record<string, string> = { ...sanitized.env, ...injected, ...egress?.sandbox.env, [RUN_ID_VARIABLE]: runId };
+  if (sandboxed.report.sandboxed) {
+    // The gateway's own proxy settings (a parent proxy and its credentials) are the egress
+    // proxy's to use: a sandbox gets the egress proxy's variables, or none.
+    for (const name of Object.keys(env)) {
+      if (/proxy/i.test(name) && egress?.sandbox.env[name] === undefined) delete env[name];
+    }
+  }
   // Node's fetch goes through the proxy by a preload, added to whatever NODE_OPTIONS the run has.
   const nodeOptions = egress?.sandbox.nodeOptions;
   if (nodeOptions) env.NODE_OPTIONS = env.NODE_OPTIONS ? `${env.NODE_OPTIONS} ${nodeOptions}` : nodeOptions;
@@ -404,7 +433,19 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       reported: Object.freeze([...sanitized.reported]),
     }),
     leftovers: request.leftovers === 'keep' && policy.modes.background.allowed ? 'keep' : 'kill',
-    sandbox: sandboxed.report,
+    // The namespace has loopback only whatever the policy; what the run reaches is the egress mode.
+    sandbox: sandboxed.report.sandboxed
+      ? Object.freeze({ ...sandboxed.report, network: Object.freeze({ ...sandboxed.report.network, mode: proxied ? policy.network.mode : 'none' as const }) })
+      : sandboxed.report,
+    network: describeRunNetwork({
+      network: policy.network,
+      bindings: policy.secrets.bind,
+      refs: usedRefs,
+      sandboxed: sandboxed.report.sandboxed,
+      proxied,
+      shared: sandboxed.report.sandboxed && sandboxed.report.network.shared,
+      ...(proxied ? { parent: egressProxy!.getParentFor(policy.network) } : {}),
+    }),
     ...(launch ? { launch } : {}),
     limits: Object.freeze({
       timeout: request.timeout,
@@ -418,6 +459,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   if (egress) {
     planEgress.set(plan, Object.freeze({ check: egressCheck, sentinels: egress.sentinels }));
     const run = egress.run;
+    planDecisions.set(plan, () => run.decisions());
     planReleases.set(plan, () => run.close());
     planHandOffs.set(plan, () => run.handOff());
   }

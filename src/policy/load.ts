@@ -297,11 +297,19 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
   // its own code, not discovered when a run needs the network.
   const egressProblem = (path: PathSegment[], error: unknown): void => {
     const where = locate(source, path);
-    const code = isExecgateError(error) && (error.code === 'EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_BIND_INVALID')
+    const code = isExecgateError(error) && (error.code === 'EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_BIND_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_UPSTREAM_INVALID')
       ? error.code
       : 'EXECGATE_ERR_POLICY_INVALID';
     problems.push({ code, file: source.file, line: where.line, column: where.column, path: formatPath(path), message: (error as Error).message });
   };
+  const upstream = get(doc, ['sandbox', 'network', 'upstream']);
+  if (upstream !== undefined) {
+    try {
+      normalizeNetworkPolicy({ upstream });
+    } catch (error) {
+      egressProblem(['sandbox', 'network', 'upstream'], error);
+    }
+  }
   for (const key of ['allow', 'deny']) {
     (get(doc, ['sandbox', 'network', key]) as unknown[] | undefined)?.forEach((pattern, index) => {
       try {

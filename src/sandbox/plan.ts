@@ -25,8 +25,12 @@ export type SandboxReport =
     readonly mechanism: 'bubblewrap';
     readonly helper: string;
     readonly namespaces: readonly string[];
-    /** `none`: loopback only; `shared` says whether the gateway's runs share it. */
-    readonly network: { readonly mode: 'none' | 'open'; readonly shared: boolean; readonly namespace?: string };
+    /**
+     * `mode`: what the run may reach (`none`: nothing; `open` / `allowlist`: through the egress
+     * proxy; exec/prepare.ts sets it from the egress policy), over a loopback-only namespace;
+     * `shared` says whether the gateway's runs share it.
+     */
+    readonly network: { readonly mode: 'none' | 'open' | 'allowlist'; readonly shared: boolean; readonly namespace?: string };
     readonly hidden: readonly string[];
     readonly writable: readonly string[];
     readonly readOnly: readonly string[];
@@ -67,6 +71,8 @@ export interface SandboxInput {
   readonly workspace: string;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly pty: boolean;
+  /** A network namespace of the run's own, never the gateway's shared one (a run holding a `delivery: env` bound secret). */
+  readonly ownNetwork?: boolean;
 }
 
 export interface SandboxedCommand {
@@ -121,7 +127,7 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
   const exposed: string[] = [];
   let join;
   let shared: SharedNetwork | undefined;
-  if (settings.network === 'none') {
+  if (settings.network === 'none' && !input.ownNetwork) {
     shared = input.context.network?.(platform.helper);
     join = await shared?.join();
     if (shared && !join) input.context.onUnshared?.();

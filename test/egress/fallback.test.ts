@@ -47,7 +47,8 @@ maybe('a run with a network namespace of its own', () => {
       sandbox: { home: join(tmp.dir, 'state') },
       egress: () => proxy,
     }, { command: 'curl -sS --max-time 20 http://service.test/own; echo; echo "$HTTP_PROXY" > proxy-url' });
-    expect(plan.sandbox).toMatchObject({ sandboxed: true, network: { mode: 'none', shared: false } });
+    expect(plan.sandbox).toMatchObject({ sandboxed: true, network: { mode: 'open', shared: false } });
+    expect(plan.network).toMatchObject({ mode: 'open', namespace: 'own', proxy: 'egress' });
     expect(plan.launch!.options).toContain('--unshare-net');
     // Started as every sandboxed run is: behind the gate, its mounts checked first.
     const child = await startGated(directSpawner, { shell: plan.shell, args: plan.args, env: plan.env, cwd: plan.cwd, stdin: 'ignore', sandbox: plan.launch! });

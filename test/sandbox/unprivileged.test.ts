@@ -226,7 +226,7 @@ maybe('a gateway run by an unprivileged user', () => {
     // The records first: a gateway that could not join its own namespace says `shared: false`.
     const records = open.sandbox!;
     expect(records.length).toBeGreaterThanOrEqual(3);
-    for (const record of records) expect(record).toMatchObject({ sandboxed: true, network: { mode: 'none', shared: true } });
+    for (const record of records) expect(record).toMatchObject({ sandboxed: true, network: { mode: 'open', shared: true } });
     expect(new Set(records.map((r) => r.network.namespace)).size).toBe(1);
     expect(open.first!.stdout).toBe(`${uid}\nservice saw /from-open curl=0\n`);
     expect(open.later!.stdout).toMatch(/^port=\d+\ndev=200\n/);
