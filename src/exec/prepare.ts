@@ -361,7 +361,10 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     for (const [value, label] of context.remembered.entries()) {
       if (value.length >= policy.secrets.minLength) mask(value, label);
     }
-    for (const { value, label } of secrets.slice(0, own)) context.remembered.remember(value, label);
+    // The first label a value got in this run is the one its output shows: remembered so.
+    const first = new Map<string, string>();
+    for (const { value, label } of secrets.slice(0, own)) if (!first.has(value)) first.set(value, label);
+    for (const [value, label] of first) context.remembered.remember(value, label);
   }
 
   // The run's proxy endpoint, opened only now that every value is known. An injected secret's
