@@ -23,7 +23,8 @@ import type { RefStore } from '../refs/store';
 import { substituteTokens, validateTokenPlacements, type Replacement } from '../refs/substitute';
 import { readShell } from '../shell';
 import { scanTokens } from '../refs/tokens';
-import { decideRequest, type Decision } from '../policy/decide';
+import { decideProgramLookup, decideRequest, type Decision } from '../policy/decide';
+import { getRunWritable } from '../policy/program-path';
 import { getSanitizerSettings } from '../policy/env-settings';
 import { validateUnknownRefs } from '../policy/unknown-refs';
 import type { RefKind } from '../refs/types';
@@ -212,20 +213,21 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // it, and every token that could not be substituted safely is refused here too.
   const tokens = scanTokens(request.command, { alias: policy.secrets.alias });
   const analysis = readShell(request.command, tokens);
-  const decision = decideRequest(policy, request, tokens, analysis);
-  context.onDecision?.(decision, request, runId);
-  if (!decision.allowed) {
+  const refuse = (refusal: Decision): never => {
     throw new ExecgateError(
       'EXECGATE_ERR_POLICY_DENIED',
-      `The policy (${policy.source}) refused this command: ${decision.reason ?? 'no rule allows it'}${decision.rule ? ` (rule \`${decision.rule}\`)` : ''}. Nothing was run.`,
+      `The policy (${policy.source}) refused this command: ${refusal.reason ?? 'no rule allows it'}${refusal.rule ? ` (rule \`${refusal.rule}\`)` : ''}. Nothing was run.`,
       {
-        rule: decision.rule,
-        reason: decision.reason,
+        rule: refusal.rule,
+        reason: refusal.reason,
         // Names only: which references the refused command asked for (for the audit log).
         refs: [...new Map(tokens.map((t) => [`${t.kind}:${t.id}`, { kind: t.kind, id: t.id, ref: `<<${t.kind}:${t.id}>>` }])).values()],
       },
     );
-  }
+  };
+  const decision = decideRequest(policy, request, tokens, analysis);
+  context.onDecision?.(decision, request, runId);
+  if (!decision.allowed) refuse(decision);
 
   validateRequestedEnv(request.env, policy.env.requestable);
   validateTokenPlacements(analysis);
@@ -256,6 +258,18 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     refs: tokens.map((token) => `${token.kind}:${token.id}`),
     sandboxed: proxied,
   });
+  const sanitized = sanitizeEnv({
+    ...getSanitizerSettings(policy.env),
+    inherited: context.env,
+    requested: request.env,
+    replace: request.envMode === 'replace',
+    set: policy.env.set,
+    path: policy.env.path,
+    pty: request.pty,
+  });
+  // A restricted secret's program must not be found through a PATH entry a run can write.
+  const lookup = decideProgramLookup(policy, tokens, analysis, sanitized.env.PATH, getRunWritable(sandboxed.report));
+  if (lookup) refuse(lookup);
   const resolution = await context.refs.resolveTokens(tokens);
   validateUnknownRefs(policy, resolution.refs);
 
@@ -290,15 +304,6 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const script = `${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
-  const sanitized = sanitizeEnv({
-    ...getSanitizerSettings(policy.env),
-    inherited: context.env,
-    requested: request.env,
-    replace: request.envMode === 'replace',
-    set: policy.env.set,
-    path: policy.env.path,
-    pty: request.pty,
-  });
   for (const { name, value } of sanitized.passedSecrets) {
     if (value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
   }

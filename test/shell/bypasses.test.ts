@@ -78,7 +78,7 @@ describe('strict.yaml deny rules see every spelling', () => {
     "$'\\x73udo' id",
     'nice -n 5 sudo id',
     'timeout -s KILL 5 sudo id',
-    'xargs -I{} sudo {} < /dev/null',
+    'xargs -I{} sudo id {} < /dev/null',
     'find . -exec sudo id \\;',
     'eval "sudo id"',
     'bash -c "eval \'sudo id\'"',
