@@ -40,8 +40,11 @@ export interface RefUse {
   readonly kind: RefKind;
   readonly id: string;
   readonly ref: string;
+  /** False when no source knew the reference: its text was passed on as written. */
   readonly found: boolean;
   readonly source?: string;
+  /** For a reference no source knew: the known references closest to it ("did you mean"), at most three. */
+  readonly suggestions?: readonly string[];
 }
 
 /** A RefUse as the audit log records it: with a keyed fingerprint of the value used. */
@@ -186,6 +189,13 @@ export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value:
  */
 export { CLOSE_FDS } from './inherited-fds';
 
+/** "Did you mean" for each reference no source knew, as `<<kind:name>>` (names only, never values). */
+async function getSuggestions(refs: RefStore, resolved: ReadonlyArray<{ kind: RefKind; id: string; ref: string; found: boolean }>): Promise<Map<string, readonly string[]>> {
+  const unknown = resolved.filter((each) => !each.found);
+  const suggested = await Promise.all(unknown.map((each) => refs.suggest(each.kind, each.id)));
+  return new Map(unknown.map((each, index) => [each.ref, Object.freeze(suggested[index]!.map((name) => `<<${each.kind}:${name}>>`))]));
+}
+
 export function getShellFlags(shell: string): string[] {
   return /(^|\/)bash$/.test(shell) ? ['--norc', '--noprofile'] : [];
 }
@@ -294,8 +304,10 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   }
   for (const token of resolution.tokens) {
     const envName = envNames.get(`${token.kind}:${token.id}`);
-    if (envName) replacements.push({ token, envName });
+    // A reference no source knew goes on as its text, quoted where bash would parse it.
+    replacements.push(envName ? { token, envName } : { token, literal: true });
   }
+  const suggestions = await getSuggestions(context.refs, resolution.refs);
   const body = replacements.length > 0 ? substituteTokens(request.command, replacements, analysis) : request.command;
   // The prologue shares the command's first line, so the shell's own messages (`line 1: x: command
   // not found`) number the lines as the caller wrote them; a newline keeps the epilogue out of
@@ -380,7 +392,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     env: Object.freeze(env),
     cwd: request.cwd,
     redactor,
-    refs: Object.freeze(resolution.refs.map(({ kind, id, ref, found, source }) => Object.freeze({ kind, id, ref, found, source }))),
+    refs: Object.freeze(resolution.refs.map(({ kind, id, ref, found, source }) => Object.freeze({ kind, id, ref, found, source, ...(suggestions.has(ref) ? { suggestions: suggestions.get(ref) } : {}) }))),
     auditRefs: Object.freeze(
       resolution.refs.map(({ kind, id, ref, found, source }) =>
         Object.freeze({ kind, id, ref, found, source, ...(fingerprints.has(ref) ? { fingerprint: fingerprints.get(ref) } : {}) }),
