@@ -52,6 +52,12 @@ const MAX_STRIDE = 8;
 // bitmap (capped at 2^22 bits) and make false hits common.
 const WINDOW_BUDGET = 1 << 15;
 const HASH_MULTIPLIER = 0x9e3779b1;
+const CONFIRM_MULTIPLIER = 0x85ebca6b;
+// About 64 bits per window in the bitmap every sample touches, 32 in the one that confirms a hit:
+// together under 1 false hit in 1,000 samples reaches a map lookup (measured: bench/redact.js).
+const BITS_PER_WINDOW = 64;
+const CONFIRM_BITS_PER_WINDOW = 32;
+const MAX_BITMAP_BITS = 22;
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 export class Matcher {
@@ -65,12 +71,15 @@ export class Matcher {
   readonly #brokenWindows = new Map<number, number[]>();
   readonly #bitmap: Int32Array;
   readonly #hashShift: number;
+  readonly #confirm: Int32Array;
+  readonly #confirmShift: number;
   /** Words (of 4 bytes) between two sampled words. */
   readonly #stride: number;
   // Hashes of every proper prefix of every pattern, keyed with the prefix length (see holdStart);
   // the same for the line-tolerant patterns alone (see holdJoined).
-  readonly #prefixes = new Set<number>();
-  readonly #tolerantPrefixes = new Set<number>();
+  readonly #prefixes = new KeySet();
+  readonly #tolerantPrefixes = new KeySet();
+  #maxTolerantLength = 0;
 
   /** `tolerant`: indexes of the patterns that also match across line breaks (see the header). */
   constructor(patterns: readonly Buffer[], tolerant: Iterable<number> = []) {
@@ -79,6 +88,7 @@ export class Matcher {
     for (const index of tolerant) if (index >= 0 && index < patterns.length) this.#tolerant[index] = 1;
     this.maxLength = patterns.reduce((max, pattern) => Math.max(max, pattern.length), 0);
     patterns.forEach((pattern, index) => {
+      if (this.#tolerant[index] === 1 && pattern.length > this.#maxTolerantLength) this.#maxTolerantLength = pattern.length;
       let hash = 0;
       for (let length = 1; length < pattern.length; length++) {
         hash = prefixStep(hash, pattern[length - 1] as number);
@@ -86,6 +96,8 @@ export class Matcher {
         if (this.#tolerant[index] === 1) this.#tolerantPrefixes.add(prefixKey(hash, length));
       }
     });
+    this.#prefixes.seal();
+    this.#tolerantPrefixes.seal();
     this.#stride = chooseStride(patterns, this.#tolerant);
     const windows = 4 * this.#stride;
     patterns.forEach((pattern, index) => {
@@ -98,14 +110,22 @@ export class Matcher {
         if (this.#tolerant[index] === 1) for (const word of getBrokenWords(pattern, offset)) this.#addWindow(this.#brokenWindows, word, index, offset);
       }
     });
-    // About 256 bits per window keeps false hits well under 1% while the bitmap stays in L2.
-    const bits = Math.min(22, Math.max(10, Math.ceil(Math.log2((this.#windows.size + this.#brokenWindows.size) * 256 + 1))));
+    // The bitmap every sampled word is tested against stays small (it is touched at random on
+    // every sample: past a few hundred KiB the misses cost more than the false hits it saves);
+    // a second bitmap with another hash turns most of its false hits away before a map lookup.
+    const windowCount = this.#windows.size + this.#brokenWindows.size;
+    const bits = Math.min(MAX_BITMAP_BITS, Math.max(10, Math.ceil(Math.log2(windowCount * BITS_PER_WINDOW + 1))));
     this.#hashShift = 32 - bits;
     this.#bitmap = new Int32Array(1 << (bits - 5));
+    const confirmBits = Math.min(24, Math.max(10, Math.ceil(Math.log2(windowCount * CONFIRM_BITS_PER_WINDOW + 1))));
+    this.#confirmShift = 32 - confirmBits;
+    this.#confirm = new Int32Array(1 << (confirmBits - 5));
     for (const map of [this.#windows, this.#brokenWindows]) {
       for (const [word, list] of map) {
         const hash = Math.imul(word, HASH_MULTIPLIER) >>> this.#hashShift;
         this.#bitmap[hash >>> 5] |= 1 << (hash & 31);
+        const confirm = Math.imul(word, CONFIRM_MULTIPLIER) >>> this.#confirmShift;
+        this.#confirm[confirm >>> 5] |= 1 << (confirm & 31);
         if (map === this.#windows) map.set(word, sortByReach(list, patterns));
       }
     }
@@ -130,22 +150,21 @@ export class Matcher {
 
   #holdRaw(buffer: Buffer): number {
     const length = buffer.length;
-    const from = Math.max(0, length - this.maxLength + 1);
     if (this.#prefixes.size === 0) return length;
+    const from = Math.max(0, length - this.maxLength + 1);
+    const prefixes = this.#prefixes;
     // Polynomial hashes, so each suffix's hash extends the next one's by one byte at the front:
     // H(b[p..n)) = b[p] * B^(n-1-p) + H(b[p+1..n)). One pass from the end; the leftmost hit wins.
-    const hashes = new Int32Array(length - from);
     let hash = 0;
     let power = 1;
+    let hold = length;
     for (let start = length - 1; start >= from; start--) {
       hash = (hash + Math.imul(buffer[start] as number, power)) | 0;
       power = Math.imul(power, PREFIX_BASE);
-      hashes[start - from] = hash;
+      const key = prefixKey(hash, length - start);
+      if (prefixes.mayHave(key) && prefixes.has(key)) hold = start;
     }
-    for (let start = from; start < length; start++) {
-      if (this.#prefixes.has(prefixKey(hashes[start - from] as number, length - start))) return start;
-    }
-    return length;
+    return hold;
   }
 
   /**
@@ -155,20 +174,22 @@ export class Matcher {
    */
   #holdJoined(buffer: Buffer): number {
     const length = buffer.length;
-    if (this.#tolerantPrefixes.size === 0) return length;
-    const from = Math.max(0, length - this.maxLength + 1);
-    if (buffer.lastIndexOf(10) < from && buffer.lastIndexOf(13) < from) return length;
+    const prefixes = this.#tolerantPrefixes;
+    if (prefixes.size === 0) return length;
+    const from = Math.max(0, length - this.#maxTolerantLength + 1);
+    if (buffer.lastIndexOf(LF) < from && buffer.lastIndexOf(CR) < from) return length;
     let hash = 0;
     let power = 1;
     let characters = 0;
     let hold = length;
-    for (let start = length - 1; start >= 0 && characters < this.maxLength - 1; start--) {
+    for (let start = length - 1; start >= 0 && characters < this.#maxTolerantLength - 1; start--) {
       const byte = buffer[start] as number;
-      if (byte === 10 || byte === 13) continue;
+      if (byte === LF || byte === CR) continue;
       hash = (hash + Math.imul(byte, power)) | 0;
       power = Math.imul(power, PREFIX_BASE);
       characters++;
-      if (this.#tolerantPrefixes.has(prefixKey(hash, characters))) hold = start;
+      const key = prefixKey(hash, characters);
+      if (prefixes.mayHave(key) && prefixes.has(key)) hold = start;
     }
     return hold;
   }
@@ -197,10 +218,15 @@ export class Matcher {
     const end = Math.min(words.length, Math.floor((lastStart + 4 * stride - 1 - padding) / 4) + 1);
     const bitmap = this.#bitmap;
     const shift = this.#hashShift;
+    const confirm = this.#confirm;
+    const confirmShift = this.#confirmShift;
     for (let index = 0; index < end; index += stride) {
-      const hash = Math.imul(words[index], HASH_MULTIPLIER) >>> shift;
+      const word = words[index];
+      const hash = Math.imul(word, HASH_MULTIPLIER) >>> shift;
       if ((bitmap[hash >>> 5] & (1 << (hash & 31))) === 0) continue;
-      this.#verify(buffer, words[index], padding + index * 4, lastStart, matches);
+      const second = Math.imul(word, CONFIRM_MULTIPLIER) >>> confirmShift;
+      if ((confirm[second >>> 5] & (1 << (second & 31))) === 0) continue;
+      this.#verify(buffer, word, padding + index * 4, lastStart, matches);
     }
   }
 
@@ -323,6 +349,44 @@ function chooseStride(patterns: readonly Buffer[], tolerant: Uint8Array): number
   let stride = Math.min(MAX_STRIDE, Math.floor((shortest - 3) / 4));
   while (stride > 1 && windowed * 4 * stride > WINDOW_BUDGET) stride--;
   return stride;
+}
+
+/**
+ * A set of int32 keys with a bitmap in front: most lookups (a buffer's suffixes that begin no
+ * pattern) end at one bit test instead of a hash-table probe.
+ */
+class KeySet {
+  readonly #keys = new Set<number>();
+  #bitmap = new Int32Array(1);
+  #shift = 32;
+
+  get size(): number {
+    return this.#keys.size;
+  }
+
+  add(key: number): void {
+    this.#keys.add(key);
+  }
+
+  /** Size the bitmap once every key is in: about 16 bits a key. */
+  seal(): void {
+    const bits = Math.min(24, Math.max(10, Math.ceil(Math.log2(this.#keys.size * 16 + 1))));
+    this.#shift = 32 - bits;
+    this.#bitmap = new Int32Array(1 << (bits - 5));
+    for (const key of this.#keys) {
+      const hash = Math.imul(key, HASH_MULTIPLIER) >>> this.#shift;
+      this.#bitmap[hash >>> 5] |= 1 << (hash & 31);
+    }
+  }
+
+  mayHave(key: number): boolean {
+    const hash = Math.imul(key, HASH_MULTIPLIER) >>> this.#shift;
+    return (this.#bitmap[hash >>> 5]! & (1 << (hash & 31))) !== 0;
+  }
+
+  has(key: number): boolean {
+    return this.#keys.has(key);
+  }
 }
 
 const PREFIX_BASE = 0x01000193;
