@@ -502,6 +502,9 @@ function readEnv(words: readonly CommandWord[], from: number, to: number, parsed
     if (hops >= MAX_HOPS) return report.uncertain(`more than ${MAX_HOPS} wrappers in one command`, at);
     return readWrapper(view.words, 0, view.words.length, mapReport(report, view.map), 'env', spec, hops + 1);
   }
+  for (const { option, value, at } of parsed.options) {
+    if (option === '-u' || option === '--unset') report.variable(typeof value === 'string' ? value : value?.text ?? null, words[at]!, 'env -u');
+  }
   let index = parsed.operands[0] ?? to;
   while (index < to && words[index]!.text === '-') index += 1;
   for (let variable = envName(words[index]); index < to && variable !== null; variable = envName(words[index])) {
@@ -574,7 +577,9 @@ export function splitEnvString(text: string): string[] | null {
  */
 function readXargs(words: readonly CommandWord[], parsed: Parsed, report: CommandReport, hops: number): void {
   let replace: string | null = null;
-  for (const { option, value } of parsed.options) {
+  for (const { option, value, at } of parsed.options) {
+    // Each child gets this variable, set to its slot number.
+    if (option === '--process-slot-var') report.variable(typeof value === 'string' ? value : value?.text ?? null, words[at]!, 'xargs --process-slot-var');
     if (option !== '-I' && option !== '-i' && option !== '--replace') continue;
     const text = value === null ? '{}' : typeof value === 'string' ? value : value.text;
     if (text === null) return unsureFrom(words, parsed.operands[0] ?? words.length - 1, words.length, report, 'xargs');
