@@ -177,7 +177,10 @@ export class Matcher {
     const prefixes = this.#tolerantPrefixes;
     if (prefixes.size === 0) return length;
     const from = Math.max(0, length - this.#maxTolerantLength + 1);
-    if (buffer.lastIndexOf(LF) < from && buffer.lastIndexOf(CR) < from) return length;
+    // Only the tail is searched (lastIndexOf would read a buffer without breaks to its start).
+    let broken = false;
+    for (let at = length - 1; at >= from && !broken; at--) broken = buffer[at] === LF || buffer[at] === CR;
+    if (!broken) return length;
     let hash = 0;
     let power = 1;
     let characters = 0;
