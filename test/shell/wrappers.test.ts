@@ -112,7 +112,7 @@ describe('the forms the issue walked through', () => {
     ['unshare --propagation private sh -c "echo <<secret:v>>"'],
     ['watch -d "echo <<secret:v>>"'],
     ['parallel echo ::: "<<secret:v>>"'],
-  ])('%s refuses the reference, and the value never runs', (command) => {
+  ])('%s refuses the reference, so its value never reaches bash', (command) => {
     const outcome = substitute(command);
     expect(outcome).toHaveProperty('refused');
   });
