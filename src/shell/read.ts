@@ -607,8 +607,11 @@ class Lexer {
       const coprocName = reserved && frame.coproc && this.matchAt(BODY_NEXT, this.cursor) !== null;
       if (reserved) frame.coproc = false;
       if (!reserved || coprocName) {
-        if (coprocName) frame.commandStart = true;
-        else if (!redirect) frame.cmd.words.push(built);
+        if (coprocName) {
+          frame.commandStart = true;
+          // `coproc NAME { ...; }` makes NAME an array of descriptor numbers (`coproc PATH` sets PATH to `63`).
+          this.shared.setsVariable(word, built.start, 'coproc');
+        } else if (!redirect) frame.cmd.words.push(built);
       } else if (word === 'function') frame.functionName = true;
       else if (word === 'case') cases.push('subject');
       else if (word === 'esac' && state === 'body') cases.pop();
