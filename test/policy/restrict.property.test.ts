@@ -74,6 +74,8 @@ const before = piece(['', 'LANG=C; ', 'git status; '], [
   'export PATH=.:$PATH; ', 'PATH=plant:$PATH; ', 'declare -x GIT_EXTERNAL_DIFF=evil; ', 'HOME=$PWD/home; export HOME; ', 'export XDG_CONFIG_HOME=$PWD/xdg; ',
   'BASH_ENV=$PWD/bashenv; export BASH_ENV; ', 'read -r PATH <<< plant; ', ': ${GIT_CONFIG_GLOBAL:=$PWD/home/.gitconfig}; export GIT_CONFIG_GLOBAL; ',
   'printf -v HOME %s "$PWD/home"; ', 'for PATH in plant; do :; done; ', 'cd plant; ', 'set -a; HOME=$PWD/home; ', 'typeset -x PATH=.; ', 'echo start; ',
+  'mapfile -t PATH <<< plant; ', 'exec {PATH}>/dev/null; ', '(( PATH = 0 )); ', 'declare -n r=PATH; r=plant; ', 'x=plant; declare -x "PATH=$x"; ',
+  "eval 'PATH=plant'; ", 'alias git=./git; ', 'git() { ./git "$@"; }; ',
 ]);
 const assignment = piece(['', 'LANG=C ', 'GH_TOKEN=x ', 'TZ=UTC ', 'LC_ALL=C '], [
   'PATH=.:$PATH ', 'PATH=plant:$PATH ', 'HOME=$PWD/home ', 'XDG_CONFIG_HOME=$PWD/xdg ', "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.st GIT_CONFIG_VALUE_0='!evil' ",
