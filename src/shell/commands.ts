@@ -79,6 +79,8 @@ interface Wrapper {
   readonly permute?: boolean;
   readonly positional?: number;
   readonly all?: 'code' | 'remote';
+  /** `NAME=value` words before the command set variables for it (sudo). */
+  readonly assignments?: boolean;
   readonly form?: 'env' | 'xargs' | 'su' | 'script' | 'flock' | 'watch' | 'ssh' | 'parallel' | 'shell-when-empty';
 }
 type Kind = { kind: 'shell' } | Wrapper | { kind: 'builtin' };
@@ -123,6 +125,7 @@ const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
   ['sudo', wrap(['-a', '-C', '-c', '-D', '-g', '-p', '-R', '-r', '-T', '-t', '-U', '-u', '--auth-type', '--close-from', '--login-class', '--chdir', '--group', '--host', '--prompt', '--chroot', '--role', '--command-timeout', '--type', '--other-user', '--user'], {
     optional: ['-h', '--preserve-env'],
     shell: ['-s', '-i', '--shell', '--login'],
+    assignments: true,
     flags: ['--askpass', '--background', '--bell', '--edit', '--help', '--set-home', '--remove-timestamp', '--reset-timestamp', '--list', '--non-interactive', '--preserve-groups', '--stdin', '--validate', '--version'],
   })],
   ['doas', wrap(['-a', '-C', '-u'], { shell: ['-s'] })],
@@ -478,7 +481,15 @@ function readWrapper(words: readonly CommandWord[], from: number, to: number, re
     if (spec.form === 'shell-when-empty') report.input({ context: 'shell-script', reason: `\`${name}\` without a command starts a shell that reads this input` });
     return;
   }
-  readFrom(words, operands[positional]!, to, report, name, hops + 1);
+  let start = operands[positional]!;
+  // `sudo NAME=value CMD` sets NAME for the command, as env does.
+  if (spec.assignments) {
+    for (let variable = envName(words[start]); start < to && variable !== null; variable = envName(words[start])) {
+      readAssignment(words.map((word, at) => (at === start ? { ...word, assignment: variable } : word)), start, report, true, name);
+      start += 1;
+    }
+  }
+  readFrom(words, start, to, report, name, hops + 1);
 }
 
 /**

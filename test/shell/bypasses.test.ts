@@ -287,3 +287,9 @@ describe('every refusal happens before any source is asked for a value', () => {
     expect(asked).toEqual([]);
   });
 });
+
+test('sudo NAME=value CMD: the assignment is read as env reads one, and CMD is the command', () => {
+  const analysis = readShell('sudo PATH=. git status');
+  expect(analysis.commands.map((simple) => simple.words.map((word) => word.text).join(' '))).toEqual(['sudo PATH=. git status', 'git status']);
+  expect(analysis.variables).toEqual([{ name: 'PATH', offset: 5, how: 'sudo' }]);
+});
