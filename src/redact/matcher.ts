@@ -23,8 +23,9 @@
  * characters or longer. So besides its plain windows, each line-tolerant pattern registers the
  * words with one break (LF at any of the four places, CRLF at any of three, or the CR or LF of a
  * CRLF cut by the word's edge) at each of those offsets. A word that hits is verified by walking
- * back over the characters before it and comparing forward, skipping breaks. The scan itself is
- * unchanged: breaks cost nothing until a window hits.
+ * back over the characters before it and comparing forward, skipping breaks. The scan loop is
+ * the same; the extra windows fill its bitmap more, and a second bitmap with another hash turns
+ * the extra false hits away before any map lookup.
  *
  * Redaction only needs the union of all occurrences and, where a region of that union starts, the
  * longest pattern starting there. Output that repeats a secret's own bytes (a run of `a` against
