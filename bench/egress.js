@@ -1,38 +1,44 @@
 'use strict';
 /*
  * Figure 8: the egress proxy. The same loopback request made directly and through the proxy's
- * Unix socket (the way the gateway's bridge reaches it), for a 1 KiB and a 10 MiB
+ * Unix socket (the way the gateway's bridge reaches it), for a 1 KiB, a 10 MiB and a 100 MiB
  * response body, on each of the proxy's data paths:
  *
  *   - plain HTTP forward (an absolute-URL proxy request, no secret bound to the host);
  *   - a CONNECT tunnel, passed through unread (plain HTTP inside, so the ratio is the tunnel's);
- *   - plain HTTP with a secret injected (sentinel swapped in a header, response redacted);
- *   - HTTPS intercepted with the gateway CA (TLS terminated, sentinel swapped, response redacted,
+ *   - plain HTTP with a secret injected (a binding that names the host for plain HTTP; sentinel
+ *     swapped in Authorization, request read for misplaced sentinels, response cleaned);
+ *   - HTTPS intercepted with the gateway CA (TLS terminated, sentinel swapped, response cleaned,
  *     TLS again upstream), against a direct HTTPS request to the same server.
+ *
+ * Then end to end: a real client (curl) in a sandboxed gateway run fetching 100 MiB over HTTPS
+ * with an injected secret (bridge, proxy, interception, cleaning), against the same curl run
+ * directly against the server.
  *
  * The upstream server and the proxy each run in a process of their own, as they do for real (an
  * upstream in the client's own process would give the direct request a path no real request
  * has). Variants interleave; the whole interleaved block is repeated, and each path's ratio is
  * the median over repetitions of the ratio of that repetition's medians, so one slow phase of a
- * shared machine cannot decide it.
+ * shared machine cannot decide it. With `--baseline=DIR` (another built checkout) its proxy and
+ * gateway are measured in the same interleaving, and each path gets a this-tree/baseline ratio.
  *
  * Then what egress costs a run: a sandboxed gateway.exec of `true` with `network: none`, `open`
  * and an allowlist (the proxy socket, the bridge inside the sandbox, no request made).
  *
- *   npm run build && node bench/egress.js [--quick]
+ *   npm run build && node bench/egress.js [--quick] [--baseline=DIR]
  */
-const { spawn } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 const { request } = require('node:http');
 const { request: httpsRequest } = require('node:https');
 const { connect } = require('node:net');
 const { connect: tlsConnect } = require('node:tls');
-const { mkdirSync, mkdtempSync, rmSync } = require('node:fs');
+const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { DIST, benchEnv, interleave, row, runFigure, summarize } = require('./lib');
 
 const VALUE = 'bench-secret-value-0123456789abcdef';
-const SIZES = { '1 KiB': 1024, '10 MiB': 10 * 1024 * 1024 };
+const SIZES = { '1 KiB': 1024, '10 MiB': 10 * 1024 * 1024, '100 MiB': 100 * 1024 * 1024 };
 
 /** The upstream service: HTTP and HTTPS (a certificate from a CA of its own, handed to the proxy). */
 const SERVER_PROCESS = `
@@ -61,7 +67,7 @@ process.stdin.on('end', () => process.exit(0));
 const PROXY_PROCESS = `
 const [dist, dir, ports] = process.argv.slice(1);
 const { http, https, ca } = JSON.parse(ports);
-const { EgressProxy, normalizeNetworkPolicy, parseHostPatterns, createSentinel } = require(dist + '/egress');
+const { EgressProxy, normalizeNetworkPolicy, normalizeSecretBindings, parseHostPatterns, createSentinel } = require(dist + '/egress');
 (async () => {
   const proxy = new EgressProxy({
     runtimeDir: dir,
@@ -72,7 +78,9 @@ const { EgressProxy, normalizeNetworkPolicy, parseHostPatterns, createSentinel }
   const network = normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bench.test'] });
   const plain = await proxy.openRun({ runId: 'plain', network });
   const sentinel = createSentinel(${JSON.stringify(VALUE)});
-  const bound = await proxy.openRun({ runId: 'bound', network, injections: [{ ref: 'secret:bench', value: ${JSON.stringify(VALUE)}, sentinel, hosts: parseHostPatterns(['bench.test'], 'hosts') }] });
+  // Plain HTTP by name, as a binding for a local service would say (a tree without placements ignores it).
+  const [binding] = normalizeSecretBindings([{ ref: 'secret:bench', hosts: ['bench.test'], delivery: 'inject', http: ['bench.test'] }]);
+  const bound = await proxy.openRun({ runId: 'bound', network, injections: [{ ref: 'secret:bench', value: ${JSON.stringify(VALUE)}, sentinel, hosts: parseHostPatterns(['bench.test'], 'hosts'), binding }] });
   process.stdout.write(JSON.stringify({ plain: plain.socketPath, bound: bound.socketPath, sentinel, gatewayCa: proxy.getCaCertificate() }) + '\\n');
   process.stdin.resume();
   process.stdin.on('end', () => proxy.close().then(() => process.exit(0)));
@@ -139,64 +147,159 @@ async function viaTunnel(socketPath, port, path, expected, tls) {
   return fetchBody({ createConnection: () => socket, path, headers: { host: 'bench.test', ...(tls ? tls.headers : {}) } }, expected);
 }
 
-async function measureProxy({ quick, log }) {
+async function measureProxy({ quick, baseline, log }) {
   const dir = mkdtempSync(join(tmpdir(), 'execgate-bench-egress-'));
   const server = startProcess(SERVER_PROCESS, [DIST]);
   const ports = await server.ready;
-  const proxy = startProcess(PROXY_PROCESS, [DIST, dir, JSON.stringify(ports)]);
-  const { plain, bound, sentinel, gatewayCa } = await proxy.ready;
-  const inject = { authorization: `Bearer ${sentinel}` };
+  const trees = baseline ? { this: DIST, baseline } : { this: DIST };
+  const proxies = {};
+  for (const [tree, dist] of Object.entries(trees)) {
+    const child = startProcess(PROXY_PROCESS, [dist, dir, JSON.stringify(ports)]);
+    proxies[tree] = { child, ...(await child.ready) };
+  }
+  const label = { direct: 'direct HTTP', plain: 'proxy: plain HTTP forward', tunnel: 'proxy: CONNECT tunnel (not intercepted)', injected: 'proxy: plain HTTP, secret injected + response redacted', directTls: 'direct HTTPS', intercepted: 'proxy: HTTPS intercepted, secret injected + response redacted' };
+  const paths = ['plain', 'tunnel', 'injected', 'intercepted'];
+  const name = (path, tree) => (tree === 'this' ? path : `${path}@${tree}`);
+  const title = (path, tree) => `${label[path]}${baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : ''}`;
 
   const rows = [];
   const ratioRows = [];
-  for (const [name, size] of Object.entries(SIZES)) {
+  for (const [sizeName, size] of Object.entries(SIZES)) {
     const large = size > 1024 * 1024;
-    const path = `/${encodeURIComponent(name)}`;
+    const huge = size > 64 * 1024 * 1024;
+    const path = `/${encodeURIComponent(sizeName)}`;
     const variants = {
       direct: () => fetchBody({ host: '127.0.0.1', port: ports.http, path, agent: false }, size),
-      plain: () => fetchBody({ socketPath: plain, path: `http://bench.test${path}`, headers: { host: 'bench.test' } }, size),
-      tunnel: () => viaTunnel(plain, 80, path, size),
-      injected: () => fetchBody({ socketPath: bound, path: `http://bench.test${path}`, headers: { host: 'bench.test', ...inject } }, size),
       directTls: () => fetchBody({ host: '127.0.0.1', port: ports.https, servername: 'bench.test', path, ca: ports.ca, agent: false, headers: { host: 'bench.test' } }, size, httpsRequest),
-      intercepted: () => viaTunnel(bound, 443, path, size, { ca: gatewayCa, headers: inject }),
     };
-    for (const [v, fn] of Object.entries(variants)) variants[v] = () => fn().catch((error) => { throw new Error(`${name}, ${v}: ${error.message}`); });
-    const repetitions = quick ? 2 : 5;
-    const iterations = quick ? 3 : large ? 8 : 60;
-    log(`${name}: ${repetitions} repetitions of ${iterations} interleaved requests per path`);
+    for (const [tree, proxy] of Object.entries(proxies)) {
+      const inject = { authorization: `Bearer ${proxy.sentinel}` };
+      variants[name('plain', tree)] = () => fetchBody({ socketPath: proxy.plain, path: `http://bench.test${path}`, headers: { host: 'bench.test' } }, size);
+      variants[name('tunnel', tree)] = () => viaTunnel(proxy.plain, 80, path, size);
+      variants[name('injected', tree)] = () => fetchBody({ socketPath: proxy.bound, path: `http://bench.test${path}`, headers: { host: 'bench.test', ...inject } }, size);
+      variants[name('intercepted', tree)] = () => viaTunnel(proxy.bound, 443, path, size, { ca: proxy.gatewayCa, headers: inject });
+    }
+    for (const [v, fn] of Object.entries(variants)) variants[v] = () => fn().catch((error) => { throw new Error(`${sizeName}, ${v}: ${error.message}`); });
+    const repetitions = quick ? 2 : huge ? 3 : 5;
+    const iterations = quick ? (huge ? 1 : 3) : huge ? 3 : large ? 8 : 60;
+    log(`${sizeName}: ${repetitions} repetitions of ${iterations} interleaved requests per path`);
     const all = Object.fromEntries(Object.keys(variants).map((v) => [v, []]));
-    const perRep = { plain: [], tunnel: [], injected: [], intercepted: [] };
+    const perRep = Object.fromEntries(Object.keys(variants).filter((v) => v !== 'direct' && v !== 'directTls').map((v) => [v, []]));
+    const againstBaseline = Object.fromEntries(paths.map((p) => [p, []]));
     for (let rep = 0; rep < repetitions; rep++) {
-      const samples = await interleave(variants, { iterations, warmup: rep === 0 ? 2 : 1 });
+      const samples = await interleave(variants, { iterations, warmup: rep === 0 ? (huge ? 1 : 2) : huge ? 0 : 1 });
       for (const [v, list] of Object.entries(samples)) all[v].push(...list);
       const median = (v) => summarize(samples[v]).median;
       // Throughput ratio (higher is better) = direct time / proxied time.
-      for (const v of ['plain', 'tunnel', 'injected']) perRep[v].push(median('direct') / median(v));
-      perRep.intercepted.push(median('directTls') / median('intercepted'));
+      for (const v of Object.keys(perRep)) perRep[v].push(median(v.startsWith('intercepted') ? 'directTls' : 'direct') / median(v));
+      if (baseline) for (const p of paths) againstBaseline[p].push(median(name(p, 'baseline')) / median(p));
     }
     const unit = large ? 'MB/s' : 'ms';
     const value = (list) => (large ? list.map((ms) => size / 1e6 / (ms / 1000)) : list);
-    const label = { direct: 'direct HTTP', plain: 'proxy: plain HTTP forward', tunnel: 'proxy: CONNECT tunnel (not intercepted)', injected: 'proxy: plain HTTP, secret injected + response redacted', directTls: 'direct HTTPS', intercepted: 'proxy: HTTPS intercepted, secret injected + response redacted' };
-    for (const v of Object.keys(variants)) {
-      const base = v === 'intercepted' ? 'directTls' : v === 'directTls' || v === 'direct' ? undefined : 'direct';
-      rows.push(row(8, `${name}: ${label[v]} (${unit})`, value(all[v]), {
-        unit,
-        ...(base ? { of: { name: label[base], samples: value(all[base]) } } : {}),
-        ...(base && large ? { higherIsBetter: true } : {}),
-      }));
+    rows.push(row(8, `${sizeName}: direct HTTP (${unit})`, value(all.direct), { unit }));
+    rows.push(row(8, `${sizeName}: direct HTTPS (${unit})`, value(all.directTls), { unit }));
+    for (const tree of Object.keys(trees)) {
+      for (const p of paths) {
+        const base = p === 'intercepted' ? 'directTls' : 'direct';
+        rows.push(row(8, `${sizeName}: ${title(p, tree)} (${unit})`, value(all[name(p, tree)]), {
+          unit, of: { name: label[base], samples: value(all[base]) }, ...(large ? { higherIsBetter: true } : {}),
+        }));
+      }
     }
-    for (const v of Object.keys(perRep)) {
-      // The issue's target applies to the large body's plain path; the others are shown against the same bar.
-      ratioRows.push(row(8, `${name}: ${label[v]}, throughput / direct, per repetition`, perRep[v], {
-        unit: 'x',
-        ...(large ? { target: 0.5, higherIsBetter: true, of: { name: 'parity', samples: { median: 1, min: 1, max: 1, n: 1 } } } : {}),
-      }));
+    for (const tree of Object.keys(trees)) {
+      for (const p of paths) {
+        // The target applies to the large bodies' paths; the others are shown against the same bar.
+        ratioRows.push(row(8, `${sizeName}: ${title(p, tree)}, throughput / direct, per repetition`, perRep[name(p, tree)], {
+          unit: 'x',
+          ...(large ? { target: 0.5, higherIsBetter: true, of: { name: 'parity', samples: { median: 1, min: 1, max: 1, n: 1 } } } : {}),
+        }));
+      }
+    }
+    if (baseline) {
+      for (const p of paths) {
+        ratioRows.push(row(8, `${sizeName}: ${label[p]}, this tree's throughput / the baseline's, per repetition`, againstBaseline[p], { unit: 'x' }));
+      }
     }
   }
-  await proxy.stop();
+  for (const proxy of Object.values(proxies)) await proxy.child.stop();
   await server.stop();
   rmSync(dir, { recursive: true, force: true });
   return [...rows, ...ratioRows];
+}
+
+/*
+ * End to end: curl fetching 100 MiB over HTTPS with an injected secret from a sandboxed gateway
+ * run (its bridge, the proxy, interception, the response cleaned), against the same curl run
+ * directly (not sandboxed, no proxy) against the same server.
+ */
+async function measureEndToEnd({ quick, baseline, log }) {
+  const size = SIZES['100 MiB'];
+  const { checkPlatform } = require(join(DIST, 'sandbox', 'index.js'));
+  if (!checkPlatform().ok) return { rows: [], note: 'end-to-end figure skipped: no sandbox here' };
+  const curl = spawnSync('curl', ['--version'], { encoding: 'utf8' });
+  if (curl.status !== 0) return { rows: [], note: 'end-to-end figure skipped: no curl' };
+  const server = startProcess(SERVER_PROCESS, [DIST]);
+  const ports = await server.ready;
+  const { home, env, cleanup } = benchEnv('execgate-bench-egress-e2e-');
+  const work = join(home, 'work');
+  mkdirSync(work);
+  const caFile = join(home, 'server-ca.pem');
+  writeFileSync(caFile, ports.ca);
+  const trees = baseline ? { this: DIST, baseline } : { this: DIST };
+  const gateways = {};
+  for (const [tree, dist] of Object.entries(trees)) {
+    const { createGateway } = require(join(dist, 'gateway.js'));
+    const { DEFAULT_POLICY } = require(join(dist, 'policy', 'effective.js'));
+    const { normalizeNetworkPolicy, normalizeSecretBindings } = require(join(dist, 'egress'));
+    const network = normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bench.test'] });
+    const policy = {
+      ...DEFAULT_POLICY,
+      network,
+      sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required', network: 'none' },
+      secrets: { ...DEFAULT_POLICY.secrets, bind: normalizeSecretBindings([{ ref: 'secret:bench', hosts: ['bench.test'], delivery: 'inject' }]) },
+    };
+    gateways[tree] = createGateway({
+      policy, home: join(home, tree), env, cwd: work,
+      sources: [{ name: 'bench', kinds: ['secret'], lookup: (_kind, id) => (id === 'bench' ? { found: true, value: VALUE } : { found: false }) }],
+      egress: { resolver: async () => ['203.0.113.10'], dial: (_address, port) => ({ host: '127.0.0.1', port: port === 443 ? ports.https : ports.http }), upstreamCa: [ports.ca] },
+    });
+  }
+  const url = `https://bench.test/${encodeURIComponent('100 MiB')}`;
+  const command = `curl -sS --fail -o /dev/null -w "%{size_download}" -H "Authorization: Bearer <<secret:bench>>" ${url}`;
+  const check = (bytes, what) => {
+    if (Number(bytes) !== size) throw new Error(`${what}: curl got ${bytes} bytes of ${size}`);
+  };
+  const variants = {
+    direct: () => new Promise((resolve, reject) => {
+      const child = spawn('curl', ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', '--cacert', caFile, '--resolve', `bench.test:${ports.https}:127.0.0.1`, '-H', `Authorization: Bearer ${VALUE}`, `https://bench.test:${ports.https}/${encodeURIComponent('100 MiB')}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.on('data', (chunk) => { out += chunk; });
+      child.once('error', reject);
+      child.once('exit', () => { try { check(out, 'direct'); resolve(); } catch (error) { reject(error); } });
+    }),
+  };
+  for (const [tree, gateway] of Object.entries(gateways)) {
+    variants[tree] = async () => {
+      const result = await gateway.exec({ command, timeout: 120_000 });
+      if (result.exitCode !== 0) throw new Error(`${tree}: ${result.output}`);
+      check(result.stdout, tree);
+    };
+  }
+  const iterations = quick ? 1 : 6;
+  log(`end to end: ${iterations} interleaved 100 MiB downloads by curl per variant`);
+  const samples = await interleave(variants, { iterations, warmup: 1 });
+  for (const gateway of Object.values(gateways)) await gateway.close();
+  await server.stop();
+  cleanup();
+  const mbps = (list) => list.map((ms) => size / 1e6 / (ms / 1000));
+  const direct = { name: 'curl direct', samples: mbps(samples.direct) };
+  return {
+    rows: [
+      row(8, '100 MiB end to end: curl direct to the server, HTTPS (MB/s)', mbps(samples.direct), { unit: 'MB/s' }),
+      ...Object.keys(trees).map((tree) => row(8, `100 MiB end to end: curl in a sandboxed gateway run, HTTPS intercepted, secret injected${baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : ''} (MB/s)`, mbps(samples[tree]), { unit: 'MB/s', of: direct, higherIsBetter: true })),
+      ...(baseline ? [row(8, '100 MiB end to end: this tree against the baseline (MB/s)', mbps(samples.this), { unit: 'MB/s', of: { name: 'baseline', samples: mbps(samples.baseline) }, higherIsBetter: true })] : []),
+    ],
+  };
 }
 
 /** What egress costs a sandboxed run that makes no request: none vs open vs an allowlist. */
@@ -238,15 +341,18 @@ async function measureRunOverhead({ quick, log }) {
 
 async function run(options) {
   const rows = await measureProxy(options);
+  const endToEnd = await measureEndToEnd(options);
   const overhead = await measureRunOverhead(options);
   const registration = await runOverhead(options);
   return {
-    rows: [...rows, ...overhead.rows, ...registration],
+    rows: [...rows, ...endToEnd.rows, ...overhead.rows, ...registration],
     notes: [
       'Loopback, a new connection per request in every variant; upstream server, proxy and client are three processes; the proxy is reached over a Unix socket, as the gateway\'s bridge reaches it (the bridge itself is not in these figures).',
       'Ratio rows: each repetition\'s median direct time over its median proxied time (throughput ratio, 1.0 = parity); median and min .. max over repetitions. The intercepted path is against direct HTTPS.',
       'A bound secret makes the proxy swap sentinels in the request and redact the response (streaming matcher over every byte), which unbound hosts skip.',
       'Run overhead: open and allowlist register the run with the proxy under its own credentials and use the gateway\'s one bridge (started by the first proxied run); none does neither.',
+      'End to end: each sample is a whole gateway.exec (sandbox set-up included) of a curl downloading 100 MiB; the direct curl is a plain spawn.',
+      ...(endToEnd.note ? [endToEnd.note] : []),
       ...(overhead.note ? [overhead.note] : []),
     ],
   };

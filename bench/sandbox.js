@@ -1,23 +1,23 @@
 'use strict';
 /*
  * Figure 9: what the sandbox costs. A sandboxed gateway.exec of `true` (the default policy with
- * `sandbox.mode: required`, audit on) against raw spawns of the same sandbox: the very argv a
- * plan carries (nsenter into the gateway's shared network namespace, then bubblewrap with the
- * same mounts and namespaces, then bash), and bubblewrap making a network namespace of its own
- * per run. Also against a raw unsandboxed `bash -c true`, the floor every peer pays the full
+ * `sandbox.mode: required`, audit on) against raw spawns of the same sandbox: what a plan's
+ * launch runs (nsenter into the gateway's shared network namespace, then bubblewrap with the
+ * same options, seccomp filter included, then bash) without execgate's gate and mount check,
+ * and bubblewrap making a network namespace of its own per run. Also against a raw unsandboxed `bash -c true`, the floor every peer pays the full
  * namespace set-up on top of. All interleaved. Then output throughput through a sandboxed
  * sync run against an unsandboxed one.
  *
  *   npm run build && node bench/sandbox.js [--quick]
  */
 const { spawn } = require('node:child_process');
-const { mkdirSync } = require('node:fs');
+const { closeSync, mkdirSync, openSync } = require('node:fs');
 const { join } = require('node:path');
 const { DIST, benchEnv, interleave, row, runFigure, unsandboxedPolicy, waitChild } = require('./lib');
 
 const MB = 1e6;
 
-async function run({ quick, log }) {
+async function run({ quick, baseline, log }) {
   const { createGateway } = require(join(DIST, 'gateway.js'));
   const { preparePlan } = require(join(DIST, 'exec', 'prepare.js'));
   const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
@@ -39,6 +39,15 @@ async function run({ quick, log }) {
   const plain = createGateway({ policy: unsandboxedPolicy(), home: join(home, 'plain'), env, cwd: work });
   // Every run sets its sandbox up on its own path: what the defaults did before warm sandboxes.
   const cold = createGateway({ policy: sandboxed, home: join(home, 'cold'), env, cwd: work, warmSandboxes: 0 });
+  // --baseline=DIR: the same two gateways from another built tree, interleaved with these.
+  let base;
+  if (baseline) {
+    const { createGateway: createBaseline } = require(join(baseline, 'gateway.js'));
+    base = {
+      warm: createBaseline({ policy: sandboxed, home: join(home, 'base-warm'), env, cwd: work }),
+      cold: createBaseline({ policy: sandboxed, home: join(home, 'base-cold'), env, cwd: work, warmSandboxes: 0 }),
+    };
+  }
 
   // The raw baselines run exactly what a plan runs: the same argv and environment.
   const network = new SharedNetwork(platform.helper);
@@ -47,14 +56,19 @@ async function run({ quick, log }) {
     sandbox: { home: join(home, 'raw-state'), network: () => network },
   }, { command: 'true' });
   if (!plan.sandbox.sandboxed || !plan.sandbox.network.shared) throw new Error(`unexpected plan: ${JSON.stringify(plan.sandbox)}`);
-  const planArgv = [plan.shell, ...plan.args];
+  // The raw baselines run what a plan's sandbox is, without execgate's gate and mount check:
+  // bubblewrap with the same options (binds by path, the seccomp filter on descriptor 3), the
+  // program straight after them.
+  const seccompFd = openSync(plan.launch.options[plan.launch.options.indexOf('--seccomp') + 1], 'r');
+  const options = plan.launch.options.map((option, i, all) => (all[i - 1] === '--seccomp' ? '3' : option));
+  const planArgv = [...plan.launch.launcher, ...options, '--', plan.shell, ...plan.args];
   // Bubblewrap alone with the same mounts and namespaces, making the network namespace itself,
-  // running `bash -c true`: no nsenter, no descriptor-closing bash (the figure the issue compares with).
+  // running `bash -c true`: no nsenter (the figure the issue compares with).
   const bwrapAt = planArgv.indexOf(platform.helper);
-  const ownNetArgv = planArgv.slice(bwrapAt, planArgv.indexOf('--', bwrapAt));
+  const ownNetArgv = planArgv.slice(bwrapAt, planArgv.indexOf('--', bwrapAt + options.length));
   ownNetArgv.splice(ownNetArgv.indexOf('--die-with-parent'), 0, '--unshare-net');
   ownNetArgv.push('--', '/bin/bash', '--norc', '--noprofile', '-c', 'true');
-  const spawnRaw = (argv) => waitChild(spawn(argv[0], argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: plan.env, cwd: work }));
+  const spawnRaw = (argv) => waitChild(spawn(argv[0], argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe', seccompFd], env: plan.env, cwd: work }));
   const check = (result) => {
     if (result.exitCode !== 0) throw new Error(`run failed: ${result.output}`);
   };
@@ -68,6 +82,10 @@ async function run({ quick, log }) {
     gatewayNoAudit: async () => check(await noAudit.exec({ command: 'true' })),
     gatewayCold: async () => check(await cold.exec({ command: 'true' })),
     unsandboxed: async () => check(await plain.exec({ command: 'true' })),
+    ...(base ? {
+      baseWarm: async () => check(await base.warm.exec({ command: 'true' })),
+      baseCold: async () => check(await base.cold.exec({ command: 'true' })),
+    } : {}),
   };
   const iterations = quick ? 10 : 200;
   log(`${iterations} interleaved iterations of ${Object.keys(variants).length} variants`);
@@ -78,10 +96,13 @@ async function run({ quick, log }) {
   // Back to back: each run asked for the moment the one before returned, so the sandbox set up
   // after a run has had no time to get ready; what a tight loop of commands sees.
   const backToBack = [];
+  const baseBackToBack = [];
   for (let i = 0; i < iterations; i += 1) {
-    const started = process.hrtime.bigint();
-    check(await gateway.exec({ command: 'true' }));
-    backToBack.push(Number(process.hrtime.bigint() - started) / 1e6);
+    for (const [g, into] of base ? [[gateway, backToBack], [base.warm, baseBackToBack]] : [[gateway, backToBack]]) {
+      const started = process.hrtime.bigint();
+      check(await g.exec({ command: 'true' }));
+      into.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
   }
 
   const bytes = quick ? 64 * 1024 * 1024 : 1024 * 1024 * 1024;
@@ -101,7 +122,12 @@ async function run({ quick, log }) {
   await noAudit.close();
   await plain.close();
   await cold.close();
+  if (base) {
+    await base.warm.close();
+    await base.cold.close();
+  }
   network.close();
+  closeSync(seccompFd);
   cleanup();
 
   const rawPlan = { name: 'raw spawn of the plan argv', samples: samples.rawPlan };
@@ -112,7 +138,7 @@ async function run({ quick, log }) {
   return {
     rows: [
       row(9, 'raw spawn: bash -c true (no sandbox)', samples.rawBash),
-      row(9, 'raw spawn: nsenter + bwrap (the plan argv) + bash -c true', samples.rawPlan, { of: rawBash }),
+      row(9, 'raw spawn: nsenter + bwrap (the plan\'s options, no gate) + bash -c true', samples.rawPlan, { of: rawBash }),
       row(9, 'raw spawn: bwrap --unshare-net (same namespaces and mounts) + bash -c true', samples.rawOwnNet, { of: rawBash }),
       row(9, `gateway.exec true, sandboxed, network open (defaults + required; ${Math.round(shares.open * 100)}% of runs warm)`, samples.gateway, { of: rawOwnNet, target: 1.25 }),
       row(9, '  same, against the raw plan argv', samples.gateway, { of: rawPlan }),
@@ -126,6 +152,14 @@ async function run({ quick, log }) {
       row(9, 'gateway.exec true, sandboxed, network open, back to back (no pause between runs)', backToBack, { of: rawOwnNet }),
       row(9, 'gateway.exec true, sandboxed, network none, audit off (warm)', samples.gatewayNoAudit, { of: rawOwnNet }),
       row(9, 'gateway.exec true, sandbox off', samples.unsandboxed, { of: rawBash }),
+      ...(base ? [
+        row(9, 'baseline tree: gateway.exec true, sandboxed, network open (warm sandboxes on)', samples.baseWarm, { of: rawOwnNet }),
+        row(9, '  this tree against the baseline, warm', samples.gateway, { of: { name: 'baseline tree', samples: samples.baseWarm } }),
+        row(9, 'baseline tree: gateway.exec true, sandboxed, every run cold', samples.baseCold, { of: rawOwnNet }),
+        row(9, '  this tree against the baseline, cold', samples.gatewayCold, { of: { name: 'baseline tree', samples: samples.baseCold } }),
+        row(9, 'baseline tree: back to back', baseBackToBack, { of: rawOwnNet }),
+        row(9, '  this tree against the baseline, back to back', backToBack, { of: { name: 'baseline tree', samples: baseBackToBack } }),
+      ] : []),
       row(9, `${size} through a sandboxed sync run`, through.sandboxed.map(rate), { unit: 'MB/s', of: { name: 'unsandboxed', samples: through.unsandboxed.map(rate) }, higherIsBetter: true }),
       row(9, `${size} through an unsandboxed sync run`, through.unsandboxed.map(rate), { unit: 'MB/s' }),
     ],

@@ -12,7 +12,9 @@ npm pack --silent --pack-destination "$work" > "$work/name"
 tarball="$work/$(tail -n 1 "$work/name")"
 tar -tzf "$tarball" > "$work/files"
 for required in package/dist/index.js package/dist/index.mjs package/dist/index.d.ts \
-  package/dist/cli/main.js package/policies/default.yaml package/policies/schema.json \
+  package/dist/cli/main.js package/dist/programs/gate.sh package/dist/programs/warm-stub.bash \
+  package/dist/programs/pty-gate.bash package/dist/programs/pty-launch.bash \
+  package/dist/programs/seccomp/x86_64.bpf package/dist/tools/files/server.js package/policies/default.yaml package/policies/schema.json \
   package/policies/README.md package/docs/errors.md package/README.md package/SECURITY.md \
   package/LICENSE; do
   if ! grep -qx "$required" "$work/files"; then

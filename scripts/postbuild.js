@@ -1,7 +1,8 @@
 'use strict';
 // Writes the ESM entry point (dist/index.mjs) from the CommonJS build's export names, so that
-// `import { createGateway } from 'execgate'` works with named imports, and marks the CLI
-// executable.
+// `import { createGateway } from 'execgate'` works with named imports, copies the programs a
+// sandboxed run starts with (src/programs: shell scripts and the seccomp filters) next to the
+// compiled code, and marks the CLI executable.
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -16,5 +17,10 @@ const lines = [
   '',
 ];
 fs.writeFileSync(path.join(dist, 'index.mjs'), lines.join('\n'));
+fs.rmSync(path.join(dist, 'programs'), { recursive: true, force: true });
+fs.cpSync(path.join(__dirname, '..', 'src', 'programs'), path.join(dist, 'programs'), {
+  recursive: true,
+  filter: (source) => !source.endsWith('.ts'),
+});
 const cli = path.join(dist, 'cli', 'main.js');
 if (fs.existsSync(cli)) fs.chmodSync(cli, 0o755);

@@ -65,6 +65,8 @@ export const ERROR_CATALOG = {
   // --- sandbox ---
   EXECGATE_ERR_SANDBOX_UNAVAILABLE: 'The policy requires a sandbox and this platform cannot start one; nothing was run.',
   EXECGATE_ERR_SANDBOX_PATH: 'The working directory lies inside a path the sandbox hides; nothing was run.',
+  EXECGATE_ERR_SANDBOX_MISMATCH: 'The sandbox, once set up, did not match its plan (a mount differed), so the command was not started; nothing was run.',
+  EXECGATE_ERR_SANDBOX_FAILED: 'The sandbox could not be set up for this run; nothing was run.',
 
   // --- policy ---
   EXECGATE_ERR_POLICY_DENIED: 'The policy refused the request.',
@@ -117,9 +119,11 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_EGRESS_NEEDS_SANDBOX: 'A secret bound to hosts (`secrets.bind`) was used by a run that has no sandbox, so the binding could not be enforced; nothing was run.',
   EXECGATE_ERR_EGRESS_CA_FAILED: 'The per-gateway certificate authority for TLS interception could not be created or written.',
   EXECGATE_ERR_EGRESS_PROXY_FAILED: 'The egress proxy could not open the socket for a run.',
+  EXECGATE_ERR_EGRESS_UPSTREAM_INVALID: 'The way the egress proxy leaves (`sandbox.network.upstream`, or the gateway\'s own HTTPS_PROXY / HTTP_PROXY) is not valid, or a CA file it names cannot be read.',
 
   // --- CLI ---
   EXECGATE_ERR_CLI_USAGE: 'The command line is not valid.',
+  EXECGATE_ERR_CLI_ARGV_ENCODING: 'A command-line argument is not valid UTF-8; nothing was run.',
   EXECGATE_ERR_UNEXPECTED: 'An unexpected internal error; please report it with the command that caused it.',
 } as const;
 

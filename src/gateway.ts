@@ -33,6 +33,8 @@ import type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-optio
 import { createDefaultSources } from './refs/default-sources';
 import { RefStore } from './refs/store';
 import { createGatewaySandbox, type GatewaySandbox } from './exec/sandbox-context';
+import { planSandbox } from './sandbox';
+import type { SandboxLaunch } from './sandbox/launch';
 
 export type { WatchPolicyOptions } from './policy/reload';
 export type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-options';
@@ -226,11 +228,35 @@ export class Gateway {
     }
   }
 
+  /**
+   * How to start a program on the agent's behalf inside the sandbox this gateway's runs get (the
+   * built-in file tools' server, tools/files/sandboxed.ts), working in `cwd`; undefined when runs
+   * are not sandboxed. It has no network at all (a namespace of its own), and the same mount
+   * check as a run before it starts.
+   */
+  async prepareToolSandbox(cwd: string): Promise<SandboxLaunch | undefined> {
+    if (this.#closed) throw closedError();
+    const policy = this.policy;
+    const { network: _shared, ...context } = this.#sandbox.context;
+    const planned = await planSandbox({
+      settings: { ...policy.sandbox, network: 'none' },
+      context,
+      cwd,
+      roots: policy.cwd.roots,
+      workspace: this.#cwd,
+      env: this.#env,
+      pty: false,
+    });
+    return planned.launch;
+  }
+
   /** The gateway's one egress proxy, started by the first run that needs it; its decisions go to the audit log under each run's id. */
   #getEgress(): EgressProxy {
     // Loaded on first need: a gateway whose runs never use the proxy never loads it (nor node-forge).
     const { EgressProxy: Proxy } = require('./egress/proxy') as typeof import('./egress/proxy');
     this.#egress ??= new Proxy({
+      // The gateway's own HTTPS_PROXY / HTTP_PROXY / NO_PROXY: its upstream connections leave as the gateway's would.
+      upstreamEnv: this.#env,
       ...this.#egressOptions,
       onDecision: (decision) => this.#audit.write('egress.decision', getEgressAuditFields(decision)),
     });

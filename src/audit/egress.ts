@@ -22,6 +22,10 @@ export interface EgressEntry {
   readonly injected?: readonly string[];
   readonly sentinelElsewhere?: readonly string[];
   readonly bodyNotInjected?: boolean;
+  /** Why it was refused (records from before reasons have none). */
+  readonly reason?: string;
+  /** The parent proxy it left through. */
+  readonly parent?: string;
   /** How many records made exactly this decision. */
   count: number;
 }
@@ -51,6 +55,8 @@ export function readEgressEntry(record: ChainRecord): Omit<EgressEntry, 'count'>
     ...(names(record.injected) ? { injected: names(record.injected) } : {}),
     ...(names(record.sentinelElsewhere) ? { sentinelElsewhere: names(record.sentinelElsewhere) } : {}),
     ...(record.bodyNotInjected === true ? { bodyNotInjected: true } : {}),
+    ...(typeof record.reason === 'string' ? { reason: record.reason } : {}),
+    ...(typeof record.parent === 'string' ? { parent: record.parent } : {}),
   };
 }
 
@@ -78,6 +84,8 @@ export function formatEgressEntry(entry: Omit<EgressEntry, 'count'>): string {
   if (entry.injected) parts.push(`injected ${entry.injected.join(' ')}`);
   if (entry.sentinelElsewhere) parts.push(`sentinel of ${entry.sentinelElsewhere.join(' ')} sent as is (host not bound)`);
   if (entry.bodyNotInjected) parts.push('encoded body sent with the sentinel');
+  if (entry.parent) parts.push(`through parent proxy ${entry.parent}`);
+  if (entry.reason) parts.push(`why: ${entry.reason}`);
   return parts.join(', ');
 }
 

@@ -6,6 +6,7 @@
  * status 0; a command line that cannot be understood is status 2 with a pointer to the help of
  * the command it was meant for; execgate refusing or failing is 125.
  */
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ExecgateError, isExecgateError } from '../errors';
 import { registerRunCommand } from './commands/run';
@@ -111,6 +112,37 @@ export async function main(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
+/*
+ * Node decodes its arguments as UTF-8 and puts U+FFFD where bytes are not, so a command typed
+ * with such bytes would run as another command. The kernel's copy (/proc/self/cmdline) still has
+ * the bytes: an argument that is not valid UTF-8 is refused before anything else. (Where /proc
+ * cannot say, the arguments are taken as Node decoded them.)
+ */
+export function findInvalidArgument(argv: readonly string[]): number | undefined {
+  let raw: Buffer[];
+  try {
+    const cmdline = readFileSync('/proc/self/cmdline');
+    raw = [];
+    let start = 0;
+    for (let at = cmdline.indexOf(0); at !== -1; at = cmdline.indexOf(0, start)) {
+      raw.push(cmdline.subarray(start, at));
+      start = at + 1;
+    }
+  } catch {
+    return undefined;
+  }
+  const own = raw.slice(raw.length - argv.length);
+  const strict = new TextDecoder('utf-8', { fatal: true });
+  for (let i = 0; i < own.length; i++) {
+    try {
+      strict.decode(own[i]);
+    } catch {
+      return i;
+    }
+  }
+  return undefined;
+}
+
 if (require.main === module) {
   // A reader that went away (`execgate audit search | head`) is not an error of execgate's:
   // stop quietly, as Unix tools do, instead of dying on an unhandled EPIPE.
@@ -126,7 +158,15 @@ if (require.main === module) {
   // process.stdin is a getter that sets up the stream (and loads its modules): only commands
   // that read their input pay for it.
   const io = { get stdin() { return process.stdin; }, stdout: process.stdout, stderr: process.stderr, env: process.env };
-  main(process.argv.slice(2), io).then(
+  const invalid = findInvalidArgument(process.argv.slice(2));
+  if (invalid !== undefined) {
+    io.stderr.write(`${formatCliError(new ExecgateError(
+      'EXECGATE_ERR_CLI_ARGV_ENCODING',
+      `Argument ${invalid + 1} is not valid UTF-8; execgate would have run it with U+FFFD in place of those bytes, which is another command. Nothing was run. Write such bytes as escapes inside the command text (\`printf '\\377'\`, \`$'\\xff'\`) or pass them in a file.`,
+      { argument: invalid + 1 },
+    ))}\n`);
+    process.exitCode = EXIT_USAGE;
+  } else main(process.argv.slice(2), io).then(
     (status) => {
       process.exitCode = status;
     },

@@ -12,6 +12,7 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { unmapIpv4 } from './authority';
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -33,9 +34,9 @@ blocked.addAddress('fd00:ec2::254', 'ipv6');
 export function getAddressRefusal(address: string): string | undefined {
   const family = isIP(address);
   if (family === 0) return 'not-an-address';
-  // IPv4-mapped IPv6 (::ffff:127.0.0.1) is checked as the IPv4 address it is.
-  const mapped = /^::ffff:([0-9.]+)$/i.exec(address)?.[1];
-  const [plain, type] = mapped ? [mapped, 'ipv4' as const] : [address, family === 4 ? 'ipv4' as const : 'ipv6' as const];
+  // IPv4-mapped IPv6 (::ffff:127.0.0.1, ::ffff:7f00:1) is checked as the IPv4 address it is.
+  const plain = family === 6 ? unmapIpv4(address) : address;
+  const type = isIP(plain) === 4 ? 'ipv4' as const : 'ipv6' as const;
   if (blocked.check(plain, type)) return classify(plain);
   if (getOwnAddresses().has(plain.toLowerCase())) return 'own-address';
   return undefined;

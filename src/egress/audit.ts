@@ -20,7 +20,7 @@ export function getEgressAuditFields(decision: EgressDecision): Record<string, u
     ...(decision.method !== undefined ? { method: decision.method } : {}),
     ...(decision.status !== undefined ? { status: decision.status } : {}),
     ...(decision.injected && decision.injected.length > 0 ? { injected: [...decision.injected] } : {}),
-    ...(decision.sentinelElsewhere ? { sentinelElsewhere: [...decision.sentinelElsewhere] } : {}),
-    ...(decision.bodyNotInjected ? { bodyNotInjected: true } : {}),
+    ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
+    ...(decision.parent !== undefined ? { parent: decision.parent } : {}),
   };
 }

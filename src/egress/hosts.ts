@@ -7,12 +7,15 @@
  *   192.0.2.10          an IPv4 literal; [2001:db8::1] an IPv6 literal
  *   ...:443             any of the above restricted to one port
  *
- * Names are matched case-insensitively after dropping one trailing dot. Everything else (a scheme,
+ * A pattern's host is read by the same parser as every request's (authority.ts): case folded, one
+ * trailing dot dropped, IDNA-mapped, and an IPv4 spelling such as `0xcb00710a` is the address
+ * `203.0.113.10`, so it is an IP literal here as it is in a request. Everything else (a scheme,
  * a path, `api.*.com`, `*foo.com`, empty labels) is a load-time error: a pattern that silently
  * matched nothing, or more than meant, would be a policy that says one thing and does another.
  */
 import { isIP } from 'node:net';
 import { describeValue, ExecgateError } from '../errors';
+import { canonicalHost } from './authority';
 
 export type HostPatternKind = 'any' | 'name' | 'wildcard' | 'ip';
 
@@ -43,24 +46,28 @@ export function parseHostPattern(input: unknown, where = 'a host pattern'): Host
     if (!hostPart.endsWith(']') || isIP(inner) !== 6) {
       throw invalid(where, `${where} \`${text}\` has brackets but no valid IPv6 address inside.`, text);
     }
-    return freeze({ text, kind: 'ip', host: canonicalIp(inner), port });
+    return ipPattern(text, canonicalHost(hostPart)!, port);
   }
-  if (isIP(hostPart) === 4) return freeze({ text, kind: 'ip', host: hostPart, port });
   if (isIP(hostPart) === 6) {
     throw invalid(where, `${where} \`${text}\`: write an IPv6 literal in brackets, for example \`[${hostPart}]\`.`, text);
   }
   if (hostPart === '*') return freeze({ text, kind: 'any', host: '*', port });
-  let name = hostPart.toLowerCase();
   let kind: HostPatternKind = 'name';
-  if (name.startsWith('*.')) {
+  let written = hostPart;
+  if (written.startsWith('*.')) {
     kind = 'wildcard';
-    name = name.slice(2);
+    written = written.slice(2);
   }
-  if (name.endsWith('.')) name = name.slice(0, -1);
+  const canonical = written.includes('*') ? undefined : canonicalHost(written);
+  if (canonical !== undefined && isIP(canonical) !== 0) {
+    if (kind === 'wildcard') throw invalid(where, `${where} \`${text}\`: a \`*.\` wildcard covers names, not addresses (\`${written}\` is the address ${canonical}).`, text);
+    return ipPattern(text, canonical, port);
+  }
+  const name = canonical ?? written.toLowerCase();
   const labels = name.split('.');
   const bad = labels.find((label) => !LABEL.test(label));
-  if (bad !== undefined || name.length > 253) {
-    const why = bad !== undefined && bad.includes('*')
+  if (canonical === undefined || bad !== undefined || name.length > 253) {
+    const why = written.includes('*')
       ? 'a `*` is allowed only as the whole first label (`*.example.com`) or as the whole pattern'
       : 'each label must be 1-63 letters, digits or inner hyphens, and the name at most 253 characters';
     throw invalid(where, `${where} \`${text}\` is not a valid host pattern: ${why}.`, text);
@@ -71,6 +78,10 @@ export function parseHostPattern(input: unknown, where = 'a host pattern'): Host
   return freeze({ text, kind, host: name, port });
 }
 
+function ipPattern(text: string, host: string, port: number | undefined): HostPattern {
+  return freeze({ text, kind: 'ip', host, port });
+}
+
 export function parseHostPatterns(input: unknown, where: string): readonly HostPattern[] {
   if (input === undefined) return Object.freeze([]);
   if (!Array.isArray(input)) {
@@ -79,12 +90,9 @@ export function parseHostPatterns(input: unknown, where: string): readonly HostP
   return Object.freeze(input.map((item, index) => parseHostPattern(item, `${where}[${index}]`)));
 }
 
-/** The host of a request as the proxy compares it: lower case, no trailing dot, no brackets. */
+/** The host of a request as the proxy compares it (authority.ts), or '' when it is not a host. */
 export function normalizeHost(host: string): string {
-  let value = host.trim().toLowerCase();
-  if (value.startsWith('[') && value.endsWith(']')) value = value.slice(1, -1);
-  if (value.endsWith('.')) value = value.slice(0, -1);
-  return isIP(value) === 6 ? canonicalIp(value) : value;
+  return canonicalHost(host.trim()) ?? '';
 }
 
 /** Does `pattern` match the (normalized) host and port of a connection? */
@@ -152,11 +160,6 @@ function splitPort(text: string, where: string): { hostPart: string; port: numbe
     throw invalid(where, `${where} \`${text}\` has port \`${portText}\`; a port is a number from 1 to 65535.`, text);
   }
   return { hostPart: text.slice(0, colon), port };
-}
-
-function canonicalIp(address: string): string {
-  // Node's URL parser prints IPv6 in its canonical compressed lower-case form.
-  return new URL(`http://[${address}]/`).hostname.slice(1, -1);
 }
 
 function freeze(pattern: HostPattern): HostPattern {

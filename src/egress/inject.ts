@@ -1,11 +1,14 @@
 /*
- * Swapping sentinels for values on the way out: in a URL, header values (a `Basic` credential is
- * decoded, swapped and re-encoded, which is how git and curl send `https://user:TOKEN@host`), and
- * streamed bodies. Sentinel and value have the same byte length, so a body's Content-Length stays
- * right; the stream holds back at most (longest sentinel - 1) bytes, so an occurrence split over
- * any number of chunks is still found.
+ * A request body on its way out: the sentinels of bindings that allow the body swapped for their
+ * values (SwapStream), then every byte looked at for a sentinel in any spelling the masker knows
+ * (BodyScan), before it is forwarded. Sentinel and value have the same byte length, so a body's
+ * Content-Length stays right; each stream holds back only what could still begin an occurrence,
+ * so one split over any number of chunks is still found. A compressed body is read through its
+ * decoder (ScanEncoded) while the bytes as sent are forwarded.
  */
 import { Transform, type TransformCallback, type TransformOptions } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate, type BrotliDecompress, type Gunzip, type Inflate } from 'node:zlib';
+import type { Redactor, RedactStream } from '../redact';
 import type { Injection } from './plan';
 
 export interface Swap {
@@ -18,32 +21,6 @@ const EMPTY = Buffer.alloc(0);
 
 export function getSwaps(injections: readonly Injection[]): Swap[] {
   return injections.map((i) => ({ ref: i.ref, from: Buffer.from(i.sentinel, 'utf8'), to: Buffer.from(i.value, 'utf8') }));
-}
-
-/** Replace every sentinel in `text`; adds the refs it used to `used`. */
-export function swapText(text: string, swaps: readonly Swap[], used: Set<string>): string {
-  let out = text;
-  for (const swap of swaps) {
-    const from = swap.from.toString('utf8');
-    if (out.includes(from)) {
-      out = out.split(from).join(swap.to.toString('utf8'));
-      used.add(swap.ref);
-    }
-  }
-  return out;
-}
-
-export function swapHeaderValue(name: string, value: string, swaps: readonly Swap[], used: Set<string>): string {
-  const lower = name.toLowerCase();
-  if (lower === 'authorization') {
-    const basic = /^(\s*basic\s+)([A-Za-z0-9+/=]+)\s*$/i.exec(value);
-    if (basic) {
-      const decoded = Buffer.from(basic[2]!, 'base64').toString('utf8');
-      const swapped = swapText(decoded, swaps, used);
-      if (swapped !== decoded) return `${basic[1]}${Buffer.from(swapped, 'utf8').toString('base64')}`;
-    }
-  }
-  return swapText(value, swaps, used);
 }
 
 export class SwapStream extends Transform {
@@ -99,5 +76,92 @@ export class SwapStream extends Transform {
         at = data.indexOf(swap.from, at + swap.from.length);
       }
     }
+  }
+}
+
+/** Raised by a body scan: the body holds the sentinel of `ref` where no binding put it. */
+export class SentinelInBody extends Error {
+  readonly ref: string;
+  constructor(ref: string) {
+    super(`the request body holds the sentinel of ${ref}`);
+    this.ref = ref;
+  }
+}
+
+/*
+ * Passes bytes on only once the masker has decided them: the masker's stream holds back what
+ * could still begin an occurrence, and gives back the bytes unchanged when it found none (its
+ * output is then forwarded). A match fails the stream before any of its bytes leave.
+ */
+export class BodyScan extends Transform {
+  readonly #stream: RedactStream;
+
+  constructor(detector: Redactor, options: TransformOptions = {}) {
+    super(options);
+    this.#stream = detector.createStream();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    const out = this.#stream.push(chunk);
+    if (this.#stream.count > 0) return callback(this.#found(out));
+    callback(null, out.length > 0 ? out : undefined);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    const out = this.#stream.flush();
+    if (this.#stream.count > 0) return callback(this.#found(out));
+    callback(null, out.length > 0 ? out : undefined);
+  }
+
+  #found(redacted: Buffer): SentinelInBody {
+    return new SentinelInBody(labelIn(redacted));
+  }
+}
+
+/** The reference a masker's replacement names (`[REDACTED:secret:NAME]`). */
+function labelIn(redacted: Buffer): string {
+  return /\[REDACTED:([^\]]+)\]/.exec(redacted.toString('latin1'))?.[1] ?? 'a bound secret';
+}
+
+const DECODERS: Record<string, () => Gunzip | Inflate | BrotliDecompress> = {
+  gzip: createGunzip, 'x-gzip': createGunzip, deflate: createInflate, br: createBrotliDecompress,
+};
+
+/** Can a request body with this Content-Encoding be read for sentinels? */
+export function canScanEncoding(encoding: string): boolean {
+  return encoding === '' || encoding === 'identity' || encoding in DECODERS;
+}
+
+/*
+ * A compressed body: forwarded as sent, each chunk only after its decoded bytes were scanned (the
+ * decoder is flushed per chunk, so what a chunk holds is decided before the chunk leaves).
+ */
+export class ScanEncoded extends Transform {
+  readonly #decoder: Gunzip | Inflate | BrotliDecompress;
+  readonly #scan: RedactStream;
+  #failed: SentinelInBody | Error | undefined;
+
+  constructor(encoding: string, detector: Redactor, options: TransformOptions = {}) {
+    super(options);
+    this.#scan = detector.createStream();
+    this.#decoder = DECODERS[encoding]!();
+    this.#decoder.on('data', (decoded: Buffer) => {
+      const out = this.#scan.push(decoded);
+      if (this.#scan.count > 0) this.#failed ??= new SentinelInBody(labelIn(out));
+    });
+    this.#decoder.on('error', (error) => { this.#failed ??= error; });
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.#decoder.write(chunk);
+    this.#decoder.flush(() => callback(this.#failed ?? null, this.#failed ? undefined : chunk));
+  }
+
+  override _flush(callback: TransformCallback): void {
+    this.#decoder.end(() => {
+      const out = this.#scan.flush();
+      if (this.#scan.count > 0) this.#failed ??= new SentinelInBody(labelIn(out));
+      callback(this.#failed ?? null);
+    });
   }
 }

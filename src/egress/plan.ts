@@ -25,7 +25,12 @@ export interface Injection {
   readonly value: string;
   readonly sentinel: string;
   readonly hosts: readonly HostPattern[];
+  /** Where and how the value may go (placement.ts); without one, the defaults of a binding to `hosts`. */
+  readonly binding?: SecretBinding;
 }
+
+/** An injection as the proxy holds it: always with its binding. */
+export type BoundInjection = Injection & { readonly binding: SecretBinding };
 
 export function checkEgress(options: {
   network: NetworkPolicy;
@@ -124,7 +129,7 @@ export function createInjections(check: EgressCheck, values: ReadonlyMap<string,
   return check.injected.flatMap((binding) => {
     const value = values.get(binding.ref);
     if (value === undefined) return [];
-    return [Object.freeze({ ref: binding.ref, value, sentinel: createSentinel(value), hosts: binding.hosts })];
+    return [Object.freeze({ ref: binding.ref, value, sentinel: createSentinel(value), hosts: binding.hosts, binding })];
   });
 }
 

@@ -13,32 +13,44 @@
  * `credentials` is therefore also identified by them: every HTTP proxy request and CONNECT must
  * carry them in Proxy-Authorization, every SOCKS5 client must give them as username/password
  * (RFC 1929); they live only in that run's environment (its own PID namespace hides it from the
- * others). Every connection is decided by host
- * name (CONNECT authority, absolute URL host, SOCKS domain), the name is resolved here and the
- * checked address is the one dialled. A CONNECT to a host an injected secret is bound to is
- * terminated with the per-gateway CA, so the sentinel can be swapped for the value and the
- * response redacted; every other tunnel is passed through unread.
+ * others). Every connection is decided by host (CONNECT authority, absolute URL host, SOCKS
+ * domain, all read by the one host parser of authority.ts), the name is resolved here and the
+ * checked address is the one dialled. A CONNECT to a host and port an injected secret is bound
+ * to is terminated with the per-gateway CA; each request inside is read once (reading.ts: target,
+ * Host, SNI and tunnel agree, framing unambiguous), its sentinels are put only where the binding
+ * allows (placement.ts) or the request is refused, and the response is cleaned by the masker
+ * (redact-response.ts). Every other tunnel is passed through unread. Upstream connections leave
+ * directly or through a parent proxy (upstream.ts).
+ *
+ * Every decision is recorded against its run (the audit log, and the run's own list for its
+ * result); a refusal answers the client with its reason, in words an agent can act on.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, request as httpRequest, type ClientRequest, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, createServer as createNetServer, isIP, type Server as NetServer, type Socket } from 'node:net';
 import { basename, dirname, join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import { connect as tlsConnect, createSecureContext, rootCertificates, TLSSocket, type SecureContext } from 'node:tls';
+import { pipeline, type Readable, type Transform } from 'node:stream';
+import { connect as tlsConnect, TLSSocket, type SecureContext } from 'node:tls';
 import { ExecgateError } from '../errors';
 import { getRuntimeBase } from '../fs/runtime-dir';
 import { Redactor } from '../redact';
-import { resolveAllowed, systemResolver, type Resolver } from './address';
+import { getAddressRefusal, resolveAllowed, systemResolver, type Resolver } from './address';
+import { canonicalHost, formatAuthority, parseAuthority } from './authority';
 import { createEgressCa, type EgressCa } from './ca';
-import { matchesHost, normalizeHost } from './hosts';
-import { getSwaps, swapHeaderValue, swapText, SwapStream } from './inject';
-import type { Injection } from './plan';
-import { canRedactEncoding, redactBody, redactHeaders } from './redact-response';
-import { decideDestination, type NetworkPolicy, type SecretBinding } from './rules';
+import { matchesHost } from './hosts';
+import { BodyScan, canScanEncoding, getSwaps, ScanEncoded, SentinelInBody, SwapStream } from './inject';
+import { createSentinelDetector, findSentinels, placeInjections, refuse } from './placement';
+import type { BoundInjection, Injection } from './plan';
+import { clip, isRefusal, readRequest, type Refusal } from './reading';
+import { getReason } from './reasons';
+import { canRedactEncoding, createWrapDetector, getAcceptedEncodings, redactBody, redactHeaders, WrappedValue, type WrapDetector } from './redact-response';
+import { DEFAULT_INJECT_PORT, DEFAULT_PLACEMENT, decideDestination, type NetworkPolicy, type SecretBinding } from './rules';
 import { handleSocks } from './socks';
 import { joinSockets } from './tunnel';
+import { connectThrough, getEnvironmentRoute, getParent, getRunRoute, UpstreamTrust, type ParentProxy, type UpstreamRoute } from './upstream';
 
 export type EgressVia = 'connect' | 'http' | 'socks' | 'https-intercepted';
 
@@ -56,10 +68,10 @@ export interface EgressDecision {
   readonly status?: number;
   /** Bound secrets whose value was swapped in on this request. */
   readonly injected?: readonly string[];
-  /** Bound secrets whose sentinel was seen on a request to a host it is not bound to (sent as is). */
-  readonly sentinelElsewhere?: readonly string[];
-  /** The request body was content-encoded, so it was sent as is (sentinels not swapped). */
-  readonly bodyNotInjected?: boolean;
+  /** Why it was refused, in words an agent can act on (never a value or a sentinel). */
+  readonly reason?: string;
+  /** Left through the parent proxy (host:port), not directly. */
+  readonly parent?: string;
 }
 
 export interface EgressProxyOptions {
@@ -71,8 +83,13 @@ export interface EgressProxyOptions {
   readonly resolver?: Resolver;
   /** Where a checked address is actually dialled (tests send it to a loopback server). */
   readonly dial?: (address: string, port: number) => { host: string; port: number };
-  /** Extra CA certificates trusted for upstream TLS, on top of Node's roots (tests). */
+  /** Extra CA certificates (PEM text) trusted for upstream TLS for every run, on top of the system's (tests). */
   readonly upstreamCa?: readonly string[];
+  /**
+   * The gateway's own environment: its HTTPS_PROXY / HTTP_PROXY / NO_PROXY route upstream
+   * connections through a parent proxy unless a run's policy says otherwise. Default: none.
+   */
+  readonly upstreamEnv?: Readonly<Record<string, string | undefined>>;
   /** The CA used for interception; created on first need when absent. */
   readonly ca?: EgressCa;
   /** Milliseconds a connection to a destination may take to open; default 30 s. */
@@ -85,6 +102,8 @@ export interface EgressRunOptions {
   /** Env-delivered bound secrets the run uses (each narrows every connection). */
   readonly narrowing?: readonly SecretBinding[];
   readonly injections?: readonly Injection[];
+  /** The masker's shortest encoded form (`secrets.minLength`), as for the run's output. */
+  readonly minLength?: number;
   /** When given, required on every connection of the run (see above). */
   readonly credentials?: ProxyCredentials;
   /**
@@ -93,6 +112,8 @@ export interface EgressRunOptions {
    * close() they are refused.
    */
   readonly shared?: boolean;
+  /** The upstream route fixed where the run opened (set when a run is handed to another process). */
+  readonly upstreamRoute?: UpstreamRoute;
 }
 
 export interface ProxyCredentials {
@@ -116,6 +137,8 @@ export interface EgressRun {
   close(): Promise<void>;
   /** Stop serving the run here and hand it to another process's proxy (adoptRun there). */
   handOff(): HandedOffRun;
+  /** The run's decisions so far (the latest 500), for its result. */
+  decisions(): readonly EgressDecision[];
 }
 
 /** A run's endpoint as handed between processes (JSON; holds injected values: pipes only). */
@@ -126,9 +149,23 @@ export interface HandedOffRun {
 
 interface RunContext {
   readonly options: EgressRunOptions;
+  readonly injections: readonly BoundInjection[];
+  /** The injected values, for responses (the run output's masker, same settings). */
   readonly redactor: Redactor;
+  /** The run's sentinels, for requests (placement.ts). */
+  readonly detector: Redactor | undefined;
+  /** The injected values' wrappable spellings, for responses read with line breaks taken out. */
+  readonly wrap: WrapDetector | undefined;
   readonly sockets: Set<Duplex>;
+  readonly decisions: EgressDecision[];
+  /** URLs a redirect from an injected request pointed to across schemes, hosts or ports. */
+  readonly redirects: Set<string>;
+  readonly route: UpstreamRoute;
+  readonly trust: SecureContext;
 }
+
+const MAX_DECISIONS = 500;
+const MAX_REDIRECTS = 256;
 
 // Larger stream buffers than Node's 16 KiB default: a proxied body is copied through four streams,
 // and fewer, larger chunks halve the per-chunk cost (measured with bench/egress.js).
@@ -204,7 +241,8 @@ export class EgressProxy {
     // Closing the listener removes the socket file; the adopting process listens on the same path.
     entry.server?.close();
     for (const socket of entry.context.sockets) socket.destroy();
-    return { dir, options: entry.context.options };
+    // The route came from this gateway's environment, which the adopting process does not have.
+    return { dir, options: { ...entry.context.options, upstreamRoute: entry.context.route } };
   }
 
   /**
@@ -234,10 +272,7 @@ export class EgressProxy {
 
   async #listen(options: EgressRunOptions, dir: string, caBundlePath: string | undefined): Promise<EgressRun> {
     const socketPath = join(dir, 'egress.sock');
-    const injections = options.injections ?? [];
-    const redactor = new Redactor();
-    for (const injection of injections) redactor.add(injection.value, injection.ref);
-    const context: RunContext = { options, redactor, sockets: new Set() };
+    const context = this.#createContext(options);
     // The accepted sockets carry every byte back to the client: the same larger buffers as upstream.
     const server = createNetServer({ highWaterMark: STREAM_HIGH_WATER_MARK }, (socket) => this.#accept(socket, context));
     await new Promise<void>((resolve, reject) => {
@@ -257,8 +292,34 @@ export class EgressProxy {
       credentials: options.credentials,
       close: () => this.#closeRun(options.runId, dir),
       handOff: () => this.#handOff(options.runId, dir),
+      decisions: () => [...context.decisions],
     });
   }
+
+  /** Everything the proxy keeps for a run; throws when the run's upstream cannot be set up (a CA file, a parent proxy URL). */
+  #createContext(options: EgressRunOptions): RunContext {
+    const injections = (options.injections ?? []).map((injection): BoundInjection => ({ ...injection, binding: injection.binding ?? getDefaultBinding(injection) }));
+    const minLength = options.minLength ?? 8;
+    const redactor = new Redactor({ minLength });
+    for (const injection of injections) redactor.add(injection.value, injection.ref);
+    this.#environmentRoute ??= getEnvironmentRoute(this.#options.upstreamEnv ?? {});
+    this.#trust ??= new UpstreamTrust(this.#options.upstreamCa);
+    return {
+      options,
+      injections,
+      redactor,
+      detector: createSentinelDetector(injections, minLength),
+      wrap: createWrapDetector(injections, minLength),
+      sockets: new Set(),
+      decisions: [],
+      redirects: new Set(),
+      route: options.upstreamRoute ?? getRunRoute(options.network.upstream, this.#environmentRoute),
+      trust: this.#trust.getContext(options.network.upstream?.ca ?? []),
+    };
+  }
+
+  #environmentRoute: UpstreamRoute | undefined;
+  #trust: UpstreamTrust | undefined;
 
   /**
    * The gateway's shared socket, listening from the first call on: every connection must present
@@ -298,9 +359,7 @@ export class EgressProxy {
       if (error instanceof ExecgateError) throw error;
       throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not prepare the egress files for run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
     }
-    const redactor = new Redactor();
-    for (const injection of injections) redactor.add(injection.value, injection.ref);
-    const context: RunContext = { options, redactor, sockets: new Set() };
+    const context = this.#createContext(options);
     this.#runs.set(options.runId, { context });
     this.#byUser.set(credentials.username, context);
     return Object.freeze({
@@ -313,7 +372,16 @@ export class EgressProxy {
       handOff: () => {
         throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Run ${options.runId} uses the gateway's shared egress socket; only a run with a socket of its own can be handed to another process.`, { runId: options.runId });
       },
+      decisions: () => [...context.decisions],
     });
+  }
+
+  /** The parent proxy (host:port) a run under `network` leaves through, if any: for its record, never with credentials. */
+  getParentFor(network: NetworkPolicy): string | undefined {
+    this.#environmentRoute ??= getEnvironmentRoute(this.#options.upstreamEnv ?? {});
+    const route = getRunRoute(network.upstream, this.#environmentRoute);
+    const parent = route.https ?? route.http;
+    return parent ? formatAuthority(parent.host, parent.port) : undefined;
   }
 
   /** The CA certificate (PEM) the sandbox trusts, creating the CA if needed. */
@@ -418,9 +486,13 @@ export class EgressProxy {
         const authenticate = context
           ? (credentials ? (username: string, password: string) => safeEqual(username, credentials.username) && safeEqual(password, credentials.password) : undefined)
           : (username: string, password: string) => (run = this.#findRun(username, password, socket)) !== undefined;
-        void handleSocks(socket, (host, port) => this.#decide(run!, 'socks', host, port), (decision) => this.#record(decision), (address, port) => this.#dialTarget(address, port), (socket) => this.#limitConnect(socket),
+        void handleSocks(socket, {
+          decide: (host, port) => this.#decide(run!, 'socks', host, port, true),
+          record: (decision) => this.#record(run, decision),
+          open: (decision, callback) => this.#openTcp(run!, decision, callback),
           authenticate,
-          () => this.#record({ runId: context?.options.runId ?? '', via: 'socks', host: '', port: 0, allowed: false, rule: 'proxy-auth' }));
+          onAuthFailed: () => this.#record(context, { runId: context?.options.runId ?? '', via: 'socks', host: '', port: 0, allowed: false, rule: 'proxy-auth' }),
+        });
       } else {
         this.#getHttpServer(context).emit('connection', socket);
       }
@@ -435,11 +507,15 @@ export class EgressProxy {
       server = createHttpServer({ highWaterMark: STREAM_HIGH_WATER_MARK });
       server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.#onPlainRequest(context, req, res));
       server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => void this.#onConnect(context, req, socket, head));
+      server.on('clientError', (error: NodeJS.ErrnoException & { reason?: string }, socket: Duplex) => this.#onClientError(context ?? this.#socketRuns.get(socket), error, socket));
       if (context) this.#httpServers.set(context, server);
       else this.#sharedHttpServer = server;
     }
     return server;
   }
+
+  /** Which run a connection of the shared socket turned out to belong to (for a later malformed request on it). */
+  readonly #socketRuns = new WeakMap<Duplex, RunContext>();
 
   /** The open shared run these credentials belong to; the connection is then ended with it. */
   #findRun(username: string, password: string, socket: Duplex): RunContext | undefined {
@@ -447,6 +523,7 @@ export class EgressProxy {
     const expected = run?.options.credentials;
     if (!run || !expected || !safeEqual(password, expected.password)) return undefined;
     track(run, socket);
+    this.#socketRuns.set(socket, run);
     return run;
   }
 
@@ -457,22 +534,55 @@ export class EgressProxy {
     return given ? this.#findRun(given.username, given.password, req.socket) : undefined;
   }
 
-  /** Policy + resolved-address check; returns where to dial, or the refusal. */
-  async #decide(context: RunContext, via: EgressVia, rawHost: string, port: number): Promise<EgressDecision> {
-    const host = normalizeHost(rawHost);
-    const base = { runId: context.options.runId, via, host, port };
+  /*
+   * A request Node's parser refused (conflicting Content-Length / Transfer-Encoding, duplicate
+   * lengths, a malformed header): answered with the parser's reason instead of a bare 400.
+   */
+  #onClientError(context: RunContext | undefined, error: NodeJS.ErrnoException & { reason?: string }, socket: Duplex): void {
+    const reason = `a malformed request (${error.reason ?? error.code ?? 'unreadable'})`;
+    if (context) this.#record(context, { runId: context.options.runId, via: 'http', host: '', port: 0, allowed: false, rule: `malformed:${error.code ?? 'error'}`, reason, status: 400 });
+    if (socket.writable) {
+      const body = `execgate egress proxy: refused ${reason}.\n`;
+      socket.end(`HTTP/1.1 400 Bad Request\r\nX-Execgate-Egress: refused malformed\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    } else {
+      socket.destroy();
+    }
+  }
+
+  /**
+   * Policy + resolved-address check; returns where to dial, or the refusal. With a parent proxy
+   * for this destination, a name that does not resolve here goes to the parent by name (a
+   * company network often resolves only there); one that resolves is checked as always.
+   */
+  async #decide(context: RunContext, via: EgressVia, rawHost: string, port: number, tls: boolean): Promise<EgressDecision> {
+    const host = canonicalHost(rawHost) ?? '';
+    const base = { runId: context.options.runId, via, host: host || clip(rawHost), port };
     if (!host || !(port >= 1 && port <= 65535)) return { ...base, allowed: false, rule: 'bad-target' };
     const verdict = decideDestination(context.options.network, context.options.narrowing ?? [], host, port);
     if (!verdict.allowed) return { ...base, ...verdict };
+    const parent = getParent(context.route, host, port, tls);
+    const through = parent ? { parent: formatAuthority(parent.host, parent.port) } : {};
     // An IP literal got here only through an explicit allow pattern naming it: dial it as named.
-    if (isIP(host) !== 0) return { ...base, ...verdict, address: host };
+    if (isIP(host) !== 0) return { ...base, ...verdict, address: host, ...through };
     const resolution = await resolveAllowed(host, this.#options.resolver ?? systemResolver);
-    if (!resolution.address) return { ...base, allowed: false, rule: `address:${resolution.refusal}` };
-    return { ...base, ...verdict, address: resolution.address };
+    if (!resolution.address) {
+      if (parent && resolution.refusal === 'resolve-failed') return { ...base, ...verdict, ...through };
+      return { ...base, allowed: false, rule: `address:${resolution.refusal}` };
+    }
+    return { ...base, ...verdict, address: resolution.address, ...through };
   }
 
-  #record(decision: EgressDecision): void {
-    this.#options.onDecision?.(Object.freeze(decision));
+  #record(context: RunContext | undefined, decision: EgressDecision): void {
+    // A host or reason read from a request could hold a sentinel: decisions never do.
+    const clean = context?.detector
+      ? { ...decision, host: context.detector.redactString(decision.host).text, ...(decision.reason !== undefined ? { reason: context.detector.redactString(decision.reason).text } : {}) }
+      : decision;
+    const frozen = Object.freeze(clean);
+    if (context) {
+      context.decisions.push(frozen);
+      if (context.decisions.length > MAX_DECISIONS) context.decisions.shift();
+    }
+    this.#options.onDecision?.(frozen);
   }
 
   /** A destination that never answers must not hold a client forever: bound the connect phase only. */
@@ -483,64 +593,79 @@ export class EgressProxy {
     return socket;
   }
 
-  #upstreamContext: SecureContext | undefined;
-  // Built once: a `ca` list given per connection was parsed (Node's ~140 roots included) on every
-  // intercepted request, which cost more than the rest of the request.
-  #getUpstreamContext(): SecureContext | undefined {
-    if (!this.#options.upstreamCa) return undefined;
-    this.#upstreamContext ??= createSecureContext({ ca: [...rootCertificates, ...this.#options.upstreamCa] });
-    return this.#upstreamContext;
-  }
-
   #dialTarget(address: string, port: number): { host: string; port: number } {
     return this.#options.dial ? this.#options.dial(address, port) : { host: address, port };
+  }
+
+  /**
+   * A TCP connection to the decided destination: through the parent proxy (CONNECT to the name)
+   * when the decision says so, else to the checked address. Calls back once it is open.
+   */
+  #openTcp(context: RunContext, decision: EgressDecision, callback: (error: Error | null, socket?: Socket) => void): Socket {
+    const parent = getParent(context.route, decision.host, decision.port, true);
+    if (decision.parent && parent) {
+      return this.#limitConnect(connectThrough(parent, decision.host, decision.port, { highWaterMark: STREAM_HIGH_WATER_MARK }, callback));
+    }
+    const dial = this.#dialTarget(decision.address!, decision.port);
+    const socket = this.#limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
+    socket.once('connect', () => callback(null, socket));
+    socket.once('error', (error) => callback(error));
+    return socket;
   }
 
   async #onConnect(own: RunContext | undefined, req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     client.on('error', () => client.destroy());
     const context = this.#authorize(own, req);
     if (!context) {
-      this.#record({ runId: own?.options.runId ?? '', via: 'connect', host: req.url ?? '', port: 0, allowed: false, rule: 'proxy-auth' });
+      this.#record(own, { runId: own?.options.runId ?? '', via: 'connect', host: clip(req.url ?? ''), port: 0, allowed: false, rule: 'proxy-auth' });
       client.end(`HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="execgate"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
       return;
     }
     const target = parseAuthority(req.url ?? '');
     const decision = target
-      ? await this.#decide(context, 'connect', target.host, target.port)
-      : { runId: context.options.runId, via: 'connect' as const, host: req.url ?? '', port: 0, allowed: false, rule: 'bad-target' };
-    if (!decision.allowed || !decision.address) {
-      this.#record(decision);
-      client.end(`HTTP/1.1 403 Forbidden\r\nX-Execgate-Egress: denied ${decision.rule}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      ? await this.#decide(context, 'connect', target.host, target.port, true)
+      : { runId: context.options.runId, via: 'connect' as const, host: clip(req.url ?? ''), port: 0, allowed: false, rule: 'bad-target' };
+    if (!decision.allowed || (!decision.address && !decision.parent)) {
+      this.#refuseConnect(context, client, decision);
       return;
     }
-    const injections = (context.options.injections ?? []).filter((i) => i.hosts.some((p) => matchesHost(p, decision.host, decision.port)));
+    const injections = context.injections.filter((i) => isInjectedOverTls(i, decision.host, decision.port));
     if (injections.length > 0) {
-      this.#record(decision);
+      this.#record(context, decision);
       this.#intercept(context, client, head, decision);
       return;
     }
-    const dial = this.#dialTarget(decision.address, decision.port);
-    const upstream = this.#limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
-    // Tracked with the run's sockets: a tunnel whose client left cleanly may still be flushing upstream.
-    context.sockets.add(upstream);
-    upstream.once('close', () => context.sockets.delete(upstream));
     let joined = false;
-    upstream.once('connect', () => {
+    const upstream = this.#openTcp(context, decision, (error) => {
+      if (error) {
+        if (joined) return;
+        this.#refuseConnect(context, client, { ...decision, allowed: false, rule: `${decision.parent ? 'upstream-failed' : 'dial-failed'}:${(error as NodeJS.ErrnoException).code ?? 'error'}` }, 502);
+        return;
+      }
       joined = true;
-      this.#record(decision);
+      this.#record(context, decision);
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
       joinSockets(client, upstream);
     });
-    upstream.once('error', (error) => {
-      if (joined) return;
-      this.#record({ ...decision, allowed: false, rule: `dial-failed:${(error as NodeJS.ErrnoException).code ?? 'error'}` });
-      client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
-    });
+    // Tracked with the run's sockets: a tunnel whose client left cleanly may still be flushing upstream.
+    context.sockets.add(upstream);
+    upstream.once('close', () => context.sockets.delete(upstream));
     client.once('close', () => { if (!joined) upstream.destroy(); });
   }
 
-  /** TLS terminated with the gateway CA; each request inside is forwarded with injection. */
+  /** A refused CONNECT: the reason in the status line (what Python and others show), a header and the body (curl -v). */
+  #refuseConnect(context: RunContext, client: Duplex, decision: EgressDecision, status = 403): void {
+    this.#record(context, decision);
+    const reason = getReason(decision);
+    const text = `refused ${decision.host}${decision.port ? `:${decision.port}` : ''} (${reason})`;
+    const phrase = `execgate ${text}`.replace(/[^\x20-\x7e]/g, '?').slice(0, 300);
+    const body = `execgate egress proxy: ${text}.\n`;
+    const clean = context.detector ? context.detector.redactString(phrase).text : phrase;
+    client.end(`HTTP/1.1 ${status} ${clean}\r\nX-Execgate-Egress: refused ${decision.rule.replace(/[^\x21-\x7e]/g, '?')}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+
+  /** TLS terminated with the gateway CA; each request inside is read, placed and forwarded. */
   #intercept(context: RunContext, client: Duplex, head: Buffer, decision: EgressDecision): void {
     const ca = this.#ca ?? createEgressCa();
     this.#ca = ca;
@@ -555,15 +680,17 @@ export class EgressProxy {
     context.sockets.add(tls);
     tls.once('close', () => context.sockets.delete(tls));
     const server = createHttpServer((req, res) => {
-      void this.#forward(context, req, res, { ...decision, via: 'https-intercepted' }, true);
+      const sni = typeof tls.servername === 'string' ? tls.servername : undefined;
+      void this.#forward(context, req, res, { ...decision, via: 'https-intercepted' }, true, sni);
     });
+    server.on('clientError', (error: NodeJS.ErrnoException & { reason?: string }, socket: Duplex) => this.#onClientError(context, error, socket));
     server.emit('connection', tls);
   }
 
   async #onPlainRequest(own: RunContext | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const context = this.#authorize(own, req);
     if (!context) {
-      this.#record({ runId: own?.options.runId ?? '', via: 'http', host: '', port: 0, allowed: false, rule: 'proxy-auth', method: req.method });
+      this.#record(own, { runId: own?.options.runId ?? '', via: 'http', host: '', port: 0, allowed: false, rule: 'proxy-auth', method: req.method });
       res.writeHead(407, { 'proxy-authenticate': 'Basic realm="execgate"', 'content-type': 'text/plain', connection: 'close' });
       res.end('execgate egress proxy: this run\'s proxy credentials are required (they are in its HTTP_PROXY).\n');
       return;
@@ -573,79 +700,69 @@ export class EgressProxy {
       url = new URL(req.url ?? '');
       if (url.protocol !== 'http:') throw new Error('not http');
     } catch {
-      res.writeHead(400, { 'content-type': 'text/plain', connection: 'close' });
-      res.end('execgate egress proxy: send absolute http:// URLs, or CONNECT for TLS.\n');
+      this.#deny(context, res, { runId: context.options.runId, via: 'http', host: '', port: 0, allowed: false, rule: 'bad-target', method: req.method, reason: 'send absolute http:// URLs to this proxy, or CONNECT for TLS' }, 400);
       return;
     }
     const port = url.port ? Number(url.port) : 80;
-    const decision = await this.#decide(context, 'http', url.hostname, port);
-    const hostHeader = req.headers.host;
-    if (decision.allowed && hostHeader !== undefined && !sameHost(hostHeader, decision.host, port)) {
-      this.#deny(res, { ...decision, allowed: false, rule: 'host-header-mismatch', method: req.method });
-      return;
-    }
-    if (!decision.allowed || !decision.address) {
-      this.#deny(res, { ...decision, method: req.method });
+    const decision = await this.#decide(context, 'http', url.hostname, port, false);
+    if (!decision.allowed || (!decision.address && !decision.parent)) {
+      this.#deny(context, res, { ...decision, method: req.method });
       return;
     }
     await this.#forward(context, req, res, decision, false);
   }
 
-  #deny(res: ServerResponse, decision: EgressDecision): void {
-    this.#record({ ...decision, status: 403 });
-    res.writeHead(403, { 'content-type': 'text/plain', 'x-execgate-egress': `denied ${decision.rule}`, connection: 'close' });
-    res.end(`execgate egress proxy: ${decision.host}:${decision.port} refused (${decision.rule}).\n`);
-  }
-
-  async #forward(context: RunContext, req: IncomingMessage, res: ServerResponse, decision: EgressDecision, tls: boolean): Promise<void> {
-    const all = context.options.injections ?? [];
-    const bound = all.filter((i) => i.hosts.some((p) => matchesHost(p, decision.host, decision.port)));
-    const others = all.filter((i) => !bound.includes(i));
-    const path = tls ? (req.url ?? '/') : pathOf(req.url ?? '/');
-    if (tls && req.headers.host !== undefined && !sameHost(req.headers.host, decision.host, decision.port)) {
-      // Inside a terminated tunnel the Host must be the CONNECT target: no fronting to another name.
-      this.#deny(res, { ...decision, allowed: false, rule: 'host-header-mismatch', method: req.method });
+  #deny(context: RunContext, res: ServerResponse, decision: EgressDecision, status = 403): void {
+    this.#record(context, { ...decision, status });
+    if (res.headersSent) {
+      res.destroy();
       return;
     }
-    const swaps = getSwaps(bound);
-    const used = new Set<string>();
-    const headers: string[] = [];
-    for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
-      const name = req.rawHeaders[i]!;
-      if (HOP_BY_HOP.has(name.toLowerCase())) continue;
-      headers.push(name, swapHeaderValue(name, req.rawHeaders[i + 1]!, swaps, used));
-    }
-    const outPath = swapText(path, swaps, used);
-    const elsewhere = others.filter((i) => (req.url ?? '').includes(i.sentinel) || req.rawHeaders.some((h) => h.includes(i.sentinel))).map((i) => i.ref);
+    const reason = getReason(decision);
+    const text = `execgate egress proxy: refused ${decision.host ? formatAuthority(decision.host, decision.port) : 'the request'} (${reason}).\n`;
+    res.writeHead(status, { 'content-type': 'text/plain', 'x-execgate-egress': `refused ${decision.rule.replace(/[^\x21-\x7e]/g, '?')}`, connection: 'close' });
+    res.end(context.detector ? context.detector.redactString(text).text : text);
+  }
+
+  async #forward(context: RunContext, req: IncomingMessage, res: ServerResponse, decision: EgressDecision, tls: boolean, sni?: string): Promise<void> {
+    const method = req.method ?? 'GET';
+    const refused = (refusal: Refusal): void => this.#deny(context, res, { ...decision, allowed: false, method, rule: refusal.rule, reason: refusal.reason });
+    const reading = readRequest(req, { host: decision.host, port: decision.port, tls, ...(sni !== undefined ? { sni } : {}) });
+    if (isRefusal(reading)) return void refused(reading);
+    const origin = `${tls ? 'https' : 'http'}://${formatAuthority(decision.host, decision.port)}`;
+    const redirected = context.redirects.has(`${origin}${reading.target}`);
+    const injections = context.injections;
+    const placementRequest = { method, target: reading.target, headers: stripHopByHop(req.rawHeaders), host: decision.host, port: decision.port, tls };
+    const placed = placeInjections(placementRequest, injections, context.detector, redirected);
+    if (isRefusal(placed)) return void refused(placed);
+    const headers = placed.headers;
+    // An HTTP/1.0 request may name no host; the request sent on does, the one this tunnel or URL names.
+    if (getHeader(headers, 'host') === undefined) headers.unshift('Host', formatOrigin(decision.host, decision.port, tls ? 443 : 80));
+    const redact = context.redactor.size > 0;
+    // What comes back must be readable to be cleaned: ask only for encodings the masker can read through.
+    if (redact) setHeader(headers, 'accept-encoding', getAcceptedEncodings(getHeader(headers, 'accept-encoding'), wantsIdentity(injections, decision)));
     const encoding = String(req.headers['content-encoding'] ?? '').trim().toLowerCase();
-    const bodyEncoded = encoding !== '' && encoding !== 'identity';
-    const bodySwap = swaps.length > 0 && !bodyEncoded ? new SwapStream(swaps, { highWaterMark: STREAM_HIGH_WATER_MARK }) : undefined;
-    const dial = this.#dialTarget(decision.address!, decision.port);
-    const requestOptions = {
-      method: req.method,
-      path: outPath,
-      headers: toHeaderObject(headers),
-      setHost: false,
-      createConnection: () => this.#limitConnect(tls
-        ? tlsConnect({
-          host: dial.host,
-          port: dial.port,
-          servername: isIP(decision.host) === 0 ? decision.host : undefined,
-          secureContext: this.#getUpstreamContext(),
-          ALPNProtocols: ['http/1.1'],
-        })
-        : netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never)),
-      highWaterMark: STREAM_HIGH_WATER_MARK,
-    };
-    const upstream = (tls ? httpsRequest : httpRequest)(requestOptions as never, (response) => {
-      const redact = bound.length > 0 || context.redactor.size > 0;
-      const base = { ...decision, method: req.method, status: response.statusCode, injected: [...new Set([...used, ...(bodySwap?.used ?? [])])] };
-      const record = (): void => this.#record({
-        ...base,
-        injected: [...new Set([...used, ...(bodySwap?.used ?? [])])],
-        ...(elsewhere.length > 0 ? { sentinelElsewhere: elsewhere } : {}),
-        ...(bodyEncoded && swaps.length > 0 ? { bodyNotInjected: true } : {}),
-      });
+    const encoded = encoding !== '' && encoding !== 'identity';
+    if (context.detector && !canScanEncoding(encoding)) {
+      return void refused({ rule: 'request-body-unreadable', reason: `the request body is encoded as \`${clip(encoding)}\`, which the proxy cannot read for sentinels` });
+    }
+    if (encoded && placed.bodyInjections.length > 0) {
+      // A value cannot be put into compressed bytes; a sentinel found there is refused below.
+    }
+    const stages: Transform[] = [];
+    if (placed.bodyInjections.length > 0 && !encoded) stages.push(new SwapStream(getSwaps(placed.bodyInjections), { highWaterMark: STREAM_HIGH_WATER_MARK }));
+    if (context.detector) stages.push(encoded ? new ScanEncoded(encoding, context.detector) : new BodyScan(context.detector, { highWaterMark: STREAM_HIGH_WATER_MARK }));
+    const parent = decision.parent ? getParent(context.route, decision.host, decision.port, tls) : undefined;
+    const upstream = this.#request(context, decision, tls, method, placed.target, headers, parent);
+    let answered = false;
+    // Set once the request was refused on its body: the upstream's reset that follows is ours.
+    let refusedBody = false;
+    const injected = (): string[] => [...new Set([...placed.injected, ...stages.flatMap((stage) => (stage instanceof SwapStream ? [...stage.used] : []))])];
+    upstream.once('response', (response) => {
+      answered = true;
+      const base = { ...decision, method, status: response.statusCode, injected: injected() };
+      if (injected().length > 0) this.#noteRedirect(context, origin, reading.target, response);
+      const record = (): void => this.#record(context, { ...base, injected: injected() });
       if (!redact) {
         res.writeHead(response.statusCode ?? 502, stripHopByHop(response.rawHeaders) as unknown as Record<string, string>);
         response.pipe(res);
@@ -653,28 +770,130 @@ export class EgressProxy {
         return;
       }
       const responseEncoding = response.headers['content-encoding'];
-      if (!canRedactEncoding(responseEncoding)) {
+      if (!canRedactEncoding(responseEncoding) || (wantsIdentity(injections, decision) && !isIdentity(responseEncoding))) {
         response.destroy();
-        this.#record({ ...base, allowed: false, rule: 'response-unreadable', status: 502 });
-        res.writeHead(502, { 'content-type': 'text/plain', connection: 'close' });
-        res.end(`execgate egress proxy: the response is encoded as \`${String(responseEncoding)}\`, which the proxy cannot read to remove secrets; refused.\n`);
+        this.#deny(context, res, { ...base, allowed: false, rule: 'response-unreadable', reason: `the response is encoded as \`${clip(String(responseEncoding))}\`, which the proxy ${canRedactEncoding(responseEncoding) ? 'was told not to decode (responses: identity)' : 'cannot read'} to remove secrets` }, 502);
         return;
       }
       const drop = new Set([...HOP_BY_HOP, 'content-length']);
       res.writeHead(response.statusCode ?? 502, redactHeaders(response.rawHeaders, context.redactor, drop) as unknown as Record<string, string>);
-      const body = redactBody(response, responseEncoding, context.redactor, () => res.destroy());
+      const body = redactBody(response, responseEncoding, context.redactor, (error) => {
+        res.destroy();
+        if (error instanceof WrappedValue) {
+          this.#record(context, { ...base, allowed: false, rule: 'response-wrapped-value', reason: `the response holds <<${error.ref}>> split over lines, which cannot be masked where it stands; it was cut off` });
+        }
+      }, context.wrap);
       body.pipe(res);
       body.once('end', record);
     });
     upstream.once('error', (error) => {
-      this.#record({ ...decision, allowed: false, method: req.method, rule: `upstream-failed:${(error as NodeJS.ErrnoException).code ?? 'error'}`, status: 502 });
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain', connection: 'close' });
-      res.end();
+      if (refusedBody) return;
+      if (answered) return void res.destroy();
+      this.#deny(context, res, { ...decision, allowed: false, method, rule: `upstream-failed:${(error as NodeJS.ErrnoException).code ?? 'error'}` }, 502);
     });
     req.once('aborted', () => upstream.destroy());
-    if (bodySwap) req.pipe(bodySwap).pipe(upstream);
-    else req.pipe(upstream);
+    pipeline([req, ...stages, upstream] as unknown as [Readable, Transform], (error) => {
+      if (!error) return;
+      refusedBody = true;
+      upstream.destroy();
+      if (error instanceof SentinelInBody) {
+        refused(refuse(error.ref, 'the body', injections, placementRequest, redirected));
+      } else if (!answered && !res.headersSent) {
+        this.#deny(context, res, { ...decision, allowed: false, method, rule: 'request-body-failed', reason: `the request body could not be read (${(error as NodeJS.ErrnoException).code ?? error.message})` }, 400);
+      }
+    });
   }
+
+  /** The upstream request: TLS to the host (through the parent's tunnel when there is one), or plain HTTP (absolute form to the parent). */
+  #request(context: RunContext, decision: EgressDecision, tls: boolean, method: string, target: string, headers: string[], parent: ParentProxy | undefined): ClientRequest {
+    if (!tls && parent) {
+      const proxied = [...headers, ...(parent.authorization ? ['Proxy-Authorization', parent.authorization] : [])];
+      return httpRequest({
+        method, host: parent.host, port: parent.port, path: `http://${formatOrigin(decision.host, decision.port, 80)}${target}`,
+        headers: toHeaderObject(proxied), setHost: false, highWaterMark: STREAM_HIGH_WATER_MARK,
+        createConnection: (_options: unknown, callback: (error: Error | null, socket?: Socket) => void) => {
+          const socket = this.#limitConnect(netConnect({ host: parent.host, port: parent.port, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
+          socket.once('connect', () => callback(null, socket));
+          socket.once('error', (error) => callback(error));
+          return undefined;
+        },
+      } as never);
+    }
+    const servername = isIP(decision.host) === 0 ? decision.host : undefined;
+    const open = (callback: (error: Error | null, socket?: Socket) => void): void => {
+      if (!tls) {
+        const dial = this.#dialTarget(decision.address!, decision.port);
+        const socket = this.#limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
+        socket.once('connect', () => callback(null, socket));
+        socket.once('error', (error) => callback(error));
+        return;
+      }
+      const secure = (raw?: Socket): void => {
+        const dial = raw ? undefined : this.#dialTarget(decision.address!, decision.port);
+        const socket = this.#limitConnect(tlsConnect({
+          ...(raw ? { socket: raw } : { host: dial!.host, port: dial!.port }),
+          servername,
+          secureContext: context.trust,
+          ALPNProtocols: ['http/1.1'],
+        }));
+        socket.once('secureConnect', () => callback(null, socket));
+        socket.once('error', (error) => callback(error));
+      };
+      if (parent) this.#openTcp(context, decision, (error, socket) => (error ? callback(error) : secure(socket)));
+      else secure();
+    };
+    return (tls ? httpsRequest : httpRequest)({
+      method, path: target, headers: toHeaderObject(headers), setHost: false, highWaterMark: STREAM_HIGH_WATER_MARK,
+      createConnection: (_options: unknown, callback: (error: Error | null, socket?: Socket) => void) => {
+        open(callback);
+        return undefined;
+      },
+    } as never);
+  }
+
+  /** A redirect from an injected request that leaves its scheme, host or port: the value is not sent on to where it points. */
+  #noteRedirect(context: RunContext, origin: string, target: string, response: IncomingMessage): void {
+    const status = response.statusCode ?? 0;
+    const location = response.headers.location;
+    if (status < 300 || status > 399 || typeof location !== 'string') return;
+    let next: URL;
+    try {
+      next = new URL(location, `${origin}${target}`);
+    } catch {
+      return;
+    }
+    if (next.origin === new URL(origin).origin) return;
+    const host = canonicalHost(next.hostname);
+    if (!host) return;
+    const port = next.port === '' ? (next.protocol === 'https:' ? 443 : 80) : Number(next.port);
+    context.redirects.add(`${next.protocol}//${formatAuthority(host, port)}${next.pathname}${next.search}`);
+    if (context.redirects.size > MAX_REDIRECTS) context.redirects.delete(context.redirects.values().next().value as string);
+  }
+}
+
+/** `host:port`, or `host` alone on the scheme's default port (as a Host header or URL says it). */
+function formatOrigin(host: string, port: number, defaultPort: number): string {
+  const authority = formatAuthority(host, port);
+  return port === defaultPort ? authority.slice(0, authority.lastIndexOf(':')) : authority;
+}
+
+/** Does a binding put its value into TLS requests to host:port (its hosts, on their port, 443 by default)? */
+function isInjectedOverTls(injection: BoundInjection, host: string, port: number): boolean {
+  return injection.binding.hosts.some((pattern) => matchesHost(pattern, host, port) && (pattern.port ?? DEFAULT_INJECT_PORT) === port);
+}
+
+function wantsIdentity(injections: readonly BoundInjection[], decision: EgressDecision): boolean {
+  return injections.some((i) => i.binding.responses === 'identity' && i.binding.hosts.some((p) => matchesHost(p, decision.host, decision.port)));
+}
+
+function isIdentity(encoding: string | undefined): boolean {
+  const value = (encoding ?? '').trim().toLowerCase();
+  return value === '' || value === 'identity';
+}
+
+/** The binding an injection made in code (tests, benchmarks) without one gets: the defaults, to its hosts. */
+function getDefaultBinding(injection: Injection): SecretBinding {
+  return Object.freeze({ ref: injection.ref, hosts: injection.hosts, delivery: 'inject', place: DEFAULT_PLACEMENT, http: Object.freeze([]), responses: 'decode' });
 }
 
 function isAuthorized(context: RunContext, req: IncomingMessage): boolean {
@@ -722,24 +941,13 @@ function stripHopByHop(raw: readonly string[]): string[] {
   return out;
 }
 
-function parseAuthority(authority: string): { host: string; port: number } | undefined {
-  const match = /^(\[[0-9a-fA-F:.]+\]|[^:/[\]\s]+):([0-9]{1,5})$/.exec(authority);
-  if (!match) return undefined;
-  return { host: match[1]!, port: Number(match[2]) };
+function getHeader(raw: readonly string[], lower: string): string | undefined {
+  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i]!.toLowerCase() === lower) return raw[i + 1];
+  return undefined;
 }
 
-function pathOf(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.pathname}${parsed.search}`;
-  } catch {
-    return '/';
-  }
-}
-
-function sameHost(header: string, host: string, port: number): boolean {
-  const match = /^(\[[^\]]+\]|[^:]+)(?::([0-9]+))?$/.exec(header.trim());
-  if (!match) return false;
-  const headerPort = match[2] ? Number(match[2]) : undefined;
-  return normalizeHost(match[1]!) === host && (headerPort === undefined || headerPort === port);
+/** Replace every `lower` header with one (or none, for undefined). */
+function setHeader(raw: string[], lower: string, value: string | undefined): void {
+  for (let i = raw.length - 2; i >= 0; i -= 2) if (raw[i]!.toLowerCase() === lower) raw.splice(i, 2);
+  if (value !== undefined) raw.push(lower, value);
 }

@@ -42,6 +42,8 @@ export async function openRunEgress(proxy: EgressProxy, options: {
   check: EgressCheck;
   /** Resolved values by reference (`secret:NAME`); only the injected ones are used. */
   values: ReadonlyMap<string, string>;
+  /** `secrets.minLength`: responses are cleaned by the masker with the run output's settings. */
+  minLength?: number;
   /** The shared network namespace the run joins; absent: the run has a namespace (and a bridge) of its own. */
   shared?: NamespaceLauncher;
   /** The port of a bridge of the run's own (tests); default: ephemeral. */
@@ -58,10 +60,13 @@ export async function openRunEgress(proxy: EgressProxy, options: {
   const credentials = { username: `run-${randomBytes(9).toString('base64url')}`, password: randomBytes(24).toString('base64url') };
   const bridge = options.shared && !options.ownSocket ? await getSharedBridge(options.shared, proxy) : undefined;
   const sharedPort = await bridge?.port();
-  const run = await proxy.openRun({ runId: options.runId, network: options.network, narrowing: options.check.narrowing, injections, credentials, shared: !options.ownSocket });
+  const run = await proxy.openRun({
+    runId: options.runId, network: options.network, narrowing: options.check.narrowing, injections, credentials, shared: !options.ownSocket,
+    ...(options.minLength !== undefined ? { minLength: options.minLength } : {}),
+  });
   return Object.freeze({
     run,
-    sandbox: getSandboxEgress(run, { port: options.port, sharedPort }),
+    sandbox: getSandboxEgress(run, { port: options.port, sharedPort, allow: options.network.allow }),
     sentinels: new Map(injections.map((injection) => [injection.ref, injection.sentinel])),
   });
 }

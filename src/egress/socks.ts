@@ -5,21 +5,23 @@
  * is what ALL_PROXY says). A SOCKS tunnel is never intercepted: a sentinel sent through it stays a
  * sentinel.
  */
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { EgressDecision } from './proxy';
 import { joinSockets } from './tunnel';
 
 const REPLY = { ok: 0x00, fail: 0x01, notAllowed: 0x02, hostUnreachable: 0x04, commandNotSupported: 0x07, addressNotSupported: 0x08 };
 
-export async function handleSocks(
-  socket: Socket,
-  decide: (host: string, port: number) => Promise<EgressDecision>,
-  record: (decision: EgressDecision) => void,
-  dial: (address: string, port: number) => { host: string; port: number } = (host, port) => ({ host, port }),
-  limit: (socket: Socket) => Socket = (socket) => socket,
-  authenticate?: (username: string, password: string) => boolean,
-  onAuthFailed?: () => void,
-): Promise<void> {
+export interface SocksHandlers {
+  decide(host: string, port: number): Promise<EgressDecision>;
+  record(decision: EgressDecision): void;
+  /** Open the decided destination (directly, or through a parent proxy); calls back once open. */
+  open(decision: EgressDecision, callback: (error: Error | null, socket?: Socket) => void): Socket;
+  authenticate?: (username: string, password: string) => boolean;
+  onAuthFailed?: () => void;
+}
+
+export async function handleSocks(socket: Socket, handlers: SocksHandlers): Promise<void> {
+  const { authenticate, onAuthFailed } = handlers;
   try {
     const greeting = await readBytes(socket, 2);
     const methods = await readBytes(socket, greeting[1]!);
@@ -46,29 +48,29 @@ export async function handleSocks(
     if (head[0] !== 0x05 || head[1] !== 0x01) return void reply(socket, REPLY.commandNotSupported, true);
     let host: string;
     if (head[3] === 0x01) host = [...(await readBytes(socket, 4))].join('.');
+    // A domain is read by the one host parser like every other name: `0x7f.1` is an address here too.
     else if (head[3] === 0x03) host = (await readBytes(socket, (await readBytes(socket, 1))[0]!)).toString('latin1');
     else if (head[3] === 0x04) host = `[${((await readBytes(socket, 16)).toString('hex').match(/..../g) ?? []).join(':')}]`;
     else return void reply(socket, REPLY.addressNotSupported, true);
     const port = (await readBytes(socket, 2)).readUInt16BE(0);
-    const decision = await decide(host, port);
-    if (!decision.allowed || !decision.address) {
-      record(decision);
+    const decision = await handlers.decide(host, port);
+    if (!decision.allowed || (!decision.address && !decision.parent)) {
+      handlers.record(decision);
       return void reply(socket, decision.rule.startsWith('address:') ? REPLY.hostUnreachable : REPLY.notAllowed, true);
     }
-    const target = dial(decision.address, decision.port);
-    const upstream = limit(connect(target.port, target.host));
     let joined = false;
-    upstream.once('connect', () => {
+    const upstream = handlers.open(decision, (error) => {
+      if (error) {
+        if (joined) return;
+        handlers.record({ ...decision, allowed: false, rule: `${decision.parent ? 'upstream-failed' : 'dial-failed'}:${(error as NodeJS.ErrnoException).code ?? 'error'}` });
+        reply(socket, REPLY.hostUnreachable, true);
+        return;
+      }
       joined = true;
-      record(decision);
+      handlers.record(decision);
       reply(socket, REPLY.ok, false);
       joinSockets(socket, upstream);
       socket.resume();
-    });
-    upstream.once('error', (error) => {
-      if (joined) return;
-      record({ ...decision, allowed: false, rule: `dial-failed:${(error as NodeJS.ErrnoException).code ?? 'error'}` });
-      reply(socket, REPLY.hostUnreachable, true);
     });
     socket.once('close', () => { if (!joined) upstream.destroy(); });
   } catch {

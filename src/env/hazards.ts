@@ -167,6 +167,13 @@ export const HAZARD_CATEGORIES: ReadonlyArray<HazardCategory> = Object.freeze([
     'TERMPATH',
   ]),
   category('kerberos', 'Redirects Kerberos configuration and keytab lookups.', ['KRB5_CONFIG*', 'KRB5_KTNAME']),
+  category('execgate', 'The gateway\'s own settings: where it keeps its state, policy and sockets. A command has no use for them, and a nested execgate must not be pointed at the gateway\'s state (it finds an empty one either way).', [
+    'EXECGATE_HOME',
+    'EXECGATE_POLICY',
+    'EXECGATE_KEYRING',
+    'EXECGATE_SPAWNER',
+    'EXECGATE_SPAWNER_SOCKET',
+  ]),
 ]);
 
 /*

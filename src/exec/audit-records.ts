@@ -51,6 +51,7 @@ export class RunRecords {
       refs: plan.auditRefs,
       ...(this.#withEnv ? { env: plan.envReport } : {}),
       sandbox: plan.sandbox,
+      network: plan.network,
     });
   }
 

@@ -4,8 +4,9 @@
  * bytes in; `finish` builds the ExecResult.
  */
 import { join } from 'node:path';
+import { summarizeDecisions } from '../egress/describe';
 import { BoundedCapture } from './capture';
-import type { SpawnPlan } from './prepare';
+import { getPlanEgressDecisions, type SpawnPlan } from './prepare';
 import { describeEnding, formatCutNotice, type ExecResult } from './result';
 import { OutputSpill } from './spill';
 
@@ -70,6 +71,8 @@ export class OutputCollector {
       env: { removed: plan.envReport.removed, withheld: plan.envReport.withheld },
       refs: plan.refs,
       sandbox: plan.sandbox.sandboxed ? { sandboxed: true } : { sandboxed: false, reason: plan.sandbox.reason },
+      network: plan.network,
+      egress: summarizeDecisions(getPlanEgressDecisions(plan)),
       ...(fullOutputPath ? { fullOutputPath } : {}),
       message,
     };

@@ -1,7 +1,8 @@
 /*
  * The run lifecycle: what happens to every run, in every mode, once its plan exists. Written
  * once so that containment and output rules hold alike for sync, PTY and background runs:
- *   spawn exactly `plan.shell` + `plan.args` through a Spawner (pipes or a terminal);
+ *   spawn exactly `plan.shell` + `plan.args` through a Spawner (pipes or a terminal), inside
+ *     the plan's sandbox behind its gate (sandbox/gate.ts) when it has one;
  *   redact each stream as it arrives (ANSI stripped first on a terminal when asked);
  *   stop the run on timeout, abort or request (SIGTERM to the group, grace, SIGKILL, sweep);
  *   once the shell has exited, end whatever it left behind (group kill + cookie sweep), unless
@@ -14,6 +15,7 @@
  * Sinks (sync collector, background file + ring) receive redacted bytes through `onData`.
  */
 import { ExecgateError, isExecgateError } from '../errors';
+import { startGated } from '../sandbox/gate';
 import { AnsiStripper } from './ansi';
 import { releasePlan, type SpawnPlan } from './prepare';
 import { directSpawner } from './spawner/direct';
@@ -69,15 +71,18 @@ export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Prom
   const unwatch = watchRun(plan.runId);
   let child: SpawnedProcess;
   try {
-    child = await spawner.spawn({
+    const request = {
       shell: plan.shell,
       args: plan.args,
       env: plan.env,
       cwd: plan.cwd,
-      stdin: pty ? 'pipe' : (options.stdin ?? 'ignore'),
-      ...(plan.programAt !== undefined ? { programAt: plan.programAt } : {}),
+      stdin: pty ? 'pipe' as const : (options.stdin ?? 'ignore'),
       ...(pty ? { terminal: { cols: plan.request.cols, rows: plan.request.rows } } : {}),
-    });
+    };
+    const launch = plan.launch;
+    child = launch === undefined
+      ? await spawner.spawn(request)
+      : await (spawner.startSandboxed?.({ ...request, sandbox: launch }) ?? startGated(spawner, { ...request, sandbox: launch }));
   } catch (error) {
     unwatch();
     await releasePlan(plan);
@@ -151,6 +156,7 @@ export class Run {
       grace: how.grace ?? this.#plan.limits.grace,
       signal: how.signal,
       sincePid: this.pid,
+      ...(this.#child.sandboxInit !== undefined ? { sandboxInit: this.#child.sandboxInit } : {}),
     }).catch(() => undefined);
     return this.#terminating;
   }

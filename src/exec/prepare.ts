@@ -5,16 +5,19 @@
  *   environment -> build the redactor -> SpawnPlan.
  * The sandbox is planned before any store is asked for a value, so a run the policy requires to
  * be sandboxed and that cannot be fails without resolving anything. When sandboxed, the plan's
- * `shell`/`args` are bubblewrap's argv around the shell: every executor spawns them as they are.
+ * `launch` says how bubblewrap starts around `shell`/`args`: every executor starts them through
+ * it (sandbox/gate.ts), so sync, PTY and background runs get the same sandbox and mount check.
  * Nothing is spawned before the plan exists, and a plan exists only if every step succeeded.
  * The plan holds resolved values only inside the child environment and the redactor; the
  * command it carries for display, logs and audit is the unresolved one.
  */
 import { randomBytes } from 'node:crypto';
 import { ExecgateError } from '../errors';
+import { describeRunNetwork, type RunNetwork } from '../egress/describe';
 import { checkEgress, type StartedEgress } from '../egress/plan';
-import type { EgressProxy, HandedOffRun } from '../egress/proxy';
+import type { EgressDecision, EgressProxy, HandedOffRun } from '../egress/proxy';
 import { openRunEgress, type RunEgress } from '../egress/run';
+import { getParentPasswords } from '../egress/upstream';
 import { sanitizeEnv, validateRequestedEnv } from '../env';
 import type { EffectivePolicy, ExecMode } from '../policy/effective';
 import { Redactor, type MaskMemory } from '../redact';
@@ -29,6 +32,7 @@ import { getSanitizerSettings } from '../policy/env-settings';
 import { validateUnknownRefs } from '../policy/unknown-refs';
 import type { RefKind } from '../refs/types';
 import { planSandbox, type SandboxContext, type SandboxReport } from '../sandbox';
+import type { SandboxLaunch } from '../sandbox/launch';
 import { getHome } from '../home';
 import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
 import { getDescriptorCloser } from './inherited-fds';
@@ -63,6 +67,7 @@ export interface SpawnPlan {
   readonly request: NormalizedRequest;
   /** The unresolved command: the only form shown in results, logs and audit records. */
   readonly displayCommand: string;
+  /** The program and its arguments (inside the sandbox when sandboxed). */
   readonly shell: string;
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
@@ -81,8 +86,10 @@ export interface SpawnPlan {
   readonly leftovers: 'kill' | 'keep';
   /** Whether the run is sandboxed, how (namespaces, hidden and writable paths) or why not. */
   readonly sandbox: SandboxReport;
-  /** Sandboxed: where in `args` the program run inside the sandbox starts (after bubblewrap's `--`). */
-  readonly programAt?: number;
+  /** What the run could reach and how, and which of its secrets were bound or injected (egress/describe.ts). */
+  readonly network: RunNetwork;
+  /** Sandboxed: how bubblewrap is started around `shell` + `args` (sandbox/launch.ts). */
+  readonly launch?: SandboxLaunch;
   readonly limits: {
     readonly timeout: number;
     readonly grace: number;
@@ -170,6 +177,13 @@ export function getPlanEgress(plan: SpawnPlan): StartedEgress | undefined {
   return planEgress.get(plan);
 }
 
+/* The run's egress decisions so far (its proxy endpoint keeps them), for its result. */
+const planDecisions = new WeakMap<SpawnPlan, () => readonly EgressDecision[]>();
+
+export function getPlanEgressDecisions(plan: SpawnPlan): readonly EgressDecision[] {
+  return planDecisions.get(plan)?.() ?? [];
+}
+
 export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value: string; readonly label: string }> {
   return planSecrets.get(plan) ?? [];
 }
@@ -194,6 +208,18 @@ async function getSuggestions(refs: RefStore, resolved: ReadonlyArray<{ kind: Re
   const unknown = resolved.filter((each) => !each.found);
   const suggested = await Promise.all(unknown.map((each) => refs.suggest(each.kind, each.id)));
   return new Map(unknown.map((each, index) => [each.ref, Object.freeze(suggested[index]!.map((name) => `<<${each.kind}:${name}>>`))]));
+}
+
+/** The launch with the egress proxy's files bound in, and the mount check told where they go. */
+function withEgressBinds(launch: SandboxLaunch, bwrapArgs: readonly string[]): SandboxLaunch {
+  const binds = [...launch.check.binds];
+  for (let i = 0; i < bwrapArgs.length; i++) {
+    if (bwrapArgs[i] === '--ro-bind' || bwrapArgs[i] === '--bind') {
+      binds.push({ source: bwrapArgs[i + 1] as string, dest: bwrapArgs[i + 2] as string });
+      i += 2;
+    }
+  }
+  return Object.freeze({ ...launch, options: Object.freeze([...launch.options, ...bwrapArgs]), check: Object.freeze({ ...launch.check, binds: Object.freeze(binds) }) });
 }
 
 export function getShellFlags(shell: string): string[] {
@@ -242,13 +268,20 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   validateRequestedEnv(request.env, policy.env.requestable);
   validateTokenPlacements(analysis);
 
+  const usedRefs = tokens.map((token) => `${token.kind}:${token.id}`);
   const sandboxed = await planSandbox({
     settings: policy.sandbox,
     context: context.sandbox ?? { home: getHome(context.env) },
     cwd: request.cwd,
+    // The writable roots are the gateway's, never the request's: `cwd.roots`, else the
+    // gateway's own working directory (sandbox/paths.ts says why).
     roots: policy.cwd.roots,
+    workspace: context.cwd,
     env: context.env,
     pty: request.pty,
+    // A run holding a value bound to hosts (`delivery: env`) shares no loopback with other runs:
+    // a relay another run serves there would carry the value to any host, under that run's rules.
+    ownNetwork: policy.secrets.bind.some((binding) => binding.delivery === 'env' && usedRefs.includes(binding.ref)),
   });
 
   // Traffic leaves a sandboxed run with a private namespace only through the egress proxy, which
@@ -265,7 +298,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const egressCheck = checkEgress({
     network: policy.network,
     bindings: policy.secrets.bind,
-    refs: tokens.map((token) => `${token.kind}:${token.id}`),
+    refs: usedRefs,
     sandboxed: proxied,
   });
   const sanitized = sanitizeEnv({
@@ -334,6 +367,10 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   for (const [name, value] of Object.entries(context.env)) {
     if (isExecgateSecretName(name) && typeof value === 'string' && value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
   }
+  // A parent proxy's password (the gateway's HTTPS_PROXY, or the policy's) is a secret of the gateway.
+  for (const password of getParentPasswords(context.env, policy.network.upstream)) {
+    if (password.length >= policy.secrets.minLength) mask(password, 'env:HTTPS_PROXY');
+  }
   // Values earlier runs met: a file, file name or socket one run filled with a value reaches the
   // caller masked when this run prints it. Labels this run registered first stay.
   if (context.remembered) {
@@ -350,35 +387,43 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   if (proxied) {
     const values = new Map<string, string>();
     for (const { ref, index } of indexed) values.set(`${ref.kind}:${ref.id}`, injected[`${REF_ENV_PREFIX}${index}`]!);
-    egress = await openRunEgress(egressProxy!, { runId, network: policy.network, check: egressCheck, values, shared: sandboxed.shared, ownSocket: context.handsOver?.(request.mode) === true });
+    egress = await openRunEgress(egressProxy!, {
+      runId, network: policy.network, check: egressCheck, values, shared: sandboxed.shared,
+      ownSocket: context.handsOver?.(request.mode) === true, minLength: policy.secrets.minLength,
+    });
     for (const [ref, sentinel] of egress.sentinels) {
       const envName = envNames.get(ref);
       if (envName) injected[envName] = sentinel;
     }
   }
   const env: Record<string, string> = { ...sanitized.env, ...injected, ...egress?.sandbox.env, [RUN_ID_VARIABLE]: runId };
+  if (sandboxed.report.sandboxed) {
+    // The gateway's own proxy settings (a parent proxy and its credentials) are the egress
+    // proxy's to use: a sandbox gets the egress proxy's variables, or none.
+    for (const name of Object.keys(env)) {
+      if (/proxy/i.test(name) && egress?.sandbox.env[name] === undefined) delete env[name];
+    }
+  }
   // Node's fetch goes through the proxy by a preload, added to whatever NODE_OPTIONS the run has.
   const nodeOptions = egress?.sandbox.nodeOptions;
   if (nodeOptions) env.NODE_OPTIONS = env.NODE_OPTIONS ? `${env.NODE_OPTIONS} ${nodeOptions}` : nodeOptions;
 
-  // Sandboxed: bubblewrap (or nsenter, for the shared network) runs the shell.
   // Inherited descriptors are closed by a bash that then becomes the shell (one exec more), not
   // in the script itself: bash quotes the whole first line of a script with a syntax error, and
   // the caller's command must not arrive prefixed; and a shell other than bash cannot close fds
   // above 9. (No /bin/bash, as on a minimal system: SECURITY.md says inherited descriptors pass.)
   // Only when this process holds one: otherwise there is nothing to close (inherited-fds.ts).
-  const closer = getDescriptorCloser();
+  // Sandboxed runs have their gate close them (sandbox/gate.ts).
+  const closer = sandboxed.launch ? [] : getDescriptorCloser();
   const inner = [...closer, request.shell, ...getShellFlags(request.shell), '-c', script];
-  // The proxy's files are bound in after the sandbox's own mounts (before the final `--`); a run
-  // with a bridge of its own has the bridge run the shell (see egress/bridge.ts).
+  // A run with a bridge of its own has the bridge run the shell (see egress/bridge.ts); the
+  // proxy's files are bound in after the sandbox's own mounts.
   const program = egress ? egress.sandbox.wrap(inner) : inner;
-  const argv = egress
-    ? [...sandboxed.prefix.slice(0, -1), ...egress.sandbox.bwrapArgs, '--', ...program]
-    : [...sandboxed.prefix, ...program];
+  const launch = sandboxed.launch && egress ? withEgressBinds(sandboxed.launch, egress.sandbox.bwrapArgs) : sandboxed.launch;
   // The whole exec as the kernel will see it (values resolved, variables inherited): one coded
   // error for cold and warm runs alike, not E2BIG somewhere in the spawn chain.
   try {
-    validateExecSize(argv, env);
+    validateExecSize(launch ? [...launch.launcher, ...program] : program, env);
   } catch (error) {
     await egress?.run.close().catch(() => undefined);
     throw error;
@@ -387,8 +432,8 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     runId,
     request,
     displayCommand: request.command,
-    shell: argv[0] as string,
-    args: Object.freeze(argv.slice(1)),
+    shell: program[0] as string,
+    args: Object.freeze(program.slice(1)),
     env: Object.freeze(env),
     cwd: request.cwd,
     redactor,
@@ -405,8 +450,20 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       reported: Object.freeze([...sanitized.reported]),
     }),
     leftovers: request.leftovers === 'keep' && policy.modes.background.allowed ? 'keep' : 'kill',
-    sandbox: sandboxed.report,
-    ...(sandboxed.report.sandboxed ? { programAt: argv.length - 1 - program.length } : {}),
+    // The namespace has loopback only whatever the policy; what the run reaches is the egress mode.
+    sandbox: sandboxed.report.sandboxed
+      ? Object.freeze({ ...sandboxed.report, network: Object.freeze({ ...sandboxed.report.network, mode: proxied ? policy.network.mode : 'none' as const }) })
+      : sandboxed.report,
+    network: describeRunNetwork({
+      network: policy.network,
+      bindings: policy.secrets.bind,
+      refs: usedRefs,
+      sandboxed: sandboxed.report.sandboxed,
+      proxied,
+      shared: sandboxed.report.sandboxed && sandboxed.report.network.shared,
+      ...(proxied ? { parent: egressProxy!.getParentFor(policy.network) } : {}),
+    }),
+    ...(launch ? { launch } : {}),
     limits: Object.freeze({
       timeout: request.timeout,
       grace: request.grace,
@@ -419,6 +476,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   if (egress) {
     planEgress.set(plan, Object.freeze({ check: egressCheck, sentinels: egress.sentinels }));
     const run = egress.run;
+    planDecisions.set(plan, () => run.decisions());
     planReleases.set(plan, () => run.close());
     planHandOffs.set(plan, () => run.handOff());
   }

@@ -2,6 +2,7 @@
  * The one result shape for sync and PTY runs, success and failure alike. Every text field is
  * already redacted; `command` is the unresolved command.
  */
+import type { EgressSummary, RunNetwork } from '../egress/describe';
 import type { ExecMode } from '../policy/effective';
 import type { RefUse } from './prepare';
 
@@ -29,6 +30,10 @@ export interface ExecResult {
   readonly refs: readonly RefUse[];
   /** Whether the run was sandboxed, or why not (the audit record has the full sandbox plan). */
   readonly sandbox: { readonly sandboxed: boolean; readonly reason?: string };
+  /** What the run could reach and how; which of its secrets were bound to hosts or injected. */
+  readonly network: RunNetwork;
+  /** Every egress decision of the run (host, port, allowed or refused, why), oldest first. */
+  readonly egress: readonly EgressSummary[];
   /** Path of the full redacted combined output, present when any capture was cut. */
   readonly fullOutputPath?: string;
   /** One line describing how the run ended. */

@@ -1,14 +1,17 @@
 /*
  * Containment. Every run is its own session and process group (spawned detached, so
  * setsid(2)), and carries a run-id cookie in its environment. Stopping a run:
- *   1. SIGTERM to the whole group, so well-behaved programs can clean up;
- *   2. after the grace period, SIGKILL to the group;
+ *   1. SIGTERM to the whole group, so well-behaved programs can clean up (sandboxed: to every
+ *      process in the run's PID namespace but its init, since bubblewrap's own group is only
+ *      bubblewrap, and bubblewrap ending kills the namespace at once, handlers and all);
+ *   2. after the grace period, SIGKILL to the group (sandboxed: bubblewrap's, which ends the
+ *      namespace and everything in it);
  *   3. a sweep of /proc for processes of this user whose environment holds the cookie: this
  *      catches children that left the group (setsid, `set -m`, double-forking daemons).
  *      They are first stopped (SIGSTOP), then killed, so a forking process cannot outrun the
  *      sweep. A process that clears its own environment escapes the sweep; SECURITY.md says so.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 
 export const RUN_ID_VARIABLE = 'EXECGATE_RUN_ID';
@@ -206,6 +209,38 @@ export async function sweepByCookie(runId: string, rounds = 5, sincePid = 0): Pr
   return [...killed];
 }
 
+/** The processes of the PID namespace whose init is `init` (as this process sees them), init aside, live ones only. */
+export function listNamespace(init: number): number[] {
+  let namespace: string;
+  try {
+    namespace = readlinkSync(`/proc/${init}/ns/pid`);
+  } catch {
+    return [];
+  }
+  const found: number[] = [];
+  for (const pid of listPids()) {
+    if (pid === init || pid === process.pid) continue;
+    try {
+      if (readlinkSync(`/proc/${pid}/ns/pid`) !== namespace) continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      const state = stat.charAt(stat.lastIndexOf(')') + 2);
+      if (state !== 'Z' && state !== 'X') found.push(pid);
+    } catch {
+      // gone, or not ours to look at
+    }
+  }
+  return found;
+}
+
+/** Signal every process of a sandbox's PID namespace but its init; whether any was there. */
+function signalNamespace(init: number, signal: NodeJS.Signals): boolean {
+  const pids = listNamespace(init);
+  for (const pid of pids) {
+    try { process.kill(pid, signal); } catch { /* gone */ }
+  }
+  return pids.length > 0;
+}
+
 export interface TerminateOptions {
   readonly pgid: number;
   readonly runId: string;
@@ -220,6 +255,11 @@ export interface TerminateOptions {
    * processes already being killed.
    */
   readonly sweep?: boolean;
+  /**
+   * Sandboxed: the sandbox's init (PID 1 inside). The signal goes to the processes inside, and
+   * the grace is theirs; then bubblewrap's group is killed, which ends the namespace.
+   */
+  readonly sandboxInit?: number;
 }
 
 export interface TerminateReport {
@@ -232,7 +272,21 @@ export async function terminateRun(options: TerminateOptions): Promise<Terminate
   const { pgid, runId, grace } = options;
   const signal = options.signal ?? 'SIGTERM';
   let escalated = false;
-  if (signalGroup(pgid, signal) && signal !== 'SIGKILL') {
+  if (options.sandboxInit !== undefined && signal !== 'SIGKILL') {
+    if (signalNamespace(options.sandboxInit, signal)) {
+      // The namespace ends by itself once its first program exits (bubblewrap's init follows it).
+      const deadline = Date.now() + grace;
+      let pause = 2;
+      while (Date.now() < deadline && groupExists(pgid) && listNamespace(options.sandboxInit).length > 0) {
+        await delay(Math.min(pause, Math.max(1, deadline - Date.now())));
+        pause = Math.min(25, pause * 2);
+      }
+    }
+    if (groupExists(pgid) && (await countGroup(pgid)) > 0) {
+      escalated = listNamespace(options.sandboxInit).length > 0;
+      signalGroup(pgid, 'SIGKILL');
+    }
+  } else if (signalGroup(pgid, signal) && signal !== 'SIGKILL') {
     const started = Date.now();
     const deadline = started + grace;
     // kill(-pgid, 0) is a cheap syscall; the /proc scan that tells zombies from live processes

@@ -2,8 +2,10 @@
  * The working-directory sentinel (seed 001). The bash tool runs each command in the session's
  * tracked directory (the request's `cwd`), with a host prologue that sets an EXIT trap printing
  *
- *     \n<marker>\n<final $PWD>\n
+ *     \n<marker>\n<final $PWD>\0
  *
+ * The directory ends with a NUL, the one byte a path cannot hold: any other name Linux allows,
+ * newlines included, comes back whole.
  * on stdout when the shell exits. The trap also fires when the command calls `exit`, and leaves
  * the command's exit status alone (bash and dash both keep it when the trap does not call exit).
  * The prologue is never shown in results, audit records or policy decisions.
@@ -39,7 +41,7 @@ export function createSentinel(): Sentinel {
 function prologueFor(marker: string): string {
   // One printf, so the block reaches the pipe in one write; errors (a closed stdout) are
   // dropped so they do not show up in the command's stderr.
-  return `trap '{ printf "\\n%s\\n%s\\n" ${marker} "$PWD"; } 2>/dev/null' EXIT`;
+  return `trap '{ printf "\\n%s\\n%s\\000" ${marker} "$PWD"; } 2>/dev/null' EXIT`;
 }
 
 export interface SentinelParse {
@@ -62,10 +64,10 @@ export function takeSentinel(text: string, marker: string): SentinelParse {
   let end = text.length;
   let cwd: string | undefined;
   if (text[afterMarker] === '\n') {
-    const lineEnd = text.indexOf('\n', afterMarker + 1);
-    end = lineEnd < 0 ? text.length : lineEnd + 1;
-    const line = text.slice(afterMarker + 1, lineEnd < 0 ? text.length : lineEnd);
-    if (lineEnd === text.length - 1 && line.startsWith('/')) cwd = line;
+    const nul = text.indexOf('\0', afterMarker + 1);
+    end = nul < 0 ? text.length : nul + 1;
+    const line = text.slice(afterMarker + 1, nul < 0 ? text.length : nul);
+    if (nul === text.length - 1 && line.startsWith('/')) cwd = line;
   } else if (afterMarker < text.length) {
     // The marker is not followed by its newline: not our block; leave the text, mask the marker.
     return { text: maskMarker(text, marker), cwd: undefined, removedBytes: 0 };
@@ -75,8 +77,8 @@ export function takeSentinel(text: string, marker: string): SentinelParse {
 }
 
 /**
- * Remove the block `\n<marker>\n<line>\n` from the combined output, where stderr written after
- * the trap may follow it. The last copy goes; other copies of the marker are masked.
+ * Remove the block `\n<marker>\n<directory>\0` from the combined output, where stderr written
+ * after the trap may follow it. The last copy goes; other copies of the marker are masked.
  */
 export function stripSentinel(text: string, marker: string): string {
   const start = text.lastIndexOf(`\n${marker}\n`);
@@ -86,9 +88,8 @@ export function stripSentinel(text: string, marker: string): string {
     if (bare >= 0 && bare + 1 + marker.length === text.length) return maskMarker(text.slice(0, bare), marker);
     return maskMarker(text, marker);
   }
-  const lineStart = start + 1 + marker.length + 1;
-  const lineEnd = text.indexOf('\n', lineStart);
-  const end = lineEnd < 0 ? text.length : lineEnd + 1;
+  const nul = text.indexOf('\0', start + 1 + marker.length + 1);
+  const end = nul < 0 ? text.length : nul + 1;
   return maskMarker(text.slice(0, start) + text.slice(end), marker);
 }
 
@@ -125,8 +126,8 @@ export function stripSentinelFromFile(path: string, marker: string): void {
     const needle = Buffer.from(`\n${marker}\n`);
     const start = tail.lastIndexOf(needle);
     if (start < 0) return;
-    const lineEnd = tail.indexOf(0x0a, start + needle.length);
-    const end = lineEnd < 0 ? tail.length : lineEnd + 1;
+    const nul = tail.indexOf(0x00, start + needle.length);
+    const end = nul < 0 ? tail.length : nul + 1;
     const rest = tail.subarray(end, read);
     let written = 0;
     while (written < rest.length) written += writeSync(fd, rest, written, rest.length - written, from + start + written);

@@ -76,6 +76,20 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
         ref: binding.ref,
         hosts: binding.hosts.map((host) => host.text),
         delivery: binding.delivery,
+        // Where an injected value may go, spelt out (the defaults too): what a reviewer must see.
+        ...(binding.delivery === 'inject'
+          ? {
+            headers: [...binding.place.headers],
+            query: [...binding.place.query],
+            cookies: [...binding.place.cookies],
+            path: binding.place.path,
+            body: binding.place.body,
+            ...(binding.methods ? { methods: [...binding.methods] } : {}),
+            ...(binding.paths ? { paths: [...binding.paths] } : {}),
+            http: binding.http.map((host) => host.text),
+            responses: binding.responses,
+          }
+          : {}),
       })),
     },
     audit: {
@@ -92,12 +106,21 @@ export function policyToDocument(policy: EffectivePolicy): Record<string, unknow
       mode: policy.sandbox.mode,
       ...(policy.sandbox.helper !== undefined ? { helper: policy.sandbox.helper } : {}),
       // The plain spelling when the egress policy says no more than it; the egress object otherwise.
-      network: policy.network.mode === policy.sandbox.network && policy.network.allow.length === 0 && policy.network.deny.length === 0
+      network: policy.network.mode === policy.sandbox.network && policy.network.allow.length === 0 && policy.network.deny.length === 0 && policy.network.upstream === undefined
         ? policy.sandbox.network
         : {
           mode: policy.network.mode,
           allow: policy.network.allow.map((host) => host.text),
           deny: policy.network.deny.map((host) => host.text),
+          ...(policy.network.upstream
+            ? {
+              upstream: {
+                ...(policy.network.upstream.proxy !== undefined ? { proxy: policy.network.upstream.proxy } : {}),
+                ...(policy.network.upstream.noProxy !== undefined ? { noProxy: [...policy.network.upstream.noProxy] } : {}),
+                ca: [...policy.network.upstream.ca],
+              },
+            }
+            : {}),
         },
       filesystem: {
         hidden: [...policy.sandbox.filesystem.hidden],

@@ -255,6 +255,16 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
     else if (bytes > max) report(path, `expected at most ${max === GIB ? '1GiB' : `${max} bytes`}, got \`${String(value)}\``);
   }
 
+  // Every sandboxed run gets a private, empty /tmp (sandbox/paths.ts): a writable root there
+  // would hold nothing a run could see, and a run's cwd below it would not exist inside.
+  for (const path of [['cwd', 'roots'], ['sandbox', 'filesystem', 'writable']]) {
+    (get(doc, path) as unknown[] | undefined)?.forEach((entry, index) => {
+      if (typeof entry === 'string' && /^\/tmp\/*$/.test(entry)) {
+        report([...path, index], `\`${entry}\` cannot be writable: every sandboxed run gets a private, empty /tmp, so nothing of the host's would be there; name a directory inside it (\`/tmp/work\`, say), or leave it out (each run may write its own /tmp)`);
+      }
+    });
+  }
+
   const regexes: Array<[PathSegment[], unknown]> = [];
   (get(doc, ['rules', 'list']) as Doc[] | undefined)?.forEach((rule, index) => {
     if (rule.regex !== undefined) regexes.push([['rules', 'list', index, 'regex'], rule.regex]);
@@ -287,11 +297,19 @@ function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
   // its own code, not discovered when a run needs the network.
   const egressProblem = (path: PathSegment[], error: unknown): void => {
     const where = locate(source, path);
-    const code = isExecgateError(error) && (error.code === 'EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_BIND_INVALID')
+    const code = isExecgateError(error) && (error.code === 'EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_BIND_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_UPSTREAM_INVALID')
       ? error.code
       : 'EXECGATE_ERR_POLICY_INVALID';
     problems.push({ code, file: source.file, line: where.line, column: where.column, path: formatPath(path), message: (error as Error).message });
   };
+  const upstream = get(doc, ['sandbox', 'network', 'upstream']);
+  if (upstream !== undefined) {
+    try {
+      normalizeNetworkPolicy({ upstream });
+    } catch (error) {
+      egressProblem(['sandbox', 'network', 'upstream'], error);
+    }
+  }
   for (const key of ['allow', 'deny']) {
     (get(doc, ['sandbox', 'network', key]) as unknown[] | undefined)?.forEach((pattern, index) => {
       try {

@@ -1,11 +1,11 @@
 /* eslint-disable */
 // @ts-nocheck
 // Generated from policies/schema.json by scripts/generate-validator.js; do not edit.
-export const SCHEMA_SHA256 = '7a1a387b16446619cbf785eba6c3627a988b9e3f632d227fd498aa0f2f0ca9f9';
+export const SCHEMA_SHA256 = '155dec27d88e4c4088a1c754f78ba8799f35c1a7d92841bdfcbf3f8b25bb13cc';
 export { validate20 as validate };
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"urn:execgate:policy:1","title":"execgate policy","description":"What agents may run through execgate, with which secrets, in which directories, and how runs are limited and audited. Every key is optional except `version`; a key left out keeps the value of the policy this one extends, or of the embedded default.","type":"object","additionalProperties":false,"required":["version"],"properties":{"$schema":{"type":"string","description":"The JSON Schema of this file, for editors (ignored by execgate)."},"version":{"title":"the policy format version `1`","description":"The policy format version. This execgate reads version 1.","const":1},"extends":{"title":"a policy file path or a list of them","description":"Policies this one is layered on, applied in order, then this file on top. Paths are relative to this file; `execgate:NAME` names a policy shipped with execgate (`execgate:default`, `execgate:strict`, `execgate:ci`).","anyOf":[{"$ref":"#/$defs/extendsTarget"},{"type":"array","minItems":1,"maxItems":16,"items":{"$ref":"#/$defs/extendsTarget"}}]},"exec":{"$ref":"#/$defs/exec"},"cwd":{"$ref":"#/$defs/cwd"},"env":{"$ref":"#/$defs/env"},"rules":{"$ref":"#/$defs/rules"},"secrets":{"$ref":"#/$defs/secrets"},"audit":{"$ref":"#/$defs/audit"},"sandbox":{"$ref":"#/$defs/sandbox"}},"$defs":{"extendsTarget":{"title":"a policy file path (relative to this file) or `execgate:NAME`","type":"string","minLength":1,"maxLength":4096,"pattern":"^[^\\u0000]+$"},"duration":{"title":"a duration: whole milliseconds, or a number with a unit such as `500ms`, `30s`, `5m`, `2h`, `1d`","anyOf":[{"type":"integer","minimum":0,"maximum":2147483647},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h|d)$"}]},"size":{"title":"a size: whole bytes, or a number with a unit such as `64KiB`, `1MiB`, `2GiB`, `500KB`","anyOf":[{"type":"integer","minimum":0},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(B|KB|KiB|MB|MiB|GB|GiB)$"}]},"mode":{"type":"object","additionalProperties":false,"description":"One execution mode.","properties":{"allowed":{"type":"boolean","description":"Whether requests may use this mode."},"timeout":{"$ref":"#/$defs/duration","description":"The timeout a request gets when it asks for none. 0 = none (then `maxTimeout`, when set, applies)."},"maxTimeout":{"$ref":"#/$defs/duration","description":"The longest timeout a request may ask for; longer ones (and `timeout: 0`) are cut to it. 0 = no maximum."}}},"exec":{"type":"object","additionalProperties":false,"description":"Modes, timeouts, the grace period, output limits and background limits.","properties":{"modes":{"type":"object","additionalProperties":false,"properties":{"sync":{"$ref":"#/$defs/mode"},"pty":{"$ref":"#/$defs/mode"},"background":{"$ref":"#/$defs/mode"}}},"grace":{"$ref":"#/$defs/duration","description":"Time between SIGTERM and SIGKILL when a run is stopped."},"drainTimeout":{"$ref":"#/$defs/duration","description":"After the main process exits, how long to keep reading output that escaped processes may still hold open."},"output":{"type":"object","additionalProperties":false,"properties":{"maxBytes":{"$ref":"#/$defs/size","description":"Bytes of each stream kept in memory (head + tail); the middle is cut with a notice. At least 1KiB."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of the full (redacted) output file kept when output was cut. At least 1KiB."}}},"background":{"type":"object","additionalProperties":false,"properties":{"maxConcurrent":{"type":"integer","minimum":1,"maximum":10000,"description":"Background processes that may run at once per gateway; one more is refused."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of each background output file. At least 1KiB."},"ringBytes":{"$ref":"#/$defs/size","description":"Recent output kept in memory per background process. At least 1KiB."},"onClose":{"enum":["kill","keep"],"description":"What closing the gateway does with background processes still running."}}}}},"cwd":{"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first). Empty = anywhere.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}},"envName":{"title":"a variable name, or a prefix ending in `*`","type":"string","pattern":"^[^=\\u0000*]+\\*?$"},"envNames":{"type":"array","uniqueItems":true,"maxItems":1024,"items":{"$ref":"#/$defs/envName"}},"flags":{"type":"array","minItems":1,"maxItems":64,"items":{"title":"a flag: one letter (`r`) or a long option name (`force`)","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9-]*$"},"description":"With `command`: the command must also carry every one of these options, in any order or cluster (`flags: [r, f]` matches `rm -rf`, `rm -fr`, `rm -r -f`, `rm -Rf`, `rm --recursive --force`). A one-letter flag matches either case and the long option starting with that letter; a longer one matches that long option."},"regex":{"title":"a JavaScript regular expression","type":"string","minLength":1,"maxLength":4096},"env":{"type":"object","additionalProperties":false,"description":"How the child environment is built.","properties":{"mode":{"enum":["inherit","allowlist"],"description":"`inherit`: start from the gateway's environment (hazards stripped, secrets withheld). `allowlist`: start from HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR and `allowlist`."},"allowlist":{"$ref":"#/$defs/envNames","description":"In allowlist mode, more inherited variables to copy (a trailing `*` makes a prefix)."},"allowSecrets":{"$ref":"#/$defs/envNames","description":"Secret-looking variables let through to the child anyway; their values are masked in output."},"strip":{"$ref":"#/$defs/envNames","description":"More variables to remove, on top of the built-in hazard list."},"secretNamePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable names that mark more variables as secret (withheld)."},"secretValuePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable values that mark more variables as secret (withheld)."},"requestable":{"$ref":"#/$defs/envNames","description":"When set, the only variables a request's `env` may set (a trailing `*` makes a prefix); any other is refused (EXECGATE_ERR_ENV_NOT_REQUESTABLE). A policy that allows only some commands should leave out HOME, PATH, XDG_* and GIT_*, which point those commands at other configuration."},"set":{"type":"object","description":"Variables set in every child, after sanitizing. A variable execgate strips as a hazard cannot be set here (load-time error).","maxProperties":1024,"propertyNames":{"title":"a variable name (no `=` or NUL)","pattern":"^[^=\\u0000]+$"},"additionalProperties":{"title":"a string value","type":"string","pattern":"^[^\\u0000]*$"}},"path":{"title":"a PATH value","type":"string","pattern":"^[^\\u0000]*$","description":"PATH for every child (replaces the inherited one)."}}},"commandWords":{"title":"a command (its first words), or a list of commands","anyOf":[{"type":"string","pattern":"\\S"},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","pattern":"\\S"}}]},"prefixes":{"title":"a text prefix, or a list of them","anyOf":[{"type":"string","minLength":1},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1}}]},"ruleId":{"title":"an id: letters, digits and `. _ - : / [ ]`, starting with a letter or digit","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._:/\\[\\]-]{0,127}$"},"reason":{"title":"a reason shown to the caller (1 to 500 characters)","type":"string","minLength":1,"maxLength":500},"rule":{"type":"object","additionalProperties":false,"required":["action"],"description":"One command rule. Give exactly one of `command`, `prefix`, `regex`.","properties":{"id":{"$ref":"#/$defs/ruleId","description":"Shown in decisions and audit records; default FILE:rules.list[N]."},"action":{"enum":["allow","deny"],"description":"What a match decides."},"command":{"$ref":"#/$defs/commandWords","description":"Word form: a simple command in the text starts with these words (`git`, `git push`), compared after quote removal; commands behind wrappers (`sudo`, `env`, `xargs`, `find -exec`) and in code run by `sh -c` or `eval` count too. A deny rule matches when any simple command does; an allow rule only when every one does and the text was read with confidence."},"flags":{"$ref":"#/$defs/flags"},"prefix":{"$ref":"#/$defs/prefixes","description":"Prefix form: a simple command, its words joined by single spaces, starts with this text. Any (deny) / every (allow), as for `command`."},"regex":{"$ref":"#/$defs/regex","description":"A regular expression in RE2 syntax (no backreferences or lookaround) tested against the whole unresolved command text, in linear time."},"reason":{"$ref":"#/$defs/reason","description":"Why; shown to the caller when the rule denies."}},"dependentRequired":{"flags":["command"]},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"rules":{"type":"object","additionalProperties":false,"description":"Ordered command rules: the first rule that matches decides; when none does, `default` decides.","properties":{"default":{"enum":["allow","deny"],"description":"The decision when no rule matches."},"reason":{"$ref":"#/$defs/reason","description":"Shown to the caller when `default: deny` decides."},"uncertain":{"enum":["allow","deny"],"description":"A command text the shell reader cannot read with confidence (a command name held in a variable or built at run time, code `eval` or `sh -c` gets from a variable, a shell reading its script from a pipe, an unterminated quote): `deny` refuses it before any rule is tried; `allow` (default) lets the rules decide, with allow rules and secret restrictions failing closed on it."},"list":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/rule"},"description":"Rules in order. Rules of an extended policy come first."}}},"refPattern":{"title":"a reference such as `secret:NAME` or `decrypt:ID` (`*` matches any characters)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"},"restriction":{"type":"object","additionalProperties":false,"required":["ref"],"description":"Which commands may use a secret. Give exactly one of `command`, `prefix`, `regex`; every simple command must match.","properties":{"id":{"$ref":"#/$defs/ruleId"},"ref":{"anyOf":[{"$ref":"#/$defs/refPattern"},{"type":"array","minItems":1,"maxItems":256,"items":{"$ref":"#/$defs/refPattern"}}],"description":"The reference(s) this restriction applies to."},"command":{"$ref":"#/$defs/commandWords"},"flags":{"$ref":"#/$defs/flags"},"prefix":{"$ref":"#/$defs/prefixes"},"regex":{"$ref":"#/$defs/regex"},"reason":{"$ref":"#/$defs/reason"}},"dependentRequired":{"flags":["command"]},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"secrets":{"type":"object","additionalProperties":false,"description":"Which references may be used, by which commands, and how.","properties":{"alias":{"type":"boolean","description":"Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text."},"minLength":{"type":"integer","minimum":1,"maximum":1024,"description":"Shortest resolved value that may be used; shorter values are refused (they cannot be masked reliably)."},"allow":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/refPattern"},"description":"References that may be used at all. A command naming any other is denied. Default: all."},"restrict":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/restriction"},"description":"Per-reference command restrictions; all that apply to a reference must be met."},"unknown":{"enum":["literal","warn","deny"],"description":"A reference no source knows: `literal` (default) passes the token on as text; `warn` does that and logs a warning; `deny` refuses the run (EXECGATE_ERR_REF_UNKNOWN) before anything is spawned."},"bind":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/secretBinding"},"description":"Secrets bound to the hosts they are for. A run using a bound secret may send it only there; with `delivery: inject` the run never receives the value at all (the egress proxy puts it into requests to those hosts). Lists from extended policies are combined."}}},"secretBinding":{"title":"a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject}`","type":"object","additionalProperties":false,"required":["ref","hosts"],"properties":{"ref":{"title":"one reference, `secret:NAME` or `decrypt:ID` (no `*`)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"},"hosts":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/hostPattern"},"description":"The hosts the secret is for (at least one). They also bound what the run may reach: intersected with `sandbox.network`."},"delivery":{"enum":["env","inject"],"description":"`env` (default): the value is in the child's environment, and every connection of a run using it is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value on requests to these hosts only (needs the sandbox)."}}},"hostPattern":{"title":"a host pattern: `api.github.com`, `*.npmjs.org`, `*`, `192.0.2.10`, `[2001:db8::1]`, each with an optional `:PORT`","type":"string","minLength":1,"maxLength":300},"network":{"type":"object","additionalProperties":false,"description":"What a sandboxed run may reach. The run has no network interface but loopback in `none` and `allowlist`; traffic leaves only through the gateway's egress proxy, which decides by host name and refuses names resolving to loopback, link-local, metadata or this host's addresses.","properties":{"mode":{"enum":["open","none","allowlist"],"description":"`open`: every host not denied; `none`: nothing leaves the run; `allowlist`: only hosts matching `allow` (and not `deny`)."},"allow":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns that may be reached in `allowlist` mode. An IP literal is reachable (in any mode) only when a pattern names it."},"deny":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns never reached; deny wins over allow. Lists from extended policies are combined."}}},"sandboxPath":{"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"},"sandboxPaths":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}},"sandbox":{"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own PID, mount, IPC, UTS and network namespaces; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the working directory roots, a private /tmp and `filesystem.writable`.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"anyOf":[{"enum":["none","open"],"description":"Every run gets a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services, abstract UNIX sockets (a D-Bus session bus) and the gateway's own sockets are out of reach. `open` (default): every public host through the gateway's egress proxy. `none`: nothing leaves."},{"$ref":"#/$defs/network"}],"description":"`open` or `none` (see above), or an egress policy `{mode: open|none|allowlist, allow, deny}` for the gateway's egress proxy."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the working directory roots (`cwd.roots`, else the request's cwd) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}},"audit":{"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}}}};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"urn:execgate:policy:1","title":"execgate policy","description":"What agents may run through execgate, with which secrets, in which directories, and how runs are limited and audited. Every key is optional except `version`; a key left out keeps the value of the policy this one extends, or of the embedded default.","type":"object","additionalProperties":false,"required":["version"],"properties":{"$schema":{"type":"string","description":"The JSON Schema of this file, for editors (ignored by execgate)."},"version":{"title":"the policy format version `1`","description":"The policy format version. This execgate reads version 1.","const":1},"extends":{"title":"a policy file path or a list of them","description":"Policies this one is layered on, applied in order, then this file on top. Paths are relative to this file; `execgate:NAME` names a policy shipped with execgate (`execgate:default`, `execgate:strict`, `execgate:ci`).","anyOf":[{"$ref":"#/$defs/extendsTarget"},{"type":"array","minItems":1,"maxItems":16,"items":{"$ref":"#/$defs/extendsTarget"}}]},"exec":{"$ref":"#/$defs/exec"},"cwd":{"$ref":"#/$defs/cwd"},"env":{"$ref":"#/$defs/env"},"rules":{"$ref":"#/$defs/rules"},"secrets":{"$ref":"#/$defs/secrets"},"audit":{"$ref":"#/$defs/audit"},"sandbox":{"$ref":"#/$defs/sandbox"}},"$defs":{"extendsTarget":{"title":"a policy file path (relative to this file) or `execgate:NAME`","type":"string","minLength":1,"maxLength":4096,"pattern":"^[^\\u0000]+$"},"duration":{"title":"a duration: whole milliseconds, or a number with a unit such as `500ms`, `30s`, `5m`, `2h`, `1d`","anyOf":[{"type":"integer","minimum":0,"maximum":2147483647},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(ms|s|m|h|d)$"}]},"size":{"title":"a size: whole bytes, or a number with a unit such as `64KiB`, `1MiB`, `2GiB`, `500KB`","anyOf":[{"type":"integer","minimum":0},{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*(B|KB|KiB|MB|MiB|GB|GiB)$"}]},"mode":{"type":"object","additionalProperties":false,"description":"One execution mode.","properties":{"allowed":{"type":"boolean","description":"Whether requests may use this mode."},"timeout":{"$ref":"#/$defs/duration","description":"The timeout a request gets when it asks for none. 0 = none (then `maxTimeout`, when set, applies)."},"maxTimeout":{"$ref":"#/$defs/duration","description":"The longest timeout a request may ask for; longer ones (and `timeout: 0`) are cut to it. 0 = no maximum."}}},"exec":{"type":"object","additionalProperties":false,"description":"Modes, timeouts, the grace period, output limits and background limits.","properties":{"modes":{"type":"object","additionalProperties":false,"properties":{"sync":{"$ref":"#/$defs/mode"},"pty":{"$ref":"#/$defs/mode"},"background":{"$ref":"#/$defs/mode"}}},"grace":{"$ref":"#/$defs/duration","description":"Time between SIGTERM and SIGKILL when a run is stopped."},"drainTimeout":{"$ref":"#/$defs/duration","description":"After the main process exits, how long to keep reading output that escaped processes may still hold open."},"output":{"type":"object","additionalProperties":false,"properties":{"maxBytes":{"$ref":"#/$defs/size","description":"Bytes of each stream kept in memory (head + tail); the middle is cut with a notice. At least 1KiB."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of the full (redacted) output file kept when output was cut. At least 1KiB."}}},"background":{"type":"object","additionalProperties":false,"properties":{"maxConcurrent":{"type":"integer","minimum":1,"maximum":10000,"description":"Background processes that may run at once per gateway; one more is refused."},"maxFileBytes":{"$ref":"#/$defs/size","description":"Cap of each background output file. At least 1KiB."},"ringBytes":{"$ref":"#/$defs/size","description":"Recent output kept in memory per background process. At least 1KiB."},"onClose":{"enum":["kill","keep"],"description":"What closing the gateway does with background processes still running."}}}}},"cwd":{"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first), and the workspace every sandboxed run may write. Empty: requests may name any directory (outside the workspace it is read-only), and the gateway's own working directory is the workspace. The temp directory itself (/tmp) cannot be one: each run gets a private one.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}},"envName":{"title":"a variable name, or a prefix ending in `*`","type":"string","pattern":"^[^=\\u0000*]+\\*?$"},"envNames":{"type":"array","uniqueItems":true,"maxItems":1024,"items":{"$ref":"#/$defs/envName"}},"flags":{"type":"array","minItems":1,"maxItems":64,"items":{"title":"a flag: one letter (`r`) or a long option name (`force`)","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9-]*$"},"description":"With `command`: the command must also carry every one of these options, in any order or cluster (`flags: [r, f]` matches `rm -rf`, `rm -fr`, `rm -r -f`, `rm -Rf`, `rm --recursive --force`). A one-letter flag matches either case and the long option starting with that letter; a longer one matches that long option."},"regex":{"title":"a JavaScript regular expression","type":"string","minLength":1,"maxLength":4096},"env":{"type":"object","additionalProperties":false,"description":"How the child environment is built.","properties":{"mode":{"enum":["inherit","allowlist"],"description":"`inherit`: start from the gateway's environment (hazards stripped, secrets withheld). `allowlist`: start from HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_*, TZ, TMPDIR and `allowlist`."},"allowlist":{"$ref":"#/$defs/envNames","description":"In allowlist mode, more inherited variables to copy (a trailing `*` makes a prefix)."},"allowSecrets":{"$ref":"#/$defs/envNames","description":"Secret-looking variables let through to the child anyway; their values are masked in output."},"strip":{"$ref":"#/$defs/envNames","description":"More variables to remove, on top of the built-in hazard list."},"secretNamePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable names that mark more variables as secret (withheld)."},"secretValuePatterns":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/regex"},"description":"Regular expressions over variable values that mark more variables as secret (withheld)."},"requestable":{"$ref":"#/$defs/envNames","description":"When set, the only variables a request's `env` may set (a trailing `*` makes a prefix); any other is refused (EXECGATE_ERR_ENV_NOT_REQUESTABLE). A policy that allows only some commands should leave out HOME, PATH, XDG_* and GIT_*, which point those commands at other configuration."},"set":{"type":"object","description":"Variables set in every child, after sanitizing. A variable execgate strips as a hazard cannot be set here (load-time error).","maxProperties":1024,"propertyNames":{"title":"a variable name (no `=` or NUL)","pattern":"^[^=\\u0000]+$"},"additionalProperties":{"title":"a string value","type":"string","pattern":"^[^\\u0000]*$"}},"path":{"title":"a PATH value","type":"string","pattern":"^[^\\u0000]*$","description":"PATH for every child (replaces the inherited one)."}}},"commandWords":{"title":"a command (its first words), or a list of commands","anyOf":[{"type":"string","pattern":"\\S"},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","pattern":"\\S"}}]},"prefixes":{"title":"a text prefix, or a list of them","anyOf":[{"type":"string","minLength":1},{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1}}]},"ruleId":{"title":"an id: letters, digits and `. _ - : / [ ]`, starting with a letter or digit","type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._:/\\[\\]-]{0,127}$"},"reason":{"title":"a reason shown to the caller (1 to 500 characters)","type":"string","minLength":1,"maxLength":500},"rule":{"type":"object","additionalProperties":false,"required":["action"],"description":"One command rule. Give exactly one of `command`, `prefix`, `regex`.","properties":{"id":{"$ref":"#/$defs/ruleId","description":"Shown in decisions and audit records; default FILE:rules.list[N]."},"action":{"enum":["allow","deny"],"description":"What a match decides."},"command":{"$ref":"#/$defs/commandWords","description":"Word form: a simple command in the text starts with these words (`git`, `git push`), compared after quote removal; commands behind wrappers (`sudo`, `env`, `xargs`, `find -exec`) and in code run by `sh -c` or `eval` count too. A deny rule matches when any simple command does; an allow rule only when every one does and the text was read with confidence."},"flags":{"$ref":"#/$defs/flags"},"prefix":{"$ref":"#/$defs/prefixes","description":"Prefix form: a simple command, its words joined by single spaces, starts with this text. Any (deny) / every (allow), as for `command`."},"regex":{"$ref":"#/$defs/regex","description":"A regular expression in RE2 syntax (no backreferences or lookaround) tested against the whole unresolved command text, in linear time."},"reason":{"$ref":"#/$defs/reason","description":"Why; shown to the caller when the rule denies."}},"dependentRequired":{"flags":["command"]},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"rules":{"type":"object","additionalProperties":false,"description":"Ordered command rules: the first rule that matches decides; when none does, `default` decides.","properties":{"default":{"enum":["allow","deny"],"description":"The decision when no rule matches."},"reason":{"$ref":"#/$defs/reason","description":"Shown to the caller when `default: deny` decides."},"uncertain":{"enum":["allow","deny"],"description":"A command text the shell reader cannot read with confidence (a command name held in a variable or built at run time, code `eval` or `sh -c` gets from a variable, a shell reading its script from a pipe, an unterminated quote): `deny` refuses it before any rule is tried; `allow` (default) lets the rules decide, with allow rules and secret restrictions failing closed on it."},"list":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/rule"},"description":"Rules in order. Rules of an extended policy come first."}}},"refPattern":{"title":"a reference such as `secret:NAME` or `decrypt:ID` (`*` matches any characters)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9._/*-]{1,128}$"},"restriction":{"type":"object","additionalProperties":false,"required":["ref"],"description":"Which commands may use a secret. Give exactly one of `command`, `prefix`, `regex`; every simple command must match.","properties":{"id":{"$ref":"#/$defs/ruleId"},"ref":{"anyOf":[{"$ref":"#/$defs/refPattern"},{"type":"array","minItems":1,"maxItems":256,"items":{"$ref":"#/$defs/refPattern"}}],"description":"The reference(s) this restriction applies to."},"command":{"$ref":"#/$defs/commandWords"},"flags":{"$ref":"#/$defs/flags"},"prefix":{"$ref":"#/$defs/prefixes"},"regex":{"$ref":"#/$defs/regex"},"reason":{"$ref":"#/$defs/reason"}},"dependentRequired":{"flags":["command"]},"oneOf":[{"required":["command"]},{"required":["prefix"]},{"required":["regex"]}]},"secrets":{"type":"object","additionalProperties":false,"description":"Which references may be used, by which commands, and how.","properties":{"alias":{"type":"boolean","description":"Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text."},"minLength":{"type":"integer","minimum":1,"maximum":1024,"description":"Shortest resolved value that may be used; shorter values are refused (they cannot be masked reliably)."},"allow":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/refPattern"},"description":"References that may be used at all. A command naming any other is denied. Default: all."},"restrict":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/restriction"},"description":"Per-reference command restrictions; all that apply to a reference must be met."},"unknown":{"enum":["literal","warn","deny"],"description":"A reference no source knows: `literal` (default) passes the token on as text; `warn` does that and logs a warning; `deny` refuses the run (EXECGATE_ERR_REF_UNKNOWN) before anything is spawned."},"bind":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/secretBinding"},"description":"Secrets bound to the hosts they are for. A run using a bound secret may send it only there; with `delivery: inject` the run never receives the value at all (the egress proxy puts it into requests to those hosts). Lists from extended policies are combined."}}},"secretBinding":{"title":"a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject, headers, query, ...}`","type":"object","additionalProperties":false,"required":["ref","hosts"],"properties":{"ref":{"title":"one reference, `secret:NAME` or `decrypt:ID` (no `*`)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"},"hosts":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/hostPattern"},"description":"The hosts the secret is for (at least one). They also bound what the run may reach: intersected with `sandbox.network`."},"delivery":{"enum":["env","inject"],"description":"`env` (default): the value is in the child's environment, the run gets a network namespace of its own, and every connection of the run is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value only over TLS to these hosts on their port (443 when a pattern names none), only where `headers`, `query`, `cookies`, `path` and `body` allow; a sentinel anywhere else fails the request (needs the sandbox)."},"headers":{"type":"array","maxItems":64,"items":{"$ref":"#/$defs/httpToken"},"description":"`inject` only. Headers whose whole credential may be the value: bare, after `Bearer` or `token`, or as the user or password of `Basic` credentials. Default `[Authorization]`; a list replaces it (write `[Authorization, X-Api-Key]` to keep both). `Host`, `Cookie`, `Content-Length` and other headers that frame or route a request cannot be listed."},"query":{"type":"array","maxItems":64,"items":{"$ref":"#/$defs/httpToken"},"description":"`inject` only. Query parameters whose whole (decoded) value may be the value, such as `access_token`. Default none."},"cookies":{"type":"array","maxItems":64,"items":{"$ref":"#/$defs/httpToken"},"description":"`inject` only. Cookies whose whole value may be the value. Default none."},"path":{"type":"boolean","description":"`inject` only. The value may be anywhere in the request path. Default false."},"body":{"type":"boolean","description":"`inject` only. The value may be anywhere in an uncompressed request body. Default false: a body is what a server stores, and a stored value can be read back."},"methods":{"type":"array","minItems":1,"maxItems":32,"items":{"$ref":"#/$defs/httpToken"},"description":"`inject` only. Request methods the value is put into (`GET`, `POST`, ...). Default any."},"paths":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","pattern":"^/[^\\s?#%\\\\]*$","maxLength":1024},"description":"`inject` only. Paths the value is put into: a prefix ending at a segment boundary (`/repos` covers `/repos/x`, not `/reposx`), or a glob where `*` is one segment and `**` anything. A path with dot segments or encoded slashes never matches. Default any."},"http":{"type":"array","maxItems":64,"items":{"$ref":"#/$defs/hostPattern"},"description":"`inject` only. Hosts of this binding, named exactly (no wildcard), that may receive the value over plain HTTP, on the pattern's port (80 when it names none): for a local test server. Never after a redirect that changed scheme, host or port. Default none: the value goes over TLS only."},"responses":{"enum":["decode","identity"],"description":"`inject` only. `decode` (default): compressed responses (gzip, deflate, br) from these hosts are decoded, cleaned of the value and encoded again. `identity`: the proxy asks for uncompressed responses and refuses any encoded one. A response in an encoding the proxy cannot read is refused either way."}}},"httpToken":{"title":"an HTTP token (a header, parameter or cookie name, or a method)","type":"string","pattern":"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$"},"hostPattern":{"title":"a host pattern: `api.github.com`, `*.npmjs.org`, `*`, `192.0.2.10`, `[2001:db8::1]`, each with an optional `:PORT`","type":"string","minLength":1,"maxLength":300},"network":{"type":"object","additionalProperties":false,"description":"What a sandboxed run may reach. The run has no network interface but loopback in `none` and `allowlist`; traffic leaves only through the gateway's egress proxy, which decides by host name and refuses names resolving to loopback, link-local, metadata or this host's addresses.","properties":{"mode":{"enum":["open","none","allowlist"],"description":"`open`: every host not denied; `none`: nothing leaves the run; `allowlist`: only hosts matching `allow` (and not `deny`)."},"allow":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns that may be reached in `allowlist` mode. An IP literal is reachable (in any mode) only when a pattern names it."},"deny":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns never reached; deny wins over allow. Lists from extended policies are combined."},"upstream":{"type":"object","additionalProperties":false,"description":"How the egress proxy's own connections leave the gateway. Default: as the gateway's own environment says (`HTTPS_PROXY` for tunnels and TLS, `HTTP_PROXY` for plain HTTP, `NO_PROXY`), with the system's CAs.","properties":{"proxy":{"type":"string","maxLength":2048,"description":"A parent proxy, `http://host:port` (credentials are better given in the gateway's `HTTPS_PROXY` than in a policy file), or `direct` to ignore the gateway's proxy variables. Its credentials never enter a sandbox."},"noProxy":{"type":"array","maxItems":1024,"items":{"type":"string","minLength":1,"maxLength":300},"description":"Hosts reached without the parent proxy, as in `NO_PROXY`: a name covers its subdomains, `*` covers everything. Default: the gateway's `NO_PROXY`."},"ca":{"type":"array","maxItems":64,"items":{"type":"string","pattern":"^/","maxLength":4096},"description":"Absolute paths of PEM files with CA certificates the proxy trusts for upstream TLS, on top of the system's (a company's private CA)."}}}}},"sandboxPath":{"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"},"sandboxPaths":{"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}},"sandbox":{"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own user (no nested ones), PID, mount, IPC, UTS and network namespaces and a seccomp filter; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the workspace (`cwd.roots`, else the gateway's working directory), a private /tmp and `filesystem.writable`; the mounts checked against the plan before the command starts.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"anyOf":[{"enum":["none","open"],"description":"Every run gets a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services, abstract UNIX sockets (a D-Bus session bus) and the gateway's own sockets are out of reach. `open` (default): every public host through the gateway's egress proxy. `none`: nothing leaves."},{"$ref":"#/$defs/network"}],"description":"`open` or `none` (see above), or an egress policy `{mode: open|none|allowlist, allow, deny}` for the gateway's egress proxy."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the workspace (`cwd.roots`, else the gateway's working directory) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden; /tmp itself cannot be one."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}},"audit":{"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}}}};
 const schema32 = {"title":"a policy file path (relative to this file) or `execgate:NAME`","type":"string","minLength":1,"maxLength":4096,"pattern":"^[^\\u0000]+$"};
-const schema44 = {"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first). Empty = anywhere.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}};
+const schema44 = {"type":"object","additionalProperties":false,"description":"Where commands may run.","properties":{"roots":{"type":"array","maxItems":256,"uniqueItems":true,"description":"Directories a request's working directory must be inside (symlinks resolved first), and the workspace every sandboxed run may write. Empty: requests may name any directory (outside the workspace it is read-only), and the gateway's own working directory is the workspace. The temp directory itself (/tmp) cannot be one: each run gets a private one.","items":{"title":"an absolute directory path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"}}}};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const pattern4 = new RegExp("^[^\\u0000]+$", "u");
@@ -2637,9 +2637,12 @@ return errors === 0;
 }
 validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema70 = {"title":"a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject}`","type":"object","additionalProperties":false,"required":["ref","hosts"],"properties":{"ref":{"title":"one reference, `secret:NAME` or `decrypt:ID` (no `*`)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"},"hosts":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/hostPattern"},"description":"The hosts the secret is for (at least one). They also bound what the run may reach: intersected with `sandbox.network`."},"delivery":{"enum":["env","inject"],"description":"`env` (default): the value is in the child's environment, and every connection of a run using it is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value on requests to these hosts only (needs the sandbox)."}}};
+const schema70 = {"title":"a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject, headers, query, ...}`","type":"object","additionalProperties":false,"required":["ref","hosts"],"properties":{"ref":{"title":"one reference, `secret:NAME` or `decrypt:ID` (no `*`)","type":"string","pattern":"^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"},"hosts":{"type":"array","maxItems":256,"items":{"$ref":"#/$defs/hostPattern"},"description":"The hosts the secret is for (at least one). They also bound what the run may reach: intersected with `sandbox.network`."},"delivery":{"enum":["env","inject"],"description":"`env` (default): the value is in the child's environment, the run gets a network namespace of its own, and every connection of the run is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value only over TLS to these hosts on their port (443 when a pattern names none), only where `headers`, `query`, `cookies`, `path` and `body` allow; a sentinel anywhere else fails the request (needs the sandbox)."},"headers":{"type":"array","maxItems":64,"items":{"$ref":"#/$defs/httpToken"},"description":"`inject` only. Headers whose whole credential may be the value: bare, after `Bearer` or `token`, or as the user or password of `Basic` credentials. Default `[Authorization]`; a list replaces it (write `[Authorization, X-Api-Key]` to keep both). `Host`, `Cookie`, `Content-Length` and other headers that frame or route a request cannot be listed."},"query":{"type":"array","maxItems":64,"items":{"$ref":"#/$defs/httpToken"},"description":"`inject` only. Query parameters whose whole (decoded) value may be the value, such as `access_token`. Default none."},"cookies":{"type":"array","maxItems":64,"items":{"$ref":"#/$defs/httpToken"},"description":"`inject` only. Cookies whose whole value may be the value. Default none."},"path":{"type":"boolean","description":"`inject` only. The value may be anywhere in the request path. Default false."},"body":{"type":"boolean","description":"`inject` only. The value may be anywhere in an uncompressed request body. Default false: a body is what a server stores, and a stored value can be read back."},"methods":{"type":"array","minItems":1,"maxItems":32,"items":{"$ref":"#/$defs/httpToken"},"description":"`inject` only. Request methods the value is put into (`GET`, `POST`, ...). Default any."},"paths":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","pattern":"^/[^\\s?#%\\\\]*$","maxLength":1024},"description":"`inject` only. Paths the value is put into: a prefix ending at a segment boundary (`/repos` covers `/repos/x`, not `/reposx`), or a glob where `*` is one segment and `**` anything. A path with dot segments or encoded slashes never matches. Default any."},"http":{"type":"array","maxItems":64,"items":{"$ref":"#/$defs/hostPattern"},"description":"`inject` only. Hosts of this binding, named exactly (no wildcard), that may receive the value over plain HTTP, on the pattern's port (80 when it names none): for a local test server. Never after a redirect that changed scheme, host or port. Default none: the value goes over TLS only."},"responses":{"enum":["decode","identity"],"description":"`inject` only. `decode` (default): compressed responses (gzip, deflate, br) from these hosts are decoded, cleaned of the value and encoded again. `identity`: the proxy asks for uncompressed responses and refuses any encoded one. A response in an encoding the proxy cannot read is refused either way."}}};
 const schema71 = {"title":"a host pattern: `api.github.com`, `*.npmjs.org`, `*`, `192.0.2.10`, `[2001:db8::1]`, each with an optional `:PORT`","type":"string","minLength":1,"maxLength":300};
+const schema72 = {"title":"an HTTP token (a header, parameter or cookie name, or a method)","type":"string","pattern":"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$"};
 const pattern30 = new RegExp("^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$", "u");
+const pattern31 = new RegExp("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$", "u");
+const pattern35 = new RegExp("^/[^\\s?#%\\\\]*$", "u");
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2673,7 +2676,7 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data){
-if(!(((key0 === "ref") || (key0 === "hosts")) || (key0 === "delivery"))){
+if(!(func1.call(schema70.properties, key0))){
 const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
@@ -2783,14 +2786,397 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.headers !== undefined){
+let data4 = data.headers;
+if(Array.isArray(data4)){
+if(data4.length > 64){
+const err11 = {instancePath:instancePath+"/headers",schemaPath:"#/properties/headers/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+const len1 = data4.length;
+for(let i1=0; i1<len1; i1++){
+let data5 = data4[i1];
+if(typeof data5 === "string"){
+if(!pattern31.test(data5)){
+const err12 = {instancePath:instancePath+"/headers/" + i1,schemaPath:"#/$defs/httpToken/pattern",keyword:"pattern",params:{pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$"},message:"must match pattern \""+"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$"+"\""};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/headers/" + i1,schemaPath:"#/$defs/httpToken/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/headers",schemaPath:"#/properties/headers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data6 = data.query;
+if(Array.isArray(data6)){
+if(data6.length > 64){
+const err15 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+const len2 = data6.length;
+for(let i2=0; i2<len2; i2++){
+let data7 = data6[i2];
+if(typeof data7 === "string"){
+if(!pattern31.test(data7)){
+const err16 = {instancePath:instancePath+"/query/" + i2,schemaPath:"#/$defs/httpToken/pattern",keyword:"pattern",params:{pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$"},message:"must match pattern \""+"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$"+"\""};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/query/" + i2,schemaPath:"#/$defs/httpToken/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data.cookies !== undefined){
+let data8 = data.cookies;
+if(Array.isArray(data8)){
+if(data8.length > 64){
+const err19 = {instancePath:instancePath+"/cookies",schemaPath:"#/properties/cookies/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+const len3 = data8.length;
+for(let i3=0; i3<len3; i3++){
+let data9 = data8[i3];
+if(typeof data9 === "string"){
+if(!pattern31.test(data9)){
+const err20 = {instancePath:instancePath+"/cookies/" + i3,schemaPath:"#/$defs/httpToken/pattern",keyword:"pattern",params:{pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$"},message:"must match pattern \""+"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$"+"\""};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/cookies/" + i3,schemaPath:"#/$defs/httpToken/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/cookies",schemaPath:"#/properties/cookies/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data.path !== undefined){
+if(typeof data.path !== "boolean"){
+const err23 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data.body !== undefined){
+if(typeof data.body !== "boolean"){
+const err24 = {instancePath:instancePath+"/body",schemaPath:"#/properties/body/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data.methods !== undefined){
+let data12 = data.methods;
+if(Array.isArray(data12)){
+if(data12.length > 32){
+const err25 = {instancePath:instancePath+"/methods",schemaPath:"#/properties/methods/maxItems",keyword:"maxItems",params:{limit: 32},message:"must NOT have more than 32 items"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data12.length < 1){
+const err26 = {instancePath:instancePath+"/methods",schemaPath:"#/properties/methods/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+const len4 = data12.length;
+for(let i4=0; i4<len4; i4++){
+let data13 = data12[i4];
+if(typeof data13 === "string"){
+if(!pattern31.test(data13)){
+const err27 = {instancePath:instancePath+"/methods/" + i4,schemaPath:"#/$defs/httpToken/pattern",keyword:"pattern",params:{pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$"},message:"must match pattern \""+"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$"+"\""};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/methods/" + i4,schemaPath:"#/$defs/httpToken/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+else {
+const err29 = {instancePath:instancePath+"/methods",schemaPath:"#/properties/methods/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+if(data.paths !== undefined){
+let data14 = data.paths;
+if(Array.isArray(data14)){
+if(data14.length > 256){
+const err30 = {instancePath:instancePath+"/paths",schemaPath:"#/properties/paths/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(data14.length < 1){
+const err31 = {instancePath:instancePath+"/paths",schemaPath:"#/properties/paths/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+const len5 = data14.length;
+for(let i5=0; i5<len5; i5++){
+let data15 = data14[i5];
+if(typeof data15 === "string"){
+if(func2(data15) > 1024){
+const err32 = {instancePath:instancePath+"/paths/" + i5,schemaPath:"#/properties/paths/items/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if(!pattern35.test(data15)){
+const err33 = {instancePath:instancePath+"/paths/" + i5,schemaPath:"#/properties/paths/items/pattern",keyword:"pattern",params:{pattern: "^/[^\\s?#%\\\\]*$"},message:"must match pattern \""+"^/[^\\s?#%\\\\]*$"+"\""};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/paths/" + i5,schemaPath:"#/properties/paths/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/paths",schemaPath:"#/properties/paths/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+if(data.http !== undefined){
+let data16 = data.http;
+if(Array.isArray(data16)){
+if(data16.length > 64){
+const err36 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+const len6 = data16.length;
+for(let i6=0; i6<len6; i6++){
+let data17 = data16[i6];
+if(typeof data17 === "string"){
+if(func2(data17) > 300){
+const err37 = {instancePath:instancePath+"/http/" + i6,schemaPath:"#/$defs/hostPattern/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if(func2(data17) < 1){
+const err38 = {instancePath:instancePath+"/http/" + i6,schemaPath:"#/$defs/hostPattern/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+else {
+const err39 = {instancePath:instancePath+"/http/" + i6,schemaPath:"#/$defs/hostPattern/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data.responses !== undefined){
+let data18 = data.responses;
+if(!((data18 === "decode") || (data18 === "identity"))){
+const err41 = {instancePath:instancePath+"/responses",schemaPath:"#/properties/responses/enum",keyword:"enum",params:{allowedValues: schema70.properties.responses.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+else {
+const err42 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
 }
 errors++;
 }
@@ -3034,8 +3420,8 @@ return errors === 0;
 }
 validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema72 = {"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}};
-const pattern31 = new RegExp("^(/|~/)[^\\u0000]*$", "u");
+const schema77 = {"type":"object","additionalProperties":false,"description":"The audit log: where it goes and what it records. Read when the gateway starts.","properties":{"enabled":{"type":"boolean","description":"Write the audit log (default true)."},"path":{"title":"an absolute file path, or one starting with `~/`","type":"string","pattern":"^(/|~/)[^\\u0000]*$","description":"The audit log file; default $EXECGATE_HOME/audit.log."},"destination":{"enum":["file","stdout"],"description":"`file` (default): JSON lines in `path`. `stdout`: the gateway's standard output (for a log collector); the hash chain is kept either way."},"maxBytes":{"$ref":"#/$defs/size","description":"Rotate the audit file before it would exceed this size; 0 turns rotation off. Default 64MiB."},"maxFiles":{"type":"integer","minimum":0,"maximum":100000,"description":"Rotated audit files kept (oldest removed first); 0 keeps all. Default 0."},"fsync":{"enum":["always","before-spawn","never"],"description":"When records are flushed to disk: after every record, before anything is spawned (default), or never (the OS decides)."},"fingerprints":{"type":"boolean","description":"Record a keyed fingerprint of each resolved value (never the value)."},"env":{"type":"boolean","description":"Record the names of variables removed or withheld from each run."}}};
+const pattern36 = new RegExp("^(/|~/)[^\\u0000]*$", "u");
 
 function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3075,7 +3461,7 @@ errors++;
 if(data.path !== undefined){
 let data1 = data.path;
 if(typeof data1 === "string"){
-if(!pattern31.test(data1)){
+if(!pattern36.test(data1)){
 const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/|~/)[^\\u0000]*$"},message:"must match pattern \""+"^(/|~/)[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -3100,7 +3486,7 @@ errors++;
 if(data.destination !== undefined){
 let data2 = data.destination;
 if(!((data2 === "file") || (data2 === "stdout"))){
-const err4 = {instancePath:instancePath+"/destination",schemaPath:"#/properties/destination/enum",keyword:"enum",params:{allowedValues: schema72.properties.destination.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/destination",schemaPath:"#/properties/destination/enum",keyword:"enum",params:{allowedValues: schema77.properties.destination.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3224,7 +3610,7 @@ errors++;
 if(data.fsync !== undefined){
 let data5 = data.fsync;
 if(!(((data5 === "always") || (data5 === "before-spawn")) || (data5 === "never"))){
-const err13 = {instancePath:instancePath+"/fsync",schemaPath:"#/properties/fsync/enum",keyword:"enum",params:{allowedValues: schema72.properties.fsync.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/fsync",schemaPath:"#/properties/fsync/enum",keyword:"enum",params:{allowedValues: schema77.properties.fsync.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3274,9 +3660,10 @@ return errors === 0;
 }
 validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema74 = {"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own PID, mount, IPC, UTS and network namespaces; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the working directory roots, a private /tmp and `filesystem.writable`.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"anyOf":[{"enum":["none","open"],"description":"Every run gets a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services, abstract UNIX sockets (a D-Bus session bus) and the gateway's own sockets are out of reach. `open` (default): every public host through the gateway's egress proxy. `none`: nothing leaves."},{"$ref":"#/$defs/network"}],"description":"`open` or `none` (see above), or an egress policy `{mode: open|none|allowlist, allow, deny}` for the gateway's egress proxy."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the working directory roots (`cwd.roots`, else the request's cwd) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}};
-const pattern33 = new RegExp("^/[^\\u0000]*$", "u");
-const schema75 = {"type":"object","additionalProperties":false,"description":"What a sandboxed run may reach. The run has no network interface but loopback in `none` and `allowlist`; traffic leaves only through the gateway's egress proxy, which decides by host name and refuses names resolving to loopback, link-local, metadata or this host's addresses.","properties":{"mode":{"enum":["open","none","allowlist"],"description":"`open`: every host not denied; `none`: nothing leaves the run; `allowlist`: only hosts matching `allow` (and not `deny`)."},"allow":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns that may be reached in `allowlist` mode. An IP literal is reachable (in any mode) only when a pattern names it."},"deny":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns never reached; deny wins over allow. Lists from extended policies are combined."}}};
+const schema79 = {"type":"object","additionalProperties":false,"description":"The OS sandbox every run starts in (Linux: bubblewrap): its own user (no nested ones), PID, mount, IPC, UTS and network namespaces and a seccomp filter; the state directory, the audit log, the session bus and credential paths hidden; the file system read-only except the workspace (`cwd.roots`, else the gateway's working directory), a private /tmp and `filesystem.writable`; the mounts checked against the plan before the command starts.","properties":{"mode":{"enum":["required","auto","off"],"description":"`required`: a run that cannot be sandboxed is refused (EXECGATE_ERR_SANDBOX_UNAVAILABLE) and nothing runs. `auto` (default): sandboxed wherever the platform allows, otherwise the run goes ahead unsandboxed and its result, its audit record and a one-time warning say why. `off`: never sandboxed."},"helper":{"title":"an absolute path to the bubblewrap executable","type":"string","pattern":"^/[^\\u0000]*$","description":"The bubblewrap executable; default the first `bwrap` in /usr/bin, /usr/local/bin, /bin."},"network":{"anyOf":[{"enum":["none","open"],"description":"Every run gets a private network namespace with loopback only, shared by the runs of one gateway (a server one run starts on 127.0.0.1 is reachable from the next); the host's loopback services, abstract UNIX sockets (a D-Bus session bus) and the gateway's own sockets are out of reach. `open` (default): every public host through the gateway's egress proxy. `none`: nothing leaves."},{"$ref":"#/$defs/network"}],"description":"`open` or `none` (see above), or an egress policy `{mode: open|none|allowlist, allow, deny}` for the gateway's egress proxy."},"filesystem":{"type":"object","additionalProperties":false,"description":"What a run sees of the file system.","properties":{"hidden":{"$ref":"#/$defs/sandboxPaths","description":"Paths that are empty (directories) or unreadable (files) inside the sandbox. Added to the built-in credential list (~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ...) and to what is always hidden (the state directory, the audit log, the session bus). A path that does not exist is skipped."},"writable":{"$ref":"#/$defs/sandboxPaths","description":"Paths writable inside the sandbox besides the workspace (`cwd.roots`, else the gateway's working directory) and the private /tmp. Replaced whole by a policy that extends this one. A path that does not exist is skipped; a hidden path stays hidden; /tmp itself cannot be one."},"readOnly":{"$ref":"#/$defs/sandboxPaths","description":"Paths kept read-only even inside a writable root (a repository's .git/hooks, say). A path that does not exist is skipped."}}}}};
+const pattern38 = new RegExp("^/[^\\u0000]*$", "u");
+const schema80 = {"type":"object","additionalProperties":false,"description":"What a sandboxed run may reach. The run has no network interface but loopback in `none` and `allowlist`; traffic leaves only through the gateway's egress proxy, which decides by host name and refuses names resolving to loopback, link-local, metadata or this host's addresses.","properties":{"mode":{"enum":["open","none","allowlist"],"description":"`open`: every host not denied; `none`: nothing leaves the run; `allowlist`: only hosts matching `allow` (and not `deny`)."},"allow":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns that may be reached in `allowlist` mode. An IP literal is reachable (in any mode) only when a pattern names it."},"deny":{"type":"array","maxItems":1024,"items":{"$ref":"#/$defs/hostPattern"},"description":"Host patterns never reached; deny wins over allow. Lists from extended policies are combined."},"upstream":{"type":"object","additionalProperties":false,"description":"How the egress proxy's own connections leave the gateway. Default: as the gateway's own environment says (`HTTPS_PROXY` for tunnels and TLS, `HTTP_PROXY` for plain HTTP, `NO_PROXY`), with the system's CAs.","properties":{"proxy":{"type":"string","maxLength":2048,"description":"A parent proxy, `http://host:port` (credentials are better given in the gateway's `HTTPS_PROXY` than in a policy file), or `direct` to ignore the gateway's proxy variables. Its credentials never enter a sandbox."},"noProxy":{"type":"array","maxItems":1024,"items":{"type":"string","minLength":1,"maxLength":300},"description":"Hosts reached without the parent proxy, as in `NO_PROXY`: a name covers its subdomains, `*` covers everything. Default: the gateway's `NO_PROXY`."},"ca":{"type":"array","maxItems":64,"items":{"type":"string","pattern":"^/","maxLength":4096},"description":"Absolute paths of PEM files with CA certificates the proxy trusts for upstream TLS, on top of the system's (a company's private CA)."}}}}};
+const pattern39 = new RegExp("^/", "u");
 
 function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3290,7 +3677,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
-if(!(((key0 === "mode") || (key0 === "allow")) || (key0 === "deny"))){
+if(!((((key0 === "mode") || (key0 === "allow")) || (key0 === "deny")) || (key0 === "upstream"))){
 const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err0];
@@ -3304,7 +3691,7 @@ errors++;
 if(data.mode !== undefined){
 let data0 = data.mode;
 if(!(((data0 === "open") || (data0 === "none")) || (data0 === "allowlist"))){
-const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema75.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema80.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3436,9 +3823,12 @@ vErrors.push(err11);
 errors++;
 }
 }
-}
-else {
-const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.upstream !== undefined){
+let data5 = data.upstream;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+for(const key1 in data5){
+if(!(((key1 === "proxy") || (key1 === "noProxy")) || (key1 === "ca"))){
+const err12 = {instancePath:instancePath+"/upstream",schemaPath:"#/properties/upstream/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3447,13 +3837,184 @@ vErrors.push(err12);
 }
 errors++;
 }
+}
+if(data5.proxy !== undefined){
+let data6 = data5.proxy;
+if(typeof data6 === "string"){
+if(func2(data6) > 2048){
+const err13 = {instancePath:instancePath+"/upstream/proxy",schemaPath:"#/properties/upstream/properties/proxy/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/upstream/proxy",schemaPath:"#/properties/upstream/properties/proxy/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data5.noProxy !== undefined){
+let data7 = data5.noProxy;
+if(Array.isArray(data7)){
+if(data7.length > 1024){
+const err15 = {instancePath:instancePath+"/upstream/noProxy",schemaPath:"#/properties/upstream/properties/noProxy/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+const len2 = data7.length;
+for(let i2=0; i2<len2; i2++){
+let data8 = data7[i2];
+if(typeof data8 === "string"){
+if(func2(data8) > 300){
+const err16 = {instancePath:instancePath+"/upstream/noProxy/" + i2,schemaPath:"#/properties/upstream/properties/noProxy/items/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(func2(data8) < 1){
+const err17 = {instancePath:instancePath+"/upstream/noProxy/" + i2,schemaPath:"#/properties/upstream/properties/noProxy/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/upstream/noProxy/" + i2,schemaPath:"#/properties/upstream/properties/noProxy/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/upstream/noProxy",schemaPath:"#/properties/upstream/properties/noProxy/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data5.ca !== undefined){
+let data9 = data5.ca;
+if(Array.isArray(data9)){
+if(data9.length > 64){
+const err20 = {instancePath:instancePath+"/upstream/ca",schemaPath:"#/properties/upstream/properties/ca/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+const len3 = data9.length;
+for(let i3=0; i3<len3; i3++){
+let data10 = data9[i3];
+if(typeof data10 === "string"){
+if(func2(data10) > 4096){
+const err21 = {instancePath:instancePath+"/upstream/ca/" + i3,schemaPath:"#/properties/upstream/properties/ca/items/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(!pattern39.test(data10)){
+const err22 = {instancePath:instancePath+"/upstream/ca/" + i3,schemaPath:"#/properties/upstream/properties/ca/items/pattern",keyword:"pattern",params:{pattern: "^/"},message:"must match pattern \""+"^/"+"\""};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/upstream/ca/" + i3,schemaPath:"#/properties/upstream/properties/ca/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/upstream/ca",schemaPath:"#/properties/upstream/properties/ca/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/upstream",schemaPath:"#/properties/upstream/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+else {
+const err26 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
 validate47.errors = vErrors;
 return errors === 0;
 }
 validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema78 = {"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}};
-const schema79 = {"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"};
+const schema83 = {"type":"array","maxItems":1024,"uniqueItems":true,"items":{"$ref":"#/$defs/sandboxPath"}};
+const schema84 = {"title":"an absolute path, or one starting with `~/`","type":"string","pattern":"^(/|~/|~$)[^\\u0000]*$"};
 
 function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3565,7 +4126,7 @@ errors++;
 if(data.mode !== undefined){
 let data0 = data.mode;
 if(!(((data0 === "required") || (data0 === "auto")) || (data0 === "off"))){
-const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema74.properties.mode.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/enum",keyword:"enum",params:{allowedValues: schema79.properties.mode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3578,7 +4139,7 @@ errors++;
 if(data.helper !== undefined){
 let data1 = data.helper;
 if(typeof data1 === "string"){
-if(!pattern33.test(data1)){
+if(!pattern38.test(data1)){
 const err2 = {instancePath:instancePath+"/helper",schemaPath:"#/properties/helper/pattern",keyword:"pattern",params:{pattern: "^/[^\\u0000]*$"},message:"must match pattern \""+"^/[^\\u0000]*$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -3606,7 +4167,7 @@ const _errs6 = errors;
 let valid1 = false;
 const _errs7 = errors;
 if(!((data2 === "none") || (data2 === "open"))){
-const err4 = {instancePath:instancePath+"/network",schemaPath:"#/properties/network/anyOf/0/enum",keyword:"enum",params:{allowedValues: schema74.properties.network.anyOf[0].enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/network",schemaPath:"#/properties/network/anyOf/0/enum",keyword:"enum",params:{allowedValues: schema79.properties.network.anyOf[0].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }

@@ -80,6 +80,11 @@ function loadGenerated(): Validate | undefined {
 /** Every schema problem of one parsed file (empty when it is valid). */
 export function validateSource(source: PolicySource, validate: Validate = getValidator()): PolicyProblem[] {
   if (validate(source.value)) return [];
+  // A mapping without `version` is not a policy (a file named by mistake, `extends: /etc/shadow`):
+  // one problem, and nothing of its content (its keys could be anything) goes into a message.
+  if (source.value !== null && typeof source.value === 'object' && !Array.isArray(source.value) && !Object.hasOwn(source.value, 'version')) {
+    return [{ code: 'EXECGATE_ERR_POLICY_INVALID', file: source.file, line: 1, column: 1, message: 'missing `version`; a policy starts with `version: 1` (this file is not read as a policy, and nothing of it is shown)' }];
+  }
   const errors = reduceErrors(validate.errors ?? [], source.value);
   const problems: PolicyProblem[] = [];
   const seen = new Set<string>();

@@ -8,6 +8,14 @@
  * keyring's control socket, gpg and ssh agents). Then the built-in credential list and the
  * policy's `sandbox.filesystem.hidden`.
  *
+ * The writable roots are fixed for the gateway (`cwd.roots`, else the gateway's own working
+ * directory), never chosen by a request: a run's working directory is entered inside the sandbox,
+ * and one outside every writable root is read-only there (one in the host's temp directory, which
+ * runs do not otherwise see, is bound in read-only). So no path that bubblewrap mounts by name has
+ * an ancestor inside a writable root of any run of the gateway, except the hidden and read-only
+ * paths inside a root, whose ancestors are pinned (below). A writable path inside another is
+ * dropped: the outer bind carries it.
+ *
  * A path that does not exist is skipped (there is nothing to hide, or to make writable) and
  * reported as such. The state directory is the exception: it is created (0700) when missing,
  * because a run that could create it could plant a vault key the gateway would later trust.
@@ -41,8 +49,14 @@ export interface FilesystemInput {
   readonly auditPath?: string;
   /** The request's working directory (already checked against `cwd.roots`). */
   readonly cwd: string;
-  /** `cwd.roots` of the policy; empty = the request's cwd is the writable root. */
+  /** `cwd.roots` of the policy: the writable roots. */
   readonly roots: readonly string[];
+  /**
+   * The gateway's working directory: the writable root when the policy names none. Where it is a
+   * temp directory (the gateway started in /tmp) there is no workspace but each run's own
+   * private /tmp.
+   */
+  readonly workspace: string;
   /** The gateway's own environment (HOME for `~`, bus and agent addresses). */
   readonly env: Readonly<Record<string, string | undefined>>;
   /** The home directory `~` stands for when the environment has no HOME. */
@@ -71,6 +85,10 @@ export interface FilesystemView {
   readonly skipped: readonly string[];
   /** The session bus address names an abstract socket: only a network namespace hides it. */
   readonly abstractBus: boolean;
+  /** The run's working directory (real path), entered inside the sandbox. */
+  readonly cwd: string;
+  /** Whether the working directory lies inside a writable path; outside, it is read-only. */
+  readonly cwdWritable: boolean;
 }
 
 function expand(path: string, home: string): string {
@@ -181,7 +199,10 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
     );
   }
 
-  const hiddenWanted = new Set<string>([input.home]);
+  // The default state directory too, when it is not this gateway's: another gateway or the CLI
+  // keeps its vault there, and a nested `execgate` in a run (no EXECGATE_HOME reaches a run)
+  // looks for it there.
+  const hiddenWanted = new Set<string>([input.home, join(userHome, '.execgate')]);
   if (input.auditPath) {
     // The log's directory also holds its rotated files, chain state and lock; hide the file
     // alone only where its directory is a place the run works in.
@@ -220,6 +241,20 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   }
 
   const cwd = real(input.cwd) ?? input.cwd;
+  // A writable path that is hidden, or inside a hidden directory, is hidden: refused here rather
+  // than mounted and covered again (a name that resolved there was moved, or misconfigured).
+  for (const entry of hidden) {
+    for (const wanted of [...input.roots, ...(input.roots.length > 0 ? [] : [input.workspace])]) {
+      const path = real(wanted);
+      if (path !== undefined && (entry.directory ? isInside(path, entry.path) : path === entry.path)) {
+        throw new ExecgateError(
+          'EXECGATE_ERR_SANDBOX_PATH',
+          `The workspace ${wanted} is ${path === entry.path ? '' : 'inside '}${entry.path}, which the sandbox hides (state directory, audit log, session bus or a credential path)${path === wanted ? '' : `; its name leads there now (${path})`}. Use another workspace. Nothing was run.`,
+          { path: wanted, hidden: entry.path },
+        );
+      }
+    }
+  }
   for (const entry of hidden) {
     if (entry.directory ? isInside(cwd, entry.path) : cwd === entry.path) {
       throw new ExecgateError(
@@ -231,14 +266,21 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   }
 
   const writable: string[] = [];
-  const roots = input.roots.length > 0 ? input.roots : [input.cwd];
-  for (const wanted of [...roots, ...settings.filesystem.writable.map((p) => expand(p, userHome))]) {
+  const privateTmp = [...new Set(['/tmp', real(tmpdir())].filter((t): t is string => t !== undefined && t !== '/'))];
+  const workspace = input.roots.length > 0 ? [] : [input.workspace].filter((w) => !privateTmp.includes(real(w) ?? w));
+  for (const wanted of [...input.roots, ...workspace, ...settings.filesystem.writable.map((p) => expand(p, userHome))]) {
     const path = real(wanted);
     if (path === undefined) {
       skipped.push(wanted);
       continue;
     }
     if (!writable.includes(path)) writable.push(path);
+  }
+  // A writable path inside another is carried by the outer bind (bubblewrap binds recursively);
+  // binding it again would mount by name below a root that runs can rename in.
+  for (let i = writable.length - 1; i >= 0; i--) {
+    const path = writable[i] as string;
+    if (writable.some((other) => other !== path && isInside(path, other))) writable.splice(i, 1);
   }
   const readOnly: string[] = [];
   for (const wanted of settings.filesystem.readOnly.map((p) => expand(p, userHome))) {
@@ -249,14 +291,25 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   // Each temp directory is a private tmpfs in every run (args.ts): the host's holds every
   // gateway's runtime sockets (spawn helper, egress proxy), which a run that could write there
   // could replace with its own listener. A writable root inside one of those is refused.
-  const privateTmp = [...new Set(['/tmp', real(tmpdir())].filter((t): t is string => t !== undefined && t !== '/'))];
   for (const path of writable) {
+    // A temp directory itself as a writable root: the private tmpfs every run gets covers it,
+    // so nothing of it would be writable (or there at all) inside. Said, not silently empty.
+    const covered = privateTmp.find((t) => path === t);
+    if (covered !== undefined) {
+      throw new ExecgateError(
+        'EXECGATE_ERR_SANDBOX_PATH',
+        `The writable path ${path} is the temp directory, which every sandboxed run gets a private, empty copy of; nothing in the host's ${covered} is visible inside. Name a directory inside it (\`${join(covered, 'work')}\`, say) in \`cwd.roots\` or \`sandbox.filesystem.writable\`, or start the gateway there. Nothing was run.`,
+        { path },
+      );
+    }
+  }
+  for (const path of [...writable, cwd]) {
     for (const t of privateTmp) {
       const below = path === t || !isInside(path, t) ? undefined : path.slice(t.length + 1).split(sep)[0];
       if (below !== undefined && RUNTIME_DIR.test(below)) {
         throw new ExecgateError(
           'EXECGATE_ERR_SANDBOX_PATH',
-          `The writable path ${path} is inside ${join(t, below)}, a gateway's private runtime directory. Run the command in another directory. Nothing was run.`,
+          `The ${path === cwd ? 'working directory' : 'writable path'} ${path} is inside ${join(t, below)}, a gateway's private runtime directory. Run the command in another directory. Nothing was run.`,
           { path, runtime: join(t, below) },
         );
       }
@@ -264,6 +317,11 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   }
   const inPrivateTmp = (path: string): boolean =>
     privateTmp.some((t) => isInside(path, t) && !writable.some((w) => w !== t && isInside(w, t) && isInside(path, w)));
+  // The working directory is entered inside the sandbox. Outside every writable path it is
+  // read-only; in a private temp directory it would not exist at all, so it is bound in,
+  // read-only (its ancestors there are out of every run's reach: each run has a /tmp of its own).
+  const cwdWritable = writable.some((w) => isInside(cwd, w)) || privateTmp.includes(cwd);
+  if (!cwdWritable && inPrivateTmp(cwd) && !readOnly.includes(cwd)) readOnly.push(cwd);
   // execgate's own files (the egress bridge and its preload, the CLI a nested `execgate` runs)
   // must be readable inside: where a private temp directory would hide them, they are bound
   // back read-only.
@@ -306,6 +364,8 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
     privateTmp: Object.freeze(privateTmp),
     skipped: Object.freeze([...new Set(skipped)]),
     abstractBus: bus.abstract,
+    cwd,
+    cwdWritable,
   });
 }
 

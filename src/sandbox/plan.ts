@@ -1,8 +1,9 @@
 /*
  * The sandbox step of the one path (exec/prepare.ts calls it once per run): decide whether the
- * run is sandboxed, how, or why not, and turn the shell's argv into bubblewrap's argv around
- * it. Executors never see the difference: sync, PTY and background runs (the detached
- * supervisor included) all spawn `plan.shell plan.args`, which is bubblewrap when sandboxed.
+ * run is sandboxed, how, or why not, and describe how its sandbox is started (a SandboxLaunch:
+ * bubblewrap's launcher, its options, and the mount check the gate applies before the program
+ * may start; gate.ts). Sync, PTY and background runs (the detached supervisor included) all
+ * start their program through that one launch.
  *
  * `required` with no sandbox possible: EXECGATE_ERR_SANDBOX_UNAVAILABLE, before any reference is
  * resolved, so nothing runs and no store is asked. `auto`: the run goes ahead unsandboxed and
@@ -11,10 +12,12 @@
 import { homedir } from 'node:os';
 import { ExecgateError } from '../errors';
 import type { SandboxSettings } from '../policy/effective';
-import { getBwrapArgs, NAMESPACES } from './args';
+import { getBwrapSpec, NAMESPACES } from './args';
 import { checkPlatform } from './detect';
+import type { SandboxLaunch } from './launch';
 import type { SharedNetwork } from './network';
 import { getFilesystemView } from './paths';
+import { getSeccompFilterPath } from './programs';
 
 export type SandboxReport =
   | {
@@ -22,8 +25,12 @@ export type SandboxReport =
     readonly mechanism: 'bubblewrap';
     readonly helper: string;
     readonly namespaces: readonly string[];
-    /** `none`: loopback only; `shared` says whether the gateway's runs share it. */
-    readonly network: { readonly mode: 'none' | 'open'; readonly shared: boolean; readonly namespace?: string };
+    /**
+     * `mode`: what the run may reach (`none`: nothing; `open` / `allowlist`: through the egress
+     * proxy; exec/prepare.ts sets it from the egress policy), over a loopback-only namespace;
+     * `shared` says whether the gateway's runs share it.
+     */
+    readonly network: { readonly mode: 'none' | 'open' | 'allowlist'; readonly shared: boolean; readonly namespace?: string };
     readonly hidden: readonly string[];
     readonly writable: readonly string[];
     readonly readOnly: readonly string[];
@@ -31,6 +38,10 @@ export type SandboxReport =
     readonly skipped: readonly string[];
     /** What the sandbox does not cover for this run (said, not hidden). */
     readonly exposed: readonly string[];
+    /** The working directory, and whether the run may write there (outside the writable roots it is read-only). */
+    readonly cwd: { readonly path: string; readonly writable: boolean };
+    /** Whether the run has the system call filter (scripts/generate-seccomp.py) and no nested user namespaces. */
+    readonly seccomp: boolean;
   }
   | { readonly sandboxed: false; readonly mode: 'auto' | 'off'; readonly reason: string };
 
@@ -54,17 +65,32 @@ export interface SandboxInput {
   readonly settings: SandboxSettings;
   readonly context: SandboxContext;
   readonly cwd: string;
+  /** `cwd.roots` of the policy. */
   readonly roots: readonly string[];
+  /** The gateway's working directory: the writable root when `roots` is empty. */
+  readonly workspace: string;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly pty: boolean;
+  /** A network namespace of the run's own, never the gateway's shared one (a run holding a `delivery: env` bound secret). */
+  readonly ownNetwork?: boolean;
 }
 
 export interface SandboxedCommand {
   readonly report: SandboxReport;
-  /** Program and arguments that run before the shell (empty when unsandboxed). */
-  readonly prefix: readonly string[];
+  /** How the sandbox is started (absent when unsandboxed). */
+  readonly launch?: SandboxLaunch;
   /** The gateway's shared network namespace, when the run joins it. */
   readonly shared?: SharedNetwork;
+}
+
+/*
+ * Tests only: change bubblewrap's options after the plan (and its mount check) is made, so that
+ * a test can make a sandbox differ from its plan and see the gate refuse it.
+ */
+let optionsHook: ((options: readonly string[]) => readonly string[]) | undefined;
+
+export function setSandboxOptionsHookForTests(hook: ((options: readonly string[]) => readonly string[]) | undefined): void {
+  optionsHook = hook;
 }
 
 function unavailable(reason: string): ExecgateError {
@@ -78,13 +104,13 @@ function unavailable(reason: string): ExecgateError {
 export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand> {
   const { settings } = input;
   if (settings.mode === 'off') {
-    return { report: Object.freeze({ sandboxed: false, mode: 'off', reason: 'the policy turns the sandbox off (sandbox.mode: off)' }), prefix: [] };
+    return { report: Object.freeze({ sandboxed: false, mode: 'off', reason: 'the policy turns the sandbox off (sandbox.mode: off)' }) };
   }
   const platform = checkPlatform(settings.helper);
   if (!platform.ok) {
     if (settings.mode === 'required') throw unavailable(platform.reason);
     input.context.onUnsandboxed?.(platform.reason);
-    return { report: Object.freeze({ sandboxed: false, mode: 'auto', reason: platform.reason }), prefix: [] };
+    return { report: Object.freeze({ sandboxed: false, mode: 'auto', reason: platform.reason }) };
   }
   const view = getFilesystemView({
     settings,
@@ -92,6 +118,7 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
     auditPath: input.context.auditPath,
     cwd: input.cwd,
     roots: input.roots,
+    workspace: input.workspace,
     env: input.env,
     userHome: homedir(),
     stateIdentity: input.context.stateIdentity,
@@ -100,15 +127,20 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
   const exposed: string[] = [];
   let join;
   let shared: SharedNetwork | undefined;
-  if (settings.network === 'none') {
+  if (settings.network === 'none' && !input.ownNetwork) {
     shared = input.context.network?.(platform.helper);
     join = await shared?.join();
     if (shared && !join) input.context.onUnshared?.();
   } else if (view.abstractBus) {
     exposed.push('the D-Bus session bus is an abstract socket, reachable with the host network (sandbox.network: open in a policy built in code)');
   }
-  const args = getBwrapArgs({ view, cwd: input.cwd, unshareNet: settings.network === 'none' && join === undefined, pty: input.pty });
-  const prefix = [...(join ? join.prefix : [platform.helper]), ...args, '--'];
+  const seccomp = getSeccompFilterPath();
+  const spec = getBwrapSpec({ view, cwd: view.cwd, unshareNet: settings.network === 'none' && join === undefined, pty: input.pty, ...(seccomp ? { seccomp } : {}) });
+  const launch: SandboxLaunch = Object.freeze({
+    launcher: Object.freeze(join ? [...join.prefix] : [platform.helper]),
+    options: optionsHook ? Object.freeze([...optionsHook(spec.options)]) : spec.options,
+    check: spec.check,
+  });
   const report: SandboxReport = {
     sandboxed: true,
     mechanism: 'bubblewrap',
@@ -120,6 +152,8 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
     readOnly: Object.freeze(view.readOnly),
     skipped: view.skipped,
     exposed: Object.freeze(exposed),
+    cwd: Object.freeze({ path: view.cwd, writable: view.cwdWritable }),
+    seccomp: seccomp !== undefined,
   };
-  return { report: Object.freeze(report), prefix: Object.freeze(prefix), ...(join && shared ? { shared } : {}) };
+  return { report: Object.freeze(report), launch, ...(join && shared ? { shared } : {}) };
 }

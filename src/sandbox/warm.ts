@@ -3,68 +3,44 @@
  *
  * Starting bubblewrap (user, PID, mount, IPC, UTS namespaces, a dozen mounts, entering the shared
  * network namespace) costs several times what starting the shell does. When a sandboxed sync run
- * starts, the gateway sets the same sandbox up again (the plan's argv up to bubblewrap's `--`, same
- * working directory) with a small bash in it that waits for its program on stdin. The next run
- * with that very argv takes it: the program's argv and its whole environment (resolved values
- * included) travel over that pipe, never on an argv, and the waiting bash sets the environment
- * and execs the program. Each warm sandbox serves one run and ends with it, as a cold one does.
+ * starts, the gateway sets the same sandbox up again (the plan's launch, its working directory
+ * aside) with a small bash in it that waits for its program on stdin (src/programs/
+ * warm-stub.bash). The next run with that very launch takes it: the working directory, the
+ * program's argv and its whole environment (resolved values included) travel over that pipe,
+ * never on an argv, and the waiting bash enters the directory, sets the environment and execs the
+ * program. Each warm sandbox serves one run and ends with it, as a cold one does.
  *
  * What makes a warm run the same as a cold one:
- *   - the sandbox argv is compared whole; any difference (policy reload, another cwd, a hidden
- *     path that appeared, another network namespace) means a cold start;
- *   - every path the argv names is stat'ed when the sandbox starts and again when it is taken:
- *     a bind or a hiding mount sits on the inode that was there when bubblewrap ran, so a path
- *     replaced since (a directory removed and created again, a file swapped) makes it cold;
+ *   - the launch is compared whole (but for the working directory, entered inside); any
+ *     difference (policy reload, a hidden path that appeared, another network namespace) means a
+ *     cold start;
+ *   - the sandbox's mounts are checked against the plan (verify.ts) once it is set up, and again
+ *     when it is taken: a host path deleted since (a hidden directory removed and made again)
+ *     takes its mount with it, which the second check sees, and the run starts cold;
  *   - descriptors: the waiting bash closes every descriptor above 2 before anything else, so a
  *     descriptor this process held when the sandbox started (a PTY run's terminal) never
- *     reaches a later run; a program that starts with the descriptor closer (this process
- *     holds such a descriptor now) still runs it, so the environment stays a cold run's;
+ *     reaches a later run;
  *   - the environment the program receives is exactly a cold run's: the waiting bash starts with
- *     bubblewrap's PWD only, keeps it over the plan's (as bubblewrap does), and compensates for `exec` lowering
- *     SHLVL. Names bash gives a meaning of its own (dynamic, read-only or BASH_* variables) and
- *     names that are not identifiers cannot be set that way: such runs start cold;
+ *     none, sets PWD to the working directory (as bubblewrap does), and compensates for `exec`
+ *     lowering SHLVL. Names bash gives a meaning of its own (dynamic, read-only or BASH_*
+ *     variables) and names that are not identifiers cannot be set that way: such runs start cold;
  *   - a warm sandbox left unused for `maxIdle` is ended, and so is every one when the gateway
  *     closes (bubblewrap's --die-with-parent ends them with the gateway's process as well).
  * Only sync runs whose stdin is /dev/null are warm; PTY and background runs always start cold.
  */
-import { lstatSync, statSync } from 'node:fs';
 import { PassThrough, type Readable } from 'node:stream';
 import { ExecgateError } from '../errors';
 import { CLOSE_FDS } from '../exec/inherited-fds';
 import type { SpawnedProcess, Spawner, SpawnRequest } from '../exec/spawner/types';
+import { abandon, checkSandbox, helperFailed, readMark, READY, relay, startGated, STARTED, type SandboxedRequest } from './gate';
+import type { SandboxLaunch } from './launch';
+import { getWarmStubScript } from './programs';
+import { verifySandbox } from './verify';
 
 /** How long a warm sandbox waits for a run before it is ended. */
 export const DEFAULT_MAX_IDLE_MS = 120_000;
 /** How long a run waits for a warm sandbox still being set up before it starts cold instead. */
 const READY_TIMEOUT_MS = 5_000;
-
-/*
- * The waiting bash. Its stdin carries one frame: a header line `A E L1 L2 ...` (argv count,
- * environment count, then each field's length in bytes) and the fields back to back. With no
- * environment of its own it reads in the C locale, where `read -N` and `${b:o:n}` count bytes,
- * and `read -N` takes the whole body in one read(2). `exec` lowers SHLVL by one and exports it:
- * the gateway sends SHLVL one higher, and where the run has none an array SHLVL (which bash
- * cannot export) keeps it out. PWD is bubblewrap's (it sets it for --chdir), as in a cold run.
- */
-const STUB = [
-  CLOSE_FDS,
-  // Set up and waiting: the gateway reads this NUL on stderr (bubblewrap writes none) before the sandbox counts as ready.
-  'printf "\\0" >&2',
-  'p=$PWD; unset -v OLDPWD SHLVL',
-  'IFS=" " read -r -a l || exit 125',
-  '[[ "${l[*]}" =~ ^[0-9]+( [0-9]+)+$ ]] || exit 125',
-  't=0; for x in "${l[@]:2}"; do t=$((t+x)); done',
-  'IFS= read -r -N "$t" b; (( ${#b} == t )) || exit 125',
-  'a=(); e=(); o=0; i=0',
-  'for x in "${l[@]:2}"; do if (( i < l[0] )); then a+=("${b:o:x}"); else e+=("${b:o:x}"); fi; o=$((o+x)); i=$((i+1)); done',
-  '(( ${#a[@]} == l[0] && ${#e[@]} == l[1] && l[0] > 0 )) || exit 125',
-  'unset -v l t b o i x',
-  '(( ${#e[@]} == 0 )) || export -- "${e[@]}" 2>/dev/null || exit 125',
-  'export PWD="$p"; unset -v p',
-  '[[ -v SHLVL ]] || declare -a SHLVL',
-  'exec </dev/null',
-  'exec -- "${a[@]}"',
-].join('\n');
 
 /*
  * Variables bash computes, keeps read-only, or reads as settings of its own while the waiting
@@ -75,12 +51,12 @@ const STUB = [
 const BASH_OWN = new Set([
   '_', 'SHELLOPTS', 'POSIXLY_CORRECT', 'RANDOM', 'SRANDOM', 'SECONDS', 'LINENO', 'HISTCMD', 'EPOCHSECONDS',
   'EPOCHREALTIME', 'GROUPS', 'FUNCNAME', 'DIRSTACK', 'PIPESTATUS', 'PPID', 'UID', 'EUID', 'TMOUT', 'OPTIND', 'OPTERR',
-  'IFS', 'MAPFILE', 'REPLY', 'COPROC', 'HOSTNAME', 'HOSTTYPE', 'MACHTYPE', 'OSTYPE',
+  'IFS', 'MAPFILE', 'REPLY', 'COPROC', 'HOSTNAME', 'HOSTTYPE', 'MACHTYPE', 'OSTYPE', 'CDPATH',
 ]);
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SHLVL_VALUE = /^(0|[1-9][0-9]{0,2})$/;
-/** The waiting bash's own variables are dropped before the run's are set (see STUB). */
-const STUB_VARIABLES = new Set(['l', 't', 'b', 'o', 'i', 'x', 'a', 'e', 'p']);
+/** The waiting bash's own variables are dropped before the run's are set (see warm-stub.bash). */
+const STUB_VARIABLES = new Set(['l', 't', 'b', 'o', 'i', 'x', 'a', 'e']);
 
 /** Whether the waiting bash can hand the program exactly this environment. */
 export function isWarmableEnv(env: Readonly<Record<string, string>>): boolean {
@@ -92,79 +68,40 @@ export function isWarmableEnv(env: Readonly<Record<string, string>>): boolean {
   return true;
 }
 
-/** The frame the waiting bash reads: the program's argv and its environment, lengths in bytes. */
-export function encodeFrame(program: readonly string[], env: Readonly<Record<string, string>>): Buffer {
+/** The frame the waiting bash reads: cwd, stdin mode, the program's argv and its environment, lengths in bytes. */
+export function encodeFrame(cwd: string, program: readonly string[], env: Readonly<Record<string, string>>): Buffer {
   const entries = Object.entries(env).map(([name, value]) => (name === 'SHLVL' ? `SHLVL=${Number(value) + 1}` : `${name}=${value}`));
-  const fields = [...program, ...entries].map((field) => Buffer.from(field, 'utf8'));
-  const header = `${program.length} ${entries.length} ${fields.map((field) => field.length).join(' ')}\n`;
+  const argv = [cwd, 'null', ...program];
+  const fields = [...argv, ...entries].map((field) => Buffer.from(field, 'utf8'));
+  const header = `${argv.length} ${entries.length} ${fields.map((field) => field.length).join(' ')}\n`;
   return Buffer.concat([Buffer.from(header, 'latin1'), ...fields]);
 }
 
-/*
- * The kernel's own file systems (`/proc`, `/sys`, `/dev` and the root itself) are what they are;
- * every other path is a bind source, a mount point over a hidden or read-only path, or the cwd.
- */
-const FIXED = /^\/(proc|sys|dev)?(\/|$)/;
-
-/** The identity of every path in the sandbox argv: (device, inode) through and of a symlink. */
-function snapshotPaths(argv: readonly string[]): string {
-  const parts: string[] = [];
-  for (const arg of new Set(argv)) {
-    if (!arg.startsWith('/') || FIXED.test(arg)) continue;
-    for (const stat of [statSync, lstatSync]) {
-      const info = stat(arg, { throwIfNoEntry: false });
-      parts.push(info ? `${info.dev}:${info.ino}` : '-');
-    }
+/** The launch without its working directory (entered by the waiting bash): what a warm sandbox is kept by. */
+function getWarmKey(launch: SandboxLaunch): string {
+  const options: string[] = [];
+  for (let i = 0; i < launch.options.length; i++) {
+    if (launch.options[i] === '--chdir') i += 1;
+    else options.push(launch.options[i] as string);
   }
-  return parts.join(',');
+  return JSON.stringify([launch.launcher, options]);
 }
 
 interface WarmEntry {
   readonly key: string;
+  readonly launch: SandboxLaunch;
   readonly process: SpawnedProcess;
-  /** The run's stderr: the sandbox's, after its readiness mark. */
-  readonly stderr: Readable;
-  /** The paths' identities once the sandbox was set up; undefined: it never was, or they changed meanwhile. */
-  readonly ready: Promise<string | undefined>;
+  /** The run's stderr: the sandbox's, after the waiting bash's marks. */
+  readonly stderr: PassThrough;
+  /** Whether the sandbox got set up and matched its plan. */
+  readonly ready: Promise<boolean>;
   readonly expires: NodeJS.Timeout;
   isReady: boolean;
   ended: boolean;
 }
 
-const READY = Buffer.from([0]);
-
-/*
- * Resolves once the waiting bash wrote its mark: bubblewrap's set-up is done. Anything else on
- * stderr first (bubblewrap's own error) or an exit means the sandbox never got ready. What
- * follows the mark is the run's stderr, handed on through `into`.
- */
-function whenReady(child: SpawnedProcess, into: PassThrough): Promise<boolean> {
-  return new Promise((resolve) => {
-    const source = child.stderr;
-    let seen = Buffer.alloc(0);
-    const onData = (chunk: Buffer): void => {
-      seen = Buffer.concat([seen, chunk]);
-      if (seen.length < READY.length) return;
-      source.removeListener('data', onData);
-      source.pause();
-      const ok = seen.subarray(0, READY.length).equals(READY);
-      if (!ok) {
-        resolve(false);
-        return;
-      }
-      if (seen.length > READY.length) into.write(seen.subarray(READY.length));
-      source.pipe(into);
-      resolve(true);
-    };
-    source.on('data', onData);
-    source.on('error', () => into.destroy());
-    into.once('close', () => source.destroy());
-    child.exit.then(() => resolve(false), () => resolve(false));
-  });
-}
-
 export interface WarmSandboxOptions {
-  /** Warm sandboxes kept ready at most (one per sandbox argv, the most recent kept); 0: none. */
+  /** Warm sandboxes kept ready at most (one per launch, the most recent kept); 0: none. */
   readonly size: number;
   readonly maxIdle?: number;
 }
@@ -174,7 +111,7 @@ export interface WarmStats {
   readonly warm: number;
   /** Sandboxed sync runs that started cold (none ready, or not warmable). */
   readonly cold: number;
-  /** Warm sandboxes ended unused: their paths changed, they idled out, or the gateway closed. */
+  /** Warm sandboxes ended unused: they did not match their plan any more, idled out, or the gateway closed. */
   readonly discarded: number;
   /** Warm sandboxes ready now. */
   readonly waiting: number;
@@ -207,71 +144,80 @@ export class WarmSandboxes implements Spawner {
     return this.#entries.filter((entry) => entry.isReady).map((entry) => entry.process.pid);
   }
 
-  async spawn(request: SpawnRequest): Promise<SpawnedProcess> {
-    const at = request.programAt;
-    if (at === undefined || this.#size <= 0 || request.stdin !== 'ignore' || request.terminal) return this.#base.spawn(request);
-    const sandbox = request.args.slice(0, at);
-    const key = JSON.stringify([request.shell, request.cwd, ...sandbox]);
-    const program = request.args.slice(at);
+  spawn(request: SpawnRequest): Promise<SpawnedProcess> {
+    return this.#base.spawn(request);
+  }
+
+  async startSandboxed(request: SandboxedRequest): Promise<SpawnedProcess> {
+    if (this.#size <= 0 || request.stdin !== 'ignore' || request.terminal) return startGated(this.#base, request);
+    const key = getWarmKey(request.sandbox);
     const warmable = isWarmableEnv(request.env);
-    const entry = warmable ? await this.#take(key, [request.shell, request.cwd, ...sandbox]) : undefined;
+    const entry = warmable ? await this.#take(key, request.sandbox) : undefined;
     if (!entry) {
       this.#cold += 1;
-      const started = await this.#base.spawn(request);
-      if (warmable) this.#refill(key, request, sandbox);
+      const started = await startGated(this.#base, request);
+      if (warmable) this.#refill(key, request.sandbox);
       return started;
     }
     this.#warm += 1;
     const { process: child } = entry;
     child.setRef?.(true);
     child.stdin!.on('error', () => { /* the sandbox ended before reading: its exit says so */ });
-    child.stdin!.end(encodeFrame(program, request.env));
-    this.#refill(key, request, sandbox);
-    return { ...child, stdin: null, stderr: entry.stderr };
+    const stderr = new PassThrough();
+    stderr.once('close', () => entry.stderr.destroy());
+    const stdout = relay(child.stdout);
+    const started = readMark(entry.stderr, STARTED, stderr);
+    child.stdin!.end(encodeFrame(request.cwd, [request.shell, ...request.args], request.env));
+    this.#refill(key, request.sandbox);
+    const said = await started;
+    if (said !== true) {
+      abandon(child);
+      throw said.startsWith('\x02cwd') ? helperFailed(`bwrap: Can't chdir to ${request.cwd}: No such file or directory`, request.cwd) : helperFailed(said, request.cwd);
+    }
+    entry.stderr.pipe(stderr);
+    return { ...child, stdin: null, stdout, stderr };
   }
 
   /**
-   * The waiting sandbox for this argv, if its set-up went through with its paths unchanged and
-   * they are still the same now. One still being set up is waited for: that is sooner than a
-   * cold start would be.
+   * The waiting sandbox for this launch, if it got set up and matches the plan as it is now (the
+   * request's: a writable root replaced since is another directory). One still being set up is
+   * waited for: that is sooner than a cold start would be.
    */
-  async #take(key: string, named: readonly string[]): Promise<WarmEntry | undefined> {
+  async #take(key: string, launch: SandboxLaunch): Promise<WarmEntry | undefined> {
     const index = this.#entries.findIndex((entry) => entry.key === key && !entry.ended);
     if (index < 0) return undefined;
     const [entry] = this.#entries.splice(index, 1) as [WarmEntry];
     clearTimeout(entry.expires);
     let timer: NodeJS.Timeout | undefined;
-    const paths = await Promise.race([entry.ready, new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), READY_TIMEOUT_MS); })]);
+    const ready = await Promise.race([entry.ready, new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS); })]);
     clearTimeout(timer);
-    if (paths === undefined || entry.ended || snapshotPaths(named) !== paths) {
+    if (!ready || entry.ended || verifySandbox(entry.process.pid, launch.check) !== undefined) {
       this.#end(entry);
       return undefined;
     }
     return entry;
   }
 
-  /** The next warm sandbox for this argv, started in the next turn of the event loop (after this run's own start). */
-  #refill(key: string, request: SpawnRequest, sandbox: readonly string[]): void {
+  /** The next warm sandbox for this launch, started in the next turn of the event loop (after this run's own start). */
+  #refill(key: string, launch: SandboxLaunch): void {
     if (this.#starting.has(key)) return;
     this.#starting.add(key);
     setImmediate(() => {
-      void this.#start(key, request, sandbox).finally(() => this.#starting.delete(key));
+      void this.#start(key, launch).finally(() => this.#starting.delete(key));
     });
   }
 
-  async #start(key: string, request: SpawnRequest, sandbox: readonly string[]): Promise<void> {
+  async #start(key: string, launch: SandboxLaunch): Promise<void> {
     if (this.#closed || this.#entries.some((entry) => entry.key === key)) return;
-    // Taken before bubblewrap runs and again once it is set up (see whenReady below).
-    const paths = snapshotPaths([request.shell, request.cwd, ...sandbox]);
     let child: SpawnedProcess;
     try {
       child = await this.#base.spawn({
-        shell: request.shell,
-        args: [...sandbox, '/bin/bash', '--norc', '--noprofile', '-c', STUB],
+        shell: '/bin/bash',
+        args: ['--norc', '--noprofile', '-c', `${CLOSE_FDS}\n${getWarmStubScript()}`],
         env: {},
-        cwd: request.cwd,
+        cwd: '/',
         stdin: 'pipe',
-        programAt: sandbox.length,
+        sandbox: launch,
       });
     } catch {
       return; // the next run starts cold and says why, if it cannot start either
@@ -280,15 +226,20 @@ export class WarmSandboxes implements Spawner {
     child.setRef?.(false);
     const expires = setTimeout(() => this.#discard(entry), this.#maxIdle).unref();
     const stderr = new PassThrough();
-    // Set up with its paths as they were before bubblewrap ran, or not at all: a path replaced
-    // while bubblewrap was mounting could be in the sandbox either way.
-    const ready = whenReady(child, stderr).then((ok) => {
-      const after = ok ? snapshotPaths([request.shell, request.cwd, ...sandbox]) : undefined;
-      if (after !== paths) return undefined;
+    stderr.once('close', () => child.stderr.destroy());
+    // Set up, and matching its plan, or not at all.
+    const ready = readMark(child.stderr as Readable, READY, stderr).then((mark) => {
+      if (mark !== true) return false;
+      child.stderr.pipe(stderr);
+      try {
+        checkSandbox(child.pid, launch.check);
+      } catch {
+        return false;
+      }
       entry.isReady = true;
-      return paths;
+      return true;
     });
-    const entry: WarmEntry = { key, process: child, stderr, ready, expires, isReady: false, ended: false };
+    const entry: WarmEntry = { key, launch, process: child, stderr, ready, expires, isReady: false, ended: false };
     const gone = (): void => {
       entry.ended = true;
       const index = this.#entries.indexOf(entry);
@@ -317,12 +268,7 @@ export class WarmSandboxes implements Spawner {
     // Held until it has exited: close() waits for that.
     entry.process.setRef?.(true);
     // Its own process group (spawned detached); nothing in it has seen a run.
-    try {
-      process.kill(-entry.process.pid, 'SIGKILL');
-    } catch { /* already gone */ }
-    entry.process.stdin?.destroy();
-    entry.process.stdout.destroy();
-    entry.process.stderr.destroy();
+    abandon(entry.process);
     entry.stderr.destroy();
   }
 

@@ -101,3 +101,22 @@ describe('several words are run exactly as given', () => {
     expect(result.stdout).toBe('a\nc\n');
   });
 });
+
+describe('arguments that are not UTF-8', () => {
+  test('are refused with a coded error and status 2, nothing run, instead of being run as U+FFFD', () => {
+    const marker = join(tmp.dir, 'ran');
+    // bash writes the raw byte 0xff into the argument; Node alone would hand execgate U+FFFD.
+    const result = require('node:child_process').spawnSync('/bin/bash', ['-c', `"$0" "$1" run -- "touch ${marker}; echo "$'\\xff'`, process.execPath, join(__dirname, '..', '..', 'dist', 'cli', 'main.js')], {
+      cwd: tmp.dir,
+      env: { PATH: process.env.PATH, HOME: tmp.dir, EXECGATE_HOME: join(tmp.dir, 'home'), EXECGATE_KEYRING: 'off' },
+      encoding: 'utf8',
+    }) as { status: number; stdout: string; stderr: string };
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(/^execgate: EXECGATE_ERR_CLI_ARGV_ENCODING: Argument 3 is not valid UTF-8/);
+    expect(existsSync(marker)).toBe(false);
+    // Valid UTF-8 beyond ASCII goes through as it was typed.
+    const fine = execgateSync(['run', '--', 'printf %s "é 世"'], { cwd: tmp.dir });
+    expect(fine.status).toBe(0);
+    expect(fine.stdout).toBe('é 世');
+  });
+});

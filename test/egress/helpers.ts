@@ -7,7 +7,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, realpathSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer as createHttpServer, request, type IncomingMessage, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { connect as netConnect, type AddressInfo } from 'node:net';
 import { join, normalize } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { createEgressCa } from '../../src/egress/ca';
@@ -45,6 +45,7 @@ export const publicCa = createEgressCa({ keyBits: 2048 });
 export async function startService(name: string, options: { gitRoot?: string; password?: string } = {}): Promise<TestService> {
   const seen: Seen[] = [];
   const service = { name, seen, connections: 0 } as { -readonly [K in keyof TestService]: TestService[K] };
+  let stored = Buffer.alloc(0);
   const handler = (req: IncomingMessage, res: import('node:http').ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -53,6 +54,20 @@ export async function startService(name: string, options: { gitRoot?: string; pa
       const body = raw.toString('utf8');
       seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, raw });
       if (options.gitRoot && req.url?.startsWith('/repo.git/')) return serveGit(req, res, options.gitRoot, options.password);
+      // A store anyone allowed may read back (a gist, a file, a comment), and the file as GitHub's
+      // contents API returns it: base64 wrapped at 60 columns inside JSON.
+      if (req.url === '/store' && req.method === 'POST') {
+        stored = raw;
+        return void res.end('stored\n');
+      }
+      if (req.url === '/read') return void res.end(stored);
+      if (req.url === '/contents') return void sendContents(res, stored);
+      // A service that hands back the credential it was given, as a file (a token-info endpoint, say).
+      if (req.url === '/contents-of-auth') return void sendContents(res, Buffer.from(`token: ${String(req.headers.authorization ?? '').replace(/^Bearer /, '')}\n`));
+      if (req.url === '/redirect-http') {
+        res.writeHead(302, { location: `http://${req.headers.host?.replace(/:\d+$/, '')}/landing` });
+        return void res.end();
+      }
       const echo = JSON.stringify({ service: name, url: req.url, headers: req.headers, body });
       const headers: Record<string, string> = { 'content-type': 'application/json', 'x-echo-auth': String(req.headers.authorization ?? '') };
       if (req.url?.includes('gzip')) {
@@ -78,6 +93,12 @@ export async function startService(name: string, options: { gitRoot?: string; pa
     await Promise.all([https, http].map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
   };
   return service as TestService;
+}
+
+function sendContents(res: import('node:http').ServerResponse, file: Buffer): void {
+  const content = (file.toString('base64').match(/.{1,60}/g) ?? []).map((line) => `${line}\n`).join('');
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ type: 'file', encoding: 'base64', content }));
 }
 
 function serveGit(req: IncomingMessage, res: import('node:http').ServerResponse, root: string, password: string | undefined): void {
@@ -131,6 +152,9 @@ export function makeNames(services: Record<string, TestService>): {
   }
   return {
     resolver: async (host) => {
+      // As getaddrinfo does: a numeric IPv4 spelling (`0xcb00710a`, `3405803786`) is that address.
+      const numeric = /^[0-9a-fx.]+$/i.test(host) ? new URL(`http://${host}/`).hostname : undefined;
+      if (numeric && /^[0-9.]+$/.test(numeric)) return [numeric];
       const found = names.get(host);
       if (!found) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
       return found;
@@ -188,4 +212,78 @@ export function getThrough(run: EgressRun, url: string, headers: Record<string, 
     req.on('error', reject);
     req.end();
   });
+}
+
+export interface ParentProxy {
+  readonly port: number;
+  /** Every request line it received (CONNECT authority or absolute URL), in order. */
+  readonly seen: string[];
+  /** The Proxy-Authorization of each, decoded (`user:password`), or '' without one. */
+  readonly credentials: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A company's parent proxy in small: CONNECT tunnels and absolute-form HTTP requests, Basic
+ * proxy credentials required when `password` is given (407 otherwise), every name it is asked
+ * for sent to `route` (the test's services on loopback).
+ */
+export async function startParentProxy(route: (host: string, port: number) => { host: string; port: number } | undefined, password?: string): Promise<ParentProxy> {
+  const seen: string[] = [];
+  const credentials: string[] = [];
+  const tunnels = new Set<import('node:net').Socket>();
+  const check = (req: IncomingMessage): boolean => {
+    const header = String(req.headers['proxy-authorization'] ?? '');
+    const given = header.startsWith('Basic ') ? Buffer.from(header.slice(6), 'base64').toString('utf8') : '';
+    seen.push(req.url ?? '');
+    credentials.push(given);
+    return password === undefined || given.endsWith(`:${password}`);
+  };
+  const server = createHttpServer((req, res) => {
+    if (!check(req)) {
+      res.writeHead(407, { 'proxy-authenticate': 'Basic realm="corp"' });
+      return void res.end();
+    }
+    const url = new URL(req.url ?? '');
+    const target = route(url.hostname, Number(url.port || 80));
+    if (!target) {
+      res.writeHead(502);
+      return void res.end();
+    }
+    const headers = { ...req.headers };
+    delete headers['proxy-authorization'];
+    const upstream = request({ host: target.host, port: target.port, method: req.method, path: `${url.pathname}${url.search}`, headers }, (response) => {
+      res.writeHead(response.statusCode ?? 502, response.headers);
+      response.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  server.on('connect', (req: IncomingMessage, socket: import('node:net').Socket, head: Buffer) => {
+    tunnels.add(socket);
+    socket.once('close', () => tunnels.delete(socket));
+    if (!check(req)) return void socket.end('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="corp"\r\n\r\n');
+    const [host, port] = [(req.url ?? '').replace(/:\d+$/, ''), Number((req.url ?? '').split(':').pop())];
+    const target = route(host, port);
+    if (!target) return void socket.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+    const upstream = netConnect(target.port, target.host, () => {
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+    upstream.on('error', () => socket.destroy());
+    socket.on('error', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    seen,
+    credentials,
+    close: async () => {
+      for (const socket of tunnels) socket.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }

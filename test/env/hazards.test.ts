@@ -28,6 +28,7 @@ describe('HAZARD_CATEGORIES', () => {
       'pager-editor',
       'terminal',
       'kerberos',
+      'execgate',
     ]);
     for (const entry of HAZARD_CATEGORIES) {
       expect(entry.why).toMatch(/^\S.*\.$/);

@@ -104,7 +104,9 @@ describe('secrets', () => {
       expect(result.withheld).toEqual(['EXECGATE_SECRET_GITHUB', 'EXECGATE_SECRET_REQ', 'execgate_secret_lower']);
       expect(result.passedSecrets).toEqual([]);
       expect(Object.keys(result.env).some((name) => name.toUpperCase().startsWith('EXECGATE_SECRET_'))).toBe(false);
-      expect(result.env.EXECGATE_HOME).toBe('/h');
+      // The gateway's own settings are stripped as hazards, not passed (env/hazards.ts).
+      expect(result.env.EXECGATE_HOME).toBeUndefined();
+      expect(result.removed).toContain('EXECGATE_HOME');
     }
   });
 });

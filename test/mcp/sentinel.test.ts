@@ -25,34 +25,37 @@ describe('the cwd sentinel', () => {
       ['cd /usr; false', 1, '/usr'],
       ['cd /usr && exit 42', 42, '/usr'],
       ['echo -n partial; cd /', 0, '/'],
+      // Any name Linux allows: a directory whose name holds newlines (and the marker's own shape).
+      ['d=$(mktemp -d); mkdir "$d/a\nb\n" && cd "$d/a\nb\n"', 0, /^\/tmp\/tmp\.\w+\/a\nb\n$/],
     ] as const) {
       const run = runWith(shell, command);
       expect(run.status).toBe(status);
       const parsed = takeSentinel(run.stdout, run.marker);
-      expect(parsed.cwd).toBe(cwd);
+      if (typeof cwd === 'string') expect(parsed.cwd).toBe(cwd);
+      else expect(parsed.cwd).toMatch(cwd);
       expect(parsed.text).toBe(command.startsWith('echo -n') ? 'partial' : '');
     }
   });
 
   test('a block that is not the last lines of stdout is removed but not believed', () => {
     const marker = createSentinel().marker;
-    const parsed = takeSentinel(`out\n\n${marker}\n/usr\nlate output\n`, marker);
+    const parsed = takeSentinel(`out\n\n${marker}\n/usr\0late output\n`, marker);
     expect(parsed.cwd).toBeUndefined();
     expect(parsed.text).toBe('out\nlate output\n');
   });
 
   test('copies of the marker elsewhere are masked', () => {
     const marker = createSentinel().marker;
-    const parsed = takeSentinel(`trap -- 'printf ${marker}' EXIT\n\n${marker}\n/srv\n`, marker);
+    const parsed = takeSentinel(`trap -- 'printf ${marker}' EXIT\n\n${marker}\n/srv\0`, marker);
     expect(parsed.cwd).toBe('/srv');
     expect(parsed.text).toBe(`trap -- 'printf ${MARKER_PLACEHOLDER}' EXIT\n`);
-    expect(stripSentinel(`a${marker}b\n${marker}\n/x\nerr\n`, marker)).toBe(`a${MARKER_PLACEHOLDER}berr\n`);
+    expect(stripSentinel(`a${marker}b\n${marker}\n/x\0err\n`, marker)).toBe(`a${MARKER_PLACEHOLDER}berr\n`);
   });
 
   test('property: output that does not know the marker never sets the directory, and comes back unchanged', () => {
     const marker = createSentinel().marker;
     const fakeMarker = fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: 32, maxLength: 32 }).map((hex: string) => `__EXECGATE_CWD_${hex}__`);
-    const piece = fc.oneof(fc.string(), fc.constantFrom('\n', '/etc\n', '__EXECGATE_CWD_'), fakeMarker.map((m: string) => `\n${m}\n/etc\n`));
+    const piece = fc.oneof(fc.string(), fc.constantFrom('\n', '/etc\n', '__EXECGATE_CWD_'), fakeMarker.map((m: string) => `\n${m}\n/etc\0`));
     fc.assert(
       fc.property(fc.array(piece, { maxLength: 12 }), (pieces) => {
         const output = pieces.join('');
@@ -61,8 +64,8 @@ describe('the cwd sentinel', () => {
         expect(parsed.cwd).toBeUndefined();
         expect(parsed.text).toBe(output);
         // With the real block appended, exactly the output and the real directory come back.
-        const real = takeSentinel(`${output}\n${marker}\n/real/dir\n`, marker);
-        expect(real).toEqual({ text: output, cwd: '/real/dir', removedBytes: Buffer.byteLength(`\n${marker}\n/real/dir\n`) });
+        const real = takeSentinel(`${output}\n${marker}\n/real/dir\0`, marker);
+        expect(real).toEqual({ text: output, cwd: '/real/dir', removedBytes: Buffer.byteLength(`\n${marker}\n/real/dir\0`) });
       }),
       { numRuns: 300 },
     );
@@ -74,7 +77,7 @@ describe('the cwd sentinel', () => {
       const marker = createSentinel().marker;
       const file = join(tmp.dir, 'run.log');
       const body = 'x'.repeat(300_000);
-      writeFileSync(file, `${body}\n${marker}\n/usr\nstderr after\n[execgate: Command exited with code 0.]\n`);
+      writeFileSync(file, `${body}\n${marker}\n/usr\0stderr after\n[execgate: Command exited with code 0.]\n`);
       stripSentinelFromFile(file, marker);
       expect(readFileSync(file, 'utf8')).toBe(`${body}stderr after\n[execgate: Command exited with code 0.]\n`);
     } finally {

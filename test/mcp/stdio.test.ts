@@ -104,6 +104,15 @@ describe('execgate mcp over stdio', () => {
     await server.bash(`cd ${launch}`);
   });
 
+  test('a directory whose name holds newlines is tracked whole, and nothing of the block leaks into stdout', async () => {
+    const made = await server.bash(`mkdir -p ${launch}/nl && cd ${launch}/nl && mkdir -p $'a\\nb\\n' && cd $'a\\nb\\n' && echo in`);
+    expect(structured(made)).toMatchObject({ exit_code: 0, stdout: 'in\n', cwd: `${launch}/nl/a\nb\n` });
+    const pwd = await server.bash('pwd; echo end');
+    expect(structured(pwd).stdout).toBe(`${launch}/nl/a\nb\n\nend\n`);
+    expect(structured(pwd).cwd).toBe(`${launch}/nl/a\nb\n`);
+    await server.bash(`cd ${launch}`);
+  });
+
   test('the sentinel is stripped, and never shown even when the command looks for it', async () => {
     const result = await server.bash('echo hello; trap -p; printf "no newline"');
     expect(textOf(result)).not.toContain(MARKER_PREFIX);
@@ -314,7 +323,8 @@ describe('execgate mcp options', () => {
 
   test('--no-bash: no bash tool (nor process tools); --tools files offers the file tools', async () => {
     writeFileSync(join(tmp.dir, 'note.txt'), 'file tool content\n');
-    const server = await startStdio({ args: ['--no-bash', '--tools', 'files', '--workdir', tmp.dir], cwd: tmp.dir, env: serverEnv(tmp.dir) });
+    // (The state directory apart from the workdir: the file tools, like runs, see it as empty.)
+    const server = await startStdio({ args: ['--no-bash', '--tools', 'files', '--workdir', tmp.dir], cwd: tmp.dir, env: serverEnv(join(tmp.dir, 'state')) });
     try {
       const names = (await server.client.listTools()).tools.map((tool) => tool.name);
       expect(names).not.toContain('bash');

@@ -158,7 +158,15 @@ export const BROKEN_CASES: readonly BrokenCase[] = [
     files: { 'p.yaml': 'rules:\n  default: deny\n' },
     main: 'p.yaml',
     code: 'EXECGATE_ERR_POLICY_INVALID',
-    first: 'p.yaml:1:1: missing `version`; a policy starts with `version: 1`',
+    first: 'p.yaml:1:1: missing `version`; a policy starts with `version: 1` (this file is not read as a policy, and nothing of it is shown)',
+  },
+  {
+    // A file that is not a policy: its lines (a password file's hashes) never reach a message.
+    name: 'extends a file that is not a policy',
+    files: { 'p.yaml': 'version: 1\nextends: shadow\n', shadow: 'root:$6$salt$hash-SECRET-LINE:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n' },
+    main: 'p.yaml',
+    code: 'EXECGATE_ERR_POLICY_INVALID',
+    first: 'shadow:1:1: missing `version`; a policy starts with `version: 1` (this file is not read as a policy, and nothing of it is shown)',
   },
   {
     name: 'a list at the top level',

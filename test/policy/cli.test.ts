@@ -108,6 +108,8 @@ describe('execgate policy explain', () => {
       sets: [],
       // The sandbox a run would get here (test/sandbox checks its contents).
       sandbox: expect.objectContaining({ sandboxed: expect.any(Boolean) }),
+      // What the run could reach (test/egress checks it): the default `open`, or the host's network unsandboxed.
+      network: expect.objectContaining({ mode: expect.stringMatching(/^(open|host)$/), allow: [], deny: [], bound: [], injected: [] }),
     });
   });
 

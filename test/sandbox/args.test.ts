@@ -8,7 +8,7 @@ import { getBwrapArgs, getProcMounts } from '../../src/sandbox/args';
 import type { FilesystemView } from '../../src/sandbox/paths';
 
 function view(partial: Partial<FilesystemView>): FilesystemView {
-  return { hidden: [], writable: [], readOnly: [], pinned: [], privateTmp: ['/tmp'], skipped: [], abstractBus: false, ...partial };
+  return { hidden: [], writable: [], readOnly: [], pinned: [], privateTmp: ['/tmp'], skipped: [], abstractBus: false, cwd: '/', cwdWritable: false, ...partial };
 }
 
 /** /proc and /sys mounts are the base view of every run (see getProcMounts). */

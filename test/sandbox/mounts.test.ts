@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createGateway } from '../../src/gateway';
 import { DEFAULT_HIDDEN_PATHS } from '../../src/policy/effective';
-import { openBindSources } from '../../src/sandbox/sources';
+import { renderLaunch } from '../../src/sandbox/launch';
 import { baseEnv, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, MODES, runIn, sandboxPolicy } from './helpers';
 
@@ -73,14 +73,15 @@ describeSandboxed('a working directory cannot bring the host back', () => {
     let late: string | undefined;
     try {
       // A run that started before the next gateway's runtime directory was made looks again later.
-      const bg = await g.exec({ command: 'sleep 1; ls -d execgate-* 2>/dev/null | grep -c "^execgate-" | sed "s/^/seen=/"', cwd: tmpdir(), mode: 'background' });
+      // (Only runtime directories count: this test's own workspace is a directory under /tmp too, bound in.)
+      const bg = await g.exec({ command: 'sleep 1; ls -d execgate-* 2>/dev/null | grep -Ec "^execgate-(spawn|egress)-" | sed "s/^/seen=/"', cwd: tmpdir(), mode: 'background' });
       late = mkdtempSync(join(tmpdir(), 'execgate-spawn-'));
-      const sync = await g.exec({ command: `ls -d execgate-* 2>/dev/null | grep -c "^execgate-" | sed "s/^/seen=/"; [ -e ${join(early, 'egress.sock')} ] && echo early-visible`, cwd: tmpdir() });
+      const sync = await g.exec({ command: `ls -d execgate-* 2>/dev/null | grep -Ec "^execgate-(spawn|egress)-" | sed "s/^/seen=/"; [ -e ${join(early, 'egress.sock')} ] && echo early-visible`, cwd: tmpdir() });
       expect(sync.stdout).toContain('seen=0');
       expect(sync.stdout).not.toContain('early-visible');
       await g.background.wait(bg.id, 30_000);
       expect(readFileSync(bg.outputPath, 'utf8')).toContain('seen=0');
-      // A writable root inside a gateway's runtime directory is refused before anything runs.
+      // A working directory inside a gateway's runtime directory is refused before anything runs.
       await expect(g.exec({ command: 'true', cwd: early })).rejects.toMatchObject({ code: 'EXECGATE_ERR_SANDBOX_PATH' });
     } finally {
       rmSync(early, { recursive: true, force: true });
@@ -109,10 +110,13 @@ describeSandboxed('the working directory\'s name cannot be swapped between the c
     mkdirSync(real);
     const link = join(tmp.dir, 'link');
     symlinkSync(real, link);
-    expect(() => openBindSources(['--bind', link, link, '--'], 4)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_SANDBOX_PATH' }));
-    const opened = openBindSources(['--ro-bind', '/', '/', '--bind', real, real, '--ro-bind', '/dev/null', '/x', '--'], 10);
-    expect(opened.args).toEqual(['--ro-bind', '/', '/', '--bind-fd', '3', real, '--ro-bind', '/dev/null', '/x', '--']);
-    expect(opened.paths).toEqual([real]);
+    const launch = (options: string[]) => ({ launcher: ['/usr/bin/bwrap'], options, check: { hiddenDirs: [], nullCovers: [], tmpfs: [], mounted: [], writable: [], binds: [] } });
+    expect(() => renderLaunch(launch(['--bind', link, link]), ['true'])).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_SANDBOX_PATH' }));
+    const opened = renderLaunch(launch(['--ro-bind', '/', '/', '--bind', real, real, '--ro-bind', '/dev/null', '/x']), ['true']);
+    // The options travel on descriptor 3; the source is descriptor 4, checked by its name.
+    expect(opened.args).toEqual(['--args', '3', '--', 'true']);
+    expect(opened.data.toString().split('\0')).toEqual(['--ro-bind', '/', '/', '--bind-fd', '4', real, '--ro-bind', '/dev/null', '/x', '']);
+    expect(opened.sources).toEqual([{ path: real, kind: 'bind' }]);
     for (const fd of opened.fds) require('node:fs').closeSync(fd);
   });
 

@@ -112,7 +112,7 @@ describeSandboxed('paths', () => {
       await gateway.close();
     }
     const started = auditRecords(join(tmp.dir, 'state')).find((r) => r.event === 'exec.started') as { sandbox: Record<string, unknown> };
-    expect(started.sandbox).toMatchObject({ sandboxed: true, mechanism: 'bubblewrap', namespaces: ['mount', 'pid', 'ipc', 'uts', 'net'] });
+    expect(started.sandbox).toMatchObject({ sandboxed: true, mechanism: 'bubblewrap', namespaces: ['mount', 'pid', 'ipc', 'uts', 'user', 'net'] });
     expect(started.sandbox.skipped).toContain(join(tmp.dir, 'nope'));
     expect(started.sandbox.hidden).toEqual(expect.arrayContaining([join(work, 'private'), join(tmp.dir, 'state')]));
     // (execgate's own files join the list when the checkout lies under /tmp.)

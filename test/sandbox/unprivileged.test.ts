@@ -31,6 +31,9 @@ function whyNot(): string | undefined {
   return undefined;
 }
 
+/** Victim runs of the working-directory race per gateway (cold, then warm); `npm run race` runs more. */
+const RACE_RUNS = Number(process.env.EXECGATE_RACE_RUNS ?? 150);
+
 const reason = whyNot();
 if (reason) {
   // eslint-disable-next-line no-console
@@ -40,7 +43,7 @@ const maybe = reason ? describe.skip : describe;
 
 /** The program the unprivileged gateway runs: every run's result, as JSON on stdout. */
 const SCRIPT = String.raw`
-const [, , dist, dir, servicePort, hostPort] = process.argv;
+const [, , dist, dir, servicePort, hostPort, raceRuns] = process.argv;
 const { createGateway } = require(dist);
 const { readFileSync, writeFileSync, mkdirSync } = require('node:fs');
 const out = {};
@@ -81,9 +84,65 @@ const started = (home) => readFileSync(home + '/audit.log', 'utf8').trim().split
     await gateway.close();
     out[network] = result;
   }
+  // The kernel surface and the working-directory race, as this user: the state directory inside
+  // the workspace, background runs flipping an ancestor of the victims' directory with symlinks to
+  // it (one straight, one through a directory under /tmp), victims reading every name it could have.
+  const race = dir + '/race';
+  const state = race + '/.execgate';
+  mkdirSync(state, { recursive: true });
+  // The programs the runs start, in the workspace (the rest of the host's /tmp is not visible inside).
+  for (const name of ['probe.py', 'flipper.py']) require('node:fs').copyFileSync(dir + '/' + name, race + '/' + name);
+  const marker = require('node:crypto').randomBytes(16).toString('hex');
+  writeFileSync(state + '/marker.key', marker + '\n');
+  mkdirSync(race + '/w/a/b', { recursive: true });
+  mkdirSync(race + '/w/c', { recursive: true });
+  mkdirSync(dir + '/planted');
+  require('node:fs').symlinkSync(state, dir + '/planted/b');
+  require('node:fs').symlinkSync(dir + '/planted', race + '/w/l');
+  require('node:fs').symlinkSync(state, race + '/w/s');
+  const policy = race + '/policy.yaml';
+  writeFileSync(policy, 'version: 1\nsandbox: { mode: required, network: none }\n');
+  const victim = 'cat marker.key ../marker.key 2>/dev/null; cat ' + state + '/marker.key ' + dir + '/planted/b/marker.key ' + race + '/w/l/b/marker.key ' + race + '/w/s/marker.key 2>/dev/null; for f in /tmp/*/marker.key /tmp/*/*/marker.key /tmp/*/*/*/marker.key; do cat "$f" 2>/dev/null; done; echo victim-done';
+  out.race = {};
+  for (const warmSandboxes of [0, 1]) {
+    const gateway = createGateway({ home: state, cwd: race, policyFile: policy, warmSandboxes, env: { PATH: '/usr/bin:/bin', HOME: race, LANG: 'C.UTF-8', EXECGATE_KEYRING: 'off' } });
+    const tally = { ran: 0, refused: 0, leaked: 0, other: [], flipping: [] };
+    try {
+      if (warmSandboxes === 0) out.probe = (await gateway.exec({ command: 'python3 ' + race + '/probe.py 2>&1; unshare -Urm true 2>/dev/null && echo "unshare-Urm: ok" || echo "unshare-Urm: refused"; bwrap --ro-bind / / true 2>/dev/null && echo "bwrap: ok" || echo "bwrap: refused"' })).stdout;
+      const flippers = [];
+      for (const [a, b] of [['w/a', 'w/l'], ['w/c', 'w/s']]) {
+        const started = await gateway.exec({ command: 'exec python3 ' + race + '/flipper.py ' + a + ' ' + b + ' 0.0005 0.00005', mode: 'background', timeout: 0 });
+        flippers.push(started);
+        for (let i = 0; i < 600 && !readFileSync(started.outputPath, 'utf8').includes('flipping'); i++) await new Promise((r) => setTimeout(r, 50));
+      }
+      for (let i = 0; i < Number(raceRuns); i++) {
+        try {
+          const result = await gateway.exec({ command: victim, cwd: race + (i % 2 ? '/w/c' : '/w/a/b') });
+          if (result.output.includes(marker)) tally.leaked += 1;
+          else tally.ran += 1;
+        } catch (error) {
+          if (/^EXECGATE_ERR_(SANDBOX_MISMATCH|SANDBOX_PATH|SANDBOX_FAILED|INVALID_CWD|CWD_NOT_FOUND)$/.test(error.code)) tally.refused += 1;
+          else tally.other.push(error.code + ': ' + error.message);
+        }
+      }
+      tally.flipping = flippers.map((f) => gateway.background.get(f.id).state === 'running' && readFileSync(f.outputPath, 'utf8').includes('flipping'));
+    } finally {
+      await gateway.close();
+    }
+    out.race[warmSandboxes ? 'warm' : 'cold'] = tally;
+  }
   process.stdout.write(JSON.stringify(out));
 })().catch((error) => { process.stderr.write(String(error && error.stack || error)); process.exit(1); });
 `;
+
+interface RaceTally {
+  /** Whether each flipper was still flipping when the victims were done. */
+  flipping: boolean[];
+  ran: number;
+  refused: number;
+  leaked: number;
+  other: string[];
+}
 
 interface Outcome {
   first?: { exitCode: number; stdout: string; stderr: string };
@@ -97,7 +156,7 @@ maybe('a gateway run by an unprivileged user', () => {
   let service: Server;
   let host: Server;
   const hits: string[] = [];
-  let outcome: Record<string, Outcome>;
+  let outcome: Record<string, Outcome> & { race?: Record<string, RaceTally>; probe?: string };
   let uid: number;
 
   beforeAll(async () => {
@@ -129,8 +188,12 @@ maybe('a gateway run by an unprivileged user', () => {
     const script = join(tmp.dir, 'gateway.js');
     writeFileSync(script, SCRIPT);
     if (isRoot) chownSync(script, NOBODY, NOBODY);
+    for (const name of ['probe.py', 'flipper.py']) {
+      cpSync(join(__dirname, 'fixtures', name), join(tmp.dir, name));
+      if (isRoot) chownSync(join(tmp.dir, name), NOBODY, NOBODY);
+    }
 
-    const argv = asNobody([process.execPath, script, join(packageDir, 'dist'), tmp.dir, port(service), port(host)]);
+    const argv = asNobody([process.execPath, script, join(packageDir, 'dist'), tmp.dir, port(service), port(host), String(RACE_RUNS)]);
     outcome = await new Promise((resolve, reject) => {
       const child = spawn(argv[0]!, argv.slice(1), {
         cwd: tmp.dir,
@@ -144,13 +207,13 @@ maybe('a gateway run by an unprivileged user', () => {
       child.on('error', reject);
       child.on('close', (code) => {
         try {
-          resolve(JSON.parse(stdout) as Record<string, Outcome>);
+          resolve(JSON.parse(stdout) as typeof outcome);
         } catch {
           reject(new Error(`the unprivileged gateway exited ${code}: ${stderr}${stdout}`));
         }
       });
     });
-  }, 120_000);
+  }, 120_000 + RACE_RUNS * 4_000);
 
   afterAll(async () => {
     await Promise.all([service, host].map((s) => new Promise((resolve) => s?.close(resolve))));
@@ -163,7 +226,7 @@ maybe('a gateway run by an unprivileged user', () => {
     // The records first: a gateway that could not join its own namespace says `shared: false`.
     const records = open.sandbox!;
     expect(records.length).toBeGreaterThanOrEqual(3);
-    for (const record of records) expect(record).toMatchObject({ sandboxed: true, network: { mode: 'none', shared: true } });
+    for (const record of records) expect(record).toMatchObject({ sandboxed: true, network: { mode: 'open', shared: true } });
     expect(new Set(records.map((r) => r.network.namespace)).size).toBe(1);
     expect(open.first!.stdout).toBe(`${uid}\nservice saw /from-open curl=0\n`);
     expect(open.later!.stdout).toMatch(/^port=\d+\ndev=200\n/);
@@ -182,5 +245,24 @@ maybe('a gateway run by an unprivileged user', () => {
     expect(none.later!.stdout).toMatch(/^port=\d+\ndev=200\n/);
     expect(none.later!.stdout).toMatch(/host=[1-9]\d*\n$/);
     expect(hits).toEqual(['/from-open']);
+  });
+
+  test('the kernel surface as this user: no nested user namespace, the filter\'s system calls refused', () => {
+    const text = outcome.probe ?? '';
+    expect(text).toContain('probe-done');
+    for (const name of ['keyctl', 'bpf', 'perf_event_open', 'userfaultfd', 'unshare', 'setns', 'clone', 'mount', 'open_by_handle_at', 'io_uring_setup']) {
+      expect(text).toContain(`${name}: EPERM`);
+    }
+    expect(text).toContain('unshare-Urm: refused');
+    expect(text).toContain('bwrap: refused');
+  });
+
+  test.each(['cold', 'warm'])(`the working-directory race as this user (%s): 0 reads in ${RACE_RUNS} runs`, (kind) => {
+    const tally = outcome.race![kind]!;
+    expect(tally.flipping).toEqual([true, true]);
+    expect(tally.leaked).toBe(0);
+    expect(tally.other).toEqual([]);
+    expect(tally.ran + tally.refused).toBe(RACE_RUNS);
+    expect(tally.ran).toBeGreaterThan(RACE_RUNS / 10);
   });
 });

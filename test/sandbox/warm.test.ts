@@ -55,9 +55,10 @@ afterEach(async () => {
 
 describe('the frame and who is warm (no sandbox needed)', () => {
   test('lengths are bytes, SHLVL is sent one higher (exec lowers it), fields travel whole', () => {
-    const frame = encodeFrame(['/bin/bash', '-c', 'echo é'], { A: 'x=y\nz', SHLVL: '4' });
+    const frame = encodeFrame('/w d', ['/bin/bash', '-c', 'echo é'], { A: 'x=y\nz', SHLVL: '4' });
     const text = frame.toString('utf8');
-    expect(text.startsWith('3 2 9 2 7 7 7\n')).toBe(true);
+    expect(text.startsWith('5 2 4 4 9 2 7 7 7\n')).toBe(true);
+    expect(text.includes('/w dnull/bin/bash')).toBe(true);
     expect(text.endsWith('A=x=y\nzSHLVL=5')).toBe(true);
   });
 
@@ -262,8 +263,12 @@ describeSandboxed('warm sandboxes', () => {
     const gateway = gatewayWith(1);
     await gateway.exec({ command: 'true' });
     await untilWaiting(gateway);
-    const pids = findProcesses(work); // bubblewrap's argv binds the working directory
-    expect(pids.length).toBeGreaterThan(0);
+    // Every bubblewrap below this process, and everything below those: the waiting sandbox, the network namespace's holder.
+    const below = (pid: number): number[] => readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(' ').filter(Boolean).flatMap((c) => [Number(c), ...below(Number(c))]);
+    const bwraps = below(process.pid).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')[0]!.endsWith('bwrap'));
+    const pids = bwraps.flatMap((pid) => [pid, ...below(pid)]);
+    expect(pids.length).toBeGreaterThanOrEqual(3);
+    expect(pids.every(isAlive)).toBe(true);
     await gateway.close();
     // close() waited for bubblewrap; the sandbox's own init follows it by its parent-death signal.
     expect(await waitFor(() => pids.filter(isAlive).length === 0, 30_000)).toBe(true);
@@ -276,22 +281,28 @@ describeSandboxed('warm sandboxes', () => {
       const g = createGateway({ policy: ${JSON.stringify(OFFLINE)}, home: ${JSON.stringify(join(tmp.dir, 'host-state'))}, cwd: ${JSON.stringify(work)} });
       g.exec({ command: 'true' }).then(async () => {
         while (g.warmSandboxes.waiting === 0) await new Promise((r) => setTimeout(r, 20));
-        process.stdout.write('waiting\\n');
+        // Every process below this one now: the waiting bubblewrap and the sandbox inside it.
+        const fs = require('node:fs');
+        const below = (pid) => fs.readFileSync('/proc/' + pid + '/task/' + pid + '/children', 'latin1').trim().split(' ').filter(Boolean).flatMap((c) => [Number(c), ...below(c)]);
+        process.stdout.write('waiting ' + below(process.pid).join(' ') + '\\n');
       });`;
     const child = spawn(process.execPath, ['-e', script], { env: { ...baseEnv({ HOME: home }) }, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-    expect(out).toBe('waiting\n');
+    expect(out).toMatch(/^waiting( \d+)+\n$/);
+    const pids = out.trim().split(' ').slice(1).map(Number);
+    // bubblewrap, its init, the waiting bash inside (and the network namespace's holder).
+    expect(pids.length).toBeGreaterThanOrEqual(3);
     expect(code).toBe(0);
     // bubblewrap --die-with-parent: the waiting sandbox ended with the process that started it.
-    expect(await waitFor(() => findProcesses(join(tmp.dir, 'host-state')).length === 0 && findProcesses(work).filter((pid) => pid !== child.pid).length === 0, 30_000)).toBe(true);
+    expect(await waitFor(() => pids.filter(isAlive).length === 0, 30_000)).toBe(true);
   });
 
   test('a waiting sandbox left idle is ended', async () => {
     const sandboxes = new WarmSandboxes(directSpawner, { size: 1, maxIdle: 300 });
     const plan = await preparePlan({ refs: new RefStore([]), policy: OFFLINE, env: baseEnv({ HOME: home }), cwd: work, shell: '/bin/bash', supportedModes: new Set(['sync']), sandbox: { home: join(tmp.dir, 'idle-state') } }, { command: 'true' });
-    const started = await sandboxes.spawn({ shell: plan.shell, args: plan.args, env: plan.env, cwd: plan.cwd, stdin: 'ignore', programAt: plan.programAt });
+    const started = await sandboxes.startSandboxed({ shell: plan.shell, args: plan.args, env: plan.env, cwd: plan.cwd, stdin: 'ignore', sandbox: plan.launch! });
     await started.exit;
     expect(await waitFor(() => sandboxes.stats.waiting === 1, 30_000)).toBe(true);
     const [pid] = sandboxes.waiting;

@@ -103,7 +103,7 @@ describeSandboxed('real work inside the sandbox', () => {
         .map((line) => JSON.parse(line) as { event: string; sandbox?: { network?: { shared?: boolean; namespace?: string } } })
         .filter((record) => record.event === 'exec.started');
       expect(records).toHaveLength(2);
-      for (const record of records) expect(record.sandbox?.network).toMatchObject({ mode: 'none', shared: true, namespace: expect.stringMatching(/^net:\[\d+\]$/) });
+      for (const record of records) expect(record.sandbox?.network).toMatchObject({ mode: 'open', shared: true, namespace: expect.stringMatching(/^net:\[\d+\]$/) });
       expect(new Set(records.map((record) => record.sandbox?.network?.namespace)).size).toBe(1);
       const hostProbe = await gateway.exec({ command: `curl -s --max-time 10 http://127.0.0.1:${hostPort}/ || echo unreachable` });
       expect(hostProbe.stdout).not.toContain('HOST-SERVICE');

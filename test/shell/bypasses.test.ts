@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { isExecgateError, type ExecgateError } from '../../src/errors';
 import { decideRequest } from '../../src/policy/decide';
+import type { EffectivePolicy } from '../../src/policy/effective';
 import { loadPolicyFile } from '../../src/policy/load';
 import type { RefSource } from '../../src/refs/types';
 import { substituteTokens } from '../../src/refs/substitute';
@@ -16,7 +17,8 @@ import { readShell } from '../../src/shell';
 import { makeTempDir } from '../helpers/tmp';
 
 const POLICIES = join(__dirname, '..', '..', 'policies');
-const ci = loadPolicyFile(join(POLICIES, 'ci.yaml')).policy;
+// (Its `cwd.roots` are CI runners' workspaces, not this machine's: the commands are what is tried here.)
+const ci: EffectivePolicy = { ...loadPolicyFile(join(POLICIES, 'ci.yaml')).policy, cwd: { roots: [] } };
 const strict = loadPolicyFile(join(POLICIES, 'strict.yaml')).policy;
 
 const decide = (policy: typeof ci, command: string) =>

@@ -95,6 +95,6 @@ async function demoSandbox(gateway: ReturnType<typeof createGateway>, say: (line
   say('');
   say(`sandbox probe : ${probe}`);
   const result = await gateway.exec({ command: probe, actor: `cli:${getCurrentUser()}` });
-  say(`sandbox       : ${result.sandbox.sandboxed ? 'yes (bubblewrap: own PID, mount, IPC, UTS and network namespaces; state directory and credentials hidden)' : `NO: ${result.sandbox.reason}`}`);
+  say(`sandbox       : ${result.sandbox.sandboxed ? 'yes (bubblewrap: own user, PID, mount, IPC, UTS and network namespaces, a seccomp filter; state directory and credentials hidden; mounts checked against the plan before it started)' : `NO: ${result.sandbox.reason}`}`);
   say(`probe found   : ${result.stdout.trim().split('\n').join('; ')} (EXECGATE_SECRET_* variables in its parent's environment; ${result.sandbox.sandboxed ? 'the parent is the sandbox, not the gateway' : 'unsandboxed, the parent is the gateway'})`);
 }

@@ -4,6 +4,8 @@
  */
 import type { Command } from 'commander';
 import { isAbsolute, relative } from 'node:path';
+import { describeRunNetwork, formatRunNetwork, type RunNetwork } from '../../egress/describe';
+import { getEnvironmentRoute, getRunRoute } from '../../egress/upstream';
 import { ExecgateError } from '../../errors';
 import { getDefaultShell, normalizeRequest } from '../../exec/options';
 import { decideRequest } from '../../policy/decide';
@@ -114,6 +116,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
       const contexts = describeContexts(analysis);
       const source = effective === DEFAULT_POLICY ? effective.source : display(effective.source, io);
       const sandbox = await describeSandbox(effective, request.cwd, request.pty, io.env);
+      const network = describeNetwork(effective, sandbox, tokens.map((token) => `${token.kind}:${token.id}`), io.env);
       if (flags.json) {
         io.stdout.write(
           `${JSON.stringify(
@@ -132,6 +135,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
               sinks: analysis.sinks,
               sets: analysis.variables,
               sandbox,
+              network,
             },
             null,
             2,
@@ -153,6 +157,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
           ...(analysis.sinks.length > 0 ? ['evaluates values as code (references refused):', ...analysis.sinks.map((finding) => `  at ${finding.offset}: ${finding.reason}`)] : []),
           ...(analysis.variables.length > 0 ? [`sets:       ${analysis.variables.map((variable) => `${variable.name ?? '(a name known only at run time)'} (${variable.how} at ${variable.offset})`).join(', ')}`] : []),
           ...formatSandbox(sandbox),
+          `network:    ${formatRunNetwork(network)}`,
         ];
         io.stdout.write(`${lines.join('\n')}\n`);
       }
@@ -182,7 +187,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
       const sandbox = await describeSandbox(loaded.policy, io.cwd ?? process.cwd(), false, io.env);
       const from = loaded.files.length === 0 ? [loaded.policy.source] : loaded.files.map((file) => display(file, io)).reverse();
       const header = [`# The resolved policy: ${from.join(' <- ')}`, '# (extends applied, every key filled in; itself a valid policy file)'];
-      const sandboxLines = formatSandbox(sandbox).map((line) => `# ${line}`);
+      const sandboxLines = [...formatSandbox(sandbox), `network:    ${formatRunNetwork(describeNetwork(loaded.policy, sandbox, [], io.env))}`].map((line) => `# ${line}`);
       io.stdout.write(`${header.join('\n')}\n${getYaml().stringify(document, { lineWidth: 0 })}${sandboxLines.join('\n')}\n`);
     });
 
@@ -209,10 +214,33 @@ type SandboxDescription = SandboxReport | { readonly sandboxed: false; readonly 
 /** The sandbox a run in `cwd` would get here (the platform is probed; nothing is run). */
 async function describeSandbox(policy: EffectivePolicy, cwd: string, pty: boolean, env: NodeJS.ProcessEnv): Promise<SandboxDescription> {
   try {
-    return (await planSandbox({ settings: policy.sandbox, context: { home: getHome(env) }, cwd, roots: policy.cwd.roots, env, pty })).report;
+    return (await planSandbox({ settings: policy.sandbox, context: { home: getHome(env) }, cwd, roots: policy.cwd.roots, workspace: cwd, env, pty })).report;
   } catch (error) {
     return { sandboxed: false, refused: true, reason: error instanceof Error ? error.message : String(error) };
   }
+}
+
+/** The network a run of `refs` would have: the egress mode through the proxy, its namespace, its bound secrets. */
+function describeNetwork(policy: EffectivePolicy, sandbox: SandboxDescription, refs: readonly string[], env: NodeJS.ProcessEnv): RunNetwork {
+  const sandboxed = sandbox.sandboxed;
+  const own = policy.secrets.bind.some((binding) => binding.delivery === 'env' && refs.includes(binding.ref));
+  let parent: string | undefined;
+  try {
+    const route = getRunRoute(policy.network.upstream, getEnvironmentRoute(env));
+    const proxy = route.https ?? route.http;
+    parent = proxy ? `${proxy.host}:${proxy.port}` : undefined;
+  } catch {
+    parent = undefined;
+  }
+  return describeRunNetwork({
+    network: policy.network,
+    bindings: policy.secrets.bind,
+    refs,
+    sandboxed,
+    proxied: sandboxed && policy.network.mode !== 'none',
+    shared: !own,
+    ...(parent ? { parent } : {}),
+  });
 }
 
 function formatSandbox(sandbox: SandboxDescription): string[] {
@@ -220,7 +248,7 @@ function formatSandbox(sandbox: SandboxDescription): string[] {
     return [`sandbox:    ${'refused' in sandbox ? 'refused' : 'none'}: ${sandbox.reason}`];
   }
   return [
-    `sandbox:    ${sandbox.mechanism} (${sandbox.helper}); namespaces ${sandbox.namespaces.join(', ')}; network ${sandbox.network.mode}${sandbox.network.mode === 'none' ? ' (loopback only, shared by the runs of one gateway)' : ''}`,
+    `sandbox:    ${sandbox.mechanism} (${sandbox.helper}); namespaces ${sandbox.namespaces.join(', ')} (the network namespace has loopback only)`,
     `  hidden:   ${sandbox.hidden.join(' ')}`,
     `  writable: ${sandbox.writable.join(' ')}`,
     ...(sandbox.readOnly.length > 0 ? [`  readOnly: ${sandbox.readOnly.join(' ')}`] : []),

@@ -4,26 +4,31 @@
  * event loop meanwhile; helper.ts avoids that for large hosts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeBindSources, openBindSources, type BindSources } from '../../sandbox/sources';
+import type { Writable } from 'node:stream';
+import { closeFds, renderLaunch, type RenderedLaunch } from '../../sandbox/launch';
 import type { ProcessExit, SpawnedProcess, Spawner, SpawnRequest } from './types';
 
 export function spawnDirect(request: SpawnRequest): Promise<SpawnedProcess> {
   let child: ChildProcess;
-  let sources: BindSources | undefined;
+  let launch: RenderedLaunch | undefined;
   try {
-    // Sandboxed: bubblewrap mounts descriptors opened (and checked) here, see sandbox/sources.ts.
-    sources = request.programAt === undefined ? undefined : openBindSources(request.args, request.programAt);
-    child = spawn(request.shell, sources?.args ?? (request.args as string[]), {
-      cwd: request.cwd,
-      env: request.env,
-      detached: true,
-      stdio: [request.stdin, 'pipe', 'pipe', ...(sources?.fds ?? [])],
-    });
+    // Sandboxed: bubblewrap reads its options from descriptor 3 and mounts descriptors opened
+    // (and checked) here; see sandbox/launch.ts. It starts in `/`: the run's directory is
+    // entered inside the sandbox.
+    launch = request.sandbox === undefined ? undefined : renderLaunch(request.sandbox, [request.shell, ...request.args]);
+    child = launch
+      ? spawn(launch.file, launch.args, { cwd: '/', env: request.env, detached: true, stdio: [request.stdin, 'pipe', 'pipe', 'pipe', ...launch.fds] })
+      : spawn(request.shell, request.args as string[], { cwd: request.cwd, env: request.env, detached: true, stdio: [request.stdin, 'pipe', 'pipe'] });
   } catch (error) {
     return Promise.reject(error);
   } finally {
     // The child holds its own copies from the fork on; bubblewrap closes them once mounted.
-    if (sources) closeBindSources(sources.fds);
+    if (launch) closeFds(launch.fds);
+  }
+  if (launch) {
+    const options = child.stdio[3] as Writable | null;
+    options?.on('error', () => { /* bubblewrap exited before reading: its exit says why */ });
+    options?.end(launch.data);
   }
   if (child.pid === undefined) {
     return new Promise((_resolve, reject) => child.once('error', reject));

@@ -18,7 +18,10 @@ import { constants as osConstants } from 'node:os';
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import type { IPty } from '@lydell/node-pty';
 import { ExecgateError } from '../../errors';
-import { closeBindSources, openBindSources } from '../../sandbox/sources';
+import { abandon, checkSandbox, helperFailed, readMark, READY, STARTED } from '../../sandbox/gate';
+import { closeFds, renderLaunch, type SandboxLaunch } from '../../sandbox/launch';
+import { getPtyGateScript, getPtyLaunchScript } from '../../sandbox/programs';
+import { CLOSE_FDS } from '../inherited-fds';
 import type { ProcessExit, SpawnedProcess, Spawner, SpawnRequest } from './types';
 
 let nodePty: typeof import('@lydell/node-pty') | undefined;
@@ -53,30 +56,27 @@ interface PtyInternals {
 }
 
 /*
- * node-pty cannot hand a child extra descriptors, so a sandboxed PTY run starts with a small
- * bash (dash cannot open descriptors above 9) that opens each bind source itself, checks that what it opened is the inode this process
- * opened and checked (`-ef` against /proc/PID/fd/N, see sandbox/sources.ts), and execs
- * bubblewrap with those descriptors. Paths only on its argv; the environment is the run's, as
- * bubblewrap's would be.
+ * node-pty cannot hand a child extra descriptors, so a sandboxed PTY run starts bubblewrap
+ * through a small bash outside the sandbox (src/programs/pty-launch.bash) that closes what it
+ * inherited, opens the sources again by path, checks each is the inode this process opened, and
+ * feeds bubblewrap its options on descriptor 3.
  */
-const BIND_SCRIPT = [
-  'gw=$1; shift; n=3',
-  'while [ "$1" != -- ]; do',
-  '  if ! { eval "exec $n<\"\\$2\"" && [ "/proc/self/fd/$n" -ef "/proc/$gw/fd/$1" ]; } 2>/dev/null; then',
-  '    printf "execgate: %s changed while its sandbox was being set up; nothing was run\\n" "$2" >&2; exit 125',
-  '  fi',
-  '  n=$((n + 1)); shift 2',
-  'done',
-  'shift; exec "$@"',
-].join('\n');
-
-/** The program node-pty starts: bubblewrap behind BIND_SCRIPT when there are sources to bind. */
+/** The program node-pty starts: the launcher behind pty-launch.bash for a sandboxed request. */
 function getProgram(request: SpawnRequest): { shell: string; args: string[]; fds: number[] } {
-  if (request.programAt === undefined) return { shell: request.shell, args: [...request.args], fds: [] };
-  const sources = openBindSources(request.args, request.programAt);
-  if (sources.fds.length === 0) return { shell: request.shell, args: sources.args, fds: [] };
-  const pairs = sources.fds.flatMap((fd, i) => [String(fd), sources.paths[i] as string]);
-  return { shell: '/bin/bash', args: ['--norc', '--noprofile', '-c', BIND_SCRIPT, 'execgate-bind', String(process.pid), ...pairs, '--', request.shell, ...sources.args], fds: sources.fds };
+  if (request.sandbox === undefined) return { shell: request.shell, args: [...request.args], fds: [] };
+  const launch = renderLaunch(request.sandbox, [request.shell, ...request.args]);
+  const options = launch.data.toString('utf8').split('\0').slice(0, -1);
+  const triples = launch.sources.flatMap((source, i) => [source.kind, source.path, String(launch.fds[i])]);
+  return {
+    shell: '/bin/bash',
+    args: ['--norc', '--noprofile', '-c', getPtyLaunchScript(CLOSE_FDS), 'execgate-launch', String(process.pid), String(launch.sources.length), String(options.length), ...triples, ...options, launch.file, ...launch.args],
+    fds: launch.fds,
+  };
+}
+
+/** The gate program of a terminal run (src/programs/pty-gate.bash) around the run's program. */
+function getGateProgram(request: SpawnRequest): string[] {
+  return ['/bin/bash', '--norc', '--noprofile', '-c', getPtyGateScript(CLOSE_FDS), 'execgate-gate', request.shell, ...request.args];
 }
 
 export function spawnPty(request: SpawnRequest): SpawnedProcess {
@@ -95,7 +95,7 @@ export function spawnPty(request: SpawnRequest): SpawnedProcess {
       encoding: null,
     } as Parameters<typeof pty.spawn>[2]);
   } catch (error) {
-    closeBindSources(program.fds);
+    closeFds(program.fds);
     throw new ExecgateError(
       'EXECGATE_ERR_SPAWN_FAILED',
       `Could not start \`${request.shell}\` on a pseudo-terminal in \`${request.cwd}\`: ${(error as Error).message}.`,
@@ -116,7 +116,7 @@ export function spawnPty(request: SpawnRequest): SpawnedProcess {
   const exit = new Promise<ProcessExit>((resolve) => {
     term.onExit(({ exitCode, signal }) => {
       // Held until the end: the bash above compares against them before bubblewrap starts.
-      closeBindSources(program.fds);
+      closeFds(program.fds);
       const name = getSignalName(signal);
       markExited();
       resolve({ code: name ? null : exitCode, signal: name });
@@ -163,6 +163,32 @@ export function spawnPty(request: SpawnRequest): SpawnedProcess {
   return { pid: term.pid, stdin, stdout, stderr, exit, exited, readRest, release };
 }
 
+/**
+ * A sandboxed run on a terminal, behind its gate: the sandbox is set up, its mounts checked
+ * (sandbox/verify.ts), and only then the gate's `g` goes in, unechoed; what reaches the run's
+ * output starts after the gate's marks.
+ */
+async function startSandboxedPty(request: SpawnRequest & { readonly sandbox: SandboxLaunch }): Promise<SpawnedProcess> {
+  const gate = getGateProgram(request);
+  const child = spawnPty({ ...request, shell: gate[0] as string, args: gate.slice(1) });
+  const stdout = new PassThrough();
+  try {
+    const ready = await readMark(child.stdout, READY, new PassThrough());
+    if (ready !== true) throw helperFailed(ready, request.cwd);
+    const init = checkSandbox(child.pid, request.sandbox.check);
+    const started = readMark(child.stdout, STARTED, stdout);
+    child.stdin!.write(Buffer.from('g'));
+    const said = await started;
+    if (said !== true) throw helperFailed(said, request.cwd);
+    child.stdout.pipe(stdout);
+    return { ...child, stdout, sandboxInit: init };
+  } catch (error) {
+    abandon(child);
+    child.release?.();
+    throw error;
+  }
+}
+
 export const ptySpawner: Spawner = Object.freeze({
   spawn: (request: SpawnRequest): Promise<SpawnedProcess> => {
     try {
@@ -171,5 +197,6 @@ export const ptySpawner: Spawner = Object.freeze({
       return Promise.reject(error);
     }
   },
+  startSandboxed: startSandboxedPty,
   close: async (): Promise<void> => { /* nothing held */ },
 });

@@ -5,6 +5,7 @@
  * long-lived process spawns, see helper.ts).
  */
 import type { Readable, Writable } from 'node:stream';
+import type { SandboxLaunch } from '../../sandbox/launch';
 
 export interface SpawnRequest {
   readonly shell: string;
@@ -17,10 +18,10 @@ export interface SpawnRequest {
   /** Run on a pseudo-terminal of this size (stdout carries both streams); see pty.ts. */
   readonly terminal?: { readonly cols: number; readonly rows: number };
   /**
-   * Sandboxed: the index in `args` where the program run inside the sandbox starts (after
-   * bubblewrap's `--`); what comes before sets the sandbox up (see sandbox/warm.ts).
+   * Sandboxed: how bubblewrap is started around `shell` + `args`, which then run inside (in `cwd`,
+   * entered there); see sandbox/launch.ts and sandbox/gate.ts.
    */
-  readonly programAt?: number;
+  readonly sandbox?: SandboxLaunch;
 }
 
 export interface ProcessExit {
@@ -53,13 +54,21 @@ export interface SpawnedProcess {
   readonly release?: () => void;
   /** Whether the process and its streams keep this process's event loop alive (default: they do). */
   readonly setRef?: (on: boolean) => void;
+  /** Sandboxed: the sandbox's first process (PID 1 inside), as this process sees it. */
+  readonly sandboxInit?: number;
 }
 
 export type SpawnerKind = 'direct' | 'helper' | 'auto';
 
 export interface Spawner {
-  /** Resolves once the process runs (pid known, streams connected); rejects if it could not start. */
+  /**
+   * Resolves once the process runs (pid known, streams connected); rejects if it could not start.
+   * A request with `sandbox` starts bubblewrap around the program as it is (no gate); runs are
+   * started through sandbox/gate.ts, which adds the gate, or through `startSandboxed`.
+   */
   spawn(request: SpawnRequest): Promise<SpawnedProcess>;
+  /** A sandboxed run started this spawner's own way (a terminal's gate, a warm sandbox); default: the pipe gate over `spawn`. */
+  startSandboxed?(request: SpawnRequest & { readonly sandbox: SandboxLaunch }): Promise<SpawnedProcess>;
   /** Stop any helper process; runs still in flight keep running but are no longer reported. */
   close(): Promise<void>;
 }

@@ -10,6 +10,7 @@
  */
 import { statSync } from 'node:fs';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { formatRefusals } from '../../egress/reasons';
 import { ExecgateError, isExecgateError } from '../../errors';
 import type { ExecResult } from '../../exec/result';
 import { createSentinel, stripSentinel, stripSentinelFromFile, takeSentinel } from '../sentinel';
@@ -154,6 +155,9 @@ export class BashTool implements McpTool {
     let text = shownOutput ?? output;
     const ending = describeEnding(result);
     if (ending) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}${ending}`;
+    // A refused connection often shows in the client only as `CONNECT tunnel failed, response
+    // 403`: the reason, said last, is what lets an agent fix its own request.
+    for (const line of formatRefusals(result.egress)) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}${line}`;
     // A mistyped name is a run that did something else than meant: say so where the agent reads.
     const unknown = result.refs.filter((ref) => !ref.found);
     for (const ref of unknown) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}${describeUnknownRef(ref)}`;

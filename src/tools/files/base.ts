@@ -20,5 +20,19 @@ export abstract class FileTool implements ExecutableTool {
     return this.schema;
   }
 
-  abstract execute(args: Record<string, unknown>): Promise<string>;
+  /**
+   * Runs the operation where the context says: inside the sandbox of the gateway's runs when it
+   * has a host (sandboxed.ts; the same tool runs there, in the file server), here otherwise.
+   */
+  execute(args: Record<string, unknown>): Promise<string> {
+    const host = this.#context.host;
+    return host ? host.call(this.name, args) : this.run(args);
+  }
+
+  /** The operation itself, on this process's view of the file system. */
+  protected abstract run(args: Record<string, unknown>): Promise<string>;
+
+  async close(): Promise<void> {
+    await this.#context.host?.close();
+  }
 }

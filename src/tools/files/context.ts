@@ -44,12 +44,21 @@ export const DEFAULT_FILE_LIMITS: FileToolLimits = Object.freeze({
 /** Directories the searches do not descend into unless asked to search inside them. */
 export const SKIPPED_DIRS: ReadonlySet<string> = new Set(['.git', 'node_modules']);
 
+/** Where the file operations run when not in this process (sandboxed.ts). */
+export interface FileHost {
+  /** Runs the tool `name` there; resolves to its text, rejects with its coded error. */
+  call(name: string, args: Record<string, unknown>): Promise<string>;
+  close(): Promise<void>;
+}
+
 export interface FileToolContext {
   readonly roots: FileRoots;
   readonly limits: FileToolLimits;
+  /** Set: the operations run in the host (inside the sandbox), not in this process. */
+  readonly host?: FileHost;
 }
 
-export function createFileToolContext(roots: readonly string[], limits: Partial<FileToolLimits> = {}, base?: string): FileToolContext {
+export function createFileToolContext(roots: readonly string[], limits: Partial<FileToolLimits> = {}, base?: string, host?: FileHost): FileToolContext {
   const merged: Record<string, number> = { ...DEFAULT_FILE_LIMITS };
   for (const [name, value] of Object.entries(limits)) {
     if (value === undefined) continue;
@@ -61,5 +70,5 @@ export function createFileToolContext(roots: readonly string[], limits: Partial<
     }
     merged[name] = value;
   }
-  return Object.freeze({ roots: new FileRoots(roots, base), limits: Object.freeze(merged) as unknown as FileToolLimits });
+  return Object.freeze({ roots: new FileRoots(roots, base), limits: Object.freeze(merged) as unknown as FileToolLimits, ...(host ? { host } : {}) });
 }

@@ -10,6 +10,7 @@ const REASONS: Record<string, string> = {
   EPERM: 'operation not permitted',
   ELOOP: 'it is a symbolic link, which is not followed here',
   EXDEV: 'source and destination are on different file systems',
+  EROFS: 'it is read-only here (outside the writable workspace, or kept read-only by the policy)',
 };
 
 /** A coded error for a failed file system call, naming the path as the model gave it. */

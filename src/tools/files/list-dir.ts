@@ -17,7 +17,7 @@ export class ListDirTool extends FileTool {
   readonly name = 'list_dir';
   protected readonly schema = SCHEMA;
 
-  async execute(args: Record<string, unknown>): Promise<string> {
+  protected async run(args: Record<string, unknown>): Promise<string> {
     const path = args.path as string;
     const target = this.context.roots.resolve(path);
     const stats = await attempt('list', path, stat(target.real));

@@ -16,7 +16,7 @@ export class MkdirTool extends FileTool {
   readonly name = 'mkdir';
   protected readonly schema = SCHEMA;
 
-  async execute(args: Record<string, unknown>): Promise<string> {
+  protected async run(args: Record<string, unknown>): Promise<string> {
     const path = args.path as string;
     const target = this.context.roots.resolve(path);
     if (target.exists) {

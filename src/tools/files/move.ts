@@ -18,7 +18,7 @@ export class MoveTool extends FileTool {
   readonly name = 'move';
   protected readonly schema = SCHEMA;
 
-  async execute(args: Record<string, unknown>): Promise<string> {
+  protected async run(args: Record<string, unknown>): Promise<string> {
     const source = args.source as string;
     const destination = args.destination as string;
     const { roots } = this.context;

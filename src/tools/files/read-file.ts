@@ -20,7 +20,7 @@ export class ReadFileTool extends FileTool {
   readonly name = 'read_file';
   protected readonly schema = SCHEMA;
 
-  async execute(args: Record<string, unknown>): Promise<string> {
+  protected async run(args: Record<string, unknown>): Promise<string> {
     const path = args.path as string;
     const { maxReadBytes } = this.context.limits;
     const target = this.context.roots.resolve(path);

@@ -16,7 +16,7 @@ export class RemoveTool extends FileTool {
   readonly name = 'remove';
   protected readonly schema = SCHEMA;
 
-  async execute(args: Record<string, unknown>): Promise<string> {
+  protected async run(args: Record<string, unknown>): Promise<string> {
     const path = args.path as string;
     const target = this.context.roots.resolveEntry(path);
     if (!target.exists) throw fileOpError('remove', path, 'no such file or directory (ENOENT)');

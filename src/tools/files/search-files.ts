@@ -23,7 +23,7 @@ export class SearchFilesTool extends FileTool {
   readonly name = 'search_files';
   protected readonly schema = SCHEMA;
 
-  async execute(args: Record<string, unknown>): Promise<string> {
+  protected async run(args: Record<string, unknown>): Promise<string> {
     const pattern = args.pattern as string;
     const path = (args.path as string | undefined) ?? '.';
     const matches = createGlobMatcher(pattern);

@@ -49,7 +49,7 @@ export class SearchTextTool extends FileTool {
   readonly name = 'search_text';
   protected readonly schema = SCHEMA;
 
-  async execute(args: Record<string, unknown>): Promise<string> {
+  protected async run(args: Record<string, unknown>): Promise<string> {
     const pattern = args.pattern as string;
     const path = (args.path as string | undefined) ?? '.';
     let re: RegExp;

@@ -22,7 +22,7 @@ export class WriteFileTool extends FileTool {
   readonly name = 'write_file';
   protected readonly schema = SCHEMA;
 
-  async execute(args: Record<string, unknown>): Promise<string> {
+  protected async run(args: Record<string, unknown>): Promise<string> {
     const path = args.path as string;
     const content = args.content as string;
     const { maxWriteBytes } = this.context.limits;
