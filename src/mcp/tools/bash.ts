@@ -55,6 +55,11 @@ const OUTPUT_SCHEMA = {
     timed_out: { type: 'boolean' },
     truncated: { type: 'boolean' },
     full_output_path: { type: 'string' },
+    unknown_refs: {
+      type: 'array',
+      description: 'References no secret source knew: each was passed on as its text. `did_you_mean` lists known references with a close name.',
+      items: { type: 'object', properties: { ref: { type: 'string' }, did_you_mean: { type: 'array', items: { type: 'string' } } }, required: ['ref', 'did_you_mean'] },
+    },
     process_id: { type: 'string' },
     pid: { type: 'integer' },
     pgid: { type: 'integer' },
@@ -163,6 +168,9 @@ export class BashTool implements McpTool {
     // A refused connection often shows in the client only as `CONNECT tunnel failed, response
     // 403`: the reason, said last, is what lets an agent fix its own request.
     for (const line of formatRefusals(result.egress)) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}${line}`;
+    // A mistyped name is a run that did something else than meant: say so where the agent reads.
+    const unknown = result.refs.filter((ref) => !ref.found);
+    for (const ref of unknown) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}${describeUnknownRef(ref)}`;
     if (text === '') text = '(no output)';
 
     return textResult(text, {
@@ -174,6 +182,7 @@ export class BashTool implements McpTool {
       timed_out: result.timedOut,
       truncated: shownOutput !== undefined || shownStdout !== undefined || shownStderr !== undefined,
       ...(fullOutputPath ? { full_output_path: fullOutputPath } : {}),
+      ...(unknown.length > 0 ? { unknown_refs: unknown.map((ref) => ({ ref: ref.ref, did_you_mean: [...(ref.suggestions ?? [])] })) } : {}),
     });
   }
 
@@ -241,6 +250,11 @@ function canWorkIn(gateway: McpToolContext['gateway'], cwd: string): boolean {
   } catch {
     return false;
   }
+}
+
+function describeUnknownRef(ref: ExecResult['refs'][number]): string {
+  const close = ref.suggestions ?? [];
+  return `[execgate: no secret source knows ${ref.ref}; it was passed on as written${close.length > 0 ? ` (did you mean ${close.join(' or ')}?)` : ''}]`;
 }
 
 function describeEnding(result: ExecResult): string | undefined {
