@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # execgate's sandbox gate (POSIX sh): the first program of every cold sandboxed run on pipes.
 # bubblewrap starts it once the sandbox is set up (working directory entered); it says so, waits
 # while the gateway checks the sandbox's mounts against the plan (src/sandbox/verify.ts), and

@@ -3,7 +3,7 @@
  * this process is small, but the fork's cost (and the time the event loop is blocked) grows with
  * its resident memory. `helper` always spawns from a small helper process. `auto` (the gateway's
  * default) spawns directly until this process's resident set exceeds AUTO_HELPER_RSS, then
- * starts the helper and keeps using it. README.md (Performance) has the measurements behind
+ * starts the helper and keeps using it. docs/performance.md has the measurements behind
  * the threshold.
  */
 import { ExecgateError } from '../../errors';
