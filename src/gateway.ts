@@ -16,7 +16,7 @@ import type { BackgroundManager } from './run/background/manager';
 import type { BackgroundProcess } from './run/background/types';
 import { resolveInput } from './plan/input';
 import { getDefaultShell, type ExecRequest } from './plan/options';
-import { createRunId, preparePlan, releasePlan, type SpawnPlan } from './plan/prepare';
+import { createRunId, preparePlan, type SpawnPlan } from './plan/prepare';
 import { getEgressAuditFields } from './egress/audit';
 import type { EgressProxy } from './egress/proxy';
 import { MaskMemory } from './redact/memory';
@@ -214,7 +214,7 @@ export class Gateway {
       // close() was called while the plan was prepared (secrets resolved, sandbox planned): start nothing.
       const error = closedError();
       records.refused(request, error);
-      await releasePlan(plan);
+      await plan.resources.release();
       throw error;
     }
     const unknown = policy.secrets.unknown === 'warn' ? getUnknownRefs(plan.refs) : [];
@@ -232,7 +232,7 @@ export class Gateway {
       return await run;
     } catch (error) {
       records.failed(plan, error);
-      await releasePlan(plan);
+      await plan.resources.release();
       throw error;
     }
   }

@@ -16,7 +16,7 @@ import { decideRequest } from '../policy/decide';
 import { validateUnknownRefs } from '../policy/unknown-refs';
 import type { RefStore } from '../refs/store';
 import { scanTokens } from '../refs/tokens';
-import { getPlanEgress, type SpawnPlan } from './prepare';
+import type { SpawnPlan } from './prepare';
 import { revealValues } from './resolve';
 
 export async function resolveInput(policy: EffectivePolicy, refs: RefStore, plan: SpawnPlan, data: string): Promise<Buffer> {
@@ -33,7 +33,7 @@ export async function resolveInput(policy: EffectivePolicy, refs: RefStore, plan
   const sentinels = checkInputEgress({
     bindings: policy.secrets.bind,
     refs: tokens.map((token) => `${token.kind}:${token.id}`),
-    started: getPlanEgress(plan),
+    started: plan.resources.egress,
   });
   // An injected secret's value is never asked for: its sentinel stands in for it.
   const resolved = tokens.filter((token) => !sentinels.has(`${token.kind}:${token.id}`));

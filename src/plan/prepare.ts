@@ -14,8 +14,8 @@
 import { randomBytes } from 'node:crypto';
 import { ExecgateError } from '../errors';
 import { describeRunNetwork, type RunNetwork } from '../egress/describe';
-import { checkEgress, type StartedEgress } from '../egress/plan';
-import type { EgressDecision, EgressProxy, HandedOffRun } from '../egress/proxy';
+import { checkEgress } from '../egress/plan';
+import type { EgressProxy } from '../egress/proxy';
 import { openRunEgress, type RunEgress } from '../egress/run';
 import { getParentPasswords } from '../egress/upstream';
 import { sanitizeEnv, validateRequestedEnv } from '../env';
@@ -39,6 +39,7 @@ import { getDescriptorCloser } from '../process/inherited-fds';
 import { validateExecSize } from './arg-limits';
 import { revealValues } from './resolve';
 import { RUN_ID_VARIABLE } from '../process/terminate';
+import { PlanResources } from './resources';
 
 /**
  * One reference a run used, by name (never by value): whether a source knew it, which source, and
@@ -101,6 +102,8 @@ export interface SpawnPlan {
     readonly maxOutput: number;
     readonly maxFileBytes: number;
   };
+  /** What the plan owns besides its data (its secrets, its egress endpoint): resources.ts. */
+  readonly resources: PlanResources;
 }
 
 export interface PrepareContext {
@@ -135,61 +138,6 @@ export interface PrepareContext {
    * and this run's values join them once its plan exists.
    */
   readonly remembered?: MaskMemory;
-}
-
-/*
- * The (value, label) pairs a plan's redactor was built from. Kept beside the plan rather than
- * on it, so that serialising or logging a plan can never carry them; only code that must
- * rebuild the redactor in another process (the background supervisor) reads them.
- */
-const planSecrets = new WeakMap<SpawnPlan, ReadonlyArray<{ readonly value: string; readonly label: string }>>();
-
-/*
- * What must be undone when the run ends (its egress proxy endpoint). Kept beside the plan for the
- * same reason; the lifecycle calls releasePlan once, where every run ends.
- */
-const planReleases = new WeakMap<SpawnPlan, () => Promise<void>>();
-
-export async function releasePlan(plan: SpawnPlan): Promise<void> {
-  const release = planReleases.get(plan);
-  planReleases.delete(plan);
-  await release?.().catch(() => undefined);
-}
-
-/*
- * A run held by another process (the detached supervisor of a CLI background run) takes its
- * egress endpoint along: this process stops serving it and the supervisor's own proxy serves it
- * at the same path (egress/proxy.ts adoptRun).
- */
-const planHandOffs = new WeakMap<SpawnPlan, () => HandedOffRun>();
-
-export function handOffPlanEgress(plan: SpawnPlan): HandedOffRun | undefined {
-  const handOff = planHandOffs.get(plan);
-  planHandOffs.delete(plan);
-  planReleases.delete(plan);
-  return handOff?.();
-}
-
-/*
- * What the run's start fixed for its bound secrets (its egress check and injected sentinels),
- * for stdin data written to it later (input.ts). Beside the plan, as the secrets are: a sentinel
- * is no secret, but the plan is what gets logged and serialised. Absent: the run has no proxy.
- */
-const planEgress = new WeakMap<SpawnPlan, StartedEgress>();
-
-export function getPlanEgress(plan: SpawnPlan): StartedEgress | undefined {
-  return planEgress.get(plan);
-}
-
-/* The run's egress decisions so far (its proxy endpoint keeps them), for its result. */
-const planDecisions = new WeakMap<SpawnPlan, () => readonly EgressDecision[]>();
-
-export function getPlanEgressDecisions(plan: SpawnPlan): readonly EgressDecision[] {
-  return planDecisions.get(plan)?.() ?? [];
-}
-
-export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value: string; readonly label: string }> {
-  return planSecrets.get(plan) ?? [];
 }
 
 /*
@@ -435,6 +383,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     await egress?.run.close().catch(() => undefined);
     throw error;
   }
+  const resources = new PlanResources(secrets, egress ? { check: egressCheck, sentinels: egress.sentinels, endpoint: egress.run } : undefined);
   const plan: SpawnPlan = Object.freeze({
     runId,
     request,
@@ -478,14 +427,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       maxOutput: request.maxOutput,
       maxFileBytes: policy.output.maxFileBytes,
     }),
+    resources,
   });
-  planSecrets.set(plan, Object.freeze(secrets));
-  if (egress) {
-    planEgress.set(plan, Object.freeze({ check: egressCheck, sentinels: egress.sentinels }));
-    const run = egress.run;
-    planDecisions.set(plan, () => run.decisions());
-    planReleases.set(plan, () => run.close());
-    planHandOffs.set(plan, () => run.handOff());
-  }
   return plan;
 }

@@ -17,7 +17,7 @@
 import { ExecgateError, isExecgateError } from '../errors';
 import { startGated } from '../process/bwrap/gate';
 import { AnsiStripper } from './output/ansi';
-import { releasePlan, type SpawnPlan } from '../plan/prepare';
+import type { SpawnPlan } from '../plan/prepare';
 import { directSpawner } from '../process/spawner/direct';
 import { ptySpawner } from '../process/spawner/pty';
 import type { SpawnedProcess, Spawner } from '../process/spawner/types';
@@ -85,7 +85,7 @@ export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Prom
       : await (spawner.startSandboxed?.({ ...request, sandbox: launch }) ?? startGated(spawner, { ...request, sandbox: launch }));
   } catch (error) {
     unwatch();
-    await releasePlan(plan);
+    await plan.resources.release();
     throw spawnFailed(plan, error);
   }
   return new Run(plan, child, options, unwatch);
@@ -119,7 +119,7 @@ export class Run {
       options.signal?.removeEventListener('abort', onAbort);
       // Kept leftovers are to outlive this process: off the watchdog's list at once.
       this.#unwatch(plan.leftovers === 'keep');
-      return releasePlan(plan);
+      return plan.resources.release();
     });
     this.ended.catch(() => { /* the owner handles it */ });
   }

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { EgressProxy } from '../../src/egress/proxy';
 import { directSpawner } from '../../src/process/spawner';
 import { startGated } from '../../src/process/bwrap/gate';
-import { preparePlan, releasePlan } from '../../src/plan/prepare';
+import { preparePlan } from '../../src/plan/prepare';
 import { DEFAULT_POLICY, type EffectivePolicy } from '../../src/policy/effective';
 import { RefStore } from '../../src/refs/store';
 import { checkPlatform } from '../../src/sandbox/detect';
@@ -74,7 +74,7 @@ maybe('a run with a network namespace of its own', () => {
       });
     };
     expect(await ask()).toBe(200);
-    await releasePlan(plan);
+    await plan.resources.release();
     expect(await ask()).toBe(407);
     expect(hits).toEqual(['/own', '/late']);
   });

@@ -10,7 +10,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExecgateError } from '../../errors';
 import type { HandedOffRun } from '../../egress/proxy';
-import { getPlanSecrets, handOffPlanEgress, type SpawnPlan } from '../../plan/prepare';
+import type { SpawnPlan } from '../../plan/prepare';
 import type { BackgroundProcess } from './types';
 
 export interface SupervisorInput {
@@ -19,7 +19,7 @@ export interface SupervisorInput {
   readonly ringBytes: number;
   readonly maxFileBytes: number;
   readonly secrets: ReadonlyArray<{ value: string; label: string }>;
-  readonly plan: Omit<SpawnPlan, 'redactor'>;
+  readonly plan: Omit<SpawnPlan, 'redactor' | 'resources'>;
   /** Where the supervisor records the run's end (the gateway's audit log), if it has one. */
   readonly audit?: DetachedAudit;
   /** The run's egress endpoint, which the supervisor serves with a proxy of its own (values inside). */
@@ -37,10 +37,10 @@ export function launchDetached(
   plan: SpawnPlan,
   options: { home: string; minLength: number; ringBytes: number; maxFileBytes: number; audit?: DetachedAudit },
 ): Promise<BackgroundProcess> {
-  const { redactor: _redactor, ...serializable } = plan;
+  const { redactor: _redactor, resources, ...serializable } = plan;
   // This process's proxy stops serving the run; the supervisor listens on the same socket path.
-  const egress = handOffPlanEgress(plan);
-  const input: SupervisorInput = { ...options, secrets: getPlanSecrets(plan), plan: serializable, ...(egress ? { egress } : {}) };
+  const egress = resources.handOffEgress();
+  const input: SupervisorInput = { ...options, secrets: resources.secrets, plan: serializable, ...(egress ? { egress } : {}) };
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(__dirname, 'supervisor.js')], {
       detached: true,

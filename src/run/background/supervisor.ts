@@ -10,6 +10,7 @@ import type { EgressProxy } from '../../egress/proxy';
 import { Redactor } from '../../redact';
 import { getErrorCode } from '../../errors';
 import type { SpawnPlan } from '../../plan/prepare';
+import { PlanResources } from '../../plan/resources';
 import type { SupervisorInput } from './detached';
 import { getEndedFields } from './ended';
 import { BackgroundRun } from './run';
@@ -25,7 +26,9 @@ async function main(): Promise<void> {
   const input = JSON.parse(await readStdin()) as SupervisorInput;
   const redactor = new Redactor({ minLength: input.minLength });
   for (const { value, label } of input.secrets) redactor.add(value, label);
-  const plan = { ...input.plan, redactor } as SpawnPlan;
+  // The egress endpoint came along as `input.egress` and this process's proxy serves it: the
+  // plan here owns nothing to release.
+  const plan = { ...input.plan, redactor, resources: new PlanResources() } as SpawnPlan;
   const run = new BackgroundRun(plan, {
     home: input.home,
     ringBytes: input.ringBytes,

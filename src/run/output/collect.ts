@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { summarizeDecisions } from '../../egress/describe';
 import { BoundedCapture } from './capture';
-import { getPlanEgressDecisions, type SpawnPlan } from '../../plan/prepare';
+import type { SpawnPlan } from '../../plan/prepare';
 import { describeEnding, formatCutNotice, type ExecResult } from '../result';
 import { OutputSpill } from './spill';
 
@@ -72,7 +72,7 @@ export class OutputCollector {
       refs: plan.refs,
       sandbox: plan.sandbox.sandboxed ? { sandboxed: true } : { sandboxed: false, reason: plan.sandbox.reason },
       network: plan.network,
-      egress: summarizeDecisions(getPlanEgressDecisions(plan)),
+      egress: summarizeDecisions(plan.resources.getEgressDecisions()),
       ...(fullOutputPath ? { fullOutputPath } : {}),
       message,
     };
