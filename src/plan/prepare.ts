@@ -1,6 +1,7 @@
 /*
  * The one path. Every mode (sync, pty, background) goes through `preparePlan`; executors only
- * adapt I/O. Order matters and is the security argument of execgate:
+ * adapt I/O. Its steps' helpers sit beside it (types.ts, secrets.ts, environment.ts, egress.ts,
+ * resources.ts for what the plan owns). Order matters and is the security argument of execgate:
  *   validate -> policy decision -> sandbox plan -> resolve references -> build the child
  *   environment -> build the redactor -> SpawnPlan.
  * The sandbox is planned before any store is asked for a value, so a run the policy requires to
@@ -13,16 +14,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ExecgateError } from '../errors';
-import { describeRunNetwork, type RunNetwork } from '../egress/describe';
+import { describeRunNetwork } from '../egress/describe';
 import { checkEgress } from '../egress/plan';
-import type { EgressProxy } from '../egress/proxy';
 import { openRunEgress, type RunEgress } from '../egress/run';
-import { getParentPasswords } from '../egress/upstream';
 import { sanitizeEnv, validateRequestedEnv } from '../env';
-import type { EffectivePolicy, ExecMode } from '../policy/effective';
-import { Redactor, type MaskMemory } from '../redact';
-import { isExecgateSecretName, isSecretName } from '../env/secrets';
-import type { RefStore } from '../refs/store';
+import { Redactor } from '../redact';
 import { substituteTokens, validateTokenPlacements, type Replacement } from '../refs/substitute';
 import { readShell } from '../shell';
 import { scanTokens } from '../refs/tokens';
@@ -30,122 +26,22 @@ import { decideProgramLookup, decideRequest, type Decision } from '../policy/dec
 import { getRunWritable } from '../policy/program-path';
 import { getSanitizerSettings } from '../policy/env-settings';
 import { validateUnknownRefs } from '../policy/unknown-refs';
-import type { RefKind } from '../refs/types';
-import { planSandbox, type SandboxContext, type SandboxReport } from '../sandbox';
-import type { SandboxLaunch } from '../process/bwrap/launch';
+import { planSandbox } from '../sandbox';
 import { getHome } from '../home';
-import { normalizeRequest, validateCommandLength, type NormalizedRequest } from './options';
+import { normalizeRequest, validateCommandLength } from './options';
 import { getDescriptorCloser } from '../process/inherited-fds';
 import { validateExecSize } from './arg-limits';
 import { revealValues } from './resolve';
 import { RUN_ID_VARIABLE } from '../process/terminate';
+import { withEgressBinds } from './egress';
+import { getRunEnv, getShellFlags } from './environment';
 import { PlanResources } from './resources';
+import { getSuggestions, maskGatewaySecrets } from './secrets';
+import type { PrepareContext, RefUse, SpawnPlan } from './types';
 
-/**
- * One reference a run used, by name (never by value): whether a source knew it, which source, and
- * suggestions for an unknown name.
- */
-export interface RefUse {
-  readonly kind: RefKind;
-  readonly id: string;
-  readonly ref: string;
-  /** False when no source knew the reference: its text was passed on as written. */
-  readonly found: boolean;
-  readonly source?: string;
-  /** For a reference no source knew: the known references closest to it ("did you mean"), at most three. */
-  readonly suggestions?: readonly string[];
-}
+export type { AuditedRefUse, EnvReport, PrepareContext, RefUse, SpawnPlan } from './types';
+export { getShellFlags } from './environment';
 
-/** A RefUse as the audit log records it: with a keyed fingerprint of the value used. */
-export interface AuditedRefUse extends RefUse {
-  readonly fingerprint?: string;
-}
-
-export interface EnvReport {
-  readonly removed: readonly string[];
-  readonly withheld: readonly string[];
-  readonly reported: readonly string[];
-}
-
-export interface SpawnPlan {
-  readonly runId: string;
-  readonly request: NormalizedRequest;
-  /** The unresolved command: the only form shown in results, logs and audit records. */
-  readonly displayCommand: string;
-  /** The program and its arguments (inside the sandbox when sandboxed). */
-  readonly shell: string;
-  readonly args: readonly string[];
-  readonly env: Readonly<Record<string, string>>;
-  readonly cwd: string;
-  readonly redactor: Redactor;
-  readonly refs: readonly RefUse[];
-  /** The references with value fingerprints, for the audit log only. */
-  readonly auditRefs: readonly AuditedRefUse[];
-  readonly decision: Decision;
-  readonly envReport: EnvReport;
-  /**
-   * What the lifecycle does with processes the command leaves behind once it exits: `keep` only
-   * when the request asks and the policy allows background processes (leftovers are background
-   * processes by another name), `kill` otherwise.
-   */
-  readonly leftovers: 'kill' | 'keep';
-  /** Whether the run is sandboxed, how (namespaces, hidden and writable paths) or why not. */
-  readonly sandbox: SandboxReport;
-  /** What the run could reach and how, and which of its secrets were bound or injected (egress/describe.ts). */
-  readonly network: RunNetwork;
-  /** Sandboxed: how bubblewrap is started around `shell` + `args` (process/bwrap/launch.ts). */
-  readonly launch?: SandboxLaunch;
-  readonly limits: {
-    readonly timeout: number;
-    readonly grace: number;
-    readonly drainTimeout: number;
-    readonly maxOutput: number;
-    readonly maxFileBytes: number;
-  };
-  /** What the plan owns besides its data (its secrets, its egress endpoint): resources.ts. */
-  readonly resources: PlanResources;
-}
-
-export interface PrepareContext {
-  readonly refs: RefStore;
-  readonly policy: EffectivePolicy;
-  /** The gateway's own environment: inherited by children (sanitized) and the env source. */
-  readonly env: Readonly<Record<string, string | undefined>>;
-  readonly cwd: string;
-  readonly shell: string;
-  /** Modes this gateway has an executor for. */
-  readonly supportedModes: ReadonlySet<ExecMode>;
-  /** Called once the request is normalized, before anything is resolved (audit, policy). */
-  readonly onNormalized?: (request: NormalizedRequest, runId: string) => void;
-  /** Called with the policy decision, allowed or not, before anything is resolved. */
-  readonly onDecision?: (decision: Decision, request: NormalizedRequest, runId: string) => void;
-  /** Keyed fingerprint of a resolved value for the audit log (never the value itself). */
-  readonly fingerprint?: (value: string) => string;
-  /** The gateway's state and shared network for the sandbox; default: the state directory of `env`. */
-  readonly sandbox?: SandboxContext;
-  /**
-   * The gateway's egress proxy for a run of this mode (started on first need); undefined when the
-   * run would outlive it. Without one a sandboxed run has loopback only.
-   */
-  readonly egress?: (mode: ExecMode) => EgressProxy | undefined;
-  /**
-   * True when a run of this mode is handed to another process to hold (a detached background
-   * run's supervisor): its egress gets a socket of its own, which that process adopts.
-   */
-  readonly handsOver?: (mode: ExecMode) => boolean;
-  /**
-   * Values earlier runs of this gateway resolved or passed through: every run masks them too,
-   * and this run's values join them once its plan exists.
-   */
-  readonly remembered?: MaskMemory;
-}
-
-/*
- * bash sources ~/.bashrc even for `bash -c` when it believes sshd started it: stdin is a
- * socket (Node's stdio pipes are socketpairs, so every background run's stdin is one) or
- * SSH_CLIENT is set. A command must not pick up the user's interactive start-up files, so bash
- * always gets --norc --noprofile; other shells read no start-up file for `-c` (ENV is stripped).
- */
 /*
  * Descriptors the gateway inherited without close-on-exec (`execgate run ... 200<secret`, a
  * host that forked it holding files open) would reach the command and everything it starts,
@@ -155,28 +51,8 @@ export interface PrepareContext {
  */
 export { CLOSE_FDS } from '../process/inherited-fds';
 
-/** "Did you mean" for each reference no source knew, as `<<kind:name>>` (names only, never values). */
-async function getSuggestions(refs: RefStore, resolved: ReadonlyArray<{ kind: RefKind; id: string; ref: string; found: boolean }>): Promise<Map<string, readonly string[]>> {
-  const unknown = resolved.filter((each) => !each.found);
-  const suggested = await Promise.all(unknown.map((each) => refs.suggest(each.kind, each.id)));
-  return new Map(unknown.map((each, index) => [each.ref, Object.freeze(suggested[index]!.map((name) => `<<${each.kind}:${name}>>`))]));
-}
 
-/** The launch with the egress proxy's files bound in, and the mount check told where they go. */
-function withEgressBinds(launch: SandboxLaunch, bwrapArgs: readonly string[]): SandboxLaunch {
-  const binds = [...launch.check.binds];
-  for (let i = 0; i < bwrapArgs.length; i++) {
-    if (bwrapArgs[i] === '--ro-bind' || bwrapArgs[i] === '--bind') {
-      binds.push({ source: bwrapArgs[i + 1] as string, dest: bwrapArgs[i + 2] as string });
-      i += 2;
-    }
-  }
-  return Object.freeze({ ...launch, options: Object.freeze([...launch.options, ...bwrapArgs]), check: Object.freeze({ ...launch.check, binds: Object.freeze(binds) }) });
-}
 
-export function getShellFlags(shell: string): string[] {
-  return /(^|\/)bash$/.test(shell) ? ['--norc', '--noprofile'] : [];
-}
 
 export function createRunId(): string {
   return `run_${Date.now().toString(36)}_${randomBytes(6).toString('hex')}`;
@@ -301,40 +177,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const script = `${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
-  for (const { name, value } of sanitized.passedSecrets) {
-    if (value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
-  }
-  // Withheld values never reach the child, but the child may meet them another way (a file,
-  // a second reference); mask them too when they are long enough to mask meaningfully.
-  // A removed variable with a secret's name (an allowlist drops EXECGATE_SECRET_* as `removed`)
-  // is masked for the same reason, and so is every EXECGATE_SECRET_* value of the gateway's own
-  // environment: the env source hands those out, so they are known secrets whether or not this
-  // run's environment would have carried them.
-  const inheritedOrRequested = { ...(request.envMode === 'replace' ? {} : context.env), ...request.env };
-  const removedSecrets = sanitized.removed.filter((name) => isSecretName(name));
-  for (const name of [...sanitized.withheld, ...removedSecrets]) {
-    const value = inheritedOrRequested[name];
-    if (typeof value === 'string' && value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
-  }
-  for (const [name, value] of Object.entries(context.env)) {
-    if (isExecgateSecretName(name) && typeof value === 'string' && value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
-  }
-  // A parent proxy's password (the gateway's HTTPS_PROXY, or the policy's) is a secret of the gateway.
-  for (const password of getParentPasswords(context.env, policy.network.upstream)) {
-    if (password.length >= policy.secrets.minLength) mask(password, 'env:HTTPS_PROXY');
-  }
-  // Values earlier runs met: a file, file name or socket one run filled with a value reaches the
-  // caller masked when this run prints it. Labels this run registered first stay.
-  if (context.remembered) {
-    const own = secrets.length;
-    for (const [value, label] of context.remembered.entries()) {
-      if (value.length >= policy.secrets.minLength) mask(value, label);
-    }
-    // The first label a value got in this run is the one its output shows: remembered so.
-    const first = new Map<string, string>();
-    for (const { value, label } of secrets.slice(0, own)) if (!first.has(value)) first.set(value, label);
-    for (const [value, label] of first) context.remembered.remember(value, label);
-  }
+  maskGatewaySecrets(mask, secrets, { context, request, sanitized });
 
   // The run's proxy endpoint, opened only now that every value is known. An injected secret's
   // variable holds its sentinel: the value stays in the gateway (the proxy and the redactor).
@@ -351,17 +194,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       if (envName) injected[envName] = sentinel;
     }
   }
-  const env: Record<string, string> = { ...sanitized.env, ...injected, ...egress?.sandbox.env, [RUN_ID_VARIABLE]: runId };
-  if (sandboxed.report.sandboxed) {
-    // The gateway's own proxy settings (a parent proxy and its credentials) are the egress
-    // proxy's to use: a sandbox gets the egress proxy's variables, or none.
-    for (const name of Object.keys(env)) {
-      if (/proxy/i.test(name) && egress?.sandbox.env[name] === undefined) delete env[name];
-    }
-  }
-  // Node's fetch goes through the proxy by a preload, added to whatever NODE_OPTIONS the run has.
-  const nodeOptions = egress?.sandbox.nodeOptions;
-  if (nodeOptions) env.NODE_OPTIONS = env.NODE_OPTIONS ? `${env.NODE_OPTIONS} ${nodeOptions}` : nodeOptions;
+  const env = getRunEnv({ ...sanitized.env, ...injected, ...egress?.sandbox.env, [RUN_ID_VARIABLE]: runId }, egress?.sandbox, sandboxed.report.sandboxed);
 
   // Inherited descriptors are closed by a bash that then becomes the shell (one exec more), not
   // in the script itself: bash quotes the whole first line of a script with a syntax error, and
