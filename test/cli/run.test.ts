@@ -167,7 +167,7 @@ describe('package entry points', () => {
   test('require("execgate") and import("execgate") expose the API after the build', () => {
     const cjs = spawnSync(process.execPath, ['-e', "const e=require('execgate'); console.log(typeof e.createGateway, typeof e.ExecgateError)"], { cwd: root, encoding: 'utf8' });
     expect(cjs.stdout.trim()).toBe('function function');
-    const esm = spawnSync(process.execPath, ['--input-type=module', '-e', "import { createGateway, RefStore } from 'execgate'; const m = await import('execgate'); console.log(typeof createGateway, typeof RefStore, typeof m.default.createGateway)"], { cwd: root, encoding: 'utf8' });
+    const esm = spawnSync(process.execPath, ['--input-type=module', '-e', "import { createGateway, ExecgateError } from 'execgate'; const m = await import('execgate'); console.log(typeof createGateway, typeof ExecgateError, typeof m.default.createGateway)"], { cwd: root, encoding: 'utf8' });
     expect(esm.stderr).toBe('');
     expect(esm.stdout.trim()).toBe('function function function');
   });
