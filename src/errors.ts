@@ -13,7 +13,7 @@
  * another meaning, never renamed.
  */
 export const ERROR_CATALOG = {
-  // --- request validation (exec/options) ---
+  // --- request validation (plan/options) ---
   EXECGATE_ERR_INVALID_REQUEST: 'The request is not an object.',
   EXECGATE_ERR_INVALID_COMMAND: 'The `command` is not a non-empty string.',
   EXECGATE_ERR_COMMAND_NUL: 'The `command` contains a NUL byte, which no shell can receive.',

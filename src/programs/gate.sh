@@ -1,9 +1,9 @@
 # shellcheck shell=sh
 # execgate's sandbox gate (POSIX sh): the first program of every cold sandboxed run on pipes.
 # bubblewrap starts it once the sandbox is set up (working directory entered); it says so, waits
-# while the gateway checks the sandbox's mounts against the plan (src/sandbox/verify.ts), and
+# while the gateway checks the sandbox's mounts against the plan (src/process/bwrap/verify.ts), and
 # only on the word `go` becomes the run's program. Nothing of the run has started before that
-# word, so a sandbox that does not match its plan runs nothing. (src/sandbox/gate.ts)
+# word, so a sandbox that does not match its plan runs nothing. (src/process/bwrap/gate.ts)
 #
 #   sh -c "$(cat gate.sh)" execgate-gate STDIN PROGRAM [ARG...]
 #     STDIN  `keep`: the program reads the rest of this stdin; otherwise it gets /dev/null

@@ -1,8 +1,8 @@
 # execgate's warm sandbox (bash): a sandbox set up ahead of the request that will use it
-# (src/sandbox/warm.ts). It says it is waiting, then reads one frame on stdin with everything
+# (src/process/bwrap/warm.ts). It says it is waiting, then reads one frame on stdin with everything
 # about the run: the working directory, what becomes of stdin, the program's argv and its whole
 # environment (resolved values included, never on an argv). The gateway checks the sandbox's
-# mounts against the plan before it sends the frame (src/sandbox/verify.ts).
+# mounts against the plan before it sends the frame (src/process/bwrap/verify.ts).
 #
 # Frame: a header line `A E L1 L2 ...` (fields in the argv part, fields in the environment part,
 # then each field's length in bytes), then the fields back to back. The argv part is CWD, STDIN

@@ -11,9 +11,13 @@
  * bodies and static code (the script of `sh -c`, `eval`'s words, a `trap` action, a prompt
  * string) are read by a nested reader over their text; nested code is bounded in depth and in
  * total size. Where bash's reading is not certain, the reader says so and callers fail closed.
+ *
+ * One file over the usual size on purpose: the reader is one state machine over one stack of
+ * frames, and splitting it would spread that state across modules that must agree on it.
  */
 import { ExecgateError } from '../errors';
-import type { RefToken } from '../refs/types';
+// The reader knows a reference token only as a span (shell/types.ts); refs/ sits above shell/.
+import type { TokenSpan as RefToken } from './types';
 import { readCommand, type CommandReport, type CommandWord, type Evaluation } from './commands';
 import type { Finding, Placement, RefusedContext, ShellAnalysis, SimpleCommand, VariableSet, Word } from './types';
 

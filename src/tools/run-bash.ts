@@ -11,8 +11,8 @@
  */
 import { resolve } from 'node:path';
 import type { Gateway } from '../gateway';
-import type { ExecResult } from '../exec/result';
-import { cutHead, FullOutput, getSignalStatus } from '../exec/present';
+import type { ExecResult } from '../run/result';
+import { cutHead, FullOutput, getSignalStatus } from '../run/output/present';
 import { defineSchema, type ChatTool, type ExecutableTool } from './types';
 
 /** Bytes of each stream run_bash returns before cutting (seed 000: 50 KB). */

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { createGateway, type Gateway } from '../../gateway';
 import { getCurrentUser } from '../user';
 import { ExecgateError, isExecgateError } from '../../errors';
-import type { ExecResult } from '../../exec/result';
+import type { ExecResult } from '../../run/result';
 import { getUnknownRefs } from '../../policy/unknown-refs';
 import { scanTokens } from '../../refs/tokens';
 import type { RefKind } from '../../refs/types';

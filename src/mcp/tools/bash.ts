@@ -12,9 +12,9 @@ import { statSync } from 'node:fs';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { formatRefusals } from '../../egress/reasons';
 import { ExecgateError, isExecgateError } from '../../errors';
-import type { ExecResult } from '../../exec/result';
+import type { ExecResult } from '../../run/result';
 import { createSentinel, stripSentinel, stripSentinelFromFile, takeSentinel } from '../sentinel';
-import { cutMiddle, FullOutput, MIDDLE_CUT_KEEP, MIDDLE_CUT_LIMIT } from '../../exec/present';
+import { cutMiddle, FullOutput, MIDDLE_CUT_KEEP, MIDDLE_CUT_LIMIT } from '../../run/output/present';
 import type { McpSession } from '../session';
 import { errorResult, textResult, type McpTool, type McpToolContext } from './types';
 
