@@ -66,7 +66,7 @@ export interface VaultOptions {
   env?: NodeJS.ProcessEnv;
   /** Keep the vault key in the OS keyring when reachable (default), or never (`false`). */
   keyring?: false | { service?: string; timeoutMs?: number };
-  /** How long a writer waits for another writer's lock, in milliseconds (default 10 s). */
+  /** How long another writer may hold the lock without using the CPU before this one gives up, in milliseconds (default 30 s). */
   lockTimeoutMs?: number;
 }
 
@@ -277,6 +277,9 @@ export class Vault {
   }
 
   async #withLock<T>(fn: () => Promise<T>): Promise<T> {
+    // Loaded before the lock, not under it: compiling libsodium takes a loaded machine seconds,
+    // and every other writer would wait them out.
+    await loadSodium();
     return withLock(
       this.#lockPath,
       async () => {
