@@ -218,7 +218,7 @@ export class Gateway {
         onOutput: options.onOutput,
         signal: options.signal ? AbortSignal.any([this.#shutdown.signal, options.signal]) : this.#shutdown.signal,
         spawner: this.#spawner,
-      }).then((result) => { records.finished(plan, result); return result; });
+      }).then((result) => records.finished(plan, result));
     try {
       return await run;
     } catch (error) {
@@ -282,7 +282,12 @@ export class Gateway {
     await this.#spawner.close();
     this.#sandbox.close();
     await this.#egress?.close();
-    this.#audit.write('gateway.stopped', { pid: process.pid, runsStopped: stopped });
+    // The gateway stops whatever the log can take; a record it cannot take now is tried again at close.
+    const stoppedFields = { pid: process.pid, runsStopped: stopped };
+    if (this.#audit.writeOrDefer) this.#audit.writeOrDefer('gateway.stopped', stoppedFields);
+    else {
+      try { this.#audit.write('gateway.stopped', stoppedFields); } catch { /* a host's sink: its own to report */ }
+    }
     this.#audit.close();
   }
 

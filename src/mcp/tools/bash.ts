@@ -55,6 +55,7 @@ const OUTPUT_SCHEMA = {
     timed_out: { type: 'boolean' },
     truncated: { type: 'boolean' },
     full_output_path: { type: 'string' },
+    notices: { type: 'array', items: { type: 'string' }, description: 'What went wrong around the run though it ran (its full output could not be saved, its end not yet recorded)' },
     process_id: { type: 'string' },
     pid: { type: 'integer' },
     pgid: { type: 'integer' },
@@ -153,6 +154,7 @@ export class BashTool implements McpTool {
     // A refused connection often shows in the client only as `CONNECT tunnel failed, response
     // 403`: the reason, said last, is what lets an agent fix its own request.
     for (const line of formatRefusals(result.egress)) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}${line}`;
+    for (const notice of result.notices ?? []) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}[execgate: ${notice}]`;
     if (text === '') text = '(no output)';
 
     return textResult(text, {
@@ -164,6 +166,7 @@ export class BashTool implements McpTool {
       timed_out: result.timedOut,
       truncated: shownOutput !== undefined || shownStdout !== undefined || shownStderr !== undefined,
       ...(fullOutputPath ? { full_output_path: fullOutputPath } : {}),
+      ...(result.notices ? { notices: result.notices } : {}),
     });
   }
 
