@@ -142,7 +142,11 @@ export class Gateway {
       home: this.home,
       getPolicy: () => this.policy,
       resolveInput: (run, data) => resolveInput(this.policy, this.refs, run.plan, data),
-      audit: (event, fields) => this.#audit.write(event, fields),
+      // A run's end happened whatever the log can take: kept and written with the next record.
+      audit: (event, fields) => {
+        if (event === 'background.ended' && this.#audit.writeOrDefer) this.#audit.writeOrDefer(event, fields);
+        else this.#audit.write(event, fields);
+      },
       launcher: this.#backgroundLauncher,
       // Background runs spawn from this process: many starting at once would overrun the
       // spawn helper's socket backlog (EAGAIN), and a long-lived run gains nothing from it.

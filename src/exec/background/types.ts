@@ -4,7 +4,11 @@
  */
 import type { Spawner } from '../spawner/types';
 
-export type BackgroundState = 'running' | 'exited' | 'killed' | 'timed_out' | 'failed';
+/**
+ * `lost`: the run's end was never recorded (its supervising process died, or could not write
+ * it); whichever process notices first records it as lost, with the reason.
+ */
+export type BackgroundState = 'running' | 'exited' | 'killed' | 'timed_out' | 'failed' | 'lost';
 
 export interface BackgroundProcess {
   readonly id: string;
@@ -23,8 +27,10 @@ export interface BackgroundProcess {
   readonly pty: boolean;
   /** Whether it runs in the OS sandbox (the audit record says how, or why not). */
   readonly sandboxed?: boolean;
-  /** Why it ended, when it did not simply exit (killed, timed out, failed, gateway closed). */
+  /** Why it ended, when it did not simply exit (killed, timed out, failed, gateway closed, lost). */
   readonly reason?: string;
+  /** Output the file could not take (a full disk): how many bytes are missing from it, and why. */
+  readonly notice?: string;
 }
 
 export interface OutputSlice {
