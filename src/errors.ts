@@ -106,6 +106,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_MCP_UNAUTHORIZED: 'An MCP HTTP request had no bearer token, or not the right one.',
   EXECGATE_ERR_MCP_HOST_REFUSED: 'An MCP HTTP request named a Host or Origin this server does not answer to (DNS rebinding protection).',
   EXECGATE_ERR_MCP_SESSION_NOT_FOUND: 'An MCP HTTP request named a session id the server does not have.',
+  EXECGATE_ERR_MCP_MESSAGE_TOO_LARGE: 'A JSON-RPC message on the stdio transport was larger than the server reads; it was refused and the session goes on.',
   EXECGATE_ERR_MCP_REQUEST_TOO_LARGE: 'An MCP HTTP request body was larger than the server accepts (HTTP 413).',
   EXECGATE_ERR_MCP_TRANSPORT_UNSUPPORTED: 'A client asked for the deprecated HTTP+SSE transport on a server that has it turned off.',
   EXECGATE_ERR_MCP_REMOTE_REFUSED: 'The MCP HTTP server was asked to listen on a non-loopback address without --allow-remote.',
