@@ -276,6 +276,16 @@ describe('vault: tampering and corruption', () => {
     expect(error.code).toBe('EXECGATE_ERR_VAULT_TAMPERED');
   });
 
+  test('a vault file that is some other file: the error quotes nothing of it', async () => {
+    await twoEntries();
+    for (const content of ['root:x:0:0:root:/root:/bin/bash\n', '{"password": "hunter2-and-more"', 'AKIAEXAMPLEKEY123 wJalrXUtnFEMI']) {
+      writeFileSync(join(home, 'vault.json'), content);
+      const error = await caught(vault().get('secret', 'alpha'));
+      expect(error.code).toBe('EXECGATE_ERR_VAULT_CORRUPT');
+      for (const piece of content.split(/[^A-Za-z0-9]+/).filter((word) => word.length >= 4)) expect(error.message).not.toContain(piece);
+    }
+  });
+
   test('truncated, empty, garbage and malformed files are corrupt; a newer format is refused', async () => {
     await twoEntries();
     const text = readFileSync(join(home, 'vault.json'), 'utf8');
