@@ -163,9 +163,11 @@ export async function startGated(spawner: Spawner, request: SandboxedRequest): P
     const init = checkSandbox(child.pid, request.sandbox.check);
     const started = readMark(child.stderr, STARTED, stderr);
     child.stdin!.write('go\n');
-    if (!keep) child.stdin!.end();
     const said = await started;
     if (said !== true) throw helperFailed(said, request.cwd);
+    // The mark is read: the program may start now (see gate.sh).
+    if (keep) child.stdin!.write('\n');
+    else child.stdin!.end('\n');
     child.stderr.pipe(stderr);
     return { ...child, stdin: keep ? child.stdin : null, stdout, stderr, sandboxInit: init };
   } catch (error) {
