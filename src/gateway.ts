@@ -20,6 +20,9 @@ import { createRunId, preparePlan, releasePlan, type SpawnPlan } from './exec/pr
 import { getEgressAuditFields } from './egress/audit';
 import type { EgressProxy } from './egress/proxy';
 import { MaskMemory } from './redact/memory';
+import { Redactor } from './redact/redactor';
+import { getParentPasswords } from './egress/upstream';
+import { isExecgateSecretName } from './env/secrets';
 import type { ExecResult } from './exec/result';
 import { createSpawner, validateSpawnerKind, type Spawner } from './exec/spawner';
 import { validateWarmSandboxes, withWarmSandboxes, type WarmSandboxes, type WarmStats } from './sandbox/warm';
@@ -33,7 +36,7 @@ import type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-optio
 import { createDefaultSources } from './refs/default-sources';
 import { RefStore } from './refs/store';
 import { createGatewaySandbox, type GatewaySandbox } from './exec/sandbox-context';
-import { planSandbox } from './sandbox';
+import { checkSandboxCwd, planSandbox } from './sandbox';
 import type { SandboxLaunch } from './sandbox/launch';
 
 export type { WatchPolicyOptions } from './policy/reload';
@@ -48,6 +51,7 @@ export class Gateway {
   readonly #env: NodeJS.ProcessEnv;
   /** Every value a run of this gateway resolved or passed through: later runs mask them too. */
   readonly #masks = new MaskMemory();
+  #known: { redactor: Redactor; version: number; policy: EffectivePolicy } | undefined;
   readonly #cwd: string;
   readonly #shell: string;
   readonly #audit: AuditSink;
@@ -252,6 +256,45 @@ export class Gateway {
       pty: false,
     });
     return planned.launch;
+  }
+
+  /**
+   * `text` with every value this gateway knows to be secret masked, as a run's output would have
+   * it: values its runs resolved or met, its own `EXECGATE_SECRET_*` values, a parent proxy's
+   * password. For what reaches the caller without being a run's output: the file tools' results
+   * (a file a run wrote a resolved value into, a file named after one).
+   */
+  maskKnown(text: string): string {
+    const policy = this.policy;
+    let known = this.#known;
+    if (known === undefined || known.version !== this.#masks.version || known.policy !== policy) {
+      const redactor = new Redactor({ minLength: policy.secrets.minLength });
+      // The labels runs used first (the first label registered wins): `secret:NAME` as resolved.
+      for (const [value, label] of this.#masks.entries()) {
+        if (value.length >= policy.secrets.minLength) redactor.add(value, label);
+      }
+      for (const [name, value] of Object.entries(this.#env)) {
+        if (isExecgateSecretName(name) && typeof value === 'string' && value.length >= policy.secrets.minLength) redactor.add(value, `env:${name}`);
+      }
+      for (const password of getParentPasswords(this.#env, policy.network.upstream)) {
+        if (password.length >= policy.secrets.minLength) redactor.add(password, 'env:HTTPS_PROXY');
+      }
+      known = { redactor, version: this.#masks.version, policy };
+      this.#known = known;
+    }
+    return known.redactor.redactString(text).text;
+  }
+
+  /**
+   * Checks that runs could work in `cwd`: inside `cwd.roots` when the policy names some, and a
+   * directory the sandbox can enter (not hidden, not in the host's temp directory outside every
+   * writable root). Throws the coded error a run there would get; nothing is run.
+   */
+  checkWorkingDirectory(cwd: string): void {
+    if (this.#closed) throw closedError();
+    const policy = this.policy;
+    validateCwdInRoots(policy, cwd);
+    checkSandboxCwd({ settings: policy.sandbox, context: this.#sandbox.context, cwd, roots: policy.cwd.roots, workspace: this.#cwd, env: this.#env });
   }
 
   /** The gateway's one egress proxy, started by the first run that needs it; its decisions go to the audit log under each run's id. */

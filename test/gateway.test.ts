@@ -63,8 +63,8 @@ describe('reference tokens on the one path', () => {
     const result = await gateway.exec({ command: "echo {{secret:unknown}} '<<secret:also-unknown>>'" });
     expect(result.stdout).toBe('{{secret:unknown}} <<secret:also-unknown>>\n');
     expect(result.refs).toEqual([
-      { kind: 'secret', id: 'unknown', ref: '<<secret:unknown>>', found: false, source: undefined },
-      { kind: 'secret', id: 'also-unknown', ref: '<<secret:also-unknown>>', found: false, source: undefined },
+      { kind: 'secret', id: 'unknown', ref: '<<secret:unknown>>', found: false, source: undefined, suggestions: [] },
+      { kind: 'secret', id: 'also-unknown', ref: '<<secret:also-unknown>>', found: false, source: undefined, suggestions: [] },
     ]);
   });
 

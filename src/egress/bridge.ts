@@ -29,6 +29,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { ExecgateError } from '../errors';
 import { getDescriptorCloser } from '../exec/inherited-fds';
+import { getRunBridgeSource, getSharedBridgeSource } from '../sandbox/programs';
 import type { HostPattern } from './hosts';
 import type { EgressRun } from './proxy';
 
@@ -41,50 +42,7 @@ export const DEFAULT_BRIDGE_PORT = 0;
 
 const START_TIMEOUT_MS = 10_000;
 
-const RUN_BRIDGE_SOURCE = `'use strict';
-const net = require('net'), cp = require('child_process');
-const [socketPath, port, ...argv] = process.argv.slice(1);
-const fail = (code, message) => { process.stderr.write('execgate egress bridge: ' + message + '\\n'); process.exit(code); };
-const server = net.createServer((c) => {
-  const u = net.connect(socketPath);
-  c.on('error', () => u.destroy()); u.on('error', () => c.destroy());
-  c.pipe(u); u.pipe(c);
-});
-server.on('error', (e) => fail(125, 'cannot listen on 127.0.0.1:' + port + ': ' + e.message));
-server.listen(Number(port), '127.0.0.1', () => {
-  const env = { ...process.env };
-  const extra = env.EXECGATE_EGRESS_NODE_OPTIONS; delete env.EXECGATE_EGRESS_NODE_OPTIONS;
-  if (extra) env.NODE_OPTIONS = env.NODE_OPTIONS ? env.NODE_OPTIONS + ' ' + extra : extra;
-  const auth = env.EXECGATE_EGRESS_AUTH; delete env.EXECGATE_EGRESS_AUTH;
-  const at = (auth ? auth + '@' : '') + '127.0.0.1:' + server.address().port;
-  for (const n of ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy']) env[n] = 'http://' + at;
-  for (const n of ['ALL_PROXY', 'all_proxy']) env[n] = 'socks5h://' + at;
-  const child = cp.spawn(argv[0], argv.slice(1), { stdio: 'inherit', env });
-  for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGWINCH']) process.on(s, () => { try { child.kill(s); } catch {} });
-  child.on('error', (e) => fail(127, 'cannot start ' + argv[0] + ': ' + e.message));
-  child.on('exit', (code, signal) => {
-    if (signal) { process.removeAllListeners(signal); process.kill(process.pid, signal); setTimeout(() => process.exit(128), 100); }
-    else process.exit(code === null ? 1 : code);
-  });
-});
-`;
-
-/*
- * The shared bridge: says its port on stdout once listening, and exits when its stdin closes (the
- * gateway is gone, however it died). `execgate-shared-egress-bridge` names it in `ps`.
- */
-const SHARED_BRIDGE_SOURCE = `'use strict'; /* execgate-shared-egress-bridge */
-const net = require('net');
-const socketPath = process.argv[1];
-const server = net.createServer((c) => {
-  const u = net.connect(socketPath);
-  c.on('error', () => u.destroy()); u.on('error', () => c.destroy());
-  c.pipe(u); u.pipe(c);
-});
-server.on('error', (e) => { process.stderr.write('execgate egress bridge: ' + e.message + '\\n'); process.exit(125); });
-server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
-process.stdin.on('end', () => process.exit(0)); process.stdin.on('error', () => process.exit(0)); process.stdin.resume();
-`;
+// The bridges' programs: src/programs/egress-run-bridge.js and egress-shared-bridge.js.
 
 export interface SandboxEgress {
   /** bubblewrap arguments: the proxy's files (and, for a bridge of its own, its socket) bound in. Append after the /tmp tmpfs. */
@@ -136,7 +94,7 @@ export function getSandboxEgress(run: EgressRun, options: { port?: number; nodeP
     bwrapArgs: Object.freeze([...files, '--ro-bind', run.socketPath, SOCKET_MOUNT]),
     env: Object.freeze(env),
     nodeOptions: '',
-    wrap: (argv: readonly string[]) => [nodePath, '-e', RUN_BRIDGE_SOURCE, '--', SOCKET_MOUNT, String(port), ...argv],
+    wrap: (argv: readonly string[]) => [nodePath, '-e', getRunBridgeSource(), '--', SOCKET_MOUNT, String(port), ...argv],
   });
 }
 
@@ -190,7 +148,7 @@ export class SharedBridge {
     const child = this.#launcher.spawnInside(namespace, [
       '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
       // Lives as long as the gateway: nothing the gateway holds just now may stay open in it.
-      '--', ...getDescriptorCloser(), this.#nodePath, '-e', SHARED_BRIDGE_SOURCE, this.#socketPath,
+      '--', ...getDescriptorCloser(), this.#nodePath, '-e', getSharedBridgeSource(), this.#socketPath,
     ]);
     if (!child) throw failed('the shared network namespace is gone');
     const port = await new Promise<number>((resolve, reject) => {

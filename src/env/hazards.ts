@@ -261,3 +261,26 @@ export function isHazardValue(value: string): boolean {
 export function isReportedName(name: string): boolean {
   return matchesNameList(REPORTED_EXACT, name) || matchesNameList(REPORTED_ANY_CASE, name.toUpperCase());
 }
+
+/*
+ * Variables that choose which program a command runs or what it loads: every hazard above, the
+ * trust and traffic redirects, PATH, HOME, SHELL, XDG_* (where programs look for configuration),
+ * every GIT_* variable (git reads dozens that move its repository, configuration, hooks and
+ * helpers), and by convention any name ending in PATH, HOME, CONFIG, CONF, RC, OPTS, OPTIONS,
+ * _DIR or _FILE (MANPATH, CARGO_HOME, GNUPGHOME, KUBECONFIG, WGETRC, MAVEN_OPTS, AWS_CONFIG_FILE,
+ * DOCKER_CONFIG...). A command text that sets one of these can point an allowed program at other
+ * code, so the policy reads such a text as something other than that program (policy/steering.ts).
+ */
+const STEERING_EXACT = new Set(['PATH', 'HOME', 'SHELL', 'ENV']);
+const STEERING_PREFIXES = ['XDG_', 'GIT_'];
+const STEERING_SUFFIX = /(?:PATH|HOME|CONFIG|CONF|RC|OPTS|OPTIONS|_DIR|_FILE)$/;
+
+export function isSteeringName(name: string): boolean {
+  return (
+    STEERING_EXACT.has(name) ||
+    STEERING_PREFIXES.some((prefix) => name.startsWith(prefix)) ||
+    STEERING_SUFFIX.test(name) ||
+    isHazardName(name) ||
+    isReportedName(name)
+  );
+}

@@ -26,7 +26,8 @@ import type { RefStore } from '../refs/store';
 import { substituteTokens, validateTokenPlacements, type Replacement } from '../refs/substitute';
 import { readShell } from '../shell';
 import { scanTokens } from '../refs/tokens';
-import { decideRequest, type Decision } from '../policy/decide';
+import { decideProgramLookup, decideRequest, type Decision } from '../policy/decide';
+import { getRunWritable } from '../policy/program-path';
 import { getSanitizerSettings } from '../policy/env-settings';
 import { validateUnknownRefs } from '../policy/unknown-refs';
 import type { RefKind } from '../refs/types';
@@ -43,8 +44,11 @@ export interface RefUse {
   readonly kind: RefKind;
   readonly id: string;
   readonly ref: string;
+  /** False when no source knew the reference: its text was passed on as written. */
   readonly found: boolean;
   readonly source?: string;
+  /** For a reference no source knew: the known references closest to it ("did you mean"), at most three. */
+  readonly suggestions?: readonly string[];
 }
 
 /** A RefUse as the audit log records it: with a keyed fingerprint of the value used. */
@@ -199,6 +203,13 @@ export function getPlanSecrets(plan: SpawnPlan): ReadonlyArray<{ readonly value:
  */
 export { CLOSE_FDS } from './inherited-fds';
 
+/** "Did you mean" for each reference no source knew, as `<<kind:name>>` (names only, never values). */
+async function getSuggestions(refs: RefStore, resolved: ReadonlyArray<{ kind: RefKind; id: string; ref: string; found: boolean }>): Promise<Map<string, readonly string[]>> {
+  const unknown = resolved.filter((each) => !each.found);
+  const suggested = await Promise.all(unknown.map((each) => refs.suggest(each.kind, each.id)));
+  return new Map(unknown.map((each, index) => [each.ref, Object.freeze(suggested[index]!.map((name) => `<<${each.kind}:${name}>>`))]));
+}
+
 /** The launch with the egress proxy's files bound in, and the mount check told where they go. */
 function withEgressBinds(launch: SandboxLaunch, bwrapArgs: readonly string[]): SandboxLaunch {
   const binds = [...launch.check.binds];
@@ -238,20 +249,21 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // it, and every token that could not be substituted safely is refused here too.
   const tokens = scanTokens(request.command, { alias: policy.secrets.alias });
   const analysis = readShell(request.command, tokens);
-  const decision = decideRequest(policy, request, tokens, analysis);
-  context.onDecision?.(decision, request, runId);
-  if (!decision.allowed) {
+  const refuse = (refusal: Decision): never => {
     throw new ExecgateError(
       'EXECGATE_ERR_POLICY_DENIED',
-      `The policy (${policy.source}) refused this command: ${decision.reason ?? 'no rule allows it'}${decision.rule ? ` (rule \`${decision.rule}\`)` : ''}. Nothing was run.`,
+      `The policy (${policy.source}) refused this command: ${refusal.reason ?? 'no rule allows it'}${refusal.rule ? ` (rule \`${refusal.rule}\`)` : ''}. Nothing was run.`,
       {
-        rule: decision.rule,
-        reason: decision.reason,
+        rule: refusal.rule,
+        reason: refusal.reason,
         // Names only: which references the refused command asked for (for the audit log).
         refs: [...new Map(tokens.map((t) => [`${t.kind}:${t.id}`, { kind: t.kind, id: t.id, ref: `<<${t.kind}:${t.id}>>` }])).values()],
       },
     );
-  }
+  };
+  const decision = decideRequest(policy, request, tokens, analysis);
+  context.onDecision?.(decision, request, runId);
+  if (!decision.allowed) refuse(decision);
 
   validateRequestedEnv(request.env, policy.env.requestable);
   validateTokenPlacements(analysis);
@@ -289,6 +301,18 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     refs: usedRefs,
     sandboxed: proxied,
   });
+  const sanitized = sanitizeEnv({
+    ...getSanitizerSettings(policy.env),
+    inherited: context.env,
+    requested: request.env,
+    replace: request.envMode === 'replace',
+    set: policy.env.set,
+    path: policy.env.path,
+    pty: request.pty,
+  });
+  // A restricted secret's program must not be found through a PATH entry a run can write.
+  const lookup = decideProgramLookup(policy, tokens, analysis, sanitized.env.PATH, getRunWritable(sandboxed.report));
+  if (lookup) refuse(lookup);
   const resolution = await context.refs.resolveTokens(tokens);
   validateUnknownRefs(policy, resolution.refs);
 
@@ -313,8 +337,10 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   }
   for (const token of resolution.tokens) {
     const envName = envNames.get(`${token.kind}:${token.id}`);
-    if (envName) replacements.push({ token, envName });
+    // A reference no source knew goes on as its text, quoted where bash would parse it.
+    replacements.push(envName ? { token, envName } : { token, literal: true });
   }
+  const suggestions = await getSuggestions(context.refs, resolution.refs);
   const body = replacements.length > 0 ? substituteTokens(request.command, replacements, analysis) : request.command;
   // The prologue shares the command's first line, so the shell's own messages (`line 1: x: command
   // not found`) number the lines as the caller wrote them; a newline keeps the epilogue out of
@@ -323,15 +349,6 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const script = `${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
-  const sanitized = sanitizeEnv({
-    ...getSanitizerSettings(policy.env),
-    inherited: context.env,
-    requested: request.env,
-    replace: request.envMode === 'replace',
-    set: policy.env.set,
-    path: policy.env.path,
-    pty: request.pty,
-  });
   for (const { name, value } of sanitized.passedSecrets) {
     if (value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
   }
@@ -361,7 +378,10 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     for (const [value, label] of context.remembered.entries()) {
       if (value.length >= policy.secrets.minLength) mask(value, label);
     }
-    for (const { value, label } of secrets.slice(0, own)) context.remembered.remember(value, label);
+    // The first label a value got in this run is the one its output shows: remembered so.
+    const first = new Map<string, string>();
+    for (const { value, label } of secrets.slice(0, own)) if (!first.has(value)) first.set(value, label);
+    for (const [value, label] of first) context.remembered.remember(value, label);
   }
 
   // The run's proxy endpoint, opened only now that every value is known. An injected secret's
@@ -420,7 +440,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     env: Object.freeze(env),
     cwd: request.cwd,
     redactor,
-    refs: Object.freeze(resolution.refs.map(({ kind, id, ref, found, source }) => Object.freeze({ kind, id, ref, found, source }))),
+    refs: Object.freeze(resolution.refs.map(({ kind, id, ref, found, source }) => Object.freeze({ kind, id, ref, found, source, ...(suggestions.has(ref) ? { suggestions: suggestions.get(ref) } : {}) }))),
     auditRefs: Object.freeze(
       resolution.refs.map(({ kind, id, ref, found, source }) =>
         Object.freeze({ kind, id, ref, found, source, ...(fingerprints.has(ref) ? { fingerprint: fingerprints.get(ref) } : {}) }),

@@ -13,6 +13,7 @@
  */
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
+import { isSameInit, type SandboxInit } from '../sandbox/verify';
 
 export const RUN_ID_VARIABLE = 'EXECGATE_RUN_ID';
 
@@ -209,19 +210,17 @@ export async function sweepByCookie(runId: string, rounds = 5, sincePid = 0): Pr
   return [...killed];
 }
 
-/** The processes of the PID namespace whose init is `init` (as this process sees them), init aside, live ones only. */
-export function listNamespace(init: number): number[] {
-  let namespace: string;
-  try {
-    namespace = readlinkSync(`/proc/${init}/ns/pid`);
-  } catch {
-    return [];
-  }
+/**
+ * The processes of the sandbox's PID namespace (as this process sees them), init aside, live
+ * ones only; none once the init the gate saw is gone (its namespace went with it).
+ */
+export function listNamespace(init: SandboxInit): number[] {
+  if (!isSameInit(init)) return [];
   const found: number[] = [];
   for (const pid of listPids()) {
-    if (pid === init || pid === process.pid) continue;
+    if (pid === init.pid || pid === process.pid) continue;
     try {
-      if (readlinkSync(`/proc/${pid}/ns/pid`) !== namespace) continue;
+      if (readlinkSync(`/proc/${pid}/ns/pid`) !== init.namespace) continue;
       const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
       const state = stat.charAt(stat.lastIndexOf(')') + 2);
       if (state !== 'Z' && state !== 'X') found.push(pid);
@@ -233,10 +232,13 @@ export function listNamespace(init: number): number[] {
 }
 
 /** Signal every process of a sandbox's PID namespace but its init; whether any was there. */
-function signalNamespace(init: number, signal: NodeJS.Signals): boolean {
+function signalNamespace(init: SandboxInit, signal: NodeJS.Signals): boolean {
   const pids = listNamespace(init);
   for (const pid of pids) {
-    try { process.kill(pid, signal); } catch { /* gone */ }
+    // A pid read from /proc may have been reused since: only one still in the namespace is signalled.
+    try {
+      if (readlinkSync(`/proc/${pid}/ns/pid`) === init.namespace) process.kill(pid, signal);
+    } catch { /* gone */ }
   }
   return pids.length > 0;
 }
@@ -259,7 +261,7 @@ export interface TerminateOptions {
    * Sandboxed: the sandbox's init (PID 1 inside). The signal goes to the processes inside, and
    * the grace is theirs; then bubblewrap's group is killed, which ends the namespace.
    */
-  readonly sandboxInit?: number;
+  readonly sandboxInit?: SandboxInit;
 }
 
 export interface TerminateReport {

@@ -16,40 +16,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { getWatchdogScript } from '../sandbox/programs';
 import { RUN_ID_VARIABLE } from './terminate';
 
-const SCRIPT = `
-trap '' INT HUP TERM QUIT PIPE
-# SCHED_BATCH: a write waking the watchdog does not preempt the gateway (on a busy machine that
-# preemption cost each run a fraction of a millisecond); its sweep still gets a normal share.
-chrt -b -p 0 $$ >/dev/null 2>&1
-if command -v awk >/dev/null; then
-  ids=$(awk '$1 == "+" { runs[$2] = 1 } $1 == "-" { delete runs[$2] } END { for (id in runs) print id }')
-else
-  declare -A runs
-  while IFS=' ' read -r op id; do
-    case $op in +) runs[$id]=1 ;; -) unset "runs[$id]" ;; esac
-  done
-  ids=\${!runs[*]}
-fi
-[ -z "$ids" ] && exit 0
-args=()
-for id in $ids; do args+=(-e "${RUN_ID_VARIABLE}=$id"); done
-# Rounds go on for a second even when one finds nothing: a process the gateway was starting
-# when it died shows the cookie only once it has exec'd (between fork and exec its environ is
-# still the gateway's), and bubblewrap arms its parent-death signal only after that.
-for round in 1 2 3 4 5 6 7 8 9 10; do
-  pids=()
-  for file in $(grep -lzx "\${args[@]}" /proc/[0-9]*/environ 2>/dev/null); do
-    pid=\${file#/proc/}; pids+=("\${pid%/environ}")
-  done
-  if [ \${#pids[@]} -gt 0 ]; then
-    kill -STOP "\${pids[@]}" 2>/dev/null
-    kill -KILL "\${pids[@]}" 2>/dev/null
-  fi
-  sleep 0.1
-done
-`;
 
 const BASH = '/bin/bash';
 
@@ -60,7 +29,8 @@ function getWatchdog(): ChildProcess | undefined {
     watchdog = null;
     if (!existsSync(BASH)) return undefined;
     try {
-      const child = spawn(BASH, ['--norc', '--noprofile', '-c', SCRIPT], {
+      // The program: src/programs/watchdog.bash.
+      const child = spawn(BASH, ['--norc', '--noprofile', '-c', getWatchdogScript(), 'execgate-watchdog', RUN_ID_VARIABLE], {
         detached: true,
         stdio: ['pipe', 'ignore', 'ignore'],
         env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' },

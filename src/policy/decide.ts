@@ -5,6 +5,8 @@
  *   2. the working directory (symlinks resolved) must be inside a root, when roots are set;
  *   3. the first command rule that matches decides, else `rules.default`;
  *   4. every reference must be allowed, and meet every restriction that applies to it.
+ * A text that sets a variable steering which program runs or what it loads (`PATH=. git`) is
+ * matched by no word-form allow rule and by no restriction (steering.ts).
  * The first check that fails is the decision, with the rule that made it and a reason for the
  * caller. Matching shell text is defence in depth, not a sandbox (see SECURITY.md).
  */
@@ -14,6 +16,8 @@ import type { EffectivePolicy, ExecMode } from './effective';
 import { readShell, type ShellAnalysis } from '../shell';
 import { describeMatch, matchesAny, matchesEvery } from './match';
 import { locateInRoots } from './roots';
+import { findUnsafeLookup } from './program-path';
+import { describeSteering, findSteering } from './steering';
 
 export interface Decision {
   readonly allowed: boolean;
@@ -61,20 +65,31 @@ export function decideRequest(policy: EffectivePolicy, request: DecisionInput, t
     }
   }
 
+  let steering: ReturnType<typeof findSteering> | null = null;
+  const getSteering = (): ReturnType<typeof findSteering> => (steering === null ? (steering = findSteering(getParsed(), policy.env.strip)) : steering);
+
   let decision: Decision | undefined;
+  // An allow rule that matched the words but not the variables the text sets: named in the denial.
+  let steered: string | undefined;
   for (const rule of policy.rules.list) {
     if (rule.action === 'deny') {
       if (matchesAny(rule.match, command, getParsed())) {
         return deny(rule.id, rule.reason ?? `the command matches deny rule \`${rule.id}\` (${describeMatch(rule.match)})`);
       }
     } else if (matchesEvery(rule.match, command, getParsed())) {
+      // A regex rule reads the whole text, assignments included: its author decided on them.
+      const variable = rule.match.kind === 'regex' ? undefined : getSteering();
+      if (variable) {
+        steered ??= `rule \`${rule.id}\` matches its commands, but the text ${describeSteering(variable)}, which can make them run other code`;
+        continue;
+      }
       decision = allow(rule.id, rule.reason ?? `allowed by rule \`${rule.id}\` (${describeMatch(rule.match)})`);
       break;
     }
   }
   if (!decision) {
     if (policy.rules.default === 'deny') {
-      return deny('rules.default', policy.rules.reason ?? 'no rule of the policy allows this command, and the policy denies by default');
+      return deny('rules.default', steered ? `${steered}; no other rule allows it, and the policy denies by default` : policy.rules.reason ?? 'no rule of the policy allows this command, and the policy denies by default');
     }
     decision = allow('rules.default', 'no rule matched; the policy allows by default');
   }
@@ -90,7 +105,7 @@ export function decideRequest(policy: EffectivePolicy, request: DecisionInput, t
       return deny('secrets.bind', `${token.raw} names the same secret as <<${bound.ref}>>, which \`secrets.bind\` binds to hosts; write it <<${bound.ref}>> so that the binding applies`);
     }
     for (const restriction of policy.secrets.restrict) {
-      if (!restriction.refs.some((pattern) => matchesRef(pattern, ref) || matchesRef(getSpelling(pattern), getSpelling(ref)))) continue;
+      if (!restricts(restriction, ref)) continue;
       if (!matchesEvery(restriction.match, command, getParsed())) {
         const rule = `\`${restriction.id}\``;
         return deny(
@@ -100,9 +115,42 @@ export function decideRequest(policy: EffectivePolicy, request: DecisionInput, t
             : `${token.raw} may only be used in commands matching ${describeMatch(restriction.match)}, and every command in this text must`,
         );
       }
+      const variable = getSteering();
+      if (variable) {
+        return deny(
+          restriction.id,
+          `${token.raw} is restricted (rule \`${restriction.id}\`), and the text ${describeSteering(variable)}, which can make the command it allows run other code; ` +
+            'a restricted secret\'s command may not set PATH, HOME, XDG_*, GIT_* or any variable on the hazard list',
+        );
+      }
     }
   }
   return decision;
+}
+
+/** Whether `restriction` applies to `ref`, in any spelling the environment source reads as the same secret. */
+function restricts(restriction: EffectivePolicy['secrets']['restrict'][number], ref: string): boolean {
+  return restriction.refs.some((pattern) => matchesRef(pattern, ref) || matchesRef(getSpelling(pattern), getSpelling(ref)));
+}
+
+/**
+ * The part of the decision that needs the run's plan: a restricted secret's command must not
+ * reach its program through a PATH entry that is relative or writable by the run
+ * (program-path.ts). `path` is the child's PATH; `isWritable` says what the run can write.
+ */
+export function decideProgramLookup(policy: EffectivePolicy, tokens: readonly RefToken[], analysis: ShellAnalysis, path: string | undefined, isWritable: (directory: string) => boolean): Decision | undefined {
+  const token = tokens.find((each) => policy.secrets.restrict.some((restriction) => restricts(restriction, `${each.kind}:${each.id}`)));
+  if (!token) return undefined;
+  const programs = analysis.commands.flatMap((simple) => (simple.words[0] && !simple.words[0].dynamic ? [simple.words[0].text] : []));
+  const unsafe = findUnsafeLookup(programs, path, isWritable);
+  if (!unsafe) return undefined;
+  const restriction = policy.secrets.restrict.find((each) => restricts(each, `${token.kind}:${token.id}`))!;
+  const entry = unsafe.entry === '' ? 'an empty entry (the working directory)' : `\`${unsafe.entry}\``;
+  return deny(
+    restriction.id,
+    `${token.raw} is restricted (rule \`${restriction.id}\`), and \`${unsafe.program}\` would be looked up through PATH ${entry}, which is ${unsafe.why === 'relative' ? 'relative' : 'writable by the run'}: ` +
+      'a program an earlier run put there would get the secret. Set `env.path` in the policy to directories runs cannot write, or name the program by its absolute path',
+  );
 }
 
 /*

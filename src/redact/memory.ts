@@ -19,8 +19,11 @@ export class MaskMemory {
     this.#limit = limit;
   }
 
+  #version = 0;
+
   remember(value: string, label: string): void {
     if (value.length === 0) return;
+    if (this.#entries.get(value) !== label) this.#version += 1;
     this.#entries.delete(value);
     this.#entries.set(value, label);
     while (this.#entries.size > this.#limit) {
@@ -31,6 +34,11 @@ export class MaskMemory {
 
   entries(): IterableIterator<[string, string]> {
     return this.#entries.entries();
+  }
+
+  /** Changes whenever a value is added (or relabelled): a redactor built from the entries is stale. */
+  get version(): number {
+    return this.#version;
   }
 
   get size(): number {

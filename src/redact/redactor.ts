@@ -28,6 +28,8 @@ export class Redactor {
   readonly #patternIndex = new Map<string, number>();
   readonly #patterns: Buffer[] = [];
   readonly #replacements: Buffer[] = [];
+  // Indexes of the patterns that also match across line breaks (the base64 spellings).
+  readonly #tolerant = new Set<number>();
   #compiled: CompiledPatterns | undefined;
 
   constructor(options: RedactorOptions = {}) {
@@ -42,10 +44,18 @@ export class Redactor {
     this.#values.add(value);
     const replacement = Buffer.from(`[REDACTED:${label}]`, 'utf8');
     const forms = getEncodedForms(value, { minLength: this.#minLength, encodings: options?.encodings !== false });
-    for (const { text } of forms) {
+    for (const { text, wraps } of forms) {
       const bytes = Buffer.from(text, 'utf8');
       const key = bytes.toString('latin1');
-      if (this.#patternIndex.has(key)) continue;
+      const known = this.#patternIndex.get(key);
+      if (known !== undefined) {
+        if (wraps && !this.#tolerant.has(known)) {
+          this.#tolerant.add(known);
+          this.#compiled = undefined;
+        }
+        continue;
+      }
+      if (wraps) this.#tolerant.add(this.#patterns.length);
       this.#patternIndex.set(key, this.#patterns.length);
       this.#patterns.push(bytes);
       this.#replacements.push(replacement);
@@ -90,7 +100,7 @@ export class Redactor {
   }
 
   #getCompiled(): CompiledPatterns {
-    this.#compiled ??= { matcher: new Matcher([...this.#patterns]), replacements: [...this.#replacements] };
+    this.#compiled ??= { matcher: new Matcher([...this.#patterns], [...this.#tolerant]), replacements: [...this.#replacements] };
     return this.#compiled;
   }
 }

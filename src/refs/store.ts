@@ -5,6 +5,7 @@
  */
 import { ExecgateError, describeValue } from '../errors';
 import { SecretValue } from './secret-value';
+import { suggestNames } from './suggest';
 import { isValidRefId, scanTokens } from './tokens';
 import { REF_KINDS, type RefKind, type RefSource, type RefToken } from './types';
 
@@ -30,6 +31,22 @@ export interface Resolution {
 export interface ResolveOptions {
   /** Accept `{{kind:id}}` (default true). */
   alias?: boolean;
+}
+
+/** A listing is a convenience: never wait long on a keyring that prompts for unlocking. */
+const SUGGEST_TIMEOUT_MS = 2_000;
+
+async function withTimeout(listing: Promise<readonly string[]>, ms: number): Promise<readonly string[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<readonly string[]>((resolve) => {
+    timer = setTimeout(() => resolve([]), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([listing.catch(() => []), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function getRefKey(kind: RefKind, id: string): string {
@@ -124,6 +141,18 @@ export class RefStore {
       }
     }
     return { kind, id, ref, found: false };
+  }
+
+  /**
+   * Names close to `id` that some source holds ("did you mean"), closest first, at most three.
+   * Listings only: no value is read. A source that cannot list within `timeoutMs` offers none.
+   */
+  async suggest(kind: RefKind, id: string, timeoutMs = SUGGEST_TIMEOUT_MS): Promise<string[]> {
+    const names: string[] = [];
+    for (const key of this.#memory.keys()) if (key.startsWith(`${kind}:`)) names.push(key.slice(kind.length + 1));
+    const listings = this.#sources.filter((source) => source.list && source.kinds.includes(kind)).map((source) => withTimeout(Promise.resolve().then(() => source.list!(kind)), timeoutMs));
+    for (const listed of await Promise.all(listings)) names.push(...listed);
+    return suggestNames(id, names);
   }
 
   /** Find every token in `command` and resolve each distinct reference once. */

@@ -16,6 +16,11 @@
  *   unquoted heredoc body ${NAME}       (quotes are literal text in a heredoc body)
  *   word of ${VAR:-...}   "${NAME}"      quoted, so a pattern (${VAR#...}) matches it literally
  *
+ * A token no source knew is passed on as the text it is (seed 004). Where it stands unquoted,
+ * bash would read its `<<` as a heredoc operator (and `{{`...`}}` could take part in brace
+ * expansion), so it is written single-quoted there: the program gets exactly the token's text.
+ * Elsewhere (in quotes, in a heredoc body, in the word of `${VAR:-...}`) it already is literal.
+ *
  * Only POSIX `${NAME}` expansions are written, so the script is the same for bash and sh. The
  * script text holds variable names and never a value. Substitution refuses with
  * EXECGATE_ERR_REF_UNSAFE_CONTEXT instead of guessing where no expansion fits (a quoted heredoc
@@ -30,11 +35,17 @@ import { readShell, type Placement, type RefusedContext, type ShellAnalysis } fr
 import { isTokenText } from './tokens';
 import type { RefToken } from './types';
 
-export interface Replacement {
-  readonly token: RefToken;
-  /** The child environment variable that holds the resolved value, e.g. `EXECGATE_REF_0`. */
-  readonly envName: string;
-}
+export type Replacement =
+  | {
+    readonly token: RefToken;
+    /** The child environment variable that holds the resolved value, e.g. `EXECGATE_REF_0`. */
+    readonly envName: string;
+  }
+  | {
+    readonly token: RefToken;
+    /** No source knew the reference: its text is passed on as written. */
+    readonly literal: true;
+  };
 
 const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -58,10 +69,13 @@ export function substituteTokens(command: string, replacements: readonly Replace
 
   let script = '';
   let cursor = 0;
-  sorted.forEach(({ token, envName }, index) => {
+  sorted.forEach((replacement, index) => {
+    const { token } = replacement;
     const placement = placements[index] as Placement;
     script += command.slice(cursor, token.start);
-    script += placement.kind === 'expand' ? expansionFor(placement.context, envName) : token.raw;
+    if (placement.kind !== 'expand') script += token.raw;
+    else if ('envName' in replacement) script += expansionFor(placement.context, replacement.envName);
+    else script += placement.context === 'unquoted' ? `'${token.raw}'` : token.raw;
     cursor = token.end;
   });
   return script + command.slice(cursor);
@@ -127,8 +141,10 @@ function validateReplacement(command: string, replacement: Replacement, index: n
   if (replacement === null || typeof replacement !== 'object') {
     throw invalid(`Expected replacement ${index} to be an object, got ${describeValue(replacement)}.`);
   }
-  const { token, envName } = replacement;
-  if (typeof envName !== 'string' || !ENV_NAME_PATTERN.test(envName)) {
+  const { token } = replacement;
+  const envName = 'envName' in replacement ? replacement.envName : undefined;
+  const literal = 'literal' in replacement && replacement.literal === true;
+  if (!literal && (typeof envName !== 'string' || !ENV_NAME_PATTERN.test(envName))) {
     throw invalid(
       `Expected the \`envName\` of replacement ${index} to be a shell variable name ([A-Za-z_][A-Za-z0-9_]*), got ${describeValue(envName)}.`,
     );

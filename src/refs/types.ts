@@ -37,4 +37,10 @@ export interface RefSource {
    * cannot answer; the error message must name the reference, never a value.
    */
   lookup(kind: RefKind, id: string): Promise<SourceAnswer> | SourceAnswer;
+  /**
+   * The names this source holds for `kind`, for "did you mean" after a reference no source knew.
+   * Names only, never values; optional. A source that cannot list returns no names (or throws:
+   * the listing is a convenience, and its failure is ignored).
+   */
+  list?(kind: RefKind): Promise<readonly string[]> | readonly string[];
 }

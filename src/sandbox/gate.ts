@@ -20,7 +20,7 @@ import { CLOSE_FDS, hasInheritedDescriptors } from '../exec/inherited-fds';
 import type { SpawnedProcess, Spawner, SpawnRequest } from '../exec/spawner/types';
 import { changed, type SandboxLaunch } from './launch';
 import { getBashGateScript, getGateScript } from './programs';
-import { findSandboxInit, verifySandbox, type SandboxCheck } from './verify';
+import { findSandboxInit, identifySandboxInit, verifySandbox, type SandboxCheck, type SandboxInit } from './verify';
 
 export const READY = 0x00;
 export const STARTED = 0x01;
@@ -137,10 +137,13 @@ export function abandon(child: SpawnedProcess): void {
 }
 
 /** The mount check, as an error when it fails; the sandbox's first process when it passes. */
-export function checkSandbox(pid: number, check: SandboxCheck): number {
+export function checkSandbox(pid: number, check: SandboxCheck): SandboxInit {
   const problem = verifySandbox(pid, check);
   if (problem !== undefined) throw mismatch(problem);
-  return findSandboxInit(pid) as number;
+  const found = findSandboxInit(pid);
+  const init = found === undefined ? undefined : identifySandboxInit(found);
+  if (init === undefined) throw mismatch('the sandbox\'s first process is not in a PID namespace of its own');
+  return init;
 }
 
 export type SandboxedRequest = SpawnRequest & { readonly sandbox: SandboxLaunch };

@@ -1,6 +1,6 @@
 /*
  * The OS sandbox of every run (Linux: bubblewrap). See plan.ts for how it joins the one path.
  */
-export { planSandbox, type SandboxContext, type SandboxedCommand, type SandboxReport } from './plan';
+export { checkSandboxCwd, planSandbox, type SandboxContext, type SandboxedCommand, type SandboxReport } from './plan';
 export { checkPlatform, resetPlatformCache, type PlatformCheck } from './detect';
 export { SharedNetwork } from './network';

@@ -47,8 +47,8 @@ export interface RenderedLaunch {
 export const ARGS_FD = 3;
 
 /**
- * The whole step, with nothing from outside but `fs`: the spawn helper (a separate Node process
- * fed its program as text) runs this very function's source (see exec/spawner/program.ts).
+ * The whole step, with nothing from outside but `fs`: the spawn helper (a separate Node process,
+ * src/programs/spawn-helper.js) requires this compiled module and runs it too.
  * Throws an Error with `code` EXECGATE_ERR_SANDBOX_PATH and `path` when a path changed.
  */
 export function renderSandboxLaunch(fs: typeof import('node:fs'), launch: { launcher: readonly string[]; options: readonly string[] }, program: readonly string[]): RenderedLaunch {

@@ -11,7 +11,7 @@
  * The writable roots are fixed for the gateway (`cwd.roots`, else the gateway's own working
  * directory), never chosen by a request: a run's working directory is entered inside the sandbox,
  * and one outside every writable root is read-only there (one in the host's temp directory, which
- * runs do not otherwise see, is bound in read-only). So no path that bubblewrap mounts by name has
+ * runs do not see, is refused: nothing of the host's /tmp is ever mounted in). So no path that bubblewrap mounts by name has
  * an ancestor inside a writable root of any run of the gateway, except the hidden and read-only
  * paths inside a root, whose ancestors are pinned (below). A writable path inside another is
  * dropped: the outer bind carries it.
@@ -30,7 +30,7 @@
  * The policy files in force (and their `extends` chain) are read-only inside for the same
  * reason: a run must not rewrite the policy a watching gateway reloads.
  */
-import { mkdirSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { ExecgateError } from '../errors';
@@ -204,11 +204,19 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   // looks for it there.
   const hiddenWanted = new Set<string>([input.home, join(userHome, '.execgate')]);
   if (input.auditPath) {
-    // The log's directory also holds its rotated files, chain state and lock; hide the file
-    // alone only where its directory is a place the run works in.
+    // The log's directory also holds its rotated files, chain state and lock. Where that
+    // directory is a place the run works in, the log's own files are hidden one by one: the
+    // active file and every file whose name continues it (`audit.log.lock`, the rotated
+    // `audit.log.<time>`) that exists when the run starts.
     const dir = dirname(input.auditPath);
-    const inWorkArea = isInside(input.cwd, dir) || input.roots.some((root) => isInside(root, dir));
-    hiddenWanted.add(inWorkArea ? input.auditPath : dir);
+    const inWorkArea = isInside(input.cwd, dir) || input.roots.some((root) => isInside(root, dir)) || isInside(input.workspace, dir);
+    if (inWorkArea) {
+      hiddenWanted.add(input.auditPath);
+      const prefix = `${basename(input.auditPath)}.`;
+      for (const name of listDir(dir)) if (name.startsWith(prefix)) hiddenWanted.add(join(dir, name));
+    } else {
+      hiddenWanted.add(dir);
+    }
   }
   const bus = getBusPaths(env.DBUS_SESSION_BUS_ADDRESS);
   for (const path of bus.paths) hiddenWanted.add(path);
@@ -221,12 +229,35 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
 
   const hidden: HiddenPath[] = [];
   const seen = new Set<string>();
+  // Where a run can write (the workspace, often the home directory) it can replace a credential
+  // path with a symlink: to /proc/self, which is a different directory for the gateway than for
+  // anyone else, or to the workspace itself, which cannot be hidden from the run working in it.
+  // Hiding the target would make every later run fail to set up (a denial of service one run
+  // plants for all). A name that a symlink leads to such a place is skipped (and reported):
+  // there is nothing of the user's there to hide. The gateway's own state and audit log are
+  // never skipped.
+  const kept = new Set([input.home, ...(input.auditPath ? [input.auditPath, dirname(input.auditPath)] : [])]);
+  const workAreas = [...input.roots, ...(input.roots.length > 0 ? [] : [input.workspace])].map((w) => real(w) ?? w);
+  const plantedTarget = (wanted: string, path: string): boolean => {
+    if (kept.has(wanted) || (path !== '/' && !['/proc', '/sys', '/dev'].some((root) => isInside(path, root)) && !workAreas.some((w) => isInside(w, path)))) return false;
+    // A symlink a run could have made: the name itself is one, in a directory a run can write.
+    const parent = real(dirname(wanted));
+    try {
+      return lstatSync(wanted).isSymbolicLink() && parent !== undefined && workAreas.some((w) => isInside(parent, w));
+    } catch {
+      return false;
+    }
+  };
   for (const wanted of hiddenWanted) {
     const path = real(wanted);
     if (path === undefined) {
       // Reported for what a policy listed; the built-in credential list mostly does not exist.
       const listed = settings.filesystem.hidden.filter((p) => !DEFAULT_HIDDEN_PATHS.includes(p));
       if (listed.some((p) => expand(p, userHome) === wanted)) skipped.push(wanted);
+      continue;
+    }
+    if (plantedTarget(wanted, path)) {
+      skipped.push(`${wanted} (a symlink to ${path})`);
       continue;
     }
     if (seen.has(path) || path === '/') continue;
@@ -318,10 +349,19 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   const inPrivateTmp = (path: string): boolean =>
     privateTmp.some((t) => isInside(path, t) && !writable.some((w) => w !== t && isInside(w, t) && isInside(path, w)));
   // The working directory is entered inside the sandbox. Outside every writable path it is
-  // read-only; in a private temp directory it would not exist at all, so it is bound in,
-  // read-only (its ancestors there are out of every run's reach: each run has a /tmp of its own).
+  // read-only. In a private temp directory (and outside every writable root there) it would not
+  // exist inside at all, and binding it in, even read-only, would hand the run whatever lives
+  // in it: every user's and program's sockets (a terminal multiplexer's, an agent's), which a
+  // read-only mount does not stop anyone from connecting to. So it is refused.
   const cwdWritable = writable.some((w) => isInside(cwd, w)) || privateTmp.includes(cwd);
-  if (!cwdWritable && inPrivateTmp(cwd) && !readOnly.includes(cwd)) readOnly.push(cwd);
+  if (!cwdWritable && inPrivateTmp(cwd)) {
+    const t = privateTmp.find((p) => isInside(cwd, p)) as string;
+    throw new ExecgateError(
+      'EXECGATE_ERR_SANDBOX_PATH',
+      `The working directory ${input.cwd} is inside the temp directory ${t}, which every sandboxed run gets a private, empty copy of; the host's ${t} (and the sockets in it) is never mounted in. Run the command in the workspace or under a writable root, or add ${cwd} to \`cwd.roots\`. Nothing was run.`,
+      { cwd: input.cwd, temp: t },
+    );
+  }
   // execgate's own files (the egress bridge and its preload, the CLI a nested `execgate` runs)
   // must be readable inside: where a private temp directory would hide them, they are bound
   // back read-only.
@@ -367,6 +407,14 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
     cwd,
     cwdWritable,
   });
+}
+
+function listDir(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
 }
 
 function identify(stats: Stats): string {

@@ -101,6 +101,26 @@ function unavailable(reason: string): ExecgateError {
   );
 }
 
+/**
+ * Whether a run could work in `cwd` under these settings: the file-system checks a plan makes
+ * (hidden paths, the host's temp directory, runtime directories), without planning a run. The
+ * MCP bash tool asks before it follows a `cd` made inside a run.
+ */
+export function checkSandboxCwd(input: Omit<SandboxInput, 'pty' | 'ownNetwork'>): void {
+  if (input.settings.mode === 'off') return;
+  getFilesystemView({
+    settings: input.settings,
+    home: input.context.home,
+    auditPath: input.context.auditPath,
+    cwd: input.cwd,
+    roots: input.roots,
+    workspace: input.workspace,
+    env: input.env,
+    userHome: homedir(),
+    stateIdentity: input.context.stateIdentity,
+  });
+}
+
 export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand> {
   const { settings } = input;
   if (settings.mode === 'off') {

@@ -1,11 +1,13 @@
 /*
- * The small programs a sandboxed run starts with (src/programs/, copied to dist/programs/ by the
- * build): real files that shellcheck reads, loaded here once as the text bubblewrap's shell gets
- * with `-c` (full-line comments dropped: they would only lengthen that argv). The seccomp filter
- * is a file too, handed to bubblewrap on a descriptor.
+ * The small programs execgate starts (src/programs/, copied to dist/programs/ by the build): the
+ * gates and the warm stub a sandboxed run starts with, the egress bridges, the watchdog, the
+ * spawn helper. Real files that shellcheck and the linter read; the shell and bridge programs are
+ * loaded here once as the text a `bash -c` or `node -e` gets (a shell program's full-line
+ * comments dropped: they would only lengthen that argv). The seccomp filter is a file too,
+ * handed to bubblewrap on a descriptor.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 /** src/programs next to src/sandbox, or dist/programs next to dist/sandbox. */
 export const PROGRAMS_DIR = join(__dirname, '..', 'programs');
@@ -15,10 +17,9 @@ const cache = new Map<string, string>();
 function load(name: string): string {
   let text = cache.get(name);
   if (text === undefined) {
-    text = readFileSync(join(PROGRAMS_DIR, name), 'utf8')
-      .split('\n')
-      .filter((line) => line.trim() !== '' && !line.trimStart().startsWith('#'))
-      .join('\n');
+    text = readFileSync(join(PROGRAMS_DIR, name), 'utf8');
+    if (/\.(sh|bash)$/.test(name)) text = text.split('\n').filter((line) => line.trim() !== '' && !line.trimStart().startsWith('#')).join('\n');
+    else text = text.replace(/^\/\*[\s\S]*?\*\/\n/, '');
     cache.set(name, text);
   }
   return text;
@@ -36,6 +37,15 @@ function asExactBash(script: string, closeFds: string): string {
   const exact = script.replace(/^exec "\$@"$/m, 'exec /usr/bin/env -i -- "${__execgate_env[@]}" "$@"');
   if (exact === script) throw new Error('a program to be run as exact bash must end with exec "$@"');
   return `mapfile -d '' __execgate_env </proc/self/environ\n${closeFds}\n${exact}`;
+}
+
+/**
+ * A program run as a file (node `require`s what sits beside it in dist/): dist/programs/NAME,
+ * also when this module runs from its TypeScript source (tests run the built copy).
+ */
+export function getProgramFile(name: string): string {
+  const here = join(PROGRAMS_DIR, name);
+  return basename(dirname(PROGRAMS_DIR)) === 'dist' ? here : join(PROGRAMS_DIR, '..', '..', 'dist', 'programs', name);
 }
 
 /** The cold gate for runs on pipes (POSIX sh). */
@@ -61,6 +71,21 @@ export function getPtyLaunchScript(closeFds: string): string {
 /** The waiting bash of a warm sandbox. */
 export function getWarmStubScript(): string {
   return load('warm-stub.bash');
+}
+
+/** The watchdog that ends a dead gateway's runs (bash). */
+export function getWatchdogScript(): string {
+  return load('watchdog.bash');
+}
+
+/** The egress bridge a run with a network namespace of its own starts its shell through (node). */
+export function getRunBridgeSource(): string {
+  return load('egress-run-bridge.js');
+}
+
+/** The egress bridge shared by a gateway's runs in its network namespace (node). */
+export function getSharedBridgeSource(): string {
+  return load('egress-shared-bridge.js');
 }
 
 /** Kernel architecture names (uname -m) to the filter files generated for them. */

@@ -18,7 +18,7 @@
  *   - each writable root is the directory (device and inode) the plan was made for.
  * A mismatch is described in words (for the error and the audit record) and nothing runs.
  */
-import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { isInside } from '../fs/paths';
 
@@ -77,6 +77,52 @@ export function findSandboxInit(launcherPid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A sandbox's first process as the gateway saw it at the gate: its pid, its PID namespace and
+ * its start time. A pid alone is not an identity: once the sandbox has ended, the number can be
+ * handed to any process (the gateway's own namespace included), and signalling "its namespace"
+ * would then signal the host.
+ */
+export interface SandboxInit {
+  readonly pid: number;
+  /** `readlink /proc/PID/ns/pid` at the gate. */
+  readonly namespace: string;
+  /** Field 22 of `/proc/PID/stat` (clock ticks since boot) at the gate. */
+  readonly start: string;
+}
+
+/** Start time of a live process (a zombie has ended: its namespace is going with it). */
+function startTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[0] === 'Z' || fields[0] === 'X' ? undefined : fields[19];
+  } catch {
+    return undefined;
+  }
+}
+
+let ownNamespace: string | undefined;
+
+/** Reads the identity of `pid` as a sandbox's init; undefined when it is not one (gone, or in this process's own PID namespace). */
+export function identifySandboxInit(pid: number): SandboxInit | undefined {
+  try {
+    ownNamespace ??= readlinkSync('/proc/self/ns/pid');
+    const namespace = readlinkSync(`/proc/${pid}/ns/pid`);
+    const start = startTime(pid);
+    if (namespace === ownNamespace || start === undefined) return undefined;
+    return Object.freeze({ pid, namespace, start });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `init` is still the process the gate saw (same pid, namespace and start time). */
+export function isSameInit(init: SandboxInit): boolean {
+  const now = identifySandboxInit(init.pid);
+  return now !== undefined && now.namespace === init.namespace && now.start === init.start;
 }
 
 /** The host paths a mount of a host file system shows: one per host mount of that device it lies under. */

@@ -9,6 +9,17 @@
  * dynamic option of a wrapper or a dynamic script leaves the command uncertain, and a dynamic
  * word where bash evaluates a value is a sink (a token anywhere could reach it through a variable).
  * What an interpreter other than a shell does with its arguments (`python -c`) is its own meaning.
+ *
+ * Wrappers are read as their own option parsers read their arguments (getopt's clusters,
+ * attached and separate values, long options and their abbreviations, options after operands
+ * where GNU getopt permutes them), so that no spelling moves the wrapped command out of sight.
+ * Programs that paste data into a command line a shell runs (`xargs -I{} sh -c '...{}...'`,
+ * `find -exec sh -c '...{}...'`, `parallel`) are read with that data as a word known only at
+ * run time: a script holding it is code known only at run time.
+ *
+ * Every variable a command sets (a leading or lone `NAME=value`, `export`, `declare`, `env
+ * NAME=value`, `read`, `printf -v`, ...) is reported, so that a policy can refuse a text that
+ * points a program at other code or configuration (`PATH=. git`).
  */
 
 export interface Evaluation {
@@ -43,51 +54,113 @@ export interface CommandReport {
   attribute(name: string, kind: 'integer' | 'array' | 'reference'): void;
   /** NAME may hold a value known only at run time (a reference's value among them). */
   taint(name: string): void;
+  /** The command sets (or exports, or unsets) NAME; null: a variable known only at run time. */
+  variable(name: string | null, at: CommandWord, how: string): void;
 }
 
-/** A wrapper: options taking a value, options whose value (or the rest) is code, operands before the command, or all of it code. */
+/**
+ * A program that runs another command, as its option parser reads its arguments:
+ * `valued` options take a value (the rest of the word or the next word), `optional` ones only an
+ * attached value (`-dX`, `--name=X`), `code` ones a shell script, `shell` flags hand the operands
+ * to a shell as one command line (`sudo -s`), and `flags` are the long options that take no value
+ * (listed so that an abbreviation such as `--comm` resolves as getopt_long resolves it).
+ * `permute`: the GNU getopt default, options may follow operands until `--` (su, runuser,
+ * script); otherwise options end at the first operand. `positional`: operands before the command.
+ * `all`: every operand is code (run through a shell) or a remote command line. `form`: programs
+ * whose operands need their own reading (below).
+ */
 interface Wrapper {
   readonly kind: 'wrapper';
-  readonly valued: string[];
-  readonly code?: string[];
+  readonly valued: readonly string[];
+  readonly optional?: readonly string[];
+  readonly code?: readonly string[];
+  readonly shell?: readonly string[];
+  readonly flags?: readonly string[];
+  readonly permute?: boolean;
   readonly positional?: number;
   readonly all?: 'code' | 'remote';
+  /** `NAME=value` words before the command set variables for it (sudo). */
+  readonly assignments?: boolean;
+  readonly form?: 'env' | 'xargs' | 'su' | 'script' | 'flock' | 'watch' | 'ssh' | 'parallel' | 'shell-when-empty';
 }
 type Kind = { kind: 'shell' } | Wrapper | { kind: 'builtin' };
 
 const shell = (): Kind => ({ kind: 'shell' });
 const wrap = (valued: string[] = [], extra: Omit<Wrapper, 'kind' | 'valued'> = {}): Kind => ({ kind: 'wrapper', valued, ...extra });
 
+const SU_OPTIONS: Omit<Wrapper, 'kind' | 'valued'> = {
+  code: ['-c', '--command', '--session-command'],
+  flags: ['--fast', '--login', '--preserve-environment', '--pty', '--help', '--version'],
+  permute: true,
+  form: 'su',
+};
+const SU_VALUED = ['-g', '-G', '-s', '-w', '--group', '--supp-group', '--shell', '--whitelist-environment'];
+
 /** Programs, by base name. */
 const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
   ...['sh', 'bash', 'rbash', 'dash', 'zsh', 'ksh', 'ksh93', 'mksh', 'pdksh', 'ash', 'yash', 'posh', 'lksh', 'oksh', 'loksh', 'fish', 'csh', 'tcsh'].map((name): [string, Kind] => [name, shell()]),
-  ...['command', 'builtin', 'nohup', 'setsid', 'unbuffer', 'chronic'].map((name): [string, Kind] => [name, wrap()]),
+  ...['command', 'builtin', 'unbuffer', 'chronic'].map((name): [string, Kind] => [name, wrap()]),
+  ['nohup', wrap([], { flags: ['--help', '--version'] })],
+  ['setsid', wrap([], { flags: ['--ctty', '--fork', '--wait', '--help', '--version'] })],
   ...['chrt', 'taskset'].map((name): [string, Kind] => [name, wrap([], { positional: 1 })]),
-  ...['parallel', 'tmux', 'screen'].map((name): [string, Kind] => [name, wrap([], { all: 'code' })]),
+  ...['parallel', 'sem'].map((name): [string, Kind] => [name, wrap([], { form: 'parallel' })]),
+  ...['tmux', 'screen'].map((name): [string, Kind] => [name, wrap([], { all: 'code' })]),
   ['exec', wrap(['-a'])],
   ['time', wrap(['-f', '--format', '-o', '--output'])],
-  ['env', wrap(['-u', '--unset', '-C', '--chdir', '-P', '--default-signal', '--ignore-signal', '--block-signal'], { code: ['-S', '--split-string'] })],
-  ['nice', wrap(['-n', '--adjustment'])],
-  ['ionice', wrap(['-c', '-n', '-p', '-P', '-u', '--class', '--classdata'])],
-  ['timeout', wrap(['-s', '-k', '--signal', '--kill-after'], { positional: 1 })],
-  ['stdbuf', wrap(['-i', '-o', '-e', '--input', '--output', '--error'])],
-  ['xargs', wrap(['-I', '-n', '-P', '-d', '-s', '-L', '-a', '-E', '--max-args', '--max-procs', '--delimiter', '--arg-file', '--max-chars', '--max-lines', '--eof', '--process-slot-var'])],
-  ['sudo', wrap(['-u', '-g', '-C', '-D', '-h', '-p', '-r', '-t', '-U', '-R', '-T', '--user', '--group', '--chdir', '--prompt', '--host', '--role', '--type', '--close-from', '--other-user', '--chroot', '--command-timeout'], { code: ['-s', '-i', '--shell', '--login'] })],
-  ['doas', wrap(['-u', '-C'], { code: ['-s'] })],
-  ['pkexec', wrap(['--user'])],
-  ['su', wrap(['-g', '-G', '-s', '-w', '--group', '--supp-group', '--shell', '--whitelist-environment'], { code: ['-c', '--command', '--session-command'], all: 'code' })],
-  ['runuser', wrap(['-u', '-g', '-G', '-s', '-w', '--user', '--group', '--supp-group', '--shell'], { code: ['-c', '--command', '--session-command'] })],
+  ['env', wrap(['-u', '--unset', '-C', '--chdir'], {
+    code: ['-S', '--split-string'],
+    optional: ['--block-signal', '--default-signal', '--ignore-signal'],
+    flags: ['--ignore-environment', '--null', '--list-signal-handling', '--debug', '--help', '--version'],
+    form: 'env',
+  })],
+  ['nice', wrap(['-n', '--adjustment'], { flags: ['--help', '--version'] })],
+  ['ionice', wrap(['-c', '-n', '-p', '-P', '-u', '--class', '--classdata', '--pid', '--pgid', '--uid'], { flags: ['--ignore', '--help', '--version'] })],
+  ['timeout', wrap(['-s', '-k', '--signal', '--kill-after'], { positional: 1, flags: ['--preserve-status', '--foreground', '--verbose', '--help', '--version'] })],
+  ['stdbuf', wrap(['-i', '-o', '-e', '--input', '--output', '--error'], { flags: ['--help', '--version'] })],
+  ['xargs', wrap(['-a', '-d', '-E', '-I', '-L', '-n', '-P', '-s', '--arg-file', '--delimiter', '--max-lines', '--max-args', '--max-procs', '--max-chars', '--process-slot-var'], {
+    optional: ['-i', '-e', '-l', '--replace', '--eof'],
+    flags: ['--null', '--open-tty', '--interactive', '--no-run-if-empty', '--show-limits', '--verbose', '--exit', '--help', '--version'],
+    form: 'xargs',
+  })],
+  ['sudo', wrap(['-a', '-C', '-c', '-D', '-g', '-p', '-R', '-r', '-T', '-t', '-U', '-u', '--auth-type', '--close-from', '--login-class', '--chdir', '--group', '--host', '--prompt', '--chroot', '--role', '--command-timeout', '--type', '--other-user', '--user'], {
+    optional: ['-h', '--preserve-env'],
+    shell: ['-s', '-i', '--shell', '--login'],
+    assignments: true,
+    flags: ['--askpass', '--background', '--bell', '--edit', '--help', '--set-home', '--remove-timestamp', '--reset-timestamp', '--list', '--non-interactive', '--preserve-groups', '--stdin', '--validate', '--version'],
+  })],
+  ['doas', wrap(['-a', '-C', '-u'], { shell: ['-s'] })],
+  ['pkexec', wrap(['--user'], { flags: ['--disable-internal-agent', '--keep-cwd', '--help', '--version'] })],
+  ['su', wrap(SU_VALUED, SU_OPTIONS)],
+  ['runuser', wrap([...SU_VALUED, '-u', '--user'], SU_OPTIONS)],
   ['sg', wrap([], { all: 'code' })],
   ['fakeroot', wrap(['-l', '-s', '-i', '--lib', '--faked'])],
-  ['chroot', wrap(['--userspec', '--groups'], { positional: 1 })],
-  ['unshare', wrap(['--map-user', '--map-group', '--setuid', '--setgid', '-S', '-G', '-R', '-w', '--root', '--wd'])],
+  ['chroot', wrap(['--userspec', '--groups'], { positional: 1, flags: ['--skip-chdir', '--help', '--version'], form: 'shell-when-empty' })],
+  ['unshare', wrap(['-R', '-w', '-S', '-G', '--map-user', '--map-group', '--map-users', '--map-groups', '--propagation', '--setgroups', '--root', '--wd', '--setuid', '--setgid', '--monotonic', '--boottime'], {
+    optional: ['-m', '-u', '-i', '-n', '-p', '-U', '-C', '-T', '--mount', '--uts', '--ipc', '--net', '--pid', '--user', '--cgroup', '--time', '--kill-child', '--mount-proc', '--load-interp'],
+    flags: ['--fork', '--map-root-user', '--map-current-user', '--map-auto', '--keep-caps', '--help', '--version'],
+    form: 'shell-when-empty',
+  })],
   ['nsenter', wrap(['-t', '-S', '-G', '-r', '-w', '--target', '--setuid', '--setgid', '--root', '--wd'])],
   ['strace', wrap(['-e', '-o', '-p', '-u', '-s', '-E', '-a', '-b', '-I', '-O', '-P', '-S', '-X'])],
   ['ltrace', wrap(['-e', '-o', '-p', '-u', '-s', '-a', '-n', '-l'])],
-  ['flock', wrap(['-w', '-E', '--timeout', '--conflict-exit-code'], { code: ['-c', '--command'], positional: 1 })],
-  ['script', wrap(['-E', '-I', '-O', '-B', '-T', '--echo', '--log-in', '--log-out', '--log-io', '--log-timing'], { code: ['-c', '--command'], all: 'code' })],
-  ['watch', wrap(['-n', '-d', '-q', '--interval', '--differences'], { all: 'code' })],
-  ['ssh', wrap(['-b', '-c', '-D', '-E', '-e', '-F', '-I', '-i', '-J', '-L', '-l', '-m', '-O', '-o', '-p', '-Q', '-R', '-S', '-W', '-w', '-B', '-P'], { all: 'remote' })],
+  ['flock', wrap(['-w', '-E', '--timeout', '--wait', '--conflict-exit-code'], {
+    code: ['-c', '--command'],
+    flags: ['--shared', '--exclusive', '--unlock', '--nonblock', '--nb', '--close', '--no-fork', '--verbose', '--help', '--version'],
+    form: 'flock',
+  })],
+  ['script', wrap(['-E', '-I', '-O', '-B', '-T', '-m', '-o', '--echo', '--log-in', '--log-out', '--log-io', '--log-timing', '--logging-format', '--output-limit'], {
+    code: ['-c', '--command'],
+    optional: ['-t', '--timing'],
+    flags: ['--append', '--return', '--flush', '--force', '--quiet', '--help', '--version'],
+    permute: true,
+    form: 'script',
+  })],
+  ['watch', wrap(['-n', '-q', '--interval', '--equexit'], {
+    optional: ['-d', '--differences'],
+    flags: ['--beep', '--color', '--no-color', '--errexit', '--chgexit', '--precise', '--no-title', '--no-wrap', '--exec', '--help', '--version'],
+    form: 'watch',
+  })],
+  ['ssh', wrap(['-B', '-b', '-c', '-D', '-E', '-e', '-F', '-I', '-i', '-J', '-L', '-l', '-m', '-O', '-o', '-P', '-p', '-Q', '-R', '-S', '-W', '-w'], { all: 'remote', form: 'ssh' })],
   ...['eval', 'trap', 'let', 'declare', 'typeset', 'local', 'export', 'readonly', 'read', 'unset', 'mapfile', 'readarray', 'printf', 'getopts', 'wait', 'test', '[', 'complete', 'compgen', 'compopt', 'bind', 'alias', 'fc', 'shopt', 'enable'].map((name): [string, Kind] => [name, { kind: 'builtin' }]),
 ]);
 
@@ -96,7 +169,6 @@ const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FU
 /** Shell variables whose assignment bash evaluates as arithmetic. */
 const ARITHMETIC_VARIABLES = new Set(['RANDOM', 'SRANDOM', 'OPTIND', 'HISTCMD', 'LINENO', 'SECONDS', 'BASH_ARGV0', 'COLUMNS', 'LINES', 'HISTSIZE', 'HISTFILESIZE', 'TMOUT']);
 const SHELL_VALUED = ['-o', '+o', '-O', '+O', '--rcfile', '--init-file'];
-const SHELL_FLAGS = ['-s', '-i', '--shell', '--login'];
 const FIND_EXEC = ['-exec', '-execdir', '-ok', '-okdir'];
 const MAX_HOPS = 32;
 
@@ -105,13 +177,14 @@ const baseName = (text: string): string => text.slice(text.lastIndexOf('/') + 1)
 /** Read one simple command (its words in order, assignments and redirections' targets left out of nothing). */
 export function readCommand(words: readonly CommandWord[], report: CommandReport): void {
   let index = 0;
-  for (; index < words.length && words[index]!.assignment !== null; index += 1) readAssignment(words, index, report, false);
+  for (; index < words.length && words[index]!.assignment !== null; index += 1) readAssignment(words, index, report, false, 'assignment');
   readFrom(words, index, words.length, report, undefined, 0);
 }
 
-function readAssignment(words: readonly CommandWord[], index: number, report: CommandReport, declaration: boolean): void {
+function readAssignment(words: readonly CommandWord[], index: number, report: CommandReport, declaration: boolean, how: string): void {
   const word = words[index]!;
   const name = word.assignment as string;
+  report.variable(name, word, how);
   if (CODE_VARIABLES.test(name)) {
     report.refuse(index, index + 1, { context: 'evaluated', reason: `bash runs or expands the value of \`${name}\` as code` });
     if (word.text === null) report.sink(`\`${name}\` is set from a value known only at run time`, word);
@@ -228,43 +301,228 @@ function readShellCommand(words: readonly CommandWord[], from: number, to: numbe
   }
 }
 
+interface ParsedOption {
+  readonly option: string;
+  readonly value: CommandWord | string | null;
+  /** The word that holds the value (the option's own word when attached). */
+  readonly at: number;
+}
+
+interface Parsed {
+  readonly options: readonly ParsedOption[];
+  /** Indices of the operands, in order (after `--`, every word is one). */
+  readonly operands: readonly number[];
+  /** The first word known only at run time where an option could stand, or -1. */
+  readonly dynamic: number;
+  /** An abbreviated long option that fits several (getopt_long refuses it), or null. */
+  readonly ambiguous: string | null;
+}
+
+/** `--comm` is `--command` when no other long option starts so (getopt_long). */
+function resolveLong(written: string, longs: readonly string[]): string | null {
+  if (longs.includes(written)) return written;
+  const candidates = longs.filter((option) => option.startsWith(written));
+  if (candidates.length === 1) return candidates[0]!;
+  return candidates.length === 0 ? written : null;
+}
+
+/** A wrapper's arguments as its option parser reads them (see Wrapper). */
+function parseOptions(words: readonly CommandWord[], from: number, to: number, spec: Wrapper): Parsed {
+  const valued = new Set([...spec.valued, ...(spec.code ?? [])]);
+  const optional = new Set(spec.optional ?? []);
+  const longs = [...valued, ...optional, ...(spec.shell ?? []), ...(spec.flags ?? [])].filter((option) => option.startsWith('--'));
+  const options: ParsedOption[] = [];
+  const operands: number[] = [];
+  let dynamic = -1;
+  let ambiguous: string | null = null;
+  let i = from;
+  for (; i < to; i += 1) {
+    const text = words[i]!.text;
+    if (text === null || !text.startsWith('-') || text === '-') {
+      if (text === null && dynamic < 0) dynamic = i;
+      if (!spec.permute) break;
+      operands.push(i);
+      continue;
+    }
+    if (text === '--') {
+      i += 1;
+      break;
+    }
+    if (text.startsWith('--')) {
+      const equals = text.indexOf('=');
+      const option = resolveLong(equals < 0 ? text : text.slice(0, equals), longs);
+      if (option === null) ambiguous ??= text;
+      else if (equals >= 0) options.push({ option, value: text.slice(equals + 1), at: i });
+      else if (valued.has(option)) options.push({ option, value: words[i + 1] ?? null, at: (i += 1) });
+      else options.push({ option, value: null, at: i });
+      continue;
+    }
+    // A short cluster: letters up to the first that takes a value (the rest of the word, or the
+    // next word; an optional value only the rest of the word).
+    for (let k = 1; k < text.length; k += 1) {
+      const option = `-${text[k]}`;
+      if (valued.has(option)) {
+        if (k + 1 < text.length) options.push({ option, value: text.slice(k + 1), at: i });
+        else options.push({ option, value: words[i + 1] ?? null, at: (i += 1) });
+        break;
+      }
+      if (optional.has(option) && k + 1 < text.length) {
+        options.push({ option, value: text.slice(k + 1), at: i });
+        break;
+      }
+      options.push({ option, value: null, at: i });
+    }
+  }
+  for (; i < to; i += 1) operands.push(i);
+  return { options, operands, dynamic, ambiguous };
+}
+
+/** A report for a list of words built in place of a command's own: refusals go to the words they came from (`map`, -1: none). */
+function mapReport(report: CommandReport, map: readonly number[]): CommandReport {
+  return {
+    ...report,
+    refuse: (from, to, evaluation) => {
+      for (let i = from; i < to; i += 1) {
+        const target = map[i] ?? -1;
+        if (target >= 0) report.refuse(target, target + 1, evaluation);
+      }
+    },
+    assigned: (name, word, declaration) => {
+      const target = map[word] ?? -1;
+      if (target >= 0) report.assigned(name, target, declaration);
+    },
+  };
+}
+
+/** Words read in place of a command's own, with where each came from. */
+interface View {
+  readonly words: CommandWord[];
+  readonly map: number[];
+}
+
+const viewOf = (words: readonly CommandWord[], indices: readonly number[]): View => ({ words: indices.map((index) => words[index]!), map: [...indices] });
+
+/** A word that a program fills in when it runs (an input item, a file name). */
+const runTimeWord = (at: CommandWord, raw: string): CommandWord => ({ text: null, start: at.start, end: at.end, assignment: null, raw });
+
+function readView(view: View, report: CommandReport, via: string, hops: number): void {
+  readFrom(view.words, 0, view.words.length, mapReport(report, view.map), via, hops + 1);
+}
+
+/** Refuse everything from `index` on: an option known only at run time may change how the rest is read. */
+function unsureFrom(words: readonly CommandWord[], index: number, to: number, report: CommandReport, name: string): void {
+  const reason = `\`${name}\` gets an option or operand known only at run time, which may change what the rest of its arguments are`;
+  report.uncertain(reason, words[index]!);
+  report.sink(reason, words[index]!);
+  report.refuse(index, to, { context: 'uncertain', reason });
+}
+
 function readWrapper(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string, spec: Wrapper, hops: number): void {
-  let codeFound = false;
-  // `sudo -s` / `-i` take no value: they hand the rest of the command to a shell.
-  const valued = [...spec.valued, ...(spec.code ?? []).filter((option) => !SHELL_FLAGS.includes(option))];
-  let start = skipOptions(words, from + 1, to, valued, (option, value, at) => {
-    if (!(spec.code ?? []).includes(option)) return;
-    codeFound = true;
+  const first = words[from]!;
+  const parsed = parseOptions(words, from + 1, to, spec);
+  if (parsed.ambiguous !== null) report.uncertain(`\`${name}\` gets \`${parsed.ambiguous}\`, an abbreviation of several of its options`, first);
+  const { operands } = parsed;
+  const positional = spec.positional ?? 0;
+  // A word known only at run time could be an option (`-c`, `-v`) that moves the command or
+  // makes the next word code; only a command name in its place is read as such (readFrom).
+  if (parsed.dynamic >= 0 && (spec.permute || operands.indexOf(parsed.dynamic) < positional || spec.form === 'flock' || spec.form === 'ssh')) {
+    return unsureFrom(words, parsed.dynamic, to, report, name);
+  }
+  let code = false;
+  let shellFlag = false;
+  for (const { option, value, at } of parsed.options) {
+    if (spec.shell?.includes(option)) shellFlag = true;
+    if (!spec.code?.includes(option) || spec.form === 'env') continue;
+    code = true;
     codeValue(value, at, words, report, `${name} ${option}`);
-  });
-  if (spec.all === 'remote') {
-    // The host, then the command line the remote shell parses (or its input).
-    report.refuse(start + 1, to, { context: 'remote-command', reason: 'ssh hands its command line to the remote shell, which parses it' });
-    report.input({ context: 'remote-command', reason: 'ssh may hand its input to the remote shell, which parses it' });
-    if (start + 1 < to) report.uncertain('ssh runs a command on another host, which the policy cannot see', words[from]!);
-  } else if (codeFound && (name === 'sudo' || name === 'doas')) {
-    // `sudo -s CMD` hands the words to a shell as one command line.
-    codeWords(words, start, to, report, { context: 'shell-script', reason: `\`${name} -s\` / \`-i\` hands its command to a shell` }, name, `\`${name} -s\` runs a command line known only at run time`, words[from]!, false);
-  } else if (codeFound) {
+  }
+  switch (spec.form) {
+    case 'env':
+      return readEnv(words, from, to, parsed, report, spec, hops);
+    case 'xargs':
+      return readXargs(words, parsed, report, hops);
+    case 'su':
+      return readSu(words, parsed, report, name, code, hops);
+    case 'script':
+      // Without -c: an interactive shell reading its input (the operand is the log file).
+      if (!code) report.input({ context: 'shell-script', reason: '`script` starts a shell that reads this input' });
+      return;
+    case 'flock':
+      return readFlock(words, to, operands, report, code, hops);
+    case 'watch':
+      if (parsed.options.some(({ option }) => option === '-x' || option === '--exec')) return readView(viewOf(words, operands), report, name, hops);
+      if (operands.length > 0) codeWords(words, operands[0]!, to, report, { context: 'shell-script', reason: '`watch` runs its arguments through `sh -c`' }, name, '`watch` runs a command line known only at run time', first, true);
+      return;
+    case 'ssh':
+      return readSsh(words, from, to, parsed, report, spec);
+    case 'parallel':
+      return readParallel(words, to, operands, report, first);
+    default:
+  }
+  if (shellFlag) {
+    // `sudo -s CMD` / `doas -s`: the words go to a shell as one command line; none, an interactive shell.
+    if (operands.length === 0) report.input({ context: 'shell-script', reason: `\`${name}\` starts a shell that reads this input` });
+    else codeWords(words, operands[0]!, to, report, { context: 'shell-script', reason: `\`${name} -s\` / \`-i\` hands its command to a shell` }, name, `\`${name} -s\` runs a command line known only at run time`, first, false);
     return;
-  } else if (spec.all === 'code' && (name === 'su' || name === 'script')) {
-    // `su USER` / `script FILE` without -c: an interactive shell reading its input.
-    report.input({ context: 'shell-script', reason: `\`${name}\` starts a shell that reads this input` });
-  } else if (spec.all === 'code') {
+  }
+  if (code) return;
+  if (spec.all === 'code') {
+    let start = operands[0] ?? to;
     if (name === 'sg') {
       // `sg [-] GROUP [-c] COMMAND`: the group, and the optional `-` and `-c` around it, are not code.
       start += words[start]?.text === '-' ? 2 : 1;
       if (words[start]?.text === '-c') start += 1;
     }
-    codeWords(words, start, to, report, { context: 'shell-script', reason: `\`${name}\` runs its arguments through a shell` }, name, `\`${name}\` runs a command line known only at run time`, words[from]!, true);
-  } else {
-    // env takes any `NAME=value` (quoted too, `BASH_FUNC_f%%` too) as a variable for the command.
-    for (let variable = name === 'env' ? envName(words[start]) : null; start < to && variable !== null; variable = envName(words[start])) {
-      readAssignment(words.map((word, at) => (at === start ? { ...word, assignment: variable } : word)), start, report, true);
+    codeWords(words, start, to, report, { context: 'shell-script', reason: `\`${name}\` runs its arguments through a shell` }, name, `\`${name}\` runs a command line known only at run time`, first, true);
+    return;
+  }
+  if (operands.length <= positional) {
+    // `chroot DIR` and `unshare` without a command start `$SHELL`, which reads its input.
+    if (spec.form === 'shell-when-empty') report.input({ context: 'shell-script', reason: `\`${name}\` without a command starts a shell that reads this input` });
+    return;
+  }
+  let start = operands[positional]!;
+  // `sudo NAME=value CMD` sets NAME for the command, as env does.
+  if (spec.assignments) {
+    for (let variable = envName(words[start]); start < to && variable !== null; variable = envName(words[start])) {
+      readAssignment(words.map((word, at) => (at === start ? { ...word, assignment: variable } : word)), start, report, true, name);
       start += 1;
     }
-    readFrom(words, start + Math.min(spec.positional ?? 0, to - start), to, report, name, hops + 1);
   }
+  readFrom(words, start, to, report, name, hops + 1);
+}
+
+/**
+ * env: `NAME=value` words (quoted too, `BASH_FUNC_f%%` too) set variables for the command; `-S
+ * STRING` is split into arguments that env then reads as if written in its place (more options,
+ * assignments, the command); a lone `-` is `-i`.
+ */
+function readEnv(words: readonly CommandWord[], from: number, to: number, parsed: Parsed, report: CommandReport, spec: Wrapper, hops: number): void {
+  const split = parsed.options.find(({ option }) => option === '-S' || option === '--split-string');
+  if (split) {
+    if (split.value === null) return;
+    report.refuse(split.at, split.at + 1, { context: 'shell-script', reason: '`env -S` splits this word into a command line (and expands `${NAME}` in it)' });
+    const text = typeof split.value === 'string' ? split.value : split.value.text;
+    const parts = text === null ? null : splitEnvString(text);
+    if (parts === null) return unsureFrom(words, split.at, to, report, 'env -S');
+    const at = words[split.at]!;
+    const view: View = {
+      words: [words[from]!, ...parts.map((part): CommandWord => ({ text: part, start: at.start, end: at.end, assignment: null, raw: part })), ...words.slice(split.at + 1, to)],
+      map: [from, ...parts.map(() => split.at), ...Array.from({ length: to - split.at - 1 }, (_, k) => split.at + 1 + k)],
+    };
+    if (hops >= MAX_HOPS) return report.uncertain(`more than ${MAX_HOPS} wrappers in one command`, at);
+    return readWrapper(view.words, 0, view.words.length, mapReport(report, view.map), 'env', spec, hops + 1);
+  }
+  for (const { option, value, at } of parsed.options) {
+    if (option === '-u' || option === '--unset') report.variable(typeof value === 'string' ? value : value?.text ?? null, words[at]!, 'env -u');
+  }
+  let index = parsed.operands[0] ?? to;
+  while (index < to && words[index]!.text === '-') index += 1;
+  for (let variable = envName(words[index]); index < to && variable !== null; variable = envName(words[index])) {
+    readAssignment(words.map((word, at) => (at === index ? { ...word, assignment: variable } : word)), index, report, true, 'env');
+    index += 1;
+  }
+  readFrom(words, index, to, report, 'env', hops + 1);
 }
 
 function envName(word: CommandWord | undefined): string | null {
@@ -272,12 +530,178 @@ function envName(word: CommandWord | undefined): string | null {
   return match && !match[1]!.startsWith('-') ? match[1]! : null;
 }
 
+/** ENV_SPLIT_ESCAPES: what a backslash pair means in `env -S` (coreutils), outside single quotes. */
+const ENV_SPLIT_ESCAPES: Readonly<Record<string, string>> = { '\\': '\\', '"': '"', "'": "'", '_': ' ', '#': '#', '$': '$', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v' };
+
+/**
+ * The arguments `env -S` makes of a string: split at blanks, with `'...'`, `"..."` and
+ * backslash escapes; `#` at a word's start ends it, `\c` ends it. `${NAME}` (env expands it) and
+ * anything else this does not follow give null: read as known only at run time.
+ */
+export function splitEnvString(text: string): string[] | null {
+  const parts: string[] = [];
+  let word: string | null = null;
+  let quote = '';
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i]!;
+    if (quote === "'") {
+      if (c === "'") quote = '';
+      else if (c === '\\' && (text[i + 1] === '\\' || text[i + 1] === "'")) word += text[(i += 1)]!;
+      else word += c;
+      continue;
+    }
+    if (c === '$') return null;
+    if (c === '\\') {
+      const next = text[i + 1] ?? '';
+      if (next === 'c' && quote === '') break;
+      const escaped = ENV_SPLIT_ESCAPES[next];
+      if (escaped === undefined || (quote === '"' && next === '_')) return null;
+      word = (word ?? '') + escaped;
+      i += 1;
+      continue;
+    }
+    if (quote === '"') {
+      if (c === '"') quote = '';
+      else word += c;
+      continue;
+    }
+    if (c === ' ' || c === '\t' || c === '\n' || c === '\v' || c === '\f' || c === '\r') {
+      if (word !== null) parts.push(word);
+      word = null;
+    } else if (c === '#' && word === null) {
+      break;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      word ??= '';
+    } else word = (word ?? '') + c;
+  }
+  if (quote !== '') return null;
+  if (word !== null) parts.push(word);
+  return parts;
+}
+
+/**
+ * xargs runs its command with input items: in place of each replace string (`-I R`, `-i`,
+ * `--replace`), or appended at the end. An item is a word known only at run time, so
+ * `xargs -I{} sh -c 'echo {}'` runs a script known only at run time (a sink), and `xargs sh -c`
+ * runs the first item as the script.
+ */
+function readXargs(words: readonly CommandWord[], parsed: Parsed, report: CommandReport, hops: number): void {
+  let replace: string | null = null;
+  for (const { option, value, at } of parsed.options) {
+    // Each child gets this variable, set to its slot number.
+    if (option === '--process-slot-var') report.variable(typeof value === 'string' ? value : value?.text ?? null, words[at]!, 'xargs --process-slot-var');
+    if (option !== '-I' && option !== '-i' && option !== '--replace') continue;
+    const text = value === null ? '{}' : typeof value === 'string' ? value : value.text;
+    if (text === null) return unsureFrom(words, parsed.operands[0] ?? words.length - 1, words.length, report, 'xargs');
+    replace = text === '' ? '{}' : text;
+  }
+  const view = viewOf(words, parsed.operands);
+  if (view.words.length === 0) return;
+  if (replace !== null) {
+    const marker = replace;
+    view.words.forEach((word, index) => {
+      if (word.text !== null && word.text.includes(marker)) view.words[index] = runTimeWord(word, word.raw);
+    });
+  } else {
+    view.words.push(runTimeWord(view.words[view.words.length - 1]!, '(xargs input)'));
+    view.map.push(-1);
+  }
+  readView(view, report, 'xargs', hops);
+}
+
+/**
+ * su and runuser (GNU getopt: options anywhere before `--`). `-c CMD` is a script; `runuser -u
+ * USER CMD ARGS` runs a command; otherwise `[-] [USER [ARG...]]` starts the user's shell with the
+ * arguments (`su root -- -c CMD` is a script too), or, without any, a shell reading its input.
+ */
+function readSu(words: readonly CommandWord[], parsed: Parsed, report: CommandReport, name: string, code: boolean, hops: number): void {
+  if (parsed.options.some(({ option }) => option === '-u' || option === '--user')) return readView(viewOf(words, parsed.operands), report, name, hops);
+  if (code) return;
+  const operands = [...parsed.operands];
+  if (operands.length > 0 && words[operands[0]!]!.text === '-') operands.shift();
+  const args = operands.slice(1);
+  if (args.length === 0) {
+    report.input({ context: 'shell-script', reason: `\`${name}\` starts a shell that reads this input` });
+    return;
+  }
+  const at = words[args[0]!]!;
+  const view: View = { words: [{ text: 'sh', start: at.start, end: at.start, assignment: null, raw: 'sh' }, ...args.map((index) => words[index]!)], map: [-1, ...args] };
+  readShellCommand(view.words, 0, view.words.length, mapReport(report, view.map), `${name} USER`);
+}
+
+/** `flock [options] FILE COMMAND...`, `flock FILE -c SCRIPT`, `flock -c SCRIPT FILE`. */
+function readFlock(words: readonly CommandWord[], to: number, operands: readonly number[], report: CommandReport, code: boolean, hops: number): void {
+  if (code || operands.length < 2) return;
+  const second = operands[1]!;
+  const text = words[second]!.text;
+  if (text === '-c' || text === '--command') {
+    if (operands.length > 2) codeValue(words[operands[2]!]!, operands[2]!, words, report, `flock ${text}`);
+    return;
+  }
+  readFrom(words, second, to, report, 'flock', hops + 1);
+}
+
+const SSH_LOCAL_COMMANDS = new Set(['proxycommand', 'localcommand', 'knownhostscommand']);
+
+/**
+ * ssh: options, the host, options again (ssh reads them after the host too), then the command
+ * line the remote shell parses. `-o ProxyCommand=...` (and LocalCommand, KnownHostsCommand) is
+ * a script the local shell runs; `-o RemoteCommand=...` one the remote shell runs.
+ */
+function readSsh(words: readonly CommandWord[], from: number, to: number, parsed: Parsed, report: CommandReport, spec: Wrapper): void {
+  const options = [...parsed.options];
+  let rest = (parsed.operands[0] ?? to) + 1;
+  while (rest < to && words[rest]!.text !== null && words[rest]!.text!.startsWith('-') && words[rest]!.text !== '-') {
+    const again = parseOptions(words, rest, to, spec);
+    options.push(...again.options);
+    if (words[rest]!.text === '--' || again.operands.length === 0) {
+      rest = again.operands[0] ?? to;
+      break;
+    }
+    rest = again.operands[0]!;
+  }
+  for (const { option, value, at } of options) {
+    if (option !== '-o' || value === null) continue;
+    const written = typeof value === 'string' ? value : value.text;
+    const key = /^\s*([A-Za-z]+)/.exec(written ?? (typeof value === 'string' ? value : value.raw.replace(/^['"]/, '')))?.[1]?.toLowerCase();
+    if (key !== undefined && !SSH_LOCAL_COMMANDS.has(key) && key !== 'remotecommand') continue;
+    const script = written === null ? null : written.replace(/^\s*[A-Za-z]+\s*=?\s*/, '');
+    if (key === 'remotecommand') report.refuse(at, at + 1, { context: 'remote-command', reason: 'ssh hands `RemoteCommand` to the remote shell, which parses it' });
+    else codeValue(script === null ? { ...words[at]!, text: null } : script, at, words, report, `ssh -o ${key ?? 'option'}`);
+  }
+  report.refuse(rest, to, { context: 'remote-command', reason: 'ssh hands its command line to the remote shell, which parses it' });
+  report.input({ context: 'remote-command', reason: 'ssh may hand its input to the remote shell, which parses it' });
+  if (rest < to) report.uncertain('ssh runs a command on another host, which the policy cannot see', words[from]!);
+}
+
+/**
+ * GNU parallel pastes its input items (standard input, or the words after `:::`) into its
+ * command line and hands that to a shell: the script holds data known only at run time.
+ */
+function readParallel(words: readonly CommandWord[], to: number, operands: readonly number[], report: CommandReport, first: CommandWord): void {
+  const start = operands[0] ?? to;
+  let end = start;
+  while (end < to && !/^:::[:+]*$/.test(words[end]!.text ?? '')) end += 1;
+  report.refuse(start, to, { context: 'shell-script', reason: '`parallel` pastes input items into a command line that a shell runs' });
+  report.input({ context: 'shell-script', reason: '`parallel` pastes its input into a command line that a shell runs' });
+  report.uncertain('`parallel` runs a command line built at run time from its input', first);
+  report.sink('`parallel` runs a command line built at run time from its input', first);
+  const line = words.slice(start, end);
+  if (line.length > 0 && line.every((word) => word.text !== null)) report.code(line.map((word) => word.text).join(' '), line[0]!, 'script', 'parallel');
+}
+
+/** `find ... -exec CMD ... ;` (or `+`): `{}` in a word is a file name, known only at run time. */
 function readFind(words: readonly CommandWord[], from: number, to: number, report: CommandReport, hops: number): void {
   for (let i = from + 1; i < to; i += 1) {
     if (!FIND_EXEC.includes(words[i]!.text ?? '')) continue;
     let end = i + 1;
     while (end < to && words[end]!.text !== ';' && words[end]!.text !== '+') end += 1;
-    readFrom(words, i + 1, end, report, 'find', hops + 1);
+    const view = viewOf(words, Array.from({ length: end - i - 1 }, (_, k) => i + 1 + k));
+    view.words.forEach((word, index) => {
+      if (word.text !== null && word.text.includes('{}')) view.words[index] = runTimeWord(word, word.raw);
+    });
+    readView(view, report, 'find', hops);
     i = end;
   }
 }
@@ -293,10 +717,12 @@ const NAME_OPTIONS: Readonly<Record<string, { valued: string[]; option: string; 
 
 function readBuiltin(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string): void {
   const at = words[from]!;
-  const names = (start: number, end: number): void => {
+  /** Words that name variables; `sets`: the builtin assigns (or unsets) them. */
+  const names = (start: number, end: number, sets = true): void => {
     report.refuse(start, end, { context: 'variable-name', reason: `\`${name}\` takes this word as a variable name` });
     for (let i = start; i < end; i += 1) {
       const text = words[i]!.text;
+      if (sets) report.variable(text, words[i]!, name);
       if (text === null) report.sink(`\`${name}\` takes a variable name known only at run time`, words[i]!);
       else report.taint(text);
     }
@@ -322,6 +748,11 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
     }
     case 'let':
       report.refuse(from + 1, to, { context: 'arithmetic', reason: '`let` evaluates its arguments as arithmetic' });
+      // Any name in an expression may be assigned (`let PATH=0`, `let n++`).
+      for (const word of words.slice(from + 1, to)) {
+        if (word.text === null) report.variable(null, word, 'let');
+        else for (const variable of word.text.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []) report.variable(variable, word, 'let');
+      }
       if (from + 1 < to) report.sink('`let` evaluates its arguments as arithmetic, variables included', at);
       return;
     case 'declare':
@@ -337,7 +768,7 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
       return;
     case 'test':
     case '[':
-      for (let i = from + 1; i + 1 < to; i += 1) if (words[i]!.text === '-v' || words[i]!.text === '-R') names(i + 1, i + 2);
+      for (let i = from + 1; i + 1 < to; i += 1) if (words[i]!.text === '-v' || words[i]!.text === '-R') names(i + 1, i + 2, false);
       return;
     case 'alias':
       report.refuse(from + 1, to, { context: 'evaluated', reason: 'an alias is shell code that bash parses where it is used' });
@@ -365,6 +796,10 @@ function readDeclaration(words: readonly CommandWord[], from: number, to: number
     const word = words[i]!;
     const assigned = word.assignment;
     const varName = assigned ?? (word.text !== null && /^[A-Za-z_][A-Za-z0-9_]*$/.test(word.text) ? word.text : null);
+    report.variable(varName, word, name);
+    // An integer's value is arithmetic that can assign any variable (`n=PATH=0`); a name
+    // reference assigns the variable its value names.
+    if (attribute === 'integer' || attribute === 'reference') report.variable(null, word, `${name} ${attribute === 'integer' ? '-i' : '-n'}`);
     if (varName === null) {
       // `declare "$x"` or `declare "a[$i]=v"`: a name bash evaluates (its subscript too).
       report.refuse(i, i + 1, { context: 'variable-name', reason: `\`${name}\` takes this word as a variable name` });
@@ -379,7 +814,7 @@ function readDeclaration(words: readonly CommandWord[], from: number, to: number
       if (word.text === null) report.sink(`\`${name}\` gives a value known only at run time to a variable it evaluates`, word);
       continue;
     }
-    readAssignment(words, i, report, true);
+    readAssignment(words, i, report, true, name);
     // `declare a=$v` where `a` is an array in this text parses $v as a compound assignment.
     report.assigned(varName, i, name === 'declare' || name === 'typeset' || name === 'local');
   }

@@ -15,12 +15,14 @@
 import { ExecgateError } from '../errors';
 import type { RefToken } from '../refs/types';
 import { readCommand, type CommandReport, type CommandWord, type Evaluation } from './commands';
-import type { Finding, Placement, RefusedContext, ShellAnalysis, SimpleCommand, Word } from './types';
+import type { Finding, Placement, RefusedContext, ShellAnalysis, SimpleCommand, VariableSet, Word } from './types';
 
 /** Frames open at once (quotes, substitutions, arithmetic, `${...}`) before the text is refused. */
 export const MAX_FRAMES = 256;
 /** Nested readers (backquotes in backquotes, `sh -c` in `eval`, heredocs in `$(...)`). */
 export const MAX_NESTING = 32;
+/** Variables listed in one analysis; past this the list ends in "any variable". */
+const MAX_VARIABLES = 256;
 
 /** Read `command`; `tokens` are the reference tokens that will be substituted (non-overlapping). */
 export function readShell(command: string, tokens: readonly RefToken[] = []): ShellAnalysis {
@@ -44,7 +46,17 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
     if (sink && placement.kind === 'expand') placement = { kind: 'refuse', context: 'value-evaluated', reason: `${sink.reason}, at offset ${sink.offset}` };
     return Object.freeze({ token, placement });
   });
-  return Object.freeze({ command, commands: Object.freeze(shared.commands), tokens: Object.freeze(readings), uncertain: Object.freeze(uncertain), sinks: Object.freeze(sinks) });
+  // Code evaluated at run time (`eval "$x"`, arithmetic on a variable holding `PATH=0`) can set
+  // any variable.
+  if (sink) shared.setsVariable(null, sink.offset, 'evaluated');
+  return Object.freeze({
+    command,
+    commands: Object.freeze(shared.commands),
+    tokens: Object.freeze(readings),
+    uncertain: Object.freeze(uncertain),
+    sinks: Object.freeze(sinks),
+    variables: Object.freeze(shared.variables),
+  });
 }
 
 /** An open `[[ ... ]]`: whether it compares arithmetically or names a variable, and the tokens inside. */
@@ -65,6 +77,9 @@ class Shared {
   /** Variables that may hold a value known only at run time (a reference's value among them). */
   readonly tainted = new Set<string>();
   readonly attributes = new Map<string, Set<'integer' | 'array' | 'reference'>>();
+  /** Variables the text sets, exports or unsets (names only), each place once; bounded like the findings. */
+  readonly variables: VariableSet[] = [];
+  readonly #variableKeys = new Set<string>();
   readonly assignments: Array<{ name: string; declaration: boolean; tokens: RefToken[] }> = [];
   codeBudget: number;
   /** The simple command the table is reading, and what it reported (one report for every reader). */
@@ -88,6 +103,7 @@ class Shared {
       if (settling.byWord.has(word)) this.assignments.push({ name, declaration, tokens: settling.byWord.get(word)! });
     },
     taint: (name) => this.tainted.add(name),
+    variable: (name, at, how) => this.setsVariable(name, at.start, how),
     attribute: (name, kind) => this.attributes.set(name, (this.attributes.get(name) ?? new Set()).add(kind)),
   };
 
@@ -96,6 +112,15 @@ class Shared {
     this.isStart = new Uint8Array(command.length + 1);
     for (const token of tokens) if (token.start >= 0 && token.start < command.length) this.isStart[token.start] = 1;
     this.codeBudget = 4 * command.length + 65536;
+  }
+
+  setsVariable(name: string | null, offset: number, how: string): void {
+    const key = `${name ?? ''}\0${offset}`;
+    if (this.#variableKeys.has(key)) return;
+    this.#variableKeys.add(key);
+    if (this.variables.length < MAX_VARIABLES) this.variables.push(Object.freeze({ name, offset, how }));
+    // Past the bound the list says "any variable": a policy reading it fails closed.
+    else if (this.variables[this.variables.length - 1]!.name !== null) this.variables.push(Object.freeze({ name: null, offset, how: 'more than the reader lists' }));
   }
 
   unsure(reason: string, offset: number): void {
@@ -193,6 +218,8 @@ interface ParameterFrame {
   readonly kind: 'param';
   readonly start: number;
   readonly quoted: boolean;
+  /** The parameter's name once read (`${NAME...}`). */
+  name?: string;
   part: 'afterName' | 'word' | 'arith' | 'uncertain';
   names?: Set<string> | null;
 }
@@ -218,6 +245,8 @@ const SET_BY_SHELL = /^(?:EXECGATE_REF_.*|[0-9@*]|REPLY|MAPFILE|BASH_REMATCH|OPT
 const BLANK = new Set([' ', '\t']);
 const METACHAR = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
 const ARITHMETIC_TEST_OPERATORS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
+/** An assignment operator in arithmetic (`=`, `+=`, `<<=`, ..., `++`, `--`), not a comparison. */
+const ARITHMETIC_ASSIGNMENT = /(?:^|[^=!<>]|<<|>>)=(?!=)|\+\+|--/;
 // Reserved words after which a new command starts.
 const COMMAND_PREFIX_WORDS = new Set(['!', '{', '}', 'then', 'do', 'else', 'elif', 'if', 'while', 'until', 'fi', 'done', 'time', 'coproc']);
 const PATTERN_CHARACTER = /[*?[{]|^~/;
@@ -555,11 +584,18 @@ class Lexer {
         condition.arithmetic = true;
         this.sink('a `[[ ... ]]` test with an arithmetic operator, which evaluates its operands (variables included) as expressions', frame.wordBegin);
       } else if (word === '-v' || word === '-R') condition.variableName = true;
+      // An operand of `-eq` is arithmetic: `[[ PATH=0 -eq 0 ]]` assigns.
+      else if (value !== null && value !== '=' && value !== '==' && value !== '!=' && ARITHMETIC_ASSIGNMENT.test(value)) {
+        for (const name of value.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []) this.shared.setsVariable(name, built.start, 'conditional arithmetic');
+      }
       else if (condition.variableName && value === null) this.sink('`[[ -v ]]` with a variable name known only at run time', frame.wordBegin);
     } else if (frame.origin === 'array') {
       // Words of `NAME=( ... )` are data.
     } else if (frame.header) {
-      if (frame.loopVar) this.shared.tainted.add(value ?? '');
+      if (frame.loopVar) {
+        this.shared.tainted.add(value ?? '');
+        this.shared.setsVariable(value, built.start, 'for');
+      }
       frame.loopVar = false;
       frame.header = word !== 'do';
       frame.commandStart = word === 'do';
@@ -571,8 +607,11 @@ class Lexer {
       const coprocName = reserved && frame.coproc && this.matchAt(BODY_NEXT, this.cursor) !== null;
       if (reserved) frame.coproc = false;
       if (!reserved || coprocName) {
-        if (coprocName) frame.commandStart = true;
-        else if (!redirect) frame.cmd.words.push(built);
+        if (coprocName) {
+          frame.commandStart = true;
+          // `coproc NAME { ...; }` makes NAME an array of descriptor numbers (`coproc PATH` sets PATH to `63`).
+          this.shared.setsVariable(word, built.start, 'coproc');
+        } else if (!redirect) frame.cmd.words.push(built);
       } else if (word === 'function') frame.functionName = true;
       else if (word === 'case') cases.push('subject');
       else if (word === 'esac' && state === 'body') cases.pop();
@@ -694,7 +733,11 @@ class Lexer {
   private redirection(frame: CommandFrame, i: number, c: string): number {
     const next = this.peek(i + 1);
     // `2>&1`, `{fd}>file`: a descriptor number or variable right before the operator is part of it.
-    if (!frame.wordStart && frame.word !== null && /^(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})$/.test(frame.word)) frame.redirectTarget = true;
+    if (!frame.wordStart && frame.word !== null && /^(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})$/.test(frame.word)) {
+      frame.redirectTarget = true;
+      // `{NAME}>file` stores the descriptor's number in NAME (`exec {PATH}>x` makes PATH `10`).
+      if (frame.word.startsWith('{')) this.shared.setsVariable(frame.word.slice(1, -1), this.origin(frame.wordBegin), 'redirection');
+    }
     if (next === '(' && frame.wordStart) {
       beginWord(frame, i);
       frame.value = null;
@@ -879,6 +922,7 @@ class Lexer {
       frame.part = this.peek(i + 2) === TOKEN ? 'afterName' : 'uncertain';
       return i + 2;
     }
+    frame.name = name;
     const after = i + 2 + name.length;
     if (name.startsWith('!') && name.length > 1 && !'*@['.includes(this.text[after] ?? '*')) {
       this.sink('an indirect expansion `${!NAME}`, which takes a value as a variable name (and evaluates its subscript)', i);
@@ -921,6 +965,8 @@ class Lexer {
     const next = this.peek(i + 1);
     const doubled = next !== '' && (c === ':' ? '-=+?'.includes(next) : '#%^,'.includes(c) ? next === c : c === '/' && '/#%'.includes(next));
     frame.part = c === ':' && !doubled ? 'arith' : ':-=+?@#%^,/'.includes(c) ? 'word' : 'uncertain';
+    // `${NAME=word}` / `${NAME:=word}` assigns NAME.
+    if ((c === '=' || (c === ':' && next === '=')) && frame.name !== undefined) this.shared.setsVariable(frame.name, this.origin(frame.start), 'default');
     return doubled ? i + 2 : i + 1;
   }
 
@@ -969,6 +1015,11 @@ class Lexer {
   }
 
   private afterArithmetic(frame: ArithmeticFrame, end: number): void {
+    // `(( PATH = 0 ))`, `n++`: an expression that assigns may assign any name it holds.
+    if (ARITHMETIC_ASSIGNMENT.test(this.text.slice(frame.start, end))) {
+      if (frame.names === null) this.shared.setsVariable(null, this.origin(frame.start), 'arithmetic');
+      else for (const name of frame.names) this.shared.setsVariable(name, this.origin(frame.start), 'arithmetic');
+    }
     if (frame.names === null || frame.names.size > 0) this.sink('an arithmetic context that reads variables or expansions, whose values bash evaluates as expressions', frame.start, frame.names);
     const parent = this.top();
     if (parent.kind !== 'cmd') return;

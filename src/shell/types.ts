@@ -44,6 +44,15 @@ export interface TokenReading {
   readonly placement: Placement;
 }
 
+/** A place where the text sets, exports or unsets a variable. */
+export interface VariableSet {
+  /** The variable's name; null when it is known only at run time (any variable could be set). */
+  readonly name: string | null;
+  readonly offset: number;
+  /** How: `assignment` (`NAME=value`, alone or before a command), `env`, `export`, `declare`, `read`, `for`, ... */
+  readonly how: string;
+}
+
 export interface ShellAnalysis {
   readonly command: string;
   /** Every simple command found: nested in substitutions, scripts of `sh -c`/`eval`, and behind wrappers. */
@@ -54,4 +63,6 @@ export interface ShellAnalysis {
   readonly uncertain: readonly Finding[];
   /** Places where bash evaluates a variable's value as code; a token anywhere is then refused. */
   readonly sinks: readonly Finding[];
+  /** Every variable the text sets, exports or unsets, by any means the reader knows. */
+  readonly variables: readonly VariableSet[];
 }

@@ -5,6 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { createGateway, type Gateway, type GatewayOptions } from '../gateway';
+import { ExecgateError, isExecgateError } from '../errors';
 import { getHome } from '../home';
 import { DEFAULT_POLICY } from '../policy/effective';
 import { createFileToolContext, type FileHost, type FileToolLimits } from './files/context';
@@ -83,8 +84,16 @@ export function createDefaultToolRegistry(options: DefaultToolRegistryOptions = 
     { prepareToolSandbox: (cwd) => getGateway().prepareToolSandbox(cwd) },
     { roots: roots.map((root) => resolve(root)), base, limits: options.limits ?? {} },
   );
+  // What the tools return (file contents, names, error messages) is masked like a run's output:
+  // a file a run wrote a resolved value into comes back with the value masked.
   const host: FileHost = {
-    call: (name, args) => sandboxed.call(name, args),
+    call: async (name, args) => {
+      try {
+        return getGateway().maskKnown(await sandboxed.call(name, args));
+      } catch (error) {
+        throw maskError(error, (text) => getGateway().maskKnown(text));
+      }
+    },
     close: async () => {
       await sandboxed.close();
       const gateway = created;
@@ -102,4 +111,12 @@ export function createDefaultToolRegistry(options: DefaultToolRegistryOptions = 
   registry.register(new RunBashTool({ gateway: getGateway, ownsGateway: false, cwd: workdir }));
   for (const name of DISABLED_BY_DEFAULT) registry.disableTool(name);
   return registry;
+}
+
+/** An error with `mask` applied to its message and to the strings of its details. */
+function maskError(error: unknown, mask: (text: string) => string): unknown {
+  if (!isExecgateError(error)) return error instanceof Error ? new Error(mask(error.message)) : error;
+  const details: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(error.details)) details[key] = typeof value === 'string' ? mask(value) : value;
+  return new ExecgateError(error.code, mask(error.message), details);
 }

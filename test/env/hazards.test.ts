@@ -1,5 +1,5 @@
 import { HAZARD_CATEGORIES, isHazardName, isHazardValue, sanitizeEnv } from '../../src/env';
-import { isReportedName, TRUST_REDIRECT_CATEGORY } from '../../src/env/hazards';
+import { isReportedName, isSteeringName, TRUST_REDIRECT_CATEGORY } from '../../src/env/hazards';
 
 const FORCED = new Set(['PAGER', 'GIT_PAGER', 'GIT_EDITOR', 'EDITOR']);
 
@@ -227,5 +227,19 @@ describe('invalid names and values', () => {
   test('a non-string value that slipped past validation is removed', () => {
     const requested = { NUMBER: 42, OBJ: {} } as unknown as Record<string, string>;
     expect(sanitizeEnv({ inherited: {}, requested }).removed).toEqual(['NUMBER', 'OBJ']);
+  });
+});
+
+describe('steering names (what a restricted command text may not set)', () => {
+  test.each([
+    'PATH', 'HOME', 'SHELL', 'XDG_CONFIG_HOME', 'XDG_DATA_DIRS', 'GIT_DIR', 'GIT_CONFIG_COUNT', 'GIT_TRACE', 'BASH_ENV', 'LD_PRELOAD', 'NODE_OPTIONS',
+    'HTTPS_PROXY', 'https_proxy', 'SSL_CERT_FILE', 'MANPATH', 'GOPATH', 'CARGO_HOME', 'GNUPGHOME', 'KUBECONFIG', 'DOCKER_CONFIG', 'WGETRC', 'MAVEN_OPTS',
+    'AWS_CONFIG_FILE', 'GOOGLE_APPLICATION_CREDENTIALS_FILE', 'ZDOTDIR', 'PYTHONSTARTUP',
+  ])('%s steers', (name) => {
+    expect(isSteeringName(name)).toBe(true);
+  });
+
+  test.each(['LANG', 'LC_ALL', 'TZ', 'GH_TOKEN', 'GITHUB_TOKEN', 'NPM_TOKEN', 'CI', 'NODE_ENV', 'DEBUG', 'TERM', 'X', 'path'])('%s does not', (name) => {
+    expect(isSteeringName(name)).toBe(false);
   });
 });

@@ -105,11 +105,19 @@ describe('execgate policy explain', () => {
       tokens: [{ reference: '<<secret:x>>', offset: 5, refused: false, context: 'unquoted' }],
       uncertain: [],
       sinks: [],
+      sets: [],
       // The sandbox a run would get here (test/sandbox checks its contents).
       sandbox: expect.objectContaining({ sandboxed: expect.any(Boolean) }),
       // What the run could reach (test/egress checks it): the default `open`, or the host's network unsandboxed.
       network: expect.objectContaining({ mode: expect.stringMatching(/^(open|host)$/), allow: [], deny: [], bound: [], injected: [] }),
     });
+  });
+
+  test('the variables a text sets are listed: they are part of the command', () => {
+    const result = execgate(['policy', 'explain', '--', 'PATH=.:$PATH git status; export HOME=/x']);
+    expect(result.stdout).toContain('sets:       PATH (assignment at 0), HOME (export at 32)');
+    const json = JSON.parse(execgate(['policy', 'explain', '--json', '--', 'env GIT_DIR=x git log']).stdout) as { sets: unknown };
+    expect(json.sets).toEqual([{ name: 'GIT_DIR', offset: 4, how: 'env' }]);
   });
 
   test('an invalid policy: exit 125 and one coded line', () => {

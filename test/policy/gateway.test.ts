@@ -166,7 +166,11 @@ describe('secrets', () => {
 
   test('a secret restricted to git and gh is refused for curl and allowed for git', async () => {
     const bin = stubCommands(['git', 'gh', 'curl']);
+    // The stubs live in the workspace: read-only inside, or a run could replace them.
     const gateway = open(writePolicy(`version: 1
+sandbox:
+  filesystem:
+    readOnly: [${bin}]
 secrets:
   restrict:
     - id: github-token-for-git

@@ -65,3 +65,29 @@ test('a policy with another value is invalid', () => {
     expect.objectContaining({ code: 'EXECGATE_ERR_POLICY_INVALID' }),
   );
 });
+
+describe('Why 5: an unknown reference speaks', () => {
+  test('unquoted, it reaches the program as its text: bash does not read `<<` as a heredoc', async () => {
+    const result = await open(undefined, []).exec({ command: 'printf "[%s]\\n" <<secret:nope-typo>> x<<secret:nope-typo>>y; echo after' });
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toBe('[<<secret:nope-typo>>]\n[x<<secret:nope-typo>>y]\nafter\n');
+  });
+
+  test('the text is the same in every quoting context, beside a known reference', async () => {
+    const result = await open(undefined, []).exec({
+      command: 'printf "%s|" <<secret:nope>> "<<secret:nope>>" \'<<secret:nope>>\' "${UNSET:-<<secret:nope>>}" <<secret:known>>; cat <<EOF\n<<secret:nope>>\nEOF',
+    });
+    expect(result.stdout).toBe('<<secret:nope>>|<<secret:nope>>|<<secret:nope>>|<<secret:nope>>|[REDACTED:secret:known]|<<secret:nope>>\n');
+  });
+
+  test('the result says which references no source knew, with the closest known names', async () => {
+    const gateway = open(undefined, []);
+    gateway.refs.set('secret', 'github-token', 'ghp-value-1234567890');
+    const result = await gateway.exec({ command: 'echo <<secret:gihtub-token>> <<secret:nothing-close-at-all>> <<secret:known>>' });
+    expect(result.refs).toEqual([
+      { kind: 'secret', id: 'gihtub-token', ref: '<<secret:gihtub-token>>', found: false, source: undefined, suggestions: ['<<secret:github-token>>'] },
+      { kind: 'secret', id: 'nothing-close-at-all', ref: '<<secret:nothing-close-at-all>>', found: false, source: undefined, suggestions: [] },
+      { kind: 'secret', id: 'known', ref: '<<secret:known>>', found: true, source: 'env' },
+    ]);
+  });
+});

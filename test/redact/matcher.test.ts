@@ -204,3 +204,67 @@ describe('Matcher#holdStart', () => {
     );
   });
 });
+
+describe('line-tolerant patterns (the base64 spellings, as wrapping encoders write them)', () => {
+  /** Where `pattern` ends at `start` with LF or CRLF between characters and 4+ between breaks, or -1. */
+  function endWrapped(buffer: Buffer, start: number, pattern: Buffer): number {
+    let at = start;
+    let line = -1;
+    for (let index = 0; index < pattern.length; index++) {
+      if (index > 0 && (buffer[at] === 10 || buffer[at] === 13)) {
+        const eol = buffer[at] === 13 ? 2 : 1;
+        if (buffer[at + eol - 1] !== 10 || (line >= 0 && line < 4)) return -1;
+        at += eol;
+        line = 0;
+      }
+      if (buffer[at] !== pattern[index]) return -1;
+      at++;
+      if (line >= 0) line++;
+    }
+    return at;
+  }
+
+  const base64ish = (min: number, max: number) => fc.stringMatching(new RegExp(`^[A-Za-z0-9+/]{${min},${max}}$`)).map((text) => Buffer.from(text));
+  const wrap = (text: Buffer, width: number, first: number, eol: string): Buffer => {
+    const chars = text.toString('latin1');
+    let out = chars.slice(0, first);
+    for (let at = first; at < chars.length; at += width) out += `${eol}${chars.slice(at, at + width)}`;
+    return Buffer.from(out, 'latin1');
+  };
+
+  test('covers exactly the wrapped and unwrapped occurrences brute force finds, at any width from 4, any first line, any alignment', () => {
+    fc.assert(
+      fc.property(
+        fc.array(base64ish(7, 60), { minLength: 1, maxLength: 4 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 4, max: 80 }), fc.nat(), fc.constantFrom('\n', '\r\n'), base64ish(0, 12)), { minLength: 1, maxLength: 5 }),
+        fc.nat(3),
+        (patterns, placements, misalign) => {
+          const text = Buffer.concat(placements.map(([which, width, first, eol, filler]) => {
+            const pattern = patterns[which % patterns.length]!;
+            return Buffer.concat([filler, wrap(pattern, width, 1 + (first % pattern.length), eol), Buffer.from(' ')]);
+          }));
+          const buffer = misaligned(text, misalign);
+          const found = regionsOf(new Matcher(patterns, patterns.map((_, index) => index)).findCover(buffer, buffer.length - 1));
+          const runs: Run[] = [];
+          patterns.forEach((pattern, index) => {
+            for (let start = 0; start < buffer.length; start++) {
+              const end = endWrapped(buffer, start, pattern);
+              if (end >= 0) runs.push({ start, end, pattern: index, patternEnd: end });
+            }
+          });
+          expect(found.map(({ start, end }) => [start, end])).toEqual(regionsOf(runs).map(({ start, end }) => [start, end]));
+          // Every placement is an occurrence: nothing the encoder wrote escapes.
+          expect(found.length).toBeGreaterThan(0);
+        },
+      ),
+      { numRuns: 800 },
+    );
+  });
+
+  test('a pattern that is not line-tolerant does not match across a break', () => {
+    const pattern = Buffer.from('QUJDREVGR0hJSktM');
+    const wrapped = Buffer.from('QUJDREVG\nR0hJSktM');
+    expect(new Matcher([pattern]).findCover(wrapped, wrapped.length - 1)).toEqual([]);
+    expect(regionsOf(new Matcher([pattern], [0]).findCover(wrapped, wrapped.length - 1))).toEqual([{ start: 0, end: wrapped.length, pattern: 0 }]);
+  });
+});

@@ -1,6 +1,7 @@
 /*
  * The two properties everything else rests on: streaming never changes the result, whatever the
- * chunking, and no registered spelling survives outside a replacement.
+ * chunking, and no registered spelling survives outside a replacement. Spellings also come with
+ * line breaks in them, which the base64 ones must match across and the others must not.
  */
 import fc from 'fast-check';
 import { getEncodedForms, Redactor } from '../../src/redact';
@@ -27,6 +28,9 @@ const scenario = fc
           fc.uint8Array({ maxLength: 24 }).map((bytes) => Buffer.from(bytes)),
           fc.constantFrom(...values).chain((value) => fc.constantFrom(...getEncodedForms(value, { minLength: 8, encodings: true }))).map(({ text }) => Buffer.from(text, 'utf8')),
           fc.string({ unit: 'grapheme-ascii', maxLength: 10 }).map((text) => Buffer.from(text)),
+          // A spelling with line breaks in it, as a wrapping encoder writes base64 (the others must not match).
+          fc.tuple(fc.constantFrom(...values).chain((value) => fc.constantFrom(...getEncodedForms(value, { minLength: 8, encodings: true }))), fc.integer({ min: 1, max: 9 }), fc.constantFrom('\n', '\r\n', '\r'))
+            .map(([{ text }, width, eol]) => Buffer.from(text.replace(new RegExp(`.{${width}}`, 'g'), `$&${eol}`), 'utf8')),
         ),
         { maxLength: 12 },
       ),

@@ -1,6 +1,6 @@
 /*
  * The boundary around a run, item by item: the workspace is fixed when the gateway starts (a
- * request's directory elsewhere is read-only); before the program starts, the sandbox's mounts
+ * request's directory elsewhere is read-only, one in the host's /tmp refused); before the program starts, the sandbox's mounts
  * are compared with the plan and a difference refuses the run (audited, nothing run); the kernel
  * surface is small (no nested user namespace, the seccomp filter's list refused); the command
  * learns nothing of the gateway (bubblewrap's argv is not on /proc/1/cmdline, no state-directory
@@ -8,6 +8,7 @@
  * grace period; bubblewrap's own words become coded errors. Sync, PTY and background alike.
  */
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { preparePlan } from '../../src/exec/prepare';
 import { startRun } from '../../src/exec/lifecycle';
@@ -15,6 +16,7 @@ import { loadPolicyFile } from '../../src/policy/load';
 import { RefStore } from '../../src/refs/store';
 import { setSandboxOptionsHookForTests } from '../../src/sandbox/plan';
 import { baseEnv, makeTempDir, waitFor } from '../helpers/tmp';
+import { createGateway } from '../../src/gateway';
 import { describeSandboxed, makeGateway, MODES, runIn, sandboxPolicy } from './helpers';
 
 const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
@@ -43,25 +45,36 @@ function auditRecords(): Array<Record<string, unknown>> {
 }
 
 describeSandboxed('the workspace is fixed when the gateway starts', () => {
-  test.each(MODES)('%s: the workspace is writable; a directory outside it is read-only, one in the host\'s /tmp is seen read-only', async (mode) => {
+  test.each(MODES)('%s: the workspace is writable; a directory outside it is read-only, one in the host\'s /tmp is refused', async (mode) => {
     const outside = join(tmp.dir, 'outside');
     mkdirSync(outside);
     writeFileSync(join(outside, 'present'), 'here\n');
+    // A listening socket there, as a terminal multiplexer keeps one: binding the directory in,
+    // even read-only, would let the run connect to it.
+    const listener = createServer((socket) => socket.end('host-side\n'));
+    await new Promise<void>((done) => listener.listen(join(outside, 'sock'), done));
     const g = gateway();
     try {
       const inside = await runIn(g, mode, 'touch made-inside && echo made');
       expect(inside.output).toContain('made');
       expect(existsSync(join(work, 'made-inside'))).toBe(true);
-      // The test's own directory lies under the host's /tmp: the run still sees it, read-only.
-      const elsewhere = await runIn(g, mode, 'cat present; touch made-outside 2>&1; echo "rc=$?"', { cwd: outside });
-      expect(elsewhere.output).toContain('here');
-      expect(elsewhere.output).toContain('Read-only file system');
-      expect(existsSync(join(outside, 'made-outside'))).toBe(false);
+      // The test's own directory lies under the host's /tmp, outside the workspace: refused.
+      const marker = join(outside, 'ran');
+      await expect(runIn(g, mode, `touch ${marker}; cat present`, { cwd: outside })).rejects.toMatchObject({
+        code: 'EXECGATE_ERR_SANDBOX_PATH',
+        message: expect.stringContaining('temp directory'),
+      });
+      expect(existsSync(marker)).toBe(false);
+      // And nothing under the host's /tmp is reachable from the workspace by its name either.
+      const probe = await runIn(g, mode, `cat ${join(outside, 'present')} 2>&1; ls ${tmp.dir} 2>&1; echo "rc=$?"`);
+      expect(probe.output).not.toContain('here');
+      expect(probe.output).toMatch(/No such file or directory/);
       const system = await runIn(g, mode, 'pwd; touch x 2>&1; echo "rc=$?"', { cwd: '/usr' });
       expect(system.output).toContain('/usr');
       expect(system.output).toMatch(/Read-only file system|Permission denied/);
     } finally {
       await g.close();
+      listener.close();
     }
   });
 
@@ -123,6 +136,63 @@ describeSandboxed('the mount check before the program starts', () => {
       // The same gateway runs the next command once nothing changes the plan.
       setSandboxOptionsHookForTests(undefined);
       expect((await g.exec({ command: 'echo fine' })).stdout).toBe('fine\n');
+    } finally {
+      await g.close();
+    }
+  });
+
+  test('a credential path a run replaced with a symlink to /proc/self, /, /dev/null or the workspace does not stop later runs', async () => {
+    const g = gateway();
+    try {
+      const plant = 'ln -s /proc/self ~/.aws; ln -s / ~/.ssh; ln -s /dev/null ~/.netrc; ln -s ~ ~/.kube; ln -s ~/.. ~/.gnupg; echo planted';
+      expect((await g.exec({ command: plant })).stdout).toBe('planted\n');
+      for (const mode of MODES) {
+        const next = await runIn(g, mode, 'echo next-run');
+        expect(next.output).toContain('next-run');
+      }
+      const started = auditRecords().filter((r) => r.event === 'exec.started').at(-1) as { sandbox: { skipped: string[]; hidden: string[] } };
+      for (const name of ['.aws', '.ssh', '.netrc', '.kube', '.gnupg']) {
+        expect(started.sandbox.skipped).toContainEqual(expect.stringContaining(`${join(work, name)} (a symlink to `));
+      }
+      // What stays hidden still is: the state directory.
+      expect(started.sandbox.hidden).toContain(state);
+      // A real credential directory in the same place is hidden as before.
+      await g.exec({ command: 'rm ~/.aws' });
+      mkdirSync(join(work, '.aws'));
+      writeFileSync(join(work, '.aws', 'credentials'), 'aws-key-material\n');
+      const hidden = await g.exec({ command: 'cat ~/.aws/credentials 2>&1; ls -A ~/.aws | wc -l' });
+      expect(hidden.stdout).not.toContain('aws-key-material');
+      expect(hidden.stdout).toMatch(/No such file or directory\n0\n$/);
+    } finally {
+      await g.close();
+    }
+  });
+
+  test('an audit log kept in the workspace: the log and every file continuing its name are hidden, the rest stays usable', async () => {
+    // The log's directory is the workspace itself: it cannot be hidden whole.
+    const log = join(work, 'audit.log');
+    writeFileSync(`${log}.20250105T102030123Z`, 'rotated-record-text\n');
+    writeFileSync(`${log}.lock`, 'lock-text\n');
+    writeFileSync(join(work, 'notes.txt'), 'notes-text\n');
+    const g = createGateway({ home: state, cwd: work, env: baseEnv({ HOME: work }), policy: sandboxPolicy({ network: 'none' }, { audit: { enabled: true, fingerprints: true, env: true, path: log } }) });
+    try {
+      await g.exec({ command: 'true' });
+      const seen = await g.exec({ command: 'for f in audit.log*; do cat "$f"; done; cat notes.txt; echo new > mine.txt && cat mine.txt' });
+      expect(seen.stdout).not.toContain('"event"');
+      expect(seen.stdout).not.toContain('rotated-record-text');
+      expect(seen.stdout).not.toContain('lock-text');
+      expect(seen.stdout).toContain('notes-text\nnew\n');
+      expect(readFileSync(log, 'utf8')).toContain('"event"');
+      // A log directory inside the workspace is hidden whole.
+      const inner = join(work, 'logs');
+      mkdirSync(inner);
+      writeFileSync(join(inner, 'other.txt'), 'inner-text\n');
+      const g2 = createGateway({ home: state, cwd: work, env: baseEnv({ HOME: work }), policy: sandboxPolicy({ network: 'none' }, { audit: { enabled: true, fingerprints: true, env: true, path: join(inner, 'audit.log') } }) });
+      try {
+        expect((await g2.exec({ command: 'cat logs/* 2>&1; ls -A logs | wc -l' })).stdout).not.toContain('inner-text');
+      } finally {
+        await g2.close();
+      }
     } finally {
       await g.close();
     }

@@ -3,7 +3,7 @@
  * `cd` persists between calls, the gateway's environment and state stay out of reach, and a
  * server one call starts in the background answers the next call on localhost.
  */
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeTempDir } from '../helpers/tmp';
 import { serverEnv, startStdio, structured, textOf, type StdioServer } from '../mcp/helpers';
@@ -38,10 +38,59 @@ describeSandboxed('MCP bash tool in the sandbox', () => {
     await server.bash(`cd ${launch}`);
   });
 
+  test('a cd the next run could not work in is not followed: the host\'s temp directory, a directory outside the roots', async () => {
+    // Inside the run /tmp is private: the directory can be made and entered there, and it
+    // exists on the host too, where binding it in would expose whatever lives in it.
+    for (const target of [tmp.dir, '/usr']) {
+      const moved = await server.bash(`mkdir -p ${target} 2>/dev/null; cd ${target} && echo entered`);
+      expect(structured(moved)).toMatchObject({ exit_code: 0, cwd: launch });
+      expect(textOf(moved)).toContain(`the working directory stays \`${launch}\``);
+      expect(structured(await server.bash('pwd')).stdout).toBe(`${launch}\n`);
+    }
+  });
+
   test('the server process environment and the state directory are out of reach', async () => {
     const result = await server.bash(`tr "\\0" "\\n" < /proc/$PPID/environ | grep -c MCP_PROBE; ls -A ${home} | wc -l; for f in /proc/[0-9]*/environ; do cat $f; done 2>/dev/null | grep -c ${SECRET.slice(0, 12)}`);
     expect(textOf(result)).not.toContain(SECRET);
     expect(structured(result).stdout).toBe('0\n0\n0\n');
+  });
+
+  test('the file tools mask what runs resolved: a value a run wrote into a file, or named a file after', async () => {
+    const work = join(tmp.dir, 'files');
+    mkdirSync(work);
+    const other = 'mcp-never-resolved-Zx81Lm3q';
+    const files = await startStdio({
+      args: ['--tools', 'files', '--workdir', work],
+      cwd: work,
+      env: serverEnv(join(tmp.dir, 'files-home'), { EXECGATE_SECRET_MCP_PROBE: SECRET, EXECGATE_SECRET_OTHER: other }),
+    });
+    try {
+      writeFileSync(join(work, 'planted.txt'), `other=${other}\n`);
+      const wrote = await files.bash('echo "v=<<secret:mcp-probe>>" > f.txt; touch "n-<<secret:mcp-probe>>"; base64 -w0 f.txt > f.b64; echo done');
+      expect(structured(wrote).stdout).toBe('done\n');
+      const texts: string[] = [];
+      for (const [name, args] of [
+        ['read_file', { path: 'f.txt' }],
+        ['read_file', { path: 'f.b64' }],
+        ['read_file', { path: 'planted.txt' }],
+        ['search_text', { pattern: 'v=', path: '.' }],
+        ['list_dir', { path: '.' }],
+        ['search_files', { pattern: 'n-*' }],
+      ] as const) {
+        const result = await files.call(name, args);
+        texts.push(textOf(result));
+        expect(textOf(result)).not.toContain(SECRET);
+        expect(textOf(result)).not.toContain(other);
+      }
+      expect(texts[0]).toContain('v=[REDACTED:secret:mcp-probe]');
+      expect(texts[1]).toContain('[REDACTED:secret:mcp-probe]');
+      expect(texts[2]).toContain('other=[REDACTED:env:EXECGATE_SECRET_OTHER]');
+      expect(texts[4]).toContain('n-[REDACTED:secret:mcp-probe]');
+      // The file itself holds the value: nothing is rewritten on disk.
+      expect(readFileSync(join(work, 'f.txt'), 'utf8')).toBe(`v=${SECRET}\n`);
+    } finally {
+      await files.close();
+    }
   });
 
   test('a server started in the background is reachable from the next call on localhost', async () => {

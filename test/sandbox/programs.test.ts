@@ -1,6 +1,6 @@
 /*
- * The programs a sandboxed run starts with are real files (src/programs/): shellcheck reads the
- * shell ones, and the seccomp filters are exactly what scripts/generate-seccomp.py makes from its
+ * The programs execgate starts are real files (src/programs/): shellcheck reads the shell ones,
+ * node parses the others, and the seccomp filters are exactly what scripts/generate-seccomp.py makes from its
  * list with libseccomp (so the list in that script is the one place the filter is written).
  */
 import { spawnSync } from 'node:child_process';
@@ -18,8 +18,14 @@ const hasSeccompBindings = existsSync(python) && spawnSync(python, ['-c', 'impor
 describe('the programs of a sandboxed run', () => {
   const scripts = readdirSync(PROGRAMS).filter((name) => name.endsWith('.sh') || name.endsWith('.bash'));
 
-  test('there are the gates, the warm stub and the terminal launcher', () => {
-    expect(scripts.sort()).toEqual(['gate.sh', 'pty-gate.bash', 'pty-launch.bash', 'warm-stub.bash']);
+  test('there are the gates, the warm stub, the terminal launcher, the watchdog; the node programs parse', () => {
+    expect(scripts.sort()).toEqual(['gate.sh', 'pty-gate.bash', 'pty-launch.bash', 'warm-stub.bash', 'watchdog.bash']);
+    const scriptsJs = readdirSync(PROGRAMS).filter((name) => name.endsWith('.js')).sort();
+    expect(scriptsJs).toEqual(['egress-run-bridge.js', 'egress-shared-bridge.js', 'spawn-helper.js']);
+    for (const name of scriptsJs) {
+      const result = spawnSync(process.execPath, ['--check', join(PROGRAMS, name)], { encoding: 'utf8' });
+      expect({ name, status: result.status, stderr: result.stderr }).toEqual({ name, status: 0, stderr: '' });
+    }
   });
 
   (shellcheck ? test : test.skip)('shellcheck finds nothing in any of them', () => {

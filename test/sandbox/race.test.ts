@@ -6,7 +6,7 @@
  * of the victims' working directory between a directory and a symlink, as fast as
  * renameat2(RENAME_EXCHANGE) allows (500 µs one way, 50 µs the other): one symlink leads straight
  * to the state directory, one to a directory under the host's /tmp holding a symlink to it
- * (planted on the host by the test: a run cannot plant it any more, which one run tries). The
+ * (planted on the host by the test: a run cannot plant it, which one run tries). The
  * victims try every name the state directory could be reached under. 0 reads, on every surface.
  *
  * `EXECGATE_RACE_RUNS` sets the runs per surface (default 300 here: a regression to a race that
@@ -201,9 +201,11 @@ describeSandboxed('the working-directory race, from inside execgate', () => {
     const runs = mode === 'pty' ? PTY_RUNS : RUNS;
     const gateway = libraryGateway(scene, warmSandboxes);
     try {
-      // A run cannot plant a symlink under the host's /tmp (a directory there is read-only inside).
-      const plant = await gateway.exec({ command: `ln -s ${scene.state} planted-by-run 2>&1; echo "rc=$?"`, cwd: scene.planted });
-      expect(plant.output).toContain('Read-only file system');
+      // A run cannot plant a symlink under the host's /tmp: a working directory there is refused,
+      // and by its name from the workspace it is the run's own private /tmp.
+      await expect(gateway.exec({ command: `ln -s ${scene.state} planted-by-run`, cwd: scene.planted })).rejects.toMatchObject({ code: 'EXECGATE_ERR_SANDBOX_PATH' });
+      const plant = await gateway.exec({ command: `mkdir -p ${scene.planted} && ln -s ${scene.state} ${scene.planted}/planted-by-run; echo "rc=$?"`, cwd: scene.home });
+      expect(plant.output).toContain('rc=0');
       expect(existsSync(join(scene.planted, 'planted-by-run'))).toBe(false);
       addStateKeys(scene);
       const flippers = await startFlippers(gateway, scene);

@@ -80,7 +80,7 @@ describe('strict.yaml deny rules see every spelling', () => {
     "$'\\x73udo' id",
     'nice -n 5 sudo id',
     'timeout -s KILL 5 sudo id',
-    'xargs -I{} sudo {} < /dev/null',
+    'xargs -I{} sudo id {} < /dev/null',
     'find . -exec sudo id \\;',
     'eval "sudo id"',
     'bash -c "eval \'sudo id\'"',
@@ -288,4 +288,10 @@ describe('every refusal happens before any source is asked for a value', () => {
     expect(error?.code).toBe(code);
     expect(asked).toEqual([]);
   });
+});
+
+test('sudo NAME=value CMD: the assignment is read as env reads one, and CMD is the command', () => {
+  const analysis = readShell('sudo PATH=. git status');
+  expect(analysis.commands.map((simple) => simple.words.map((word) => word.text).join(' '))).toEqual(['sudo PATH=. git status', 'git status']);
+  expect(analysis.variables).toEqual([{ name: 'PATH', offset: 5, how: 'sudo' }]);
 });

@@ -3,7 +3,8 @@
  *
  * A grammar generates commands from compound commands, wrappers, code-running commands and the
  * sinks where bash evaluates a value as code, around marker programs t1..t6 (each one appends its
- * name to a log when it runs). Real bash is the oracle:
+ * name to a log when it runs). Wrappers also come as chains of up to three, each in one of the
+ * option spellings its parser accepts (wrapper-spellings.ts). Real bash is the oracle:
  *   - every marker that ran must be a command the analysis listed, unless the analysis says it is
  *     uncertain (a command bash ran that the policy never saw is a miss);
  *   - with reference tokens holding hostile values (`$(touch MARK)`, backquotes, quotes, newlines,
@@ -23,6 +24,7 @@ import { substituteTokens } from '../../src/refs/substitute';
 import { scanTokens } from '../../src/refs/tokens';
 import { readShell, type ShellAnalysis } from '../../src/shell';
 import { makeTempDir } from '../helpers/tmp';
+import { fill, fillToken, SPELLINGS } from './wrapper-spellings';
 
 const FUZZ = Number(process.env.EXECGATE_FUZZ_RUNS ?? 0);
 const RUNS = FUZZ > 0 ? Math.ceil(FUZZ / 2) : 150;
@@ -38,6 +40,12 @@ const spelled = fc.tuple(program, fc.constantFrom('plain', 'dq', 'bs', 'split', 
   how === 'dq' ? `"${name}"` : how === 'bs' ? `\\${name}` : how === 'split' ? `${name[0]}""${name.slice(1)}` : how === 'path' ? `$BIN/${name}` : name,
 );
 const simple = fc.tuple(spelled, fc.array(arg, { maxLength: 2 })).map(([name, args]) => [name, ...args].join(' '));
+
+/** `nice -n1 timeout -sKILL 5 env -u X t1`: links that run here, innermost last; a script link takes what follows as its script. */
+const RUNNABLE = SPELLINGS.filter((spelling) => spelling.runs);
+const chain = fc.tuple(fc.array(fc.constantFrom(...RUNNABLE), { minLength: 1, maxLength: 3 }), simple).map(([links, inner]) =>
+  links.reduceRight((command, link) => fill(link.template, command), inner),
+);
 
 const wrapped = fc.oneof(
   { weight: 4, arbitrary: simple },
@@ -55,6 +63,7 @@ const wrapped = fc.oneof(
   simple.map((s) => `xargs ${s} </dev/null`),
   simple.map((s) => `env -S ${quote(s)}`),
   simple.map((s) => `X=1 ${s} >/dev/null 2>&1`),
+  { weight: 3, arbitrary: chain },
 );
 
 const compound: fc.Memo<string> = fc.memo((depth) => {
@@ -122,8 +131,10 @@ const sink = fc.constantFrom(
   `bash -c 'echo "$1"' _ ${TOKEN}`,
 );
 /** Data positions, where the value must arrive intact and run nothing. */
+/** A reference where a wrapper in any spelling hands it to a shell as a script, or to its command as an argument. */
+const wrappedToken = fc.constantFrom(...RUNNABLE).map((link) => fillToken(link.template, TOKEN));
 const data = fc.constantFrom(`echo ${TOKEN}`, `echo "${TOKEN}"`, `echo '${TOKEN}'`, `t1 ${TOKEN}`, `export T=${TOKEN}; t2 "$T"`, `cat <<EOF\n${TOKEN}\nEOF`, `bash -c 't3 "$1"' _ ${TOKEN}`, `env X=${TOKEN} t4`, `echo \${X:-${TOKEN}}`);
-const withToken = fc.tuple(fc.option(compound(2)), fc.oneof(sink, data), fc.constantFrom('; ', '\n', ' && ')).map(([a, s, op]) => (a === null ? s : `${a}${op}${s}`));
+const withToken = fc.tuple(fc.option(compound(2)), fc.oneof(sink, data, wrappedToken), fc.constantFrom('; ', '\n', ' && ')).map(([a, s, op]) => (a === null ? s : `${a}${op}${s}`));
 
 const hostile = (mark: string): string[] => [
   `$(touch ${mark})`,

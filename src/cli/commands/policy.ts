@@ -133,6 +133,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
               tokens: contexts,
               uncertain: analysis.uncertain,
               sinks: analysis.sinks,
+              sets: analysis.variables,
               sandbox,
               network,
             },
@@ -154,6 +155,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
             ? [`uncertain:  allow rules and secret restrictions do not match`, ...analysis.uncertain.map((finding) => `  at ${finding.offset}: ${finding.reason}`)]
             : ['uncertain:  -']),
           ...(analysis.sinks.length > 0 ? ['evaluates values as code (references refused):', ...analysis.sinks.map((finding) => `  at ${finding.offset}: ${finding.reason}`)] : []),
+          ...(analysis.variables.length > 0 ? [`sets:       ${analysis.variables.map((variable) => `${variable.name ?? '(a name known only at run time)'} (${variable.how} at ${variable.offset})`).join(', ')}`] : []),
           ...formatSandbox(sandbox),
           `network:    ${formatRunNetwork(network)}`,
         ];

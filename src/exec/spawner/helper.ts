@@ -8,7 +8,7 @@
  * directory (0700, so other users cannot connect), the helper keeps a few connections to it
  * open, gives them to each child as its stdio, and the gateway reads the child's output from
  * its ends of those connections. Each connection starts with the gateway's key for this helper
- * (random, held in memory, handed to the helper in its program text on a pipe) and then a random
+ * (random, held in memory, handed to the helper on its stdin) and then a random
  * token; the helper's reply to a spawn request names the tokens of the run's streams. A
  * connection without the key (another process of the same user that found the socket) is closed
  * at once and takes no place among the connections waiting for a run. Spawn requests never
@@ -27,9 +27,9 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { ExecgateError } from '../../errors';
-import { HELPER_PROGRAM } from './program';
 import { getRuntimeBase } from '../../fs/runtime-dir';
-import { changed, renderSandboxLaunch } from '../../sandbox/launch';
+import { changed } from '../../sandbox/launch';
+import { getProgramFile } from '../../sandbox/programs';
 import type { ProcessExit, SpawnedProcess, Spawner, SpawnRequest } from './types';
 
 const TOKEN_CHARS = 32;
@@ -165,7 +165,8 @@ export class HelperSpawner implements Spawner {
     const server = createServer((socket) => this.#accept(socket, key));
     server.unref();
     // The helper's only environment: where to connect. The command's environment comes per run.
-    const child = spawn(process.execPath, ['-'], {
+    // Its program: src/programs/spawn-helper.js.
+    const child = spawn(process.execPath, [getProgramFile('spawn-helper.js')], {
       detached: true,
       cwd: '/',
       env: { EXECGATE_SPAWNER_SOCKET: socketPath },
@@ -185,7 +186,7 @@ export class HelperSpawner implements Spawner {
       timer.unref();
       server.once('error', (error) => fail(helperFailed(`The spawn helper's socket could not be opened: ${error.message}`, error)));
       // Listening (bound) before the helper runs, so its first connections find the socket.
-      server.listen(socketPath, () => child.stdin?.end(`const HELPER_KEY = '${key.toString('latin1')}';\nconst renderSandboxLaunch = ${renderSandboxLaunch.toString()};\n${HELPER_PROGRAM}`));
+      server.listen(socketPath, () => child.stdin?.end(key));
       child.on('message', function onReady(message: HelperMessage) {
         if (message?.t !== 'ready') return;
         clearTimeout(timer);

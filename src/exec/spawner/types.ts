@@ -6,6 +6,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { SandboxLaunch } from '../../sandbox/launch';
+import type { SandboxInit } from '../../sandbox/verify';
 
 export interface SpawnRequest {
   readonly shell: string;
@@ -54,8 +55,8 @@ export interface SpawnedProcess {
   readonly release?: () => void;
   /** Whether the process and its streams keep this process's event loop alive (default: they do). */
   readonly setRef?: (on: boolean) => void;
-  /** Sandboxed: the sandbox's first process (PID 1 inside), as this process sees it. */
-  readonly sandboxInit?: number;
+  /** Sandboxed: the sandbox's first process (PID 1 inside), as this process saw it at the gate. */
+  readonly sandboxInit?: SandboxInit;
 }
 
 export type SpawnerKind = 'direct' | 'helper' | 'auto';

@@ -56,6 +56,11 @@ const OUTPUT_SCHEMA = {
     truncated: { type: 'boolean' },
     full_output_path: { type: 'string' },
     notices: { type: 'array', items: { type: 'string' }, description: 'What went wrong around the run though it ran (its full output could not be saved, its end not yet recorded)' },
+    unknown_refs: {
+      type: 'array',
+      description: 'References no secret source knew: each was passed on as its text. `did_you_mean` lists known references with a close name.',
+      items: { type: 'object', properties: { ref: { type: 'string' }, did_you_mean: { type: 'array', items: { type: 'string' } } }, required: ['ref', 'did_you_mean'] },
+    },
     process_id: { type: 'string' },
     pid: { type: 'integer' },
     pgid: { type: 'integer' },
@@ -130,9 +135,16 @@ export class BashTool implements McpTool {
     // Only a run that ended on its own moves the directory (a killed one may have printed a
     // block from its EXIT trap).
     const finished = !result.killed && result.exitCode !== null;
+    // A directory the next run could not work in (the host's temp directory, which a run sees a
+    // private copy of; a hidden path) is not followed: the session stays where it was, and says so.
+    let stayed: string | undefined;
     if (finished && stdout.cwd !== undefined && stdout.cwd !== cwd && isDirectory(stdout.cwd)) {
-      session.cwd = stdout.cwd;
-      await context.notifyToolsChanged().catch(() => { /* the client went away; the result still says */ });
+      if (canWorkIn(gateway, stdout.cwd)) {
+        session.cwd = stdout.cwd;
+        await context.notifyToolsChanged().catch(() => { /* the client went away; the result still says */ });
+      } else {
+        stayed = stdout.cwd;
+      }
     }
 
     const totals = { stdout: result.bytes.stdout - stdout.removedBytes, stderr: result.bytes.stderr };
@@ -151,10 +163,16 @@ export class BashTool implements McpTool {
     let text = shownOutput ?? output;
     const ending = describeEnding(result);
     if (ending) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}${ending}`;
+    if (stayed !== undefined) {
+      text += `${text === '' || text.endsWith('\n') ? '' : '\n'}[execgate: the working directory stays \`${session.cwd}\`: \`${stayed}\` is not one a run can work in (it lies in the host's temp directory or a hidden path)]`;
+    }
     // A refused connection often shows in the client only as `CONNECT tunnel failed, response
     // 403`: the reason, said last, is what lets an agent fix its own request.
     for (const line of formatRefusals(result.egress)) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}${line}`;
     for (const notice of result.notices ?? []) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}[execgate: ${notice}]`;
+    // A mistyped name is a run that did something else than meant: say so where the agent reads.
+    const unknown = result.refs.filter((ref) => !ref.found);
+    for (const ref of unknown) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}${describeUnknownRef(ref)}`;
     if (text === '') text = '(no output)';
 
     return textResult(text, {
@@ -167,6 +185,7 @@ export class BashTool implements McpTool {
       truncated: shownOutput !== undefined || shownStdout !== undefined || shownStderr !== undefined,
       ...(fullOutputPath ? { full_output_path: fullOutputPath } : {}),
       ...(result.notices ? { notices: result.notices } : {}),
+      ...(unknown.length > 0 ? { unknown_refs: unknown.map((ref) => ({ ref: ref.ref, did_you_mean: [...(ref.suggestions ?? [])] })) } : {}),
     });
   }
 
@@ -211,20 +230,34 @@ export class BashTool implements McpTool {
 
   async #failed(error: unknown, context: McpToolContext): Promise<CallToolResult> {
     const { session } = context;
-    // The tracked directory was removed (by this session or anything else): fall back to the
-    // starting directory so the session is not stuck, and say so.
-    if (isExecgateError(error) && CWD_GONE.has(error.code) && session.cwd !== session.workdir) {
+    // The tracked directory was removed (by this session or anything else), or became one the
+    // sandbox refuses: fall back to the starting directory so the session is not stuck, and say so.
+    if (isExecgateError(error) && (CWD_GONE.has(error.code) || error.code === 'EXECGATE_ERR_SANDBOX_PATH' && error.details?.cwd !== undefined) && session.cwd !== session.workdir) {
       const gone = session.cwd;
       session.cwd = session.workdir;
       await context.notifyToolsChanged().catch(() => { /* see above */ });
       return errorResult(new ExecgateError(
         error.code,
-        `${error.message} The working directory \`${gone}\` is gone; it was reset to \`${session.workdir}\`. Nothing was run.`,
+        `${error.message} The working directory \`${gone}\` ${CWD_GONE.has(error.code) ? 'is gone' : 'cannot be worked in'}; it was reset to \`${session.workdir}\`. Nothing was run.`,
         { ...error.details },
       ));
     }
     return errorResult(error);
   }
+}
+
+function canWorkIn(gateway: McpToolContext['gateway'], cwd: string): boolean {
+  try {
+    gateway.checkWorkingDirectory(cwd);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function describeUnknownRef(ref: ExecResult['refs'][number]): string {
+  const close = ref.suggestions ?? [];
+  return `[execgate: no secret source knows ${ref.ref}; it was passed on as written${close.length > 0 ? ` (did you mean ${close.join(' or ')}?)` : ''}]`;
 }
 
 function describeEnding(result: ExecResult): string | undefined {

@@ -6,12 +6,10 @@
  * of the value yields the three alignments. The characters of a partial final group depend on the
  * bytes that follow (`echo $V | base64` appends "\n"), so each alignment is also registered cut
  * down to the characters that only depend on the value's own bits: floor(4 * n / 3) for n bytes.
+ * `base64`, PEM, MIME and most languages wrap their output into lines, at any offset of the
+ * value: every base64 spelling is marked to match across line breaks (the matcher's job).
  */
 import type { EncodedForm } from './types';
-
-// `base64` (coreutils) and `openssl base64` wrap their output; a long value then never appears
-// unbroken, so the lines are registered too. Only alignment 0 wraps at a predictable place.
-const WRAP_WIDTHS = [64, 76] as const;
 
 export function getBase64Forms(bytes: Buffer): EncodedForm[] {
   const forms: EncodedForm[] = [];
@@ -21,23 +19,11 @@ export function getBase64Forms(bytes: Buffer): EncodedForm[] {
     const standard = part.toString('base64');
     const url = part.toString('base64url');
     forms.push(
-      { form: `base64@${shift}`, text: standard },
-      { form: `base64-stable@${shift}`, text: standard.slice(0, stableLength) },
-      { form: `base64url@${shift}`, text: url },
-      { form: `base64url-stable@${shift}`, text: url.slice(0, stableLength) },
+      { form: `base64@${shift}`, text: standard, wraps: true },
+      { form: `base64-stable@${shift}`, text: standard.slice(0, stableLength), wraps: true },
+      { form: `base64url@${shift}`, text: url, wraps: true },
+      { form: `base64url-stable@${shift}`, text: url.slice(0, stableLength), wraps: true },
     );
-    if (shift === 0) forms.push(...getWrappedLines(standard.slice(0, stableLength)));
-  }
-  return forms;
-}
-
-function getWrappedLines(stable: string): EncodedForm[] {
-  const forms: EncodedForm[] = [];
-  for (const width of WRAP_WIDTHS) {
-    if (stable.length <= width) continue;
-    for (let start = 0, line = 0; start < stable.length; start += width, line++) {
-      forms.push({ form: `base64-wrap${width}[${line}]`, text: stable.slice(start, start + width) });
-    }
   }
   return forms;
 }

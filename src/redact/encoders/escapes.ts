@@ -1,7 +1,8 @@
 /*
  * Text escapings a value picks up on its way through tools: URL encodings (several libraries
- * disagree on which punctuation to escape and on `+` for spaces), JSON strings (with and without
- * ASCII-only output, Python's default), XML/HTML entities, and trivial quoting changes.
+ * disagree on which punctuation to escape and on `+` for spaces, and on the case of the hex
+ * digits: .NET and some Go and Java code write `%2f`), JSON strings (the styles below, each with
+ * its `\uXXXX` escapes in lower and in upper case), XML/HTML entities, and trivial quoting changes.
  */
 import type { EncodedForm } from './types';
 
@@ -14,7 +15,7 @@ export function getUriForms(value: string): EncodedForm[] {
     return getSearchParamsForms(value);
   }
   const strict = component.replace(/[!'()*]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
-  return [
+  return withLowerHex([
     { form: 'uri-component', text: component },
     { form: 'uri-component-plus', text: component.replace(/%20/g, '+') },
     { form: 'uri-rfc3986', text: strict },
@@ -22,22 +23,42 @@ export function getUriForms(value: string): EncodedForm[] {
     // Python's urllib.parse.quote keeps `/` by default.
     { form: 'uri-path', text: strict.replace(/%2F/g, '/') },
     ...getSearchParamsForms(value),
-  ];
+  ]);
 }
 
 function getSearchParamsForms(value: string): EncodedForm[] {
-  return [{ form: 'uri-form', text: new URLSearchParams([['', value]]).toString().slice(1) }];
+  return withLowerHex([{ form: 'uri-form', text: new URLSearchParams([['', value]]).toString().slice(1) }]);
 }
+
+/** Each percent-encoded form again with lower-case hex digits (`%2f`). */
+function withLowerHex(forms: EncodedForm[]): EncodedForm[] {
+  return forms.flatMap((form) => [form, { form: `${form.form}-lower`, text: form.text.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase()) }]);
+}
+
+/*
+ * JSON string styles, by what they spell as `\uXXXX` beyond what JSON.stringify escapes (`"`,
+ * `\`, control characters): nothing (JavaScript, Go's SetEscapeHTML(false)); every non-ASCII
+ * UTF-16 unit (Python's json.dumps, jq -a, Java and C# ASCII writers); `<`, `>`, `&`, U+2028 and
+ * U+2029 (Go's encoding/json, HTML-safe); both; and .NET's default encoder (non-ASCII and
+ * `<>&'"+` and the backquote). Each in lower- and upper-case hex; JSON.stringify's own control
+ * escapes follow the same case.
+ */
+const JSON_STYLES: ReadonlyArray<readonly [form: string, escaped: RegExp | null]> = [
+  ['json', null],
+  ['json-ascii', /[\u0080-\uffff]/g],
+  ['json-html', /[<>&\u2028\u2029]/g],
+  ['json-html-ascii', /[<>&\u0080-\uffff]/g],
+  ['json-dotnet', /[<>&'+`\u0080-\uffff]|\\"/g],
+];
 
 export function getJsonForms(value: string): EncodedForm[] {
   const body = JSON.stringify(value).slice(1, -1);
-  return [
-    { form: 'json', text: body },
-    {
-      form: 'json-ascii',
-      text: body.replace(/[\u0080-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`),
-    },
-  ];
+  const forms: EncodedForm[] = [];
+  for (const [form, escaped] of JSON_STYLES) {
+    const lower = escaped === null ? body : body.replace(escaped, (char) => `\\u${char.charCodeAt(char.length - 1).toString(16).padStart(4, '0')}`);
+    forms.push({ form, text: lower }, { form: `${form}-upper`, text: lower.replace(/\\u[0-9a-f]{4}/g, (escape) => `\\u${escape.slice(2).toUpperCase()}`) });
+  }
+  return forms;
 }
 
 /*

@@ -21,13 +21,15 @@ export function getEncodedForms(value: string, options: EncodedFormsOptions): En
   if (value.length === 0) return [];
   const candidates: EncodedForm[] = [{ form: 'value', text: value }, ...getLineForms(value)];
   if (options.encodings) candidates.push(...getTransformedForms(value));
-  const seen = new Set<string>();
-  return candidates.filter(({ form, text }) => {
-    if (seen.has(text)) return false;
-    if (form !== 'value' && text.length < options.minLength) return false;
-    seen.add(text);
-    return true;
-  });
+  // One form per spelling; it wraps when any form with that spelling does.
+  const kept = new Map<string, EncodedForm>();
+  for (const candidate of candidates) {
+    if (candidate.form !== 'value' && candidate.text.length < options.minLength) continue;
+    const first = kept.get(candidate.text);
+    if (first === undefined) kept.set(candidate.text, candidate);
+    else if (candidate.wraps && !first.wraps) kept.set(candidate.text, { ...first, wraps: true });
+  }
+  return [...kept.values()];
 }
 
 function getLineForms(value: string): EncodedForm[] {

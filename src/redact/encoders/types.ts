@@ -2,4 +2,6 @@
 export interface EncodedForm {
   readonly form: string;
   readonly text: string;
+  /** Encoders write this spelling wrapped into lines (base64): it is also matched across line breaks. */
+  readonly wraps?: boolean;
 }

@@ -6,6 +6,8 @@
  */
 import type { RefKind, RefSource, SourceAnswer } from '../types';
 
+const PREFIX = 'EXECGATE_SECRET_';
+
 /** `github-token` -> `EXECGATE_SECRET_GITHUB_TOKEN`; `-`, `.` and `/` become `_`. */
 export function getEnvSecretName(name: string): string {
   return `EXECGATE_SECRET_${name.toUpperCase().replace(/[-./]/g, '_')}`;
@@ -19,6 +21,14 @@ export function createEnvSource(env: NodeJS.ProcessEnv = process.env): RefSource
       if (kind !== 'secret') return { found: false };
       const value = env[getEnvSecretName(id)];
       return value === undefined || value === '' ? { found: false } : { found: true, value };
+    },
+    // `EXECGATE_SECRET_GITHUB_TOKEN` is reached by `github-token` (and `github_token`, ...):
+    // offer the spelling people write.
+    list(kind: RefKind): string[] {
+      if (kind !== 'secret') return [];
+      return Object.keys(env)
+        .filter((name) => name.startsWith(PREFIX) && name.length > PREFIX.length && env[name])
+        .map((name) => name.slice(PREFIX.length).toLowerCase().replace(/_/g, '-'));
     },
   });
 }

@@ -9,6 +9,7 @@
  */
 import { ExecgateError } from '../../errors';
 import { createKeyringClient, KeyringUnavailableError, DEFAULT_SERVICE } from '../../stores/os-keyring';
+import { isValidRefId } from '../tokens';
 import type { RefKind, RefSource, SourceAnswer } from '../types';
 
 export interface KeyringSourceOptions {
@@ -57,6 +58,14 @@ export function createKeyringSource(options: KeyringSourceOptions = {}): Keyring
         );
       }
       return value === null || value === '' ? { found: false } : { found: true, value };
+    },
+    async list(kind: RefKind): Promise<string[]> {
+      if (kind !== 'secret') return [];
+      try {
+        return (await client.accounts()).filter(isValidRefId);
+      } catch {
+        return [];
+      }
     },
     async isAvailable(): Promise<boolean> {
       return (await client.probe()).available;

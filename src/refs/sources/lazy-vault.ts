@@ -14,5 +14,9 @@ export function createLazyVaultSource(options: VaultSourceOptions): RefSource {
       source ??= (require('./vault') as typeof import('./vault')).createVaultSource(options);
       return source.lookup(kind, id);
     },
+    list(kind: RefKind) {
+      source ??= (require('./vault') as typeof import('./vault')).createVaultSource(options);
+      return source.list?.(kind) ?? [];
+    },
   });
 }

@@ -31,5 +31,13 @@ export function createVaultSource(options: VaultSourceOptions): RefSource {
       }
       return value === undefined ? { found: false } : { found: true, value };
     },
+    // Entry names are listed without decrypting anything; no key, no names.
+    async list(kind: RefKind): Promise<string[]> {
+      try {
+        return (await vault.list()).filter((entry) => entry.kind === kind).map((entry) => entry.name);
+      } catch {
+        return [];
+      }
+    },
   });
 }

@@ -1,10 +1,10 @@
 /*
- * The spawn helper's program. It runs as `node -` with this text on its stdin (so nothing
- * needs to exist on disk next to the compiled file) and an IPC channel to the gateway.
+ * The spawn helper's program (node), started by exec/spawner/helper.ts with an IPC channel to the
+ * gateway and the gateway's key on its stdin.
  *
  * It keeps a few connections to the gateway's private socket open ahead of need, each introduced
- * by the gateway's key (HELPER_KEY, prepended to this text by the gateway: never in an
- * environment or argv another process could read) and then a random token as its first bytes. Per request it takes two (three with stdin), spawns the
+ * by the gateway's key (read from stdin: never in an environment or argv another process could
+ * read) and then a random token as its first bytes. Per request it takes two (three with stdin), spawns the
  * command with those connected sockets as its stdio, closes its own copies (close(2), never
  * shutdown(2), which would end the stream for the child too), and tells the gateway the pid and
  * which tokens carry which stream. Output therefore flows from the child straight to the
@@ -12,15 +12,16 @@
  * arrives over IPC; this process's own environment holds nothing but the socket path. When the
  * gateway disconnects (closed, or died) it removes the socket and exits.
  */
-export const HELPER_PROGRAM = String.raw`'use strict';
+'use strict';
 process.title = 'execgate-spawner';
-const KEY = HELPER_KEY;
 const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
 const fs = require('node:fs');
 const { rmdirSync, unlinkSync } = fs;
 const { connect } = require('node:net');
-const { dirname } = require('node:path');
+const { dirname, join } = require('node:path');
+// The bind sources opened and checked as in the gateway's own spawns (dist/sandbox/launch.js).
+const { renderSandboxLaunch } = require(join(__dirname, '..', 'sandbox', 'launch.js'));
 const socketPath = process.env.EXECGATE_SPAWNER_SOCKET;
 delete process.env.EXECGATE_SPAWNER_SOCKET;
 const POOL = 4;
@@ -103,9 +104,14 @@ process.on('disconnect', () => {
   try { rmdirSync(dirname(socketPath)); } catch { /* already removed */ }
   process.exit(0);
 });
-Promise.allSettled(Array.from({ length: POOL }, open)).then((opened) => {
-  for (const result of opened) if (result.status === 'fulfilled') pool.push(result.value);
-  fill();
-  send({ t: 'ready' });
+// The gateway's key arrives on stdin (never on an argv or in the environment); then the pool is opened.
+let KEY = '';
+process.stdin.setEncoding('latin1');
+process.stdin.on('data', (text) => { KEY += text; });
+process.stdin.on('end', () => {
+  Promise.allSettled(Array.from({ length: POOL }, open)).then((opened) => {
+    for (const result of opened) if (result.status === 'fulfilled') pool.push(result.value);
+    fill();
+    send({ t: 'ready' });
+  });
 });
-`;

@@ -1,0 +1,120 @@
+/*
+ * The spellings SECURITY.md claims, written by the programs that write them where they are
+ * installed here (coreutils base64, openssl, Python, jq, bash), and the spellings it does not
+ * claim, each shown going the way SECURITY.md says: masked, or passed through as is.
+ */
+import { execFileSync } from 'node:child_process';
+import { Redactor } from '../../src/redact';
+
+const VALUE = 'sk-live-7Hq2#x9<Zr>&é/Kp';
+
+function redactor(value = VALUE): Redactor {
+  const masker = new Redactor();
+  masker.add(value, 'secret:v');
+  return masker;
+}
+
+/** Stream `text` through a fresh stream in chunks of `size` bytes. */
+function streamed(masker: Redactor, text: string | Buffer, size: number): { text: string; count: number } {
+  const input = Buffer.isBuffer(text) ? text : Buffer.from(text, 'utf8');
+  const stream = masker.createStream();
+  const out: Buffer[] = [];
+  for (let at = 0; at < input.length; at += size) out.push(stream.push(input.subarray(at, at + size)));
+  out.push(stream.flush());
+  return { text: Buffer.concat(out).toString('utf8'), count: stream.count };
+}
+
+const run = (program: string, args: string[], input: string | Buffer): string => execFileSync(program, args, { input, encoding: 'utf8' });
+const joined = (text: string): string => text.replace(/\r?\n/g, '');
+
+/** The base64 characters that depend on the value's bits only, for the value at byte `offset` of the input. */
+function core(input: Buffer, offset: number, value = VALUE): string {
+  const encoded = input.toString('base64');
+  return encoded.slice(Math.ceil((offset * 8) / 6), Math.floor(((offset + Buffer.byteLength(value)) * 8) / 6));
+}
+
+describe('Why 3: base64 as encoders wrap it', () => {
+  test('`{ printf "%045d" 0; printf %s VALUE; } | base64`: the value across the 76-column break is masked', () => {
+    const output = execFileSync('bash', ['-c', '{ printf "%045d" 0; printf %s "$V"; } | base64'], { encoding: 'utf8', env: { PATH: process.env.PATH, V: VALUE } });
+    const input = Buffer.concat([Buffer.from('0'.repeat(45)), Buffer.from(VALUE)]);
+    // Unmasked before: the encoded value is there, across the line break.
+    expect(joined(output)).toContain(core(input, 45));
+    const masked = redactor().redactString(output);
+    expect(masked.count).toBeGreaterThan(0);
+    expect(joined(masked.text)).not.toContain(core(input, 45));
+  });
+
+  test.each([45, 46, 47, 48, 49, 50])('Python base64.encodebytes with the value at offset %i', (offset) => {
+    const output = run('python3', ['-c', `import base64,sys; sys.stdout.write(base64.encodebytes(b"0"*${offset} + sys.stdin.buffer.read()).decode())`], VALUE);
+    const input = Buffer.concat([Buffer.from('0'.repeat(offset)), Buffer.from(VALUE)]);
+    expect(joined(output)).toContain(core(input, offset));
+    for (const size of [1, 7, 64, 4096]) expect(joined(streamed(redactor(), output, size).text)).not.toContain(core(input, offset));
+  });
+
+  test.each([0, 1, 2, 13, 31, 47, 62, 63, 64, 65])('openssl base64 (64 columns) with the value at offset %i', (offset) => {
+    const input = Buffer.concat([Buffer.alloc(offset, 0x41), Buffer.from(VALUE)]);
+    const output = run('openssl', ['base64'], input);
+    expect(joined(streamed(redactor(), output, 5).text)).not.toContain(core(input, offset));
+  });
+
+  test('every width from 4 to 128, LF and CRLF, every offset of a 3-byte group, standard and URL-safe, padded or not', () => {
+    const masker = redactor();
+    for (const prefix of ['', 'u', 'us', 'user:', '0'.repeat(45)]) {
+      const input = Buffer.from(prefix + VALUE + '\n');
+      for (const encode of [(bytes: Buffer) => bytes.toString('base64'), (bytes: Buffer) => bytes.toString('base64url'), (bytes: Buffer) => bytes.toString('base64').replace(/=+$/, '')]) {
+        const encoded = encode(input);
+        for (let width = 4; width <= 128; width++) {
+          for (const eol of ['\n', '\r\n']) {
+            const wrapped = `data: ${encoded.replace(new RegExp(`.{${width}}`, 'g'), `$&${eol}`)}${eol}done${eol}`;
+            const stable = encode(input).slice(Math.ceil((Buffer.byteLength(prefix) * 8) / 6), Math.floor(((Buffer.byteLength(prefix) + Buffer.byteLength(VALUE)) * 8) / 6));
+            expect(joined(masker.redactString(wrapped).text)).not.toContain(stable);
+          }
+        }
+      }
+    }
+  });
+});
+
+describe('Why 4: the JSON and URL spellings other encoders write', () => {
+  test('Go\'s HTML-safe escapes \\u003c \\u003e \\u0026', () => {
+    const go = JSON.stringify(VALUE).replace(/[<>&]/g, (char) => `\\u00${char.charCodeAt(0).toString(16)}`);
+    expect(go).toContain('\\u003c');
+    const masked = redactor().redactString(`{"token":${go}}`);
+    expect(masked.text).toBe('{"token":"[REDACTED:secret:v]"}');
+  });
+
+  test('\\u00E9 with upper-case hex (Java, .NET), and lower-case as Python and jq write it', () => {
+    const python = run('python3', ['-c', 'import json,sys; sys.stdout.write(json.dumps(sys.stdin.read()))'], VALUE);
+    const jq = run('jq', ['-a', '-R', '.'], VALUE).trim();
+    expect(python).toContain('\\u00e9');
+    const upper = python.replace(/\\u([0-9a-f]{4})/g, (_, hex: string) => `\\u${hex.toUpperCase()}`);
+    for (const text of [python, jq, upper]) expect(redactor().redactString(text).text).toBe('"[REDACTED:secret:v]"');
+  });
+
+  test('%2f: percent-encoding in lower case, as .NET writes it', () => {
+    const python = run('python3', ['-c', 'import urllib.parse,sys; sys.stdout.write(urllib.parse.quote(sys.stdin.read(), safe=""))'], VALUE);
+    expect(python).toContain('%2F');
+    for (const text of [python, python.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase())]) {
+      expect(redactor().redactString(`https://x.example/?t=${text}`).text).toBe('https://x.example/?t=[REDACTED:secret:v]');
+    }
+  });
+});
+
+describe('spellings SECURITY.md does not claim pass through unmasked', () => {
+  const value = 'plain-secret-value-42';
+  const quoted = 'pa"ss\\word-secret-42';
+  const cases: Array<[string, string, string]> = [
+    ['base32', value, run('base32', ['-w0'], value)],
+    ['rot13', value, value.replace(/[a-z]/gi, (char) => String.fromCharCode(((char.toLowerCase().charCodeAt(0) - 97 + 13) % 26) + (char < 'a' ? 65 : 97)))],
+    ['reversed', value, [...value].reverse().join('')],
+    ['one character per line', value, [...value].join('\n')],
+    ['hex with separators (xxd)', value, run('xxd', [], value)],
+    ['the value without its first character (${V:1})', value, value.slice(1)],
+    ['JSON escaping applied twice', quoted, JSON.stringify(JSON.stringify(quoted))],
+    ['base64 of base64', value, Buffer.from(Buffer.from(value).toString('base64')).toString('base64')],
+    ['gzip, then base64', value, run('bash', ['-c', 'gzip -c | base64 -w0'], value)],
+  ];
+  test.each(cases)('%s', (_form, secret, text) => {
+    expect(redactor(secret).redactString(text)).toEqual({ text, count: 0 });
+  });
+});
