@@ -32,7 +32,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { ExecgateError } from '../errors';
 import { CLOSE_FDS } from '../exec/inherited-fds';
 import type { SpawnedProcess, Spawner, SpawnRequest } from '../exec/spawner/types';
-import { abandon, checkSandbox, helperFailed, readMark, READY, relay, startGated, STARTED, type SandboxedRequest } from './gate';
+import { abandon, afterNextPoll, checkSandbox, helperFailed, readMark, READY, relay, startGated, STARTED, type SandboxedRequest } from './gate';
 import type { SandboxLaunch } from './launch';
 import { getWarmStubScript } from './programs';
 import { verifySandbox } from './verify';
@@ -180,7 +180,8 @@ export class WarmSandboxes implements Spawner {
       abandon(child);
       throw said.startsWith('\x02cwd') ? helperFailed(`bwrap: Can't chdir to ${request.cwd}: No such file or directory`, request.cwd) : helperFailed(said, request.cwd);
     }
-    // The mark is read: now the program may start (see warm-stub.bash).
+    // The mark is read and stderr polled empty: now the program may start (see warm-stub.bash).
+    await afterNextPoll();
     child.stdin!.end('\n');
     entry.stderr.pipe(stderr);
     return { ...child, stdin: null, stdout, stderr };
