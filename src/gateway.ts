@@ -151,7 +151,11 @@ export class Gateway {
       home: this.home,
       getPolicy: () => this.policy,
       resolveInput: (run, data) => resolveInput(this.policy, this.refs, run.plan, data),
-      audit: (event, fields) => this.#audit.write(event, fields),
+      // A run's end happened whatever the log can take: kept and written with the next record.
+      audit: (event, fields) => {
+        if (event === 'background.ended' && this.#audit.writeOrDefer) this.#audit.writeOrDefer(event, fields);
+        else this.#audit.write(event, fields);
+      },
       launcher: this.#backgroundLauncher,
       // Background runs spawn from this process: many starting at once would overrun the
       // spawn helper's socket backlog (EAGAIN), and a long-lived run gains nothing from it.
@@ -227,7 +231,7 @@ export class Gateway {
         onOutput: options.onOutput,
         signal: options.signal ? AbortSignal.any([this.#shutdown.signal, options.signal]) : this.#shutdown.signal,
         spawner: this.#spawner,
-      }).then((result) => { records.finished(plan, result); return result; });
+      }).then((result) => records.finished(plan, result));
     try {
       return await run;
     } catch (error) {
@@ -330,7 +334,12 @@ export class Gateway {
     await this.#spawner.close();
     this.#sandbox.close();
     await this.#egress?.close();
-    this.#audit.write('gateway.stopped', { pid: process.pid, runsStopped: stopped });
+    // The gateway stops whatever the log can take; a record it cannot take now is tried again at close.
+    const stoppedFields = { pid: process.pid, runsStopped: stopped };
+    if (this.#audit.writeOrDefer) this.#audit.writeOrDefer('gateway.stopped', stoppedFields);
+    else {
+      try { this.#audit.write('gateway.stopped', stoppedFields); } catch { /* a host's sink: its own to report */ }
+    }
     this.#audit.close();
   }
 

@@ -8,12 +8,15 @@
 #   sh -c "$(cat gate.sh)" execgate-gate STDIN PROGRAM [ARG...]
 #     STDIN  `keep`: the program reads the rest of this stdin; otherwise it gets /dev/null
 #
-# On stderr: NUL once waiting; SOH as the program starts. Nothing else is written before the
-# program's own output.
+# On stderr: NUL once waiting; SOH once about to start. Nothing else is written before the
+# program's own output. After SOH it waits for one more line on stdin, which the gateway sends
+# once it has read the SOH: a program writing at once would otherwise find stderr still marked
+# readable by the SOH, and the gateway would read its stderr first whatever came first.
 printf '\000' >&2
 IFS= read -r g || exit 125
 [ "$g" = go ] || exit 125
+printf '\001' >&2
+IFS= read -r g || exit 125
 [ "$1" = keep ] || exec </dev/null
 shift
-printf '\001' >&2
 exec "$@"

@@ -59,13 +59,21 @@ export class RunRecords {
     this.#audit.write('background.started', { runId: this.#runId, actor: plan.request.actor, command: plan.displayCommand, pid: started.pid, pty: started.pty, outputPath: started.outputPath });
   }
 
-  finished(plan: SpawnPlan, result: ExecResult): void {
+  /**
+   * The run's end. It happened whatever the log can take: a record that cannot be written now
+   * is kept and written ahead of the next one, and the result says so.
+   */
+  finished(plan: SpawnPlan, result: ExecResult): ExecResult {
     const { exitCode, signal, timedOut, killed, durationMs, bytes, truncated, redactions } = result;
-    this.#audit.write('exec.finished', { runId: this.#runId, actor: plan.request.actor, command: plan.displayCommand, exitCode, signal, timedOut, killed, durationMs, bytes, truncated, redactions });
+    const error = this.#end('exec.finished', { runId: this.#runId, actor: plan.request.actor, command: plan.displayCommand, exitCode, signal, timedOut, killed, durationMs, bytes, truncated, redactions });
+    if (error === undefined) return result;
+    const notice = `The audit log could not record the end of this run (${describeAuditError(error)}); execgate writes that record as soon as the log can be written again.`;
+    return { ...result, notices: [...(result.notices ?? []), notice] };
   }
 
+  /** A run that could not be run or waited for; the error thrown stays the run's own. */
   failed(plan: SpawnPlan, error: unknown): void {
-    this.#audit.write('exec.failed', {
+    this.#end('exec.failed', {
       runId: this.#runId,
       actor: plan.request.actor,
       command: plan.displayCommand,
@@ -73,4 +81,20 @@ export class RunRecords {
       reason: plan.redactor.redactString(getErrorMessage(error)).text,
     });
   }
+
+  #end(event: string, fields: Record<string, unknown>): Error | undefined {
+    if (this.#audit.writeOrDefer) return this.#audit.writeOrDefer(event, fields);
+    try {
+      this.#audit.write(event, fields);
+      return undefined;
+    } catch (error) {
+      return error as Error;
+    }
+  }
+}
+
+/** `EXECGATE_ERR_AUDIT_IO: ENOSPC`-like words for a notice: the code and the system's reason. */
+export function describeAuditError(error: Error): string {
+  const errno = (error.cause as NodeJS.ErrnoException | undefined)?.code ?? (error as { details?: { errno?: string } }).details?.errno;
+  return `${getErrorCode(error)}${errno ? `: ${errno}` : ''}`;
 }

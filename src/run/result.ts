@@ -43,6 +43,11 @@ export interface ExecResult {
   readonly fullOutputPath?: string;
   /** One line describing how the run ended. */
   readonly message: string;
+  /**
+   * What went wrong around the run though the run itself went on: its full output could not be
+   * saved (a full disk), its end could not be recorded in the audit log yet. Absent when nothing did.
+   */
+  readonly notices?: readonly string[];
 }
 
 export function describeEnding(options: {

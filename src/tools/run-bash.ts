@@ -117,6 +117,7 @@ export function formatRunBashResult(result: ExecResult, home: string): RunBashRe
     // Timeout, or the gateway closed: say so where a human or a model reading stderr looks.
     stderr += `${stderr === '' || stderr.endsWith('\n') ? '' : '\n'}[run_bash: ${result.message}]\n`;
   }
+  for (const notice of result.notices ?? []) stderr += `${stderr === '' || stderr.endsWith('\n') ? '' : '\n'}[run_bash: ${notice}]\n`;
   // Killed by execgate: -1 (seed 000); by a signal it did not send: 128 + N.
   const exitCode = result.killed ? -1 : (result.exitCode ?? getSignalStatus(result.signal) ?? -1);
   return { stdout, stderr, exit_code: exitCode };

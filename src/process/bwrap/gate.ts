@@ -146,6 +146,16 @@ export function checkSandbox(pid: number, check: SandboxCheck): SandboxInit {
   return init;
 }
 
+/**
+ * Resolves once the event loop has polled its descriptors again. libuv's epoll is level-triggered:
+ * a descriptor just read from (stderr, for the start mark) is put back on the kernel's ready list
+ * and stays there, ahead of any other, until a poll finds it empty. A program let go before that
+ * poll, writing stdout then stderr, would have its stderr reported (and read) first.
+ */
+export function afterNextPoll(): Promise<void> {
+  return new Promise((resolve) => { setImmediate(() => setImmediate(resolve)); });
+}
+
 export type SandboxedRequest = SpawnRequest & { readonly sandbox: SandboxLaunch };
 
 /**
@@ -166,9 +176,12 @@ export async function startGated(spawner: Spawner, request: SandboxedRequest): P
     const init = checkSandbox(child.pid, request.sandbox.check);
     const started = readMark(child.stderr, STARTED, stderr);
     child.stdin!.write('go\n');
-    if (!keep) child.stdin!.end();
     const said = await started;
     if (said !== true) throw helperFailed(said, request.cwd);
+    // The mark is read and stderr polled empty: the program may start now (see gate.sh).
+    await afterNextPoll();
+    if (keep) child.stdin!.write('\n');
+    else child.stdin!.end('\n');
     child.stderr.pipe(stderr);
     return { ...child, stdin: keep ? child.stdin : null, stdout, stderr, sandboxInit: init };
   } catch (error) {

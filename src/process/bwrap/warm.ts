@@ -32,7 +32,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { ExecgateError } from '../../errors';
 import { CLOSE_FDS } from '../inherited-fds';
 import type { SpawnedProcess, Spawner, SpawnRequest } from '../spawner/types';
-import { abandon, checkSandbox, helperFailed, readMark, READY, relay, startGated, STARTED, type SandboxedRequest } from './gate';
+import { abandon, afterNextPoll, checkSandbox, helperFailed, readMark, READY, relay, startGated, STARTED, type SandboxedRequest } from './gate';
 import type { SandboxLaunch } from './launch';
 import { getWarmStubScript } from '../programs';
 import { verifySandbox } from './verify';
@@ -93,6 +93,12 @@ interface WarmEntry {
   readonly process: SpawnedProcess;
   /** The run's stderr: the sandbox's, after the waiting bash's marks. */
   readonly stderr: PassThrough;
+  /**
+   * The run's stdout, read from the moment the sandbox starts like its stderr: a stream that
+   * only began to be read when the run was taken lost the race against stderr, and a command
+   * writing `one` (stdout), `two` (stderr), `three` (stdout) came back `two one three`.
+   */
+  readonly stdout: PassThrough;
   /** Whether the sandbox got set up and matched its plan. */
   readonly ready: Promise<boolean>;
   readonly expires: NodeJS.Timeout;
@@ -165,15 +171,18 @@ export class WarmSandboxes implements Spawner {
     child.stdin!.on('error', () => { /* the sandbox ended before reading: its exit says so */ });
     const stderr = new PassThrough();
     stderr.once('close', () => entry.stderr.destroy());
-    const stdout = relay(child.stdout);
+    const { stdout } = entry;
     const started = readMark(entry.stderr, STARTED, stderr);
-    child.stdin!.end(encodeFrame(request.cwd, [request.shell, ...request.args], request.env));
+    child.stdin!.write(encodeFrame(request.cwd, [request.shell, ...request.args], request.env));
     this.#refill(key, request.sandbox);
     const said = await started;
     if (said !== true) {
       abandon(child);
       throw said.startsWith('\x02cwd') ? helperFailed(`bwrap: Can't chdir to ${request.cwd}: No such file or directory`, request.cwd) : helperFailed(said, request.cwd);
     }
+    // The mark is read and stderr polled empty: now the program may start (see warm-stub.bash).
+    await afterNextPoll();
+    child.stdin!.end('\n');
     entry.stderr.pipe(stderr);
     return { ...child, stdin: null, stdout, stderr };
   }
@@ -227,6 +236,7 @@ export class WarmSandboxes implements Spawner {
     const expires = setTimeout(() => this.#discard(entry), this.#maxIdle).unref();
     const stderr = new PassThrough();
     stderr.once('close', () => child.stderr.destroy());
+    const stdout = relay(child.stdout);
     // Set up, and matching its plan, or not at all.
     const ready = readMark(child.stderr as Readable, READY, stderr).then((mark) => {
       if (mark !== true) return false;
@@ -239,7 +249,7 @@ export class WarmSandboxes implements Spawner {
       entry.isReady = true;
       return true;
     });
-    const entry: WarmEntry = { key, launch, process: child, stderr, ready, expires, isReady: false, ended: false };
+    const entry: WarmEntry = { key, launch, process: child, stderr, stdout, ready, expires, isReady: false, ended: false };
     const gone = (): void => {
       entry.ended = true;
       const index = this.#entries.indexOf(entry);
@@ -270,6 +280,7 @@ export class WarmSandboxes implements Spawner {
     // Its own process group (spawned detached); nothing in it has seen a run.
     abandon(entry.process);
     entry.stderr.destroy();
+    entry.stdout.destroy();
   }
 
   async close(): Promise<void> {

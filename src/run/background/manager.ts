@@ -14,7 +14,8 @@ import { getEndedFields } from './ended';
 import { BackgroundRun } from './run';
 import type { Spawner } from '../../process/spawner/types';
 import { readOutputSlice } from './output-file';
-import { getBackgroundDir, getOutputPath, getRecordPath, listRecords, readRecord, refreshRecord } from './records';
+import { settleRecord } from './lost';
+import { getBackgroundDir, getOutputPath, getRecordPath, listRecords, readRecord } from './records';
 import type { BackgroundProcess, BackgroundStatus, KillOptions, StatusOptions } from './types';
 
 export interface BackgroundManagerOptions {
@@ -95,10 +96,15 @@ export class BackgroundManager {
   list(): BackgroundProcess[] {
     const byId = new Map<string, BackgroundProcess>();
     for (const record of listRecords(this.#options.home)) {
-      const { supervisorPid: _supervisor, ...shown } = refreshRecord(record);
+      if (this.#runs.has(record.id)) continue;
+      const { supervisorPid: _supervisor, ...shown } = settleRecord(this.#options.home, record, this.#options.audit);
       byId.set(record.id, shown);
     }
-    for (const run of this.#runs.values()) byId.set(run.id, run.status.snapshot());
+    for (const run of this.#runs.values()) {
+      // A record the disk did not take is written again now that someone looks.
+      if (run.status.unrecorded !== undefined) run.status.record();
+      byId.set(run.id, run.status.snapshot());
+    }
     return [...byId.values()].sort((a, b) => a.startedAt.localeCompare(b.startedAt));
   }
 
@@ -107,7 +113,7 @@ export class BackgroundManager {
     if (run) return run.status.snapshot();
     const record = readRecord(this.#options.home, validateId(id));
     if (!record) throw notFound(id);
-    const { supervisorPid: _supervisor, ...shown } = refreshRecord(record);
+    const { supervisorPid: _supervisor, ...shown } = settleRecord(this.#options.home, record, this.#options.audit);
     return shown;
   }
 

@@ -4,7 +4,7 @@
  * process. When the recording process is gone, liveness is read from /proc: a pid counts as
  * the run only if its environment still carries the run's cookie (pids are reused).
  */
-import { readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findByCookie } from '../../process/terminate';
 import type { BackgroundProcess } from './types';
@@ -29,12 +29,18 @@ export interface BackgroundRecord extends BackgroundProcess {
   readonly supervisorPid: number;
 }
 
-/** Write atomically (temp + rename) so a reader never sees half a record. */
+/** Write atomically (temp + rename) so a reader never sees half a record; throws what the disk said. */
 export function writeRecord(home: string, record: BackgroundRecord): void {
   const path = getRecordPath(home, record.id);
   const temp = `${path}.${process.pid}.tmp`;
-  writeFileSync(temp, `${JSON.stringify(record)}\n`, { mode: 0o600 });
-  renameSync(temp, path);
+  try {
+    writeFileSync(temp, `${JSON.stringify(record)}\n`, { mode: 0o600 });
+    renameSync(temp, path);
+  } catch (error) {
+    // A temporary file cut short by a full disk is not left to fill it further.
+    rmSync(temp, { force: true });
+    throw error;
+  }
 }
 
 export function readRecord(home: string, id: string): BackgroundRecord | undefined {
@@ -62,17 +68,20 @@ export function listRecords(home: string): BackgroundRecord[] {
 }
 
 
+/** Why a run whose record says `running` is lost, or undefined while it may still be running. */
+export function getLostReason(record: BackgroundRecord): string | undefined {
+  if (record.state !== 'running') return undefined;
+  if (isProcessAlive(record.supervisorPid)) return undefined;
+  if (findByCookie(record.id).length > 0) return undefined;
+  return `its supervising process (pid ${record.supervisorPid}) ended without recording how the run ended, and no process of the run is left; the exit status is unknown`;
+}
+
 /**
  * A record as it stands now: a record that says `running` whose supervisor is gone and whose
- * processes no longer exist is reported as ended with an unknown status.
+ * processes no longer exist is reported as `lost` (see lost.ts, which records it so).
  */
 export function refreshRecord(record: BackgroundRecord): BackgroundRecord {
-  if (record.state !== 'running') return record;
-  if (isProcessAlive(record.supervisorPid)) return record;
-  if (findByCookie(record.id).length > 0) return record;
-  return {
-    ...record,
-    state: 'exited',
-    reason: 'the supervising process is gone and no process of the run is left; the exit status is unknown',
-  };
+  const reason = getLostReason(record);
+  if (reason === undefined) return record;
+  return { ...record, state: 'lost', endedAt: record.endedAt ?? new Date().toISOString(), reason };
 }

@@ -24,10 +24,16 @@ export class BackgroundSink {
     this.#ring.push(bytes);
   }
 
-  /** Append the closing lines and close the file. */
-  close(lines: string[]): void {
-    this.#ring.push(Buffer.from(`\n${lines.join('\n')}\n`));
-    this.#file.close(lines);
+  /** What could not be written to the file, in words, if anything. */
+  get notice(): string | undefined {
+    return this.#file.notice;
+  }
+
+  /** Append the closing lines and close the file; false when the file could not take them. */
+  close(lines: string[]): boolean {
+    const notice = this.#file.notice;
+    this.#ring.push(Buffer.from(`\n${[...(notice ? [`[execgate: ${notice}]`] : []), ...lines].join('\n')}\n`));
+    return this.#file.close(lines);
   }
 
   /** The command could not be started: the file says why. */

@@ -24,10 +24,15 @@ export class RunStatus {
   readonly done: Promise<BackgroundProcess>;
   #resolveDone!: (process: BackgroundProcess) => void;
 
-  constructor(plan: SpawnPlan, home: string, outputPath: string) {
+  readonly #notice: () => string | undefined;
+  /** Why the record file could not be written the last time (it is written again at the next chance). */
+  #unrecorded: string | undefined;
+
+  constructor(plan: SpawnPlan, home: string, outputPath: string, notice: () => string | undefined = () => undefined) {
     this.#plan = plan;
     this.#home = home;
     this.#outputPath = outputPath;
+    this.#notice = notice;
     this.done = new Promise((resolve) => { this.#resolveDone = resolve; });
   }
 
@@ -47,7 +52,7 @@ export class RunStatus {
   }
 
   /** The run has ended (once): its output gets its closing lines, then the record, then `done`. */
-  end(exitCode: number | null, signal: NodeJS.Signals | null, stopping: Stopping | undefined, complete: boolean, output: { close(lines: string[]): void }): void {
+  end(exitCode: number | null, signal: NodeJS.Signals | null, stopping: Stopping | undefined, complete: boolean, output: { close(lines: string[]): boolean }): void {
     if (this.ended) return;
     const { state, reason, lines } = describeEnd(exitCode, signal, stopping, complete);
     this.#state = state;
@@ -82,15 +87,28 @@ export class RunStatus {
       pty: plan.request.pty,
       sandboxed: plan.sandbox.sandboxed,
       ...(this.#reason ? { reason: this.#reason } : {}),
+      ...(this.#notice() ? { notice: this.#notice() } : {}),
     };
   }
 
-  /** Write the record file (after the output file is complete, when the run has ended). */
-  record(): void {
+  /** Whether the record file is behind what is known (its last write failed). */
+  get unrecorded(): string | undefined {
+    return this.#unrecorded;
+  }
+
+  /**
+   * Write the record file (after the output file is complete, when the run has ended). A
+   * failure (a full disk) does not touch the run; it is remembered, and the record is written
+   * again by the next call. True when the record is written.
+   */
+  record(): boolean {
     try {
       writeRecord(this.#home, { ...this.snapshot(), supervisorPid: this.#supervisorPid });
-    } catch {
-      // The record is a convenience for other processes; the run itself goes on.
+      this.#unrecorded = undefined;
+      return true;
+    } catch (error) {
+      this.#unrecorded = (error as NodeJS.ErrnoException).code ?? String(error);
+      return false;
     }
   }
 }

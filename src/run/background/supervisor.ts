@@ -29,15 +29,17 @@ async function main(): Promise<void> {
   // The egress endpoint came along as `input.egress` and this process's proxy serves it: the
   // plan here owns nothing to release.
   const plan = { ...input.plan, redactor, resources: new PlanResources() } as SpawnPlan;
-  const run = new BackgroundRun(plan, {
-    home: input.home,
-    ringBytes: input.ringBytes,
-    maxFileBytes: input.maxFileBytes,
-    maxRuntime: plan.limits.timeout,
-  });
+  let run: BackgroundRun;
   let started;
   let egress: EgressProxy | undefined;
   try {
+    // Its output file is created here: a full disk is a coded answer, not a supervisor that died.
+    run = new BackgroundRun(plan, {
+      home: input.home,
+      ringBytes: input.ringBytes,
+      maxFileBytes: input.maxFileBytes,
+      maxRuntime: plan.limits.timeout,
+    });
     // The run's egress endpoint is served here before the run starts (it connects from its start on).
     if (input.egress) egress = await serveEgress(input);
     started = await run.start(process.pid);
@@ -61,7 +63,26 @@ async function main(): Promise<void> {
   const ended = await run.status.done;
   await egress?.close();
   decisions?.close();
-  recordEnd(input, ended, run.status.runtimeMs);
+  await settleEnd(input, run, ended);
+}
+
+/** How long a supervisor stays to record its run's end on a disk that is full (then the run reads as lost). */
+const SETTLE_MS = 10 * 60 * 1000;
+
+/**
+ * The end goes to the audit log and the record file; on a full disk the supervisor stays and
+ * tries again every second, so the end is recorded once space is back. If it never is, the
+ * supervisor goes and the next gateway to look records the run as lost (lost.ts).
+ */
+async function settleEnd(input: SupervisorInput, run: BackgroundRun, ended: BackgroundProcess): Promise<void> {
+  const deadline = Date.now() + SETTLE_MS;
+  let audited = !input.audit;
+  for (;;) {
+    audited ||= recordEnd(input, ended, run.status.runtimeMs);
+    const recorded = run.status.unrecorded === undefined || run.status.record();
+    if ((audited && recorded) || Date.now() >= deadline) return;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
 }
 
 let decisions: import('../../audit/log').AuditLog | undefined;
@@ -99,16 +120,19 @@ function openAudit(input: SupervisorInput): import('../../audit/log').AuditLog |
   return new AuditLog({ path: input.audit.path, home: input.audit.home, env });
 }
 
-/** The run's end goes to the same tamper-evident audit log its start went to. */
-function recordEnd(input: SupervisorInput, ended: BackgroundProcess, durationMs: number): void {
-  if (!input.audit) return;
+/** The run's end goes to the same tamper-evident audit log its start went to. True once written. */
+function recordEnd(input: SupervisorInput, ended: BackgroundProcess, durationMs: number): boolean {
+  if (!input.audit) return true;
+  let log: import('../../audit/log').AuditLog | undefined;
   try {
     // Loaded only here: most supervisors spend their life waiting, not auditing.
-    const log = openAudit(input)!;
+    log = openAudit(input)!;
     log.write('background.ended', getEndedFields(ended, input.plan.request.actor, durationMs));
-    log.close();
+    return true;
   } catch {
-    // The output file and the record already say how the run ended.
+    return false;
+  } finally {
+    log?.close();
   }
 }
 

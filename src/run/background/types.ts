@@ -5,10 +5,11 @@
 import type { Spawner } from '../../process/spawner/types';
 
 /**
- * Where a background run stands: still running, exited, killed, timed out, or failed to start or to
- * finish cleanly.
+ * Where a background run stands: still running, exited, killed, timed out, failed to start or to
+ * finish cleanly, or `lost`: the run's end was never recorded (its supervising process died, or
+ * could not write it); whichever process notices first records it as lost, with the reason.
  */
-export type BackgroundState = 'running' | 'exited' | 'killed' | 'timed_out' | 'failed';
+export type BackgroundState = 'running' | 'exited' | 'killed' | 'timed_out' | 'failed' | 'lost';
 
 /**
  * A background run as an agent may see it: its command is the unresolved one (tokens as written)
@@ -31,8 +32,10 @@ export interface BackgroundProcess {
   readonly pty: boolean;
   /** Whether it runs in the OS sandbox (the audit record says how, or why not). */
   readonly sandboxed?: boolean;
-  /** Why it ended, when it did not simply exit (killed, timed out, failed, gateway closed). */
+  /** Why it ended, when it did not simply exit (killed, timed out, failed, gateway closed, lost). */
   readonly reason?: string;
+  /** Output the file could not take (a full disk): how many bytes are missing from it, and why. */
+  readonly notice?: string;
 }
 
 /**

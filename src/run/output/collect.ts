@@ -49,6 +49,10 @@ export class OutputCollector {
     const ending = { exitCode: end.exitCode, signal: end.signal, timedOut: end.stopped === 'timeout', shutdown: end.stopped === 'shutdown' };
     const message = describeEnding({ ...ending, timeout: plan.limits.timeout, complete: end.complete });
     const fullOutputPath = this.#spill.close(`[execgate: ${message}]`);
+    const failure = this.#spill.failure;
+    const notices = failure === undefined
+      ? []
+      : [`The full output could not be saved to a file (${failure}): only the part shown here was kept; the cut bytes are lost.`];
     const notice = (cut: number): string => formatCutNotice(cut, fullOutputPath);
     const { stdout, stderr } = this.#captures;
     return {
@@ -75,6 +79,7 @@ export class OutputCollector {
       egress: summarizeDecisions(plan.resources.getEgressDecisions()),
       ...(fullOutputPath ? { fullOutputPath } : {}),
       message,
+      ...(notices.length > 0 ? { notices } : {}),
     };
   }
 }

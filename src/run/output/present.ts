@@ -10,7 +10,7 @@
  *   - the shell's exit-status convention for a signal (128 + N).
  * run_bash, the MCP `bash` tool and `execgate run` only map the result to their shapes.
  */
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { ensureDir } from '../../home';
@@ -48,13 +48,16 @@ export class FullOutput {
   getPath(text: () => string): string | undefined {
     if (this.#path !== undefined || this.#tried) return this.#path;
     this.#tried = true;
+    let file: string | undefined;
     try {
-      const file = join(ensureDir(join(this.#home, 'runs')), `${this.#result.id}.log`);
+      file = join(ensureDir(join(this.#home, 'runs')), `${this.#result.id}.log`);
       const body = text();
       writeFileSync(file, `${body}${body === '' || body.endsWith('\n') ? '' : '\n'}[execgate: ${this.#result.message}]\n`, { mode: 0o600, flag: 'wx' });
       this.#path = file;
-    } catch {
-      // No file: the notice then says how much was cut but not where the rest is.
+    } catch (error) {
+      // No file (a full disk): the notice then says how much was cut but not where the rest is,
+      // and a file cut short is not left to pass for the whole output.
+      if (file !== undefined && (error as NodeJS.ErrnoException).code !== 'EEXIST') rmSync(file, { force: true });
     }
     return this.#path;
   }
