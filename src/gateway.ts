@@ -37,6 +37,7 @@ import { createDefaultSources } from './refs/default-sources';
 import { RefStore } from './refs/store';
 import { createGatewaySandbox, type GatewaySandbox } from './exec/sandbox-context';
 import { checkSandboxCwd, planSandbox } from './sandbox';
+import { checkAuditPlacement } from './sandbox/paths';
 import type { SandboxLaunch } from './sandbox/launch';
 
 export type { WatchPolicyOptions } from './policy/reload';
@@ -96,6 +97,14 @@ export class Gateway {
       ? validateSpawnerKind(options.spawner, 'spawner')
       : validateSpawnerKind(this.#env.EXECGATE_SPAWNER || 'auto', 'EXECGATE_SPAWNER');
     this.#audit = createAudit(options.audit, this.home, this.policy.audit, this.#env);
+    if (this.#audit instanceof AuditLog && this.policy.sandbox.mode !== 'off') {
+      try {
+        checkAuditPlacement({ auditPath: this.#audit.path, roots: this.policy.cwd.roots, workspace: this.#cwd, writable: this.policy.sandbox.filesystem.writable, env: this.#env, userHome: os.homedir() });
+      } catch (error) {
+        this.#audit.close();
+        throw error;
+      }
+    }
     this.#policy.record = (event, fields) => this.#audit.write(event, fields);
     this.#policy.warn = (obj, msg) => this.#warn(obj, msg);
     this.#audit.write('gateway.started', { pid: process.pid, policy: this.policy.source, sources: this.refs.sourceNames });

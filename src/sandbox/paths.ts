@@ -227,21 +227,12 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   // keeps its vault there, and a nested `execgate` in a run (no EXECGATE_HOME reaches a run)
   // looks for it there.
   const hiddenWanted = new Set<string>([input.home, join(userHome, '.execgate')]);
-  if (input.auditPath) {
-    // The log's directory also holds its rotated files, chain state and lock. Where that
-    // directory is a place the run works in, the log's own files are hidden one by one: the
-    // active file and every file whose name continues it (`audit.log.lock`, the rotated
-    // `audit.log.<time>`) that exists when the run starts.
-    const dir = dirname(input.auditPath);
-    const inWorkArea = isInside(input.cwd, dir) || input.roots.some((root) => isInside(root, dir)) || isInside(input.workspace, dir);
-    if (inWorkArea) {
-      hiddenWanted.add(input.auditPath);
-      const prefix = `${basename(input.auditPath)}.`;
-      for (const name of listDir(dir)) if (name.startsWith(prefix)) hiddenWanted.add(join(dir, name));
-    } else {
-      hiddenWanted.add(dir);
-    }
-  }
+  // The log's directory (its rotated files, chain state and lock) is hidden whole, wherever it
+  // lies: a tmpfs over the directory, as for the state directory. (A cover on each file's name
+  // would be undone for every run already started when the log rotates, by rename, and the lock
+  // file, which exists only while a record is written, would not be covered at all.) A log whose
+  // directory is a writable root is refused when the gateway starts (checkAuditPlacement).
+  if (input.auditPath) hiddenWanted.add(dirname(input.auditPath));
   const bus = getBusPaths(env.DBUS_SESSION_BUS_ADDRESS);
   for (const path of bus.paths) hiddenWanted.add(path);
   for (const name of ['XDG_RUNTIME_DIR', 'SSH_AUTH_SOCK', 'GNOME_KEYRING_CONTROL', 'GPG_AGENT_INFO']) {
@@ -507,11 +498,26 @@ function getCoveredDirs(
   return covered;
 }
 
-function listDir(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
+/**
+ * Refuses an audit log that no run could be kept from: its directory is a writable root (the
+ * workspace, a `cwd.roots` entry or a `sandbox.filesystem.writable` path), or holds one, so
+ * hiding the directory would hide the workspace. Checked when the gateway starts.
+ */
+export function checkAuditPlacement(input: { auditPath: string; roots: readonly string[]; workspace: string; writable: readonly string[]; env: Readonly<Record<string, string | undefined>>; userHome: string }): void {
+  const userHome = input.env.HOME || input.userHome;
+  const dir = dirname(input.auditPath);
+  const where = real(dir) ?? resolve(dir);
+  const privateTmp = ['/tmp', real(tmpdir())].filter((t): t is string => t !== undefined);
+  const workspace = input.roots.length > 0 ? [] : [input.workspace].filter((w) => !privateTmp.includes(real(w) ?? w));
+  for (const wanted of [...input.roots, ...workspace, ...input.writable.map((p) => expand(p, userHome))]) {
+    const root = real(wanted) ?? resolve(wanted);
+    if (where === root || isInside(root, where)) {
+      throw new ExecgateError(
+        'EXECGATE_ERR_AUDIT_IN_WORKSPACE',
+        `The audit log ${input.auditPath} is in ${dir}, which ${where === root ? 'is' : 'holds'} the writable ${wanted === input.workspace ? 'workspace' : 'path'} ${wanted}: sandboxed runs could read, rewrite or lock the log there, and hiding its directory would hide the workspace. Put the audit log in a directory of its own (\`audit.path\` in the policy, the \`audit.path\` option, or the default in the state directory), inside the workspace if need be (that directory is then hidden from every run). The gateway was not started.`,
+        { path: input.auditPath, root: wanted },
+      );
+    }
   }
 }
 
