@@ -73,6 +73,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_SANDBOX_FAILED: 'The sandbox could not be set up for this run; nothing was run.',
 
   // --- policy ---
+  EXECGATE_ERR_POLICY_WRITTEN_BY_RUN: 'A policy file changed while a sandboxed run that could write it was running; it was not loaded.',
   EXECGATE_ERR_POLICY_DENIED: 'The policy refused the request.',
   EXECGATE_ERR_POLICY_INVALID: 'A policy file is not valid (syntax, schema, or contradicting settings); it was not loaded.',
   EXECGATE_ERR_POLICY_NOT_FOUND: 'A policy file, or a policy it extends, cannot be read.',
