@@ -74,6 +74,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_SANDBOX_FAILED: 'The sandbox could not be set up for this run; nothing was run.',
 
   // --- policy ---
+  EXECGATE_ERR_POLICY_WRITTEN_BY_RUN: 'A policy file changed while a sandboxed run that could write it was running; it was not loaded.',
   EXECGATE_ERR_POLICY_DENIED: 'The policy refused the request.',
   EXECGATE_ERR_POLICY_INVALID: 'A policy file is not valid (syntax, schema, or contradicting settings); it was not loaded.',
   EXECGATE_ERR_POLICY_NOT_FOUND: 'A policy file, or a policy it extends, cannot be read.',
@@ -104,6 +105,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_AUDIT_KEY_PERMISSIONS: 'The audit key file may be read by other users, is a symlink or is not owned by the user.',
   EXECGATE_ERR_AUDIT_IO: 'The audit log, its key file or its chain state could not be read or written.',
   EXECGATE_ERR_AUDIT_LOCKED: 'Another process held the audit log lock and made no progress (used no CPU) for longer than the wait allows.',
+  EXECGATE_ERR_AUDIT_IN_WORKSPACE: 'The audit log\'s directory is (or holds) a directory sandboxed runs may write; the gateway was not started.',
   EXECGATE_ERR_AUDIT_TAIL_INVALID: 'The end of the audit log does not verify under the audit key, so the chain cannot be extended.',
   EXECGATE_ERR_AUDIT_NOT_FOUND: 'There is no audit log file to read, or no record of the requested run.',
 

@@ -37,6 +37,8 @@ import { createDefaultSources } from './refs/default-sources';
 import { RefStore } from './refs/store';
 import { createGatewaySandbox, type GatewaySandbox } from './plan/sandbox-context';
 import { checkSandboxCwd, planSandbox } from './sandbox';
+import { checkAuditPlacement } from './sandbox/paths';
+import { isInside } from './fs/paths';
 import type { SandboxLaunch } from './process/bwrap/launch';
 
 export type { WatchPolicyOptions } from './policy/reload';
@@ -96,6 +98,14 @@ export class Gateway {
       ? validateSpawnerKind(options.spawner, 'spawner')
       : validateSpawnerKind(this.#env.EXECGATE_SPAWNER || 'auto', 'EXECGATE_SPAWNER');
     this.#audit = createAudit(options.audit, this.home, this.policy.audit, this.#env);
+    if (this.#audit instanceof AuditLog && this.policy.sandbox.mode !== 'off') {
+      try {
+        checkAuditPlacement({ auditPath: this.#audit.path, roots: this.policy.cwd.roots, workspace: this.#cwd, writable: this.policy.sandbox.filesystem.writable, env: this.#env, userHome: os.homedir() });
+      } catch (error) {
+        this.#audit.close();
+        throw error;
+      }
+    }
     this.#policy.record = (event, fields) => this.#audit.write(event, fields);
     this.#policy.warn = (obj, msg) => this.#warn(obj, msg);
     this.#audit.write('gateway.started', { pid: process.pid, policy: this.policy.source, sources: this.refs.sourceNames });
@@ -108,6 +118,13 @@ export class Gateway {
       policyFiles: () => this.#policy.files,
       warn: (obj, msg) => this.#warn(obj, msg),
     });
+    if (this.policy.sandbox.mode !== 'off') {
+      const roots = [...(this.policy.cwd.roots.length > 0 ? this.policy.cwd.roots : [this.#cwd]), ...this.policy.sandbox.filesystem.writable];
+      for (const file of this.#policy.files) {
+        const root = roots.find((r) => isInside(file, r));
+        if (root !== undefined) this.#warn({ file, root }, `The policy file ${file} lies in ${root}, where sandboxed runs may write. It is read-only inside each run, but replacing it by rename (an editor's save) while a run is alive lets that run write it; such a change is refused (EXECGATE_ERR_POLICY_WRITTEN_BY_RUN). Keep the policy outside the workspace.`);
+      }
+    }
     // Every run in progress listens on the shutdown signal until it ends: many at once is normal, not a leak.
     setMaxListeners(0, this.#shutdown.signal);
     // Last: a helper process is started only for a gateway that did start.

@@ -8,6 +8,7 @@ import { basename, dirname } from 'node:path';
 import { ExecgateError, getErrorCode, getErrorMessage, isExecgateError } from '../errors';
 import { DEFAULT_POLICY, type EffectivePolicy } from './effective';
 import type { LoadedPolicy } from './load';
+import { findWriterSince, type LiveRun } from '../process/live-runs';
 
 /**
  * Options of `gateway.watchPolicy()`: the signal that triggers a reload and the quiet time after a file change.
@@ -27,6 +28,24 @@ export interface PolicyHolderOptions {
 }
 
 type Record = (event: string, fields: { [key: string]: unknown }) => void;
+
+/**
+ * Refuses policy files that a live sandboxed run could have written: one whose writable roots
+ * hold the file and that started before the file last changed. Its read-only mount on the file's
+ * name is gone once the host replaced the file by rename (process/live-runs.ts), so the file may be
+ * the run's, not the operator's.
+ */
+export function checkPolicyWriters(files: readonly string[], runs?: readonly LiveRun[]): void {
+  for (const file of files) {
+    const found = findWriterSince(file, runs);
+    if (found === undefined) continue;
+    throw new ExecgateError(
+      'EXECGATE_ERR_POLICY_WRITTEN_BY_RUN',
+      `The policy file ${file} changed (${new Date(found.changed).toISOString()}) while the sandboxed run ${found.run.id}, which may write where it lies, was running (started ${new Date(found.run.started).toISOString()}${found.run.ended === undefined ? ', still running' : `, ended ${new Date(found.run.ended).toISOString()}`}), so that run may have written it. It was not loaded. Stop that run (or wait for it to end), check the file and save it again, or keep the policy outside the workspace and every writable path.`,
+      { file, run: found.run.id, runStarted: new Date(found.run.started).toISOString(), fileChanged: new Date(found.changed).toISOString() },
+    );
+  }
+}
 
 export class PolicyHolder {
   #policy: EffectivePolicy;
@@ -63,6 +82,7 @@ export class PolicyHolder {
     // Loaded on first use: a gateway without a policy file never loads the parser or validator.
     const { loadPolicyFile } = require('./load') as typeof import('./load');
     const loaded = loadPolicyFile(file, { cwd: this.#options.cwd, homeDir: this.#options.homeDir });
+    checkPolicyWriters(loaded.files);
     this.#files = loaded.files;
     this.#digest = loaded.digest;
     return loaded;

@@ -8,13 +8,21 @@
 #   bash -c "$(cat pty-launch.bash)" execgate-launch GATEWAY_PID SOURCES OPTIONS \
 #     [KIND PATH GATEWAY_FD]... [OPTION]... LAUNCHER [ARG]...
 #   KIND `bind`: checked against GATEWAY_FD; `file`: opened as it is.
+# Errors silenced by a permanent redirection, not one on a compound command: bash saves a
+# redirected descriptor on 10 or above for the command's length, which would collide with (and
+# then close) the sources opened there. The terminal is on every standard descriptor.
+# bubblewrap's options go on descriptor 3 first: a process substitution made after the sources
+# are open could be given a descriptor number one of them holds.
 gw=$1; n=$2; k=$3; shift 3; fd=4
+o=("${@:$((3 * n + 1)):k}")
+exec 3< <(printf '%s\0' "${o[@]}")
+exec 2>/dev/null
 while (( n-- > 0 )); do
-  if ! { eval "exec $fd<\"\$2\"" && { [[ $1 == file ]] || [ "/proc/self/fd/$fd" -ef "/proc/$gw/fd/$3" ]; }; } 2>/dev/null; then
+  if ! { eval "exec $fd<\"\$2\"" && { [[ $1 == file ]] || [ "/proc/self/fd/$fd" -ef "/proc/$gw/fd/$3" ]; }; }; then
     printf 'execgate: %s changed while its sandbox was being set up\n' "$2"; exit 125
   fi
   fd=$((fd + 1)); shift 3
 done
-o=("${@:1:k}"); shift "$k"
-exec 3< <(printf '%s\0' "${o[@]}")
+exec 2>&1
+shift "$k"
 exec "$@"

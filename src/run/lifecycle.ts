@@ -14,6 +14,7 @@
  *     endpoint) is released there, and when the spawn fails.
  * Sinks (sync collector, background file + ring) receive redacted bytes through `onData`.
  */
+import { registerLiveRun } from '../process/live-runs';
 import { ExecgateError, isExecgateError } from '../errors';
 import { startGated } from '../process/bwrap/gate';
 import { AnsiStripper } from './output/ansi';
@@ -68,7 +69,14 @@ export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Prom
   const pty = plan.request.pty;
   const spawner = pty ? ptySpawner : (options.spawner ?? directSpawner);
   // Listed with the watchdog before the spawn: the gateway may die the moment after.
-  const unwatch = watchRun(plan.runId);
+  const watched = watchRun(plan.runId);
+  // A sandboxed run is listed alive (with its writable roots) until it has ended: the policy
+  // reader refuses a policy file such a run may have written (process/live-runs.ts).
+  const unlist = plan.launch === undefined ? (): void => undefined : registerLiveRun({ id: plan.runId, started: Date.now(), writable: plan.launch.check.writable.map((w) => w.path) });
+  const unwatch = (now?: boolean): void => {
+    unlist();
+    watched(now);
+  };
   let child: SpawnedProcess;
   try {
     const request = {

@@ -109,6 +109,22 @@ export function getBwrapSpec(input: BwrapInput): BwrapSpec {
   const tmpfs: string[] = ['/dev', ...kernel.tmpfs];
   const hiddenDirs: string[] = [];
   const nullCovers: string[] = [...kernel.nullCovers];
+  // Directories holding hidden files that no run may write (paths.ts, CoveredDir): a tmpfs of
+  // the sandbox's own right after the root, each other entry at its own name, the hidden names
+  // absent. Every other mount of the plan lies deeper or elsewhere and comes after; the tmpfs
+  // is made read-only once every mount point in it exists (at the end).
+  const covered = view.covered ?? [];
+  const coveredBinds: string[] = [];
+  const absent = new Set(covered.flatMap((c) => c.absent));
+  for (const cover of covered) {
+    args.push('--perms', cover.mode.toString(8).padStart(4, '0'), '--tmpfs', cover.path);
+    tmpfs.push(cover.path);
+    for (const path of cover.binds) {
+      args.push('--ro-bind', path, path);
+      coveredBinds.push(path);
+    }
+    for (const { path, target } of cover.symlinks) args.push('--symlink', target, path);
+  }
   // The writable roots, parents first; a temp directory gets its private tmpfs right after the
   // roots that hold it (`cwd: /`) and before the roots inside it (a project under /tmp), so
   // that no run sees the host's temp directory: every gateway's runtime sockets live there, and
@@ -135,6 +151,7 @@ export function getBwrapSpec(input: BwrapInput): BwrapSpec {
   if (view.writable.some((w) => isInside('/sys', w) || isInside(w, '/sys'))) args.push('--ro-bind', '/sys', '/sys');
   args.push('--dev', '/dev', '--proc', '/proc', ...kernel.args);
   for (const { path, directory } of view.hidden) {
+    if (absent.has(path)) continue;
     // In a private temp directory and outside every writable root inside it: already out of sight.
     if (view.privateTmp.some((t) => isInside(path, t) && !view.writable.some((w) => w !== t && isInside(w, t) && isInside(path, w)))) continue;
     if (directory) {
@@ -146,6 +163,7 @@ export function getBwrapSpec(input: BwrapInput): BwrapSpec {
       nullCovers.push(path);
     }
   }
+  for (const cover of covered) args.push('--remount-ro', cover.path);
   args.push('--chdir', input.cwd);
   args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--unshare-user', '--disable-userns');
   if (input.unshareNet) args.push('--unshare-net');
@@ -167,9 +185,10 @@ export function getBwrapSpec(input: BwrapInput): BwrapSpec {
       hiddenDirs: Object.freeze(hiddenDirs),
       nullCovers: Object.freeze(nullCovers),
       tmpfs: Object.freeze(tmpfs),
-      mounted: Object.freeze([...new Set([...view.writable, ...view.pinned, ...view.readOnly])]),
+      mounted: Object.freeze([...new Set([...view.writable, ...view.pinned, ...view.readOnly, ...coveredBinds])]),
       writable: Object.freeze(writable),
       binds: Object.freeze([]),
+      covers: Object.freeze(covered.map((c) => Object.freeze({ path: c.path, names: c.names, absent: c.absent }))),
     }),
   });
 }

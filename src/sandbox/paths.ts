@@ -30,7 +30,7 @@
  * The policy files in force (and their `extends` chain) are read-only inside for the same
  * reason: a run must not rewrite the policy a watching gateway reloads.
  */
-import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { ExecgateError } from '../errors';
@@ -73,8 +73,32 @@ export interface HiddenPath {
   readonly directory: boolean;
 }
 
+/**
+ * A directory that holds hidden files and that no run may write: a tmpfs of the sandbox's own
+ * takes its place, in which each of its other entries is bound again at its own name (or made
+ * again, for a symlink), so the hidden names do not exist there at all. A hidden file covered by
+ * a mount on its own name is uncovered in every run already started when the host replaces the
+ * file by rename(2) (the kernel detaches a mount whose mount point is unlinked); an entry that is
+ * simply absent from a directory of the sandbox's own stays absent, whatever the host renames.
+ */
+export interface CoveredDir {
+  readonly path: string;
+  /** The host directory's permission bits, given to the tmpfs. */
+  readonly mode: number;
+  /** Entries bound read-only onto themselves. */
+  readonly binds: readonly string[];
+  /** Entries that are symlinks, made again with the same target. */
+  readonly symlinks: ReadonlyArray<{ readonly path: string; readonly target: string }>;
+  /** The hidden files of this directory: absent inside. */
+  readonly absent: readonly string[];
+  /** Every name the directory holds inside (binds, symlinks, and the places later mounts take). */
+  readonly names: readonly string[];
+}
+
 export interface FilesystemView {
   readonly hidden: readonly HiddenPath[];
+  /** Directories replaced by a tmpfs of the sandbox's own, their hidden files absent (see CoveredDir). */
+  readonly covered?: readonly CoveredDir[];
   readonly writable: readonly string[];
   readonly readOnly: readonly string[];
   /** Directories inside a writable root that lead to a hidden or read-only path: bound onto themselves. */
@@ -203,21 +227,12 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   // keeps its vault there, and a nested `execgate` in a run (no EXECGATE_HOME reaches a run)
   // looks for it there.
   const hiddenWanted = new Set<string>([input.home, join(userHome, '.execgate')]);
-  if (input.auditPath) {
-    // The log's directory also holds its rotated files, chain state and lock. Where that
-    // directory is a place the run works in, the log's own files are hidden one by one: the
-    // active file and every file whose name continues it (`audit.log.lock`, the rotated
-    // `audit.log.<time>`) that exists when the run starts.
-    const dir = dirname(input.auditPath);
-    const inWorkArea = isInside(input.cwd, dir) || input.roots.some((root) => isInside(root, dir)) || isInside(input.workspace, dir);
-    if (inWorkArea) {
-      hiddenWanted.add(input.auditPath);
-      const prefix = `${basename(input.auditPath)}.`;
-      for (const name of listDir(dir)) if (name.startsWith(prefix)) hiddenWanted.add(join(dir, name));
-    } else {
-      hiddenWanted.add(dir);
-    }
-  }
+  // The log's directory (its rotated files, chain state and lock) is hidden whole, wherever it
+  // lies: a tmpfs over the directory, as for the state directory. (A cover on each file's name
+  // would be undone for every run already started when the log rotates, by rename, and the lock
+  // file, which exists only while a record is written, would not be covered at all.) A log whose
+  // directory is a writable root is refused when the gateway starts (checkAuditPlacement).
+  if (input.auditPath) hiddenWanted.add(dirname(input.auditPath));
   const bus = getBusPaths(env.DBUS_SESSION_BUS_ADDRESS);
   for (const path of bus.paths) hiddenWanted.add(path);
   for (const name of ['XDG_RUNTIME_DIR', 'SSH_AUTH_SOCK', 'GNOME_KEYRING_CONTROL', 'GPG_AGENT_INFO']) {
@@ -407,8 +422,11 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   readOnly.sort(byDepth);
   pinned.sort(byDepth);
   hidden.sort((a, b) => byDepth(a.path, b.path));
+  const covered = getCoveredDirs(hidden, writable, readOnly, pinned, privateTmp);
+  covered.sort((a, b) => byDepth(a.path, b.path));
   return Object.freeze({
     hidden: Object.freeze(hidden),
+    covered: Object.freeze(covered),
     writable: Object.freeze(writable),
     readOnly: Object.freeze(readOnly),
     pinned: Object.freeze(pinned),
@@ -420,11 +438,97 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   });
 }
 
-function listDir(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
+/**
+ * The directories whose hidden files are made absent (CoveredDir): the parent of each hidden
+ * file, where no run can write that parent (it lies outside every writable root: inside one, a
+ * run could create the name itself, so the file keeps its cover on its name) and no other
+ * mount of the plan holds it (a read-only path, a private temp directory, a hidden directory, the
+ * kernel's file systems), so that the tmpfs can be mounted right after the root and every other
+ * mount lands on top of it, deeper, in depth order.
+ */
+function getCoveredDirs(
+  hidden: readonly HiddenPath[],
+  writable: readonly string[],
+  readOnly: readonly string[],
+  pinned: readonly string[],
+  privateTmp: readonly string[],
+): CoveredDir[] {
+  const files = new Map<string, string[]>();
+  const holders = [...writable, ...readOnly, ...privateTmp, ...hidden.filter((h) => h.directory).map((h) => h.path)];
+  for (const entry of hidden) {
+    if (entry.directory) continue;
+    const dir = dirname(entry.path);
+    if (dir === '/' || dir === entry.path || ['/proc', '/sys', '/dev'].some((k) => isInside(dir, k))) continue;
+    if (holders.some((h) => isInside(dir, h))) continue;
+    const list = files.get(dir);
+    if (list) list.push(entry.path);
+    else files.set(dir, [entry.path]);
+  }
+  if (files.size === 0) return [];
+  // Places later mounts take: not bound here (the mount makes its own mount point).
+  const planned = new Set<string>([...writable, ...readOnly, ...pinned, ...privateTmp, ...hidden.filter((h) => h.directory).map((h) => h.path), ...files.keys()]);
+  const covered: CoveredDir[] = [];
+  for (const [dir, absent] of files) {
+    let mode: number;
+    let names: string[];
+    try {
+      mode = statSync(dir).mode & 0o7777;
+      names = readdirSync(dir);
+    } catch {
+      continue; // gone since: the name cover stays, and bubblewrap says so if the file went too
+    }
+    const binds: string[] = [];
+    const symlinks: Array<{ path: string; target: string }> = [];
+    const kept: string[] = [];
+    for (const name of names) {
+      const path = join(dir, name);
+      if (absent.includes(path)) continue;
+      if (planned.has(path)) {
+        kept.push(name);
+        continue;
+      }
+      let stats: Stats | undefined;
+      try {
+        stats = lstatSync(path);
+      } catch {
+        continue; // removed meanwhile: not there inside either
+      }
+      if (stats.isSymbolicLink()) {
+        let target: string;
+        try {
+          target = readlinkSync(path);
+        } catch {
+          continue;
+        }
+        symlinks.push({ path, target });
+      } else binds.push(path);
+      kept.push(name);
+    }
+    covered.push(Object.freeze({ path: dir, mode, binds: Object.freeze(binds), symlinks: Object.freeze(symlinks), absent: Object.freeze([...absent]), names: Object.freeze(kept.sort()) }));
+  }
+  return covered;
+}
+
+/**
+ * Refuses an audit log that no run could be kept from: its directory is a writable root (the
+ * workspace, a `cwd.roots` entry or a `sandbox.filesystem.writable` path), or holds one, so
+ * hiding the directory would hide the workspace. Checked when the gateway starts.
+ */
+export function checkAuditPlacement(input: { auditPath: string; roots: readonly string[]; workspace: string; writable: readonly string[]; env: Readonly<Record<string, string | undefined>>; userHome: string }): void {
+  const userHome = input.env.HOME || input.userHome;
+  const dir = dirname(input.auditPath);
+  const where = real(dir) ?? resolve(dir);
+  const privateTmp = ['/tmp', real(tmpdir())].filter((t): t is string => t !== undefined);
+  const workspace = input.roots.length > 0 ? [] : [input.workspace].filter((w) => !privateTmp.includes(real(w) ?? w));
+  for (const wanted of [...input.roots, ...workspace, ...input.writable.map((p) => expand(p, userHome))]) {
+    const root = real(wanted) ?? resolve(wanted);
+    if (where === root || isInside(root, where)) {
+      throw new ExecgateError(
+        'EXECGATE_ERR_AUDIT_IN_WORKSPACE',
+        `The audit log ${input.auditPath} is in ${dir}, which ${where === root ? 'is' : 'holds'} the writable ${wanted === input.workspace ? 'workspace' : 'path'} ${wanted}: sandboxed runs could read, rewrite or lock the log there, and hiding its directory would hide the workspace. Put the audit log in a directory of its own (\`audit.path\` in the policy, the \`audit.path\` option, or the default in the state directory), inside the workspace if need be (that directory is then hidden from every run). The gateway was not started.`,
+        { path: input.auditPath, root: wanted },
+      );
+    }
   }
 }
 

@@ -342,7 +342,8 @@ describe('execgate mcp options', () => {
   });
 
   test('--disable-tools hides the named tools; an unknown name is a usage error', async () => {
-    const server = await startStdio({ args: ['--disable-tools', 'process_write,process_kill'], cwd: tmp.dir, env: serverEnv(tmp.dir) });
+    // The state directory (and the audit log in it) is not the workspace: that refuses the start.
+    const server = await startStdio({ args: ['--disable-tools', 'process_write,process_kill'], cwd: tmp.dir, env: serverEnv(tmp.dir, { EXECGATE_HOME: join(tmp.dir, '.execgate') }) });
     try {
       const names = (await server.client.listTools()).tools.map((tool) => tool.name);
       expect(names).toEqual(['bash', 'process_status', 'process_output', 'process_list']);
@@ -360,7 +361,7 @@ describe('execgate mcp options', () => {
   test('stdout carries the protocol only; closing stdin ends the server promptly', async () => {
     const { spawn } = await import('node:child_process');
     const { CLI } = await import('./helpers');
-    const child = spawn(process.execPath, [CLI, 'mcp', '--workdir', tmp.dir], { env: serverEnv(tmp.dir), stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'mcp', '--workdir', tmp.dir], { env: serverEnv(tmp.dir, { EXECGATE_HOME: join(tmp.dir, '.execgate') }), stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });

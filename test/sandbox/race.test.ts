@@ -280,7 +280,7 @@ describeSandboxed('the working-directory race, from inside execgate', () => {
           for (const result of results) {
             expectNoSecret(scene, result.stdout + result.stderr);
             if (result.stdout.includes('victim-done')) ran += 1;
-            else if (/EXECGATE_ERR_(SANDBOX_MISMATCH|SANDBOX_PATH|SANDBOX_FAILED|INVALID_CWD|CWD_NOT_FOUND)/.test(result.stderr)) refusedRuns += 1;
+            else if (/EXECGATE_ERR_(SANDBOX_MISMATCH|SANDBOX_PATH|SANDBOX_FAILED|INVALID_CWD|CWD_NOT_FOUND|AUDIT_IN_WORKSPACE)/.test(result.stderr)) refusedRuns += 1;
             else throw new Error(`an unexpected result: ${result.status} ${result.stderr.slice(0, 400)}`);
           }
         }

@@ -35,6 +35,11 @@ export interface SandboxCheck {
   readonly writable: ReadonlyArray<{ readonly path: string; readonly id: string }>;
   /** Binds whose mount point is not their source path (the egress proxy's files). */
   readonly binds: ReadonlyArray<{ readonly source: string; readonly dest: string }>;
+  /**
+   * Directories replaced by a tmpfs of the sandbox's own (paths.ts, CoveredDir): each must be
+   * that tmpfs, read-only, and hold exactly `names`; the hidden files in `absent` do not exist.
+   */
+  readonly covers?: ReadonlyArray<{ readonly path: string; readonly names: readonly string[]; readonly absent: readonly string[] }>;
 }
 
 export interface MountEntry {
@@ -42,6 +47,8 @@ export interface MountEntry {
   readonly root: string;
   readonly mountpoint: string;
   readonly fstype: string;
+  /** The mount's own options say `ro`. */
+  readonly readOnly?: boolean;
 }
 
 /** Paths in mountinfo escape space, tab, newline and backslash as octal (`\040`). */
@@ -57,7 +64,7 @@ export function parseMountinfo(text: string): MountEntry[] {
     const fields = line.split(' ');
     const dash = fields.indexOf('-', 6);
     if (fields.length < 7 || dash < 0) continue;
-    entries.push({ dev: fields[2] as string, root: unescape(fields[3] as string), mountpoint: unescape(fields[4] as string), fstype: fields[dash + 1] ?? '' });
+    entries.push({ dev: fields[2] as string, root: unescape(fields[3] as string), mountpoint: unescape(fields[4] as string), fstype: fields[dash + 1] ?? '', readOnly: (fields[5] ?? '').split(',').includes('ro') });
   }
   return entries;
 }
@@ -180,6 +187,12 @@ export function verifySandbox(launcherPid: number, check: SandboxCheck): string 
     return `a ${entry.fstype} the plan does not make is mounted at ${entry.mountpoint}`;
   }
   const points = new Set(mounts.map((entry) => entry.mountpoint));
+  // The topmost mount at each place (mountinfo lists mounts in the order they were made).
+  const readOnlyMounts = new Set<string>();
+  for (const entry of mounts) {
+    if (entry.readOnly) readOnlyMounts.add(entry.mountpoint);
+    else readOnlyMounts.delete(entry.mountpoint);
+  }
   for (const path of check.mounted) if (!points.has(path)) return `${path} is not mounted as the plan says`;
   const at = (path: string): string => `/proc/${init}/root${path}`;
   try {
@@ -192,6 +205,20 @@ export function verifySandbox(launcherPid: number, check: SandboxCheck): string 
     for (const file of check.nullCovers) {
       const stats = lstatSync(at(file));
       if (!stats.isCharacterDevice() || stats.rdev !== devNull.rdev) return `the hidden file ${file} is not covered by /dev/null`;
+    }
+    for (const cover of check.covers ?? []) {
+      const stats = lstatSync(at(cover.path));
+      if (!stats.isDirectory() || !(ownTmpfs.get(cover.path) ?? []).includes(stats.dev)) return `the directory ${cover.path} is not covered by the sandbox's own file system`;
+      const names = readdirSync(at(cover.path)).sort();
+      const expected = [...cover.names].sort();
+      if (names.length !== expected.length || names.some((name, i) => name !== expected[i])) {
+        const extra = names.find((name) => !expected.includes(name));
+        return extra !== undefined ? `${join(cover.path, extra)} is inside the sandbox, which the plan does not make` : `${cover.path} does not hold what the plan makes`;
+      }
+      for (const file of cover.absent) {
+        if (lstatSync(at(file), { throwIfNoEntry: false }) !== undefined) return `the hidden file ${file} exists inside the sandbox`;
+      }
+      if (!readOnlyMounts.has(cover.path)) return `the directory ${cover.path} is writable inside the sandbox`;
     }
     for (const root of check.writable) {
       const stats = lstatSync(at(root.path));

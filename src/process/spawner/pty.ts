@@ -172,6 +172,15 @@ async function startSandboxedPty(request: SpawnRequest & { readonly sandbox: San
   const gate = getGateProgram(request);
   const child = spawnPty({ ...request, shell: gate[0] as string, args: gate.slice(1) });
   const stdout = new PassThrough();
+  // While the sandbox is set up, bubblewrap's exit (a sandbox it could not set up) ends the
+  // wait: the master stays open after the process ends (see `exited` above), so without this
+  // the marks would be awaited until SETUP_TIMEOUT_MS. What it said is read to the end and the
+  // terminal released, which ends the stream readMark reads.
+  let settingUp = true;
+  void child.exited?.then(() => {
+    if (!settingUp) return;
+    if (child.readRest?.() === false) setTimeout(() => { if (settingUp) child.release?.(); }, 200).unref();
+  });
   try {
     const ready = await readMark(child.stdout, READY, new PassThrough());
     if (ready !== true) throw helperFailed(ready, request.cwd);
@@ -180,9 +189,11 @@ async function startSandboxedPty(request: SpawnRequest & { readonly sandbox: San
     child.stdin!.write(Buffer.from('g'));
     const said = await started;
     if (said !== true) throw helperFailed(said, request.cwd);
+    settingUp = false;
     child.stdout.pipe(stdout);
     return { ...child, stdout, sandboxInit: init };
   } catch (error) {
+    settingUp = false;
     abandon(child);
     child.release?.();
     throw error;
