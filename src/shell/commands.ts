@@ -27,8 +27,11 @@
  * `xargs` handing its items to one of these. The reader refuses a token in a heredoc or
  * here-string it reads, and a token anywhere when such a command reads a pipe or another input a
  * process of the run writes (read.ts). A script or program that a process substitution writes
- * (`bash <(...)`, `source <(...)`) is code made at run time: a sink.
+ * (`bash <(...)`, `source <(...)`) is code made at run time: a sink. Other programs that run
+ * their input as commands (`awk '{system($0)}'`, `sed e`, `sqlite3`, `docker exec -i c sh`, ...)
+ * and wrappers without an option table here (`gosu`, `setpriv`, ...) are in input-programs.ts.
  */
+import { inputProgram, STDIN_FILE } from './input-programs';
 
 export interface Evaluation {
   readonly context: 'evaluated' | 'shell-script' | 'variable-name' | 'remote-command' | 'arithmetic' | 'uncertain';
@@ -216,8 +219,6 @@ const MAX_HOPS = 32;
 
 const baseName = (text: string): string => text.slice(text.lastIndexOf('/') + 1);
 
-/** A file name that is the program's own standard input (or another descriptor the text opened). */
-const STDIN_FILE = /^(?:-|\/dev\/stdin|\/dev\/fd\/[0-9]+|\/proc\/(?:self|thread-self|[0-9]+)\/fd\/[0-9]+)$/;
 /** A word that is (or holds) a process substitution: the file it names is written at run time. */
 const isProcessSubstitution = (word: CommandWord): boolean => word.text === null && /[<>]\(/.test(word.raw);
 
@@ -281,6 +282,9 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
   if (name === 'find') return readFind(words, from, to, report, hops);
   const interpreter = INTERPRETERS.find(([pattern]) => pattern.test(name));
   if (interpreter) return readInterpreter(words, from, to, report, name, interpreter[1]);
+  const program = inputProgram(words, from, to, name);
+  if (program && 'command' in program) return readFrom(words, program.command, to, report, name, hops + 1);
+  if (program) report.input({ context: 'evaluated', reason: program.reason });
   const entry = TABLE.get(name);
   if (!entry) return;
   if (entry.kind === 'shell') return readShellCommand(words, from, to, report, name);
@@ -291,13 +295,27 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
 type OnOption = (option: string, value: CommandWord | string | null, at: number) => void;
 
 /** Options from `index` (`-iu X` clusters, `--name=value`, `--name value`): where the operands start; `onOption` hears each option with its value. */
-function skipOptions(words: readonly CommandWord[], index: number, to: number, valued: readonly string[], onOption: OnOption = () => {}): number {
+function skipOptions(words: readonly CommandWord[], index: number, to: number, valued: readonly string[], onOption: OnOption = () => {}, plus = false): number {
   let i = index;
   for (; i < to; i += 1) {
     const text = words[i]!.text;
     // A dynamic word ends the options: the caller decides what an operand known only at run
-    // time means (a builtin's operand, a wrapper's command: uncertain).
-    if (text === null || !text.startsWith('-') || text === '-') return i;
+    // time means (a builtin's operand, a wrapper's command: uncertain). A shell also takes
+    // `+o name`, `+O name`, `+ex` (`plus`).
+    if (text === null || text === '-' || text === '+') return i;
+    if (plus && text.startsWith('+')) {
+      for (let k = 1; k < text.length; k += 1) {
+        const option = `+${text[k]}`;
+        if (!valued.includes(option)) onOption(option, null, i);
+        else {
+          if (k + 1 < text.length) onOption(option, text.slice(k + 1), i);
+          else onOption(option, words[i + 1] ?? null, (i += 1));
+          break;
+        }
+      }
+      continue;
+    }
+    if (!text.startsWith('-')) return i;
     if (text === '--') return i + 1;
     if (text.startsWith('--')) {
       const equals = text.indexOf('=');
@@ -352,7 +370,7 @@ function readShellCommand(words: readonly CommandWord[], from: number, to: numbe
   const operands = skipOptions(words, from + 1, to, SHELL_VALUED, (option) => {
     script ||= option === '-c' || option === '--command';
     stdin ||= option === '-s' || option === '-i';
-  });
+  }, true);
   const input: Evaluation = { context: 'shell-script', reason: `\`${name}\` reads its script from this input` };
   if (operands < to && words[operands]!.text === null && !script) {
     // `bash "$x" ...`: the word could be `-c`, which would make the next word a script.
