@@ -20,8 +20,9 @@
  * PEM, MIME, Python's encodebytes: any width, any offset). An occurrence of such a pattern,
  * breaks included, still spans 4*S + 3 bytes or more, so a sampled word starts inside it after at
  * most 4*S - 1 of its characters, and the 4 characters from there on (line breaks skipped) are one
- * of its plain windows. So a sampled word that may hold a break (an LF or a CR: a SWAR test of a
- * few instructions on every sample) is also looked up joined: its bytes from the sampled
+ * of its plain windows. So a sampled word that may hold a break (an LF anywhere, found with a
+ * SWAR test of a few instructions on every sample, or a CR as its last byte, whose LF is in the
+ * next word; a CR elsewhere is a break only with its LF beside it) is also looked up joined: its bytes from the sampled
  * position with breaks left out, read on to 4 characters. A hit is verified by walking back over
  * the characters before it and comparing forward, skipping breaks. No extra windows are
  * registered: an earlier version listed every word a wrapped window can look like (LF at four
@@ -60,13 +61,14 @@ const HASH_MULTIPLIER = 0x9e3779b1;
 // About 256 bits per window keeps false hits well under 1 % while the bitmap stays in L2.
 const BITS_PER_WINDOW = 256;
 const MAX_BITMAP_BITS = 22;
-// SWAR: a word w holds a zero byte exactly when ((w - ONES) & ~w & HIGHS) !== 0; w ^ LFS and
-// w ^ CRS have one where w has an LF or a CR.
+// SWAR: a word w holds a zero byte exactly when ((w - ONES) & ~w & HIGHS) !== 0; w ^ LFS has
+// one where w has an LF.
 const ONES = 0x01010101;
 const HIGHS = 0x80808080 | 0;
 const LFS = 0x0a0a0a0a;
-const CRS = 0x0d0d0d0d;
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+// The shift that brings a word's last byte in memory down to the low 8 bits.
+const LAST_BYTE = LITTLE_ENDIAN ? 24 : 0;
 
 export class Matcher {
   readonly maxLength: number;
@@ -223,8 +225,7 @@ export class Matcher {
       // A word that may hold a line break is looked up joined too (see the header).
       if (joins) {
         const lf = word ^ LFS;
-        const cr = word ^ CRS;
-        if ((((lf - ONES) & ~lf) | ((cr - ONES) & ~cr)) & HIGHS) this.#verifyJoined(buffer, padding + index * 4, lastStart, matches);
+        if (((lf - ONES) & ~lf & HIGHS) !== 0 || ((word >>> LAST_BYTE) & 0xff) === CR) this.#verifyJoined(buffer, padding + index * 4, lastStart, matches);
       }
       if ((bitmap[hash >>> 5]! & (1 << (hash & 31))) === 0) continue;
       this.#verify(buffer, word, padding + index * 4, lastStart, matches);
