@@ -12,6 +12,8 @@ npm pack --silent --pack-destination "$work" > "$work/name"
 tarball="$work/$(tail -n 1 "$work/name")"
 tar -tzf "$tarball" > "$work/files"
 for required in package/dist/index.js package/dist/index.mjs package/dist/index.d.ts \
+  package/dist/mcp/index.mjs package/dist/tools/index.mjs package/dist/agent/index.mjs \
+  package/dist/parts.js package/dist/parts.mjs package/dist/parts.d.ts \
   package/dist/cli/main.js package/dist/programs/gate.sh package/dist/programs/warm-stub.bash \
   package/dist/programs/pty-gate.bash package/dist/programs/pty-launch.bash \
   package/dist/programs/seccomp/x86_64.bpf package/dist/tools/files/server.js package/policies/default.yaml package/policies/schema.json \
@@ -88,3 +90,31 @@ if [ ! -f "$schema" ]; then
 fi
 ./node_modules/.bin/execgate policy check team.yaml > /dev/null
 echo "check-pack: policy init -> $schema"
+
+# The add-ons have entry points of their own (require and import), and `openai` is an optional
+# peer of `execgate/agent`: without it installed, the agent says what to install instead of
+# failing on a missing module.
+if [ -d node_modules/openai ]; then
+  echo "check-pack: openai was installed although it is an optional peer dependency" >&2
+  exit 1
+fi
+node -e "
+const { createDefaultToolRegistry } = require('execgate/tools');
+const { RefStore, Redactor } = require('execgate/parts');
+const { Agent } = require('execgate/agent');
+if (typeof createDefaultToolRegistry !== 'function' || typeof RefStore !== 'function' || typeof Redactor !== 'function') throw new Error('execgate/tools or execgate/parts lacks its names');
+try {
+  new Agent({ model: 'm', baseURL: 'http://127.0.0.1:9/v1', apiKey: 'k' });
+  throw new Error('an agent was made without openai installed');
+} catch (error) {
+  if (error.code !== 'EXECGATE_ERR_AGENT_CLIENT_MISSING') throw error;
+  console.log('check-pack: execgate/agent without openai: ' + error.code);
+}
+"
+node --input-type=module -e "
+import { ToolRegistry } from 'execgate/tools';
+import { Agent } from 'execgate/agent';
+import { scanTokens } from 'execgate/parts';
+if ([ToolRegistry, Agent, scanTokens].some((value) => typeof value !== 'function')) throw new Error('an add-on lacks its named exports under import');
+console.log('check-pack: import from execgate/tools, execgate/agent, execgate/parts ok');
+"

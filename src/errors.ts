@@ -8,6 +8,10 @@
  * errors name references (`<<secret:NAME>>`), never what they resolve to.
  */
 
+/**
+ * Every error code execgate raises, with its one-line summary. A code is stable: never reused for
+ * another meaning, never renamed.
+ */
 export const ERROR_CATALOG = {
   // --- request validation (exec/options) ---
   EXECGATE_ERR_INVALID_REQUEST: 'The request is not an object.',
@@ -91,6 +95,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_FILE_OP_FAILED: 'A file tool operation failed (missing file, wrong type, already exists, permission).',
   EXECGATE_ERR_SEARCH_PATTERN_INVALID: 'A search pattern is not a valid regular expression or glob.',
   EXECGATE_ERR_AGENT_MAX_ITERATIONS: 'The agent reached its limit of model calls for one message.',
+  EXECGATE_ERR_AGENT_CLIENT_MISSING: 'The agent needs the `openai` package (an optional peer dependency), which is not installed.',
 
   // --- audit ---
   EXECGATE_ERR_AUDIT_KEY_MISSING: 'No audit key was found (EXECGATE_AUDIT_KEY, the key file or --key-file) to verify the audit log.',
@@ -127,8 +132,16 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_UNEXPECTED: 'An unexpected internal error; please report it with the command that caused it.',
 } as const;
 
+/**
+ * One of the error codes of {@link ERROR_CATALOG}.
+ */
 export type ErrorCode = keyof typeof ERROR_CATALOG;
 
+/**
+ * Every error execgate raises: `code` is one of {@link ERROR_CATALOG}'s keys (documented in
+ * docs/errors.md), the message says what was wrong and how to fix it, `details` carries structured
+ * fields. Neither ever holds a resolved value.
+ */
 export class ExecgateError extends Error {
   readonly code: ErrorCode;
   readonly details: Readonly<Record<string, unknown>>;
@@ -150,6 +163,9 @@ export class ExecgateError extends Error {
   }
 }
 
+/**
+ * True when `value` is an {@link ExecgateError}; narrows its type.
+ */
 export function isExecgateError(value: unknown): value is ExecgateError {
   return value instanceof ExecgateError;
 }

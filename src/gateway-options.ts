@@ -11,6 +11,10 @@ import type { EffectivePolicy } from './policy/effective';
 import type { WatchPolicyOptions } from './policy/reload';
 import type { RefSource } from './refs/types';
 
+/**
+ * Options of {@link createGateway}: the policy, the state directory, secret sources, the audit log,
+ * logging and egress settings.
+ */
 export interface GatewayOptions {
   /** State directory; default `$EXECGATE_HOME` or `~/.execgate`. */
   home?: string;
@@ -82,6 +86,9 @@ export interface GatewayOptions {
   egress?: Pick<EgressProxyOptions, 'resolver' | 'dial' | 'upstreamCa' | 'runtimeDir' | 'connectTimeout'>;
 }
 
+/**
+ * Per-call options of `gateway.exec` that are not part of the request: a listener for redacted output as it arrives, and an abort signal.
+ */
 export interface ExecOptions {
   /** Receives redacted output as it arrives. */
   onOutput?: OutputListener;

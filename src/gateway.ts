@@ -44,6 +44,11 @@ export type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-optio
 
 const SUPPORTED_MODES: ReadonlySet<ExecMode> = new Set<ExecMode>(['sync', 'pty', 'background']);
 
+/**
+ * The exec gateway: checks each request against the policy, resolves its reference tokens just
+ * before spawn, runs it (sync, PTY or background, sandboxed by default) and returns output in which
+ * no resolved value appears. Made by {@link createGateway}; `close()` stops what it started.
+ */
 export class Gateway {
   readonly refs: RefStore;
   readonly home: string;
@@ -334,6 +339,11 @@ export class Gateway {
   }
 }
 
+/**
+ * Creates a gateway: takes the policy (the `policy` option, the `policyFile` option's file, or
+ * the embedded default), opens the audit log and sets up the secret sources. Throws an
+ * {@link ExecgateError} for bad options or a policy that does not load; nothing runs until `exec`.
+ */
 export function createGateway(options: GatewayOptions = {}): Gateway {
   return new Gateway(options);
 }

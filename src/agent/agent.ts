@@ -21,8 +21,15 @@ import type { ToolRegistry } from '../tools/registry';
 import { isContextAware } from '../tools/session-context';
 import type { ChatTool } from '../tools/types';
 
+/**
+ * Most model calls one `chat()` makes unless `maxIterations` says otherwise.
+ */
 export const DEFAULT_MAX_ITERATIONS = 20;
 
+/**
+ * Options of {@link Agent}: the model, the endpoint, the tools, a system prompt and the iteration
+ * limit.
+ */
 export interface AgentOptions {
   /** The model name sent with every request. */
   model: string;
@@ -63,6 +70,11 @@ interface Turn {
   toolCalls: ToolCall[];
 }
 
+/**
+ * An agent loop: sends the conversation to an OpenAI-compatible model, runs the tool calls it asks
+ * for through a tool registry, and repeats until the model answers. Needs the optional peer
+ * `openai` unless a client is given.
+ */
 export class Agent {
   readonly toolRegistry: ToolRegistry;
   readonly model: string;
@@ -219,7 +231,18 @@ export class Agent {
 }
 
 function createClient(options: AgentOptions): OpenAI {
-  const { OpenAI: Client } = require('openai') as typeof import('openai');
+  let Client: typeof import('openai').OpenAI;
+  try {
+    ({ OpenAI: Client } = require('openai') as typeof import('openai'));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
+    throw new ExecgateError(
+      'EXECGATE_ERR_AGENT_CLIENT_MISSING',
+      'The agent needs the `openai` package, an optional peer dependency of execgate that is not installed. Install it (`npm install openai`) or pass a client of your own (`new Agent({ client })`).',
+      {},
+      { cause: error },
+    );
+  }
   return new Client({
     ...options.clientOptions,
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),

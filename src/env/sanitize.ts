@@ -116,6 +116,10 @@ interface NormalizedOptions {
   pty: boolean;
 }
 
+/**
+ * Builds a run's environment from the gateway's: strips secrets and loader hazards, keeps what the
+ * policy allows, and sets what the request asks.
+ */
 export function sanitizeEnv(options: SanitizeEnvOptions): SanitizedEnv {
   const normalized = normalizeOptions(options);
   const input = mergeSources(normalized);

@@ -82,6 +82,9 @@ export class AnsiStripper {
   }
 }
 
+/**
+ * Removes ANSI escape sequences (colours, cursor movement, OSC titles) from terminal output.
+ */
 export function stripAnsi(text: string): string {
   const stripper = new AnsiStripper();
   return Buffer.concat([stripper.push(Buffer.from(text, 'utf8')), stripper.flush()]).toString('utf8');

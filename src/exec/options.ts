@@ -9,6 +9,10 @@ import { ExecgateError, describeValue } from '../errors';
 import { EXEC_MODES, type EffectivePolicy, type ExecMode } from '../policy/effective';
 import { validateRequestEnvSize } from './arg-limits';
 
+/**
+ * One request to run a command: the command text (it may hold `<<secret:NAME>>` and
+ * `<<decrypt:ID>>` tokens), the mode, a working directory, environment additions and limits.
+ */
 export interface ExecRequest {
   /** The shell command, possibly holding `<<secret:NAME>>` / `<<decrypt:ID>>` tokens. */
   command: string;

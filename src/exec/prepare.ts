@@ -40,6 +40,10 @@ import { validateExecSize } from './arg-limits';
 import { revealValues } from './resolve';
 import { RUN_ID_VARIABLE } from './terminate';
 
+/**
+ * One reference a run used, by name (never by value): whether a source knew it, which source, and
+ * suggestions for an unknown name.
+ */
 export interface RefUse {
   readonly kind: RefKind;
   readonly id: string;

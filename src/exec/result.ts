@@ -6,6 +6,11 @@ import type { EgressSummary, RunNetwork } from '../egress/describe';
 import type { ExecMode } from '../policy/effective';
 import type { RefUse } from './prepare';
 
+/**
+ * What a sync or PTY run answers: redacted stdout and stderr, the exit code or signal, how long it
+ * ran, whether output was cut, the references it used and how it was sandboxed. No resolved value
+ * appears in it.
+ */
 export interface ExecResult {
   readonly id: string;
   readonly command: string;

@@ -18,6 +18,9 @@ export const MIN_TOKEN_LENGTH = 16;
 
 const TOKEN_CHARACTERS = /^[\x21-\x7e]+$/;
 
+/**
+ * A random bearer token for {@link serveHttp} (URL-safe, 256 bits).
+ */
 export function generateToken(): string {
   return randomBytes(32).toString('base64url');
 }

@@ -27,8 +27,17 @@ import { ExecgateError, type ErrorCode } from '../errors';
 import { checkHostAndOrigin, getAllowedHosts, isAuthorized, validateListenHost, validateToken } from './http-guard';
 import type { ExecgateMcpServer } from './server';
 
+/**
+ * The address {@link serveHttp} listens on by default: loopback only.
+ */
 export const DEFAULT_HTTP_HOST = '127.0.0.1';
+/**
+ * The port {@link serveHttp} listens on by default.
+ */
 export const DEFAULT_HTTP_PORT = 7337;
+/**
+ * The path MCP requests are served on.
+ */
 export const MCP_HTTP_PATH = '/mcp';
 /** Where a legacy HTTP+SSE client configured with the conventional URL opens its stream. */
 export const MCP_LEGACY_SSE_PATH = '/sse';
@@ -49,6 +58,10 @@ const OAUTH_ENDPOINTS = new Set(['/register', '/authorize', '/token']);
 
 type SessionTransport = StreamableHTTPServerTransport | SSEServerTransport;
 
+/**
+ * Options of {@link serveHttp}: address, bearer token, body limit, session idle timeout, remote
+ * use.
+ */
 export interface McpHttpOptions {
   host?: string;
   /** 0 picks a free port. */
@@ -69,6 +82,10 @@ export interface McpHttpOptions {
   onSessionReaped?: (info: { sessionId: string; idleMs: number; killed: string[] }) => void;
 }
 
+/**
+ * An MCP server served over Streamable HTTP (and the legacy HTTP+SSE transport), bearer-token
+ * authenticated, loopback-only unless told otherwise.
+ */
 export class McpHttpServer {
   readonly #mcp: ExecgateMcpServer;
   readonly #http: HttpServer;

@@ -1,6 +1,9 @@
-/*
+/**
  * The MCP server of execgate (`execgate mcp`), for embedders as `execgate/mcp`. Not re-exported
  * from the package root: importing execgate does not load the MCP SDK.
+ *
+ * @packageDocumentation
+ * @module execgate/mcp
  */
 export { ExecgateMcpServer, createMcpServer } from './server';
 export type { ExecgateMcpOptions } from './server';

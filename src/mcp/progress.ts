@@ -33,6 +33,9 @@ export interface ProgressTargets {
   log?: boolean;
 }
 
+/**
+ * Sends MCP progress notifications (and log messages) while a long call runs.
+ */
 export class ProgressReporter {
   readonly #send: ProgressSender;
   readonly #targets: ProgressTargets;

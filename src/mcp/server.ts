@@ -26,6 +26,10 @@ import { errorResult, type McpTool } from './tools/types';
 
 const { version } = require('../../package.json') as { version: string };
 
+/**
+ * Options of {@link createMcpServer}: the gateway, the working directory sessions start in, which
+ * tools to offer and their limits.
+ */
 export interface ExecgateMcpOptions {
   /** The gateway every tool call goes through. The server does not close it. */
   gateway: Gateway;
@@ -52,6 +56,10 @@ const INSTRUCTIONS =
 /** Log levels at which an `info` message is wanted. */
 const INFO_OR_BELOW: ReadonlySet<string> = new Set(['debug', 'info']);
 
+/**
+ * An MCP server over a gateway: the `bash` tool (and the file tools when enabled), one session per
+ * client. Serve it with {@link serveStdio} or {@link serveHttp}.
+ */
 export class ExecgateMcpServer {
   readonly gateway: Gateway;
   readonly workdir: string;
@@ -190,6 +198,9 @@ function validateInterval(value: unknown): number {
   return value;
 }
 
+/**
+ * Creates an MCP server over the gateway in its options.
+ */
 export function createMcpServer(options: ExecgateMcpOptions): ExecgateMcpServer {
   return new ExecgateMcpServer(options);
 }

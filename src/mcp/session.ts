@@ -8,6 +8,10 @@ import { randomUUID } from 'node:crypto';
 /** Characters kept from a client's self-reported name in the audit actor. */
 const CLIENT_NAME = /[^A-Za-z0-9._ -]/g;
 
+/**
+ * One MCP client's session: its working directory (the `cd` the bash tool follows) and the
+ * background runs it started, stopped when the session ends.
+ */
 export class McpSession {
   readonly id: string;
   /** Where the session started; a tracked directory that disappears falls back to it. */

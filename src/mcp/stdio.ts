@@ -7,6 +7,9 @@ import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { ExecgateMcpServer } from './server';
 
+/**
+ * A served stdio session: its id, `closed` (resolves when the client went away) and `close()`.
+ */
 export interface McpStdioConnection {
   readonly sessionId: string;
   /** Resolves when the client went away (stdin ended, stdout broke, or the transport closed). */
@@ -14,6 +17,9 @@ export interface McpStdioConnection {
   close(): Promise<void>;
 }
 
+/**
+ * Serves an MCP server on this process's stdin and stdout; the session ends when stdin does.
+ */
 export async function serveStdio(
   mcp: ExecgateMcpServer,
   streams: { stdin: Readable; stdout: Writable } = { stdin: process.stdin, stdout: process.stdout },

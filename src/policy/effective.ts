@@ -8,6 +8,10 @@ import { OPEN_NETWORK, type NetworkPolicy, type SecretBinding } from '../egress/
 import type { CommandMatch } from './match';
 import type { AuditSettings } from '../audit/from-policy';
 
+/**
+ * How a command runs: `sync` (pipes, wait for the end), `pty` (a terminal) or `background`
+ * (detached, output to a file).
+ */
 export type ExecMode = 'sync' | 'pty' | 'background';
 
 export const EXEC_MODES: readonly ExecMode[] = Object.freeze(['sync', 'pty', 'background']);
@@ -78,6 +82,10 @@ export const DEFAULT_HIDDEN_PATHS: readonly string[] = Object.freeze([
 
 export type UnknownRefPolicy = 'literal' | 'warn' | 'deny';
 
+/**
+ * A policy as the gateway applies it: every key filled in, defaults included. {@link
+ * DEFAULT_POLICY} is the embedded one; {@link loadPolicyFile} builds one from YAML.
+ */
 export interface EffectivePolicy {
   /** Where the policy came from: a file path, or `<embedded default>`. */
   readonly source: string;

@@ -44,6 +44,10 @@ export interface LoadPolicyOptions {
   readonly cwd?: string;
 }
 
+/**
+ * A policy file once loaded: the effective policy, every file read (bases first) and a digest
+ * naming the version in force.
+ */
 export interface LoadedPolicy {
   readonly policy: EffectivePolicy;
   /** Absolute paths of every file read, bases first. */

@@ -9,6 +9,9 @@ import { ExecgateError, getErrorCode, getErrorMessage, isExecgateError } from '.
 import { DEFAULT_POLICY, type EffectivePolicy } from './effective';
 import type { LoadedPolicy } from './load';
 
+/**
+ * Options of `gateway.watchPolicy()`: the signal that triggers a reload and the quiet time after a file change.
+ */
 export interface WatchPolicyOptions {
   /** Signal that triggers a reload; `false` for none. Default `SIGHUP`. */
   signal?: NodeJS.Signals | false;

@@ -21,6 +21,10 @@ export interface AddOptions {
 
 const DEFAULT_MIN_LENGTH = 8;
 
+/**
+ * A streaming redactor: replaces every registered value (and its encoded forms: base64, hex, JSON
+ * and URL escapes, line-wrapped) in text or chunks, including across chunk boundaries.
+ */
 export class Redactor {
   readonly #minLength: number;
   readonly #values = new Set<string>();

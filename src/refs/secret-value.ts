@@ -5,6 +5,10 @@
  */
 import { inspect } from 'node:util';
 
+/**
+ * A resolved value in transit: logging, JSON, string interpolation and `util.inspect` never print
+ * it; `reveal()` is the one way to read it.
+ */
 export class SecretValue {
   readonly #value: string;
   readonly label: string;

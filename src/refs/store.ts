@@ -9,6 +9,10 @@ import { suggestNames } from './suggest';
 import { isValidRefId, scanTokens } from './tokens';
 import { REF_KINDS, type RefKind, type RefSource, type RefToken } from './types';
 
+/**
+ * One reference as resolved: its canonical spelling, whether found, by which source, and the
+ * wrapped value.
+ */
 export interface ResolvedRef {
   readonly kind: RefKind;
   readonly id: string;
@@ -21,6 +25,9 @@ export interface ResolvedRef {
   readonly value?: SecretValue;
 }
 
+/**
+ * Every token of a command and what each resolved to.
+ */
 export interface Resolution {
   /** Every token in the command, in order (repeats included). */
   readonly tokens: readonly RefToken[];
@@ -57,6 +64,10 @@ export function formatRef(kind: RefKind, id: string): string {
   return `<<${kind}:${id}>>`;
 }
 
+/**
+ * Resolves reference tokens against an ordered list of sources (environment, keyring, vault, your
+ * own); values come back wrapped in {@link SecretValue}.
+ */
 export class RefStore {
   readonly #memory = new Map<string, string>();
   readonly #sources: RefSource[] = [];

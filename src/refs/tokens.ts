@@ -24,6 +24,9 @@ export function isTokenText(raw: string): boolean {
   return new RegExp(`^(?:${TOKEN_SOURCE})$`).test(raw);
 }
 
+/**
+ * Whether `id` is a valid reference name.
+ */
 export function isValidRefId(id: string): boolean {
   return typeof id === 'string' && REF_ID_PATTERN.test(id);
 }
@@ -33,6 +36,10 @@ export interface ScanOptions {
   readonly alias?: boolean;
 }
 
+/**
+ * Finds the reference tokens (`<<secret:NAME>>`, `<<decrypt:ID>>`, and the `{{...}}` spelling
+ * unless told not to) in a command, with their positions.
+ */
 export function scanTokens(command: string, options: ScanOptions = {}): RefToken[] {
   if (typeof command !== 'string') {
     throw new ExecgateError(

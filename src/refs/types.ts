@@ -7,6 +7,10 @@
  * at all (keyring locked, vault key wrong, vault corrupt): the request then fails closed.
  */
 
+/**
+ * The two kinds of reference token: `secret` (`<<secret:NAME>>`, from the keyring, the vault or a
+ * source of your own) and `decrypt` (`<<decrypt:ID>>`, a vault ciphertext).
+ */
 export type RefKind = 'secret' | 'decrypt';
 
 export const REF_KINDS: readonly RefKind[] = Object.freeze(['secret', 'decrypt']);
@@ -24,8 +28,16 @@ export interface RefToken {
   readonly alias: boolean;
 }
 
+/**
+ * A source's answer for one reference: not found (resolution goes on to the next source), or the
+ * value.
+ */
 export type SourceAnswer = { readonly found: false } | { readonly found: true; readonly value: string };
 
+/**
+ * A secret source of your own (`GatewayOptions.sources`): answers whether it holds a value for a
+ * reference; throws when it cannot answer at all, which fails the request closed.
+ */
 export interface RefSource {
   /** Short stable name used in results and audit records: `memory`, `env`, `keyring`, `vault`, or a host's own. */
   readonly name: string;

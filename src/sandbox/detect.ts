@@ -9,6 +9,9 @@
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 
+/**
+ * Whether bubblewrap can sandbox runs on this machine: the helper found, or the reason it cannot.
+ */
 export type PlatformCheck =
   | { readonly ok: true; readonly helper: string }
   | { readonly ok: false; readonly helper?: string; readonly reason: string };

@@ -19,6 +19,10 @@ import type { SharedNetwork } from './network';
 import { getFilesystemView } from './paths';
 import { getSeccompFilterPath } from './programs';
 
+/**
+ * How a run was sandboxed (mechanism, namespaces, network mode, what was hidden or skipped), or why
+ * it was not.
+ */
 export type SandboxReport =
   | {
     readonly sandboxed: true;

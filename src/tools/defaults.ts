@@ -15,6 +15,9 @@ import { ToolRegistry } from './registry';
 import { RunBashTool } from './run-bash';
 import { SaveSessionContextTool, type SessionContextProvider } from './session-context';
 
+/**
+ * Options of {@link createDefaultToolRegistry}: the gateway runs go through (or its options), the working directory, the roots the file tools are confined to, limits.
+ */
 export interface DefaultToolRegistryOptions {
   /**
    * The gateway run_bash sends commands through. Default: one created with default options at
@@ -61,6 +64,10 @@ export const BUILT_IN_TOOL_NAMES = Object.freeze([
 /** Tools the default registry registers disabled. */
 export const DISABLED_BY_DEFAULT = Object.freeze(['remove', 'run_bash'] as const);
 
+/**
+ * A registry with the built-in tools: the file tools (sandboxed, over the working directory) and
+ * the bash tool; `remove` and `run_bash` start disabled.
+ */
 export function createDefaultToolRegistry(options: DefaultToolRegistryOptions = {}): ToolRegistry {
   const workdir = options.workdir;
   const roots = options.roots ?? [workdir ?? process.cwd()];

@@ -1,3 +1,10 @@
+/**
+ * `execgate/tools`: the tool registry an agent calls tools through, and the built-in tools (the
+ * file tools, sandboxed over the working directory, `run_bash` and `save_session_context`).
+ *
+ * @packageDocumentation
+ * @module execgate/tools
+ */
 export { ToolRegistry } from './registry';
 export type { RegisterOptions } from './registry';
 export type { ChatTool, ChatToolFunction, ExecutableTool, JsonSchema } from './types';

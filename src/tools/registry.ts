@@ -9,11 +9,18 @@ import { ArgumentValidator } from './validate';
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
+/**
+ * How {@link ToolRegistry.register} registers a tool: whether it can be executed right away.
+ */
 export interface RegisterOptions {
   /** Whether the tool can be executed right away (default true). */
   enabled?: boolean;
 }
 
+/**
+ * The tools an agent may call: each registered by name with its JSON Schema, enabled or disabled,
+ * executed by name with checked arguments.
+ */
 export class ToolRegistry {
   readonly #tools = new Map<string, ExecutableTool>();
   readonly #disabled = new Set<string>();

@@ -40,6 +40,9 @@ const SCHEMA = defineSchema(
   },
 );
 
+/**
+ * Options of {@link RunBashTool}: the gateway (or a function that creates it), whether the tool closes it, the default working directory.
+ */
 export interface RunBashOptions {
   /** The gateway commands run through, or a function that creates it at the first call. */
   gateway: Gateway | (() => Gateway);
@@ -49,12 +52,20 @@ export interface RunBashOptions {
   cwd?: string;
 }
 
+/**
+ * What `run_bash` answers: redacted stdout and stderr, the exit code and the working directory
+ * after the run.
+ */
 export interface RunBashResult {
   stdout: string;
   stderr: string;
   exit_code: number;
 }
 
+/**
+ * The `run_bash` tool: runs a command through a gateway (policy, tokens, sandbox, redaction) and
+ * answers its redacted output.
+ */
 export class RunBashTool implements ExecutableTool {
   readonly name = 'run_bash';
   readonly #gatewayOption: Gateway | (() => Gateway);

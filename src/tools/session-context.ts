@@ -22,12 +22,19 @@ const SCHEMA = defineSchema('save_session_context', 'Save the current session co
   additionalProperties: false,
 });
 
+/**
+ * Options of {@link SaveSessionContextTool}: the state directory it writes under (`sessions/`) and what provides the context.
+ */
 export interface SaveSessionContextOptions {
   /** The state directory; files go to `<stateDir>/sessions/`. */
   stateDir: string | (() => string);
   contextProvider?: SessionContextProvider;
 }
 
+/**
+ * The `save_session_context` tool: writes the conversation so far (model, tools, messages) to a
+ * file.
+ */
 export class SaveSessionContextTool implements ExecutableTool {
   readonly name = 'save_session_context';
   readonly #stateDir: string | (() => string);

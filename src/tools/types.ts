@@ -8,6 +8,9 @@
 /** A JSON Schema object describing a tool's arguments. */
 export type JsonSchema = Record<string, unknown>;
 
+/**
+ * The function part of a chat tool: name, description and the JSON Schema of its arguments.
+ */
 export interface ChatToolFunction {
   readonly name: string;
   readonly description: string;
@@ -20,6 +23,10 @@ export interface ChatTool {
   readonly function: ChatToolFunction;
 }
 
+/**
+ * A tool the registry can run: its chat schema and an `execute` that returns the text the model
+ * sees.
+ */
 export interface ExecutableTool {
   /** Unique within a registry; equal to `getSchema().function.name`. */
   readonly name: string;

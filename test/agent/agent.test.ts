@@ -244,3 +244,22 @@ describe('the tool-calling loop', () => {
     expect(() => new Agent({ model: 'm', apiKey: 'k', toolRegistry: registry, maxIterations: 0 })).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_INVALID_OPTION' }));
   });
 });
+
+describe('openai is an optional peer dependency', () => {
+  test('without it installed, constructing an Agent is a coded error that says what to install; a given client needs nothing', () => {
+    jest.isolateModules(() => {
+      jest.doMock('openai', () => {
+        const error = new Error("Cannot find module 'openai'") as NodeJS.ErrnoException;
+        error.code = 'MODULE_NOT_FOUND';
+        throw error;
+      });
+      const { Agent: Isolated } = require('../../src/agent') as typeof import('../../src/agent');
+      expect(() => new Isolated({ model: 'm' })).toThrow(expect.objectContaining({
+        code: 'EXECGATE_ERR_AGENT_CLIENT_MISSING',
+        message: expect.stringContaining('npm install openai'),
+      }));
+      const client = { baseURL: 'http://127.0.0.1:1/v1', chat: { completions: { create: async () => { throw new Error('not called'); } } } };
+      expect(new Isolated({ model: 'm', client: client as never })).toBeInstanceOf(Isolated);
+    });
+  });
+});

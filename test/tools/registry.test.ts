@@ -212,13 +212,13 @@ describe('registration', () => {
 });
 
 describe('lazy loading', () => {
-  test('importing execgate loads neither ajv nor openai; ajv loads at the first validation', async () => {
+  test('importing execgate/tools loads neither ajv nor openai; ajv loads at the first validation', async () => {
     const loaded: string[] = [];
     let registry!: ToolRegistry;
     jest.isolateModules(() => {
       jest.doMock('ajv', () => { loaded.push('ajv'); return jest.requireActual('ajv'); });
       jest.doMock('openai', () => { loaded.push('openai'); return jest.requireActual('openai'); });
-      const api = require('../../src/index') as typeof import('../../src/index');
+      const api = require('../../src/tools') as typeof import('../../src/tools');
       expect(loaded).toEqual([]);
       registry = api.createDefaultToolRegistry({ workdir: __dirname });
       expect(loaded).toEqual([]);

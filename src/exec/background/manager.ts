@@ -36,6 +36,10 @@ export interface BackgroundManagerOptions {
   readonly spawner?: Spawner;
 }
 
+/**
+ * The gateway's background runs (`gateway.background`): start, list, status with paged output,
+ * kill. Each run's output file holds redacted bytes only.
+ */
 export class BackgroundManager {
   readonly #options: BackgroundManagerOptions;
   readonly #runs = new Map<string, BackgroundRun>();

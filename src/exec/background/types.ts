@@ -4,8 +4,16 @@
  */
 import type { Spawner } from '../spawner/types';
 
+/**
+ * Where a background run stands: still running, exited, killed, timed out, or failed to start or to
+ * finish cleanly.
+ */
 export type BackgroundState = 'running' | 'exited' | 'killed' | 'timed_out' | 'failed';
 
+/**
+ * A background run as an agent may see it: its command is the unresolved one (tokens as written)
+ * and its output file holds redacted bytes only.
+ */
 export interface BackgroundProcess {
   readonly id: string;
   /** The unresolved command (tokens as written). */
@@ -27,6 +35,9 @@ export interface BackgroundProcess {
   readonly reason?: string;
 }
 
+/**
+ * A slice of a background run's output file, with the offsets to read the next one.
+ */
 export interface OutputSlice {
   /** Decoded UTF-8; a slice never ends inside a multi-byte character unless the output did. */
   readonly text: string;
@@ -40,11 +51,17 @@ export interface OutputSlice {
   readonly eof: boolean;
 }
 
+/**
+ * A background run with its runtime and a slice of its (redacted) output.
+ */
 export interface BackgroundStatus extends BackgroundProcess {
   readonly runtimeMs: number;
   readonly output: OutputSlice;
 }
 
+/**
+ * Which part of a background run's output `status` returns: a page from an offset, or the tail.
+ */
 export interface StatusOptions {
   /** Read from this byte offset (paging). Without it, the tail is returned. */
   offset?: number;
@@ -52,6 +69,9 @@ export interface StatusOptions {
   length?: number;
 }
 
+/**
+ * How `kill` stops a background run: the first signal, and the grace period before SIGKILL.
+ */
 export interface KillOptions {
   /** First signal to the group (default SIGTERM). */
   signal?: NodeJS.Signals;

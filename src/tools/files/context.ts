@@ -5,6 +5,9 @@
 import { ExecgateError, describeValue } from '../../errors';
 import { FileRoots } from './roots';
 
+/**
+ * Limits of the file tools: sizes read and written, entries listed, files searched.
+ */
 export interface FileToolLimits {
   /** Largest file `read_file` returns (bytes; default 1 MiB). */
   readonly maxReadBytes: number;
@@ -28,6 +31,9 @@ export interface FileToolLimits {
   readonly maxWalkEntries: number;
 }
 
+/**
+ * The file tools' default limits.
+ */
 export const DEFAULT_FILE_LIMITS: FileToolLimits = Object.freeze({
   maxReadBytes: 1024 * 1024,
   maxWriteBytes: 1024 * 1024,
