@@ -119,7 +119,7 @@ async function run({ quick, baseline, log }) {
       ] : []),
     ],
     notes: [
-      'The gateway starts background runs with a direct spawn in every spawner mode (see src/exec/spawner); status() reads the live run and the tail of its output file.',
+      'The gateway starts background runs with a direct spawn in every spawner mode (see src/process/spawner); status() reads the live run and the tail of its output file.',
     ],
   };
 }

@@ -21,7 +21,7 @@ const SHELL = '/bin/bash';
 async function run({ quick, baseline, log }) {
   const { createGateway } = require(join(DIST, 'gateway.js'));
   const { AuditLog } = require(join(DIST, 'audit', 'log.js'));
-  const { preparePlan, createRunId } = require(join(DIST, 'exec', 'prepare.js'));
+  const { preparePlan, createRunId } = require(join(DIST, 'plan', 'prepare.js'));
   const DEFAULT_POLICY = unsandboxedPolicy();
   const { execa } = await import('execa');
   const { home, env, cleanup } = benchEnv('execgate-bench-exec-');

@@ -19,7 +19,7 @@ const MB = 1e6;
 
 async function run({ quick, baseline, log }) {
   const { createGateway } = require(join(DIST, 'gateway.js'));
-  const { preparePlan } = require(join(DIST, 'exec', 'prepare.js'));
+  const { preparePlan } = require(join(DIST, 'plan', 'prepare.js'));
   const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
   const { SharedNetwork, checkPlatform } = require(join(DIST, 'sandbox', 'index.js'));
   const platform = checkPlatform();

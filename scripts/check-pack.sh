@@ -83,6 +83,7 @@ console.log('check-pack: import from execgate/mcp ok');
 
 # A policy started from the installed package points its editor at a schema that exists.
 ./node_modules/.bin/execgate policy init --from strict team.yaml > /dev/null
+# shellcheck disable=SC2016 # the `$schema` is sed's text, not the shell's
 schema="$(sed -n 's/^# yaml-language-server: \$schema=//p' team.yaml)"
 if [ ! -f "$schema" ]; then
   echo "check-pack: policy init wrote a schema reference that does not exist: $schema" >&2

@@ -13,7 +13,7 @@
  * another meaning, never renamed.
  */
 export const ERROR_CATALOG = {
-  // --- request validation (exec/options) ---
+  // --- request validation (plan/options) ---
   EXECGATE_ERR_INVALID_REQUEST: 'The request is not an object.',
   EXECGATE_ERR_INVALID_COMMAND: 'The `command` is not a non-empty string.',
   EXECGATE_ERR_COMMAND_NUL: 'The `command` contains a NUL byte, which no shell can receive.',
@@ -53,7 +53,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_VAULT_KEY_INVALID: 'A vault key is not base64 of exactly 32 bytes.',
   EXECGATE_ERR_VAULT_KEY_PERMISSIONS: 'The vault key file may be read by other users, is a symlink or is not owned by the user.',
   EXECGATE_ERR_VAULT_KEY_EXTERNAL: 'The vault key comes from EXECGATE_VAULT_KEY, so execgate cannot rotate it.',
-  EXECGATE_ERR_VAULT_LOCKED: 'Another process held the vault lock for longer than the wait allows.',
+  EXECGATE_ERR_VAULT_LOCKED: 'Another process held the vault lock and made no progress (used no CPU) for longer than the wait allows.',
   EXECGATE_ERR_VAULT_IO: 'The vault or its key file could not be read or written.',
 
   // --- execution (exec) ---
@@ -65,6 +65,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_BACKGROUND_ENDED: 'The background process has ended (or closed its input); nothing was written.',
   EXECGATE_ERR_BACKGROUND_LIMIT: 'The maximum number of concurrent background processes is reached.',
   EXECGATE_ERR_BACKGROUND_RUNNING: 'The background process is still running; kill it before removing it.',
+  EXECGATE_ERR_BACKGROUND_IO: 'The output file of a background process could not be created (a full disk, a read-only file system); nothing was started.',
 
   // --- sandbox ---
   EXECGATE_ERR_SANDBOX_UNAVAILABLE: 'The policy requires a sandbox and this platform cannot start one; nothing was run.',
@@ -102,7 +103,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_AUDIT_KEY_INVALID: 'An audit key is not base64 of exactly 32 bytes.',
   EXECGATE_ERR_AUDIT_KEY_PERMISSIONS: 'The audit key file may be read by other users, is a symlink or is not owned by the user.',
   EXECGATE_ERR_AUDIT_IO: 'The audit log, its key file or its chain state could not be read or written.',
-  EXECGATE_ERR_AUDIT_LOCKED: 'Another process held the audit log lock for longer than the wait allows.',
+  EXECGATE_ERR_AUDIT_LOCKED: 'Another process held the audit log lock and made no progress (used no CPU) for longer than the wait allows.',
   EXECGATE_ERR_AUDIT_TAIL_INVALID: 'The end of the audit log does not verify under the audit key, so the chain cannot be extended.',
   EXECGATE_ERR_AUDIT_NOT_FOUND: 'There is no audit log file to read, or no record of the requested run.',
 
@@ -110,6 +111,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_MCP_UNAUTHORIZED: 'An MCP HTTP request had no bearer token, or not the right one.',
   EXECGATE_ERR_MCP_HOST_REFUSED: 'An MCP HTTP request named a Host or Origin this server does not answer to (DNS rebinding protection).',
   EXECGATE_ERR_MCP_SESSION_NOT_FOUND: 'An MCP HTTP request named a session id the server does not have.',
+  EXECGATE_ERR_MCP_MESSAGE_TOO_LARGE: 'A JSON-RPC message on the stdio transport was larger than the server reads; it was refused and the session goes on.',
   EXECGATE_ERR_MCP_REQUEST_TOO_LARGE: 'An MCP HTTP request body was larger than the server accepts (HTTP 413).',
   EXECGATE_ERR_MCP_TRANSPORT_UNSUPPORTED: 'A client asked for the deprecated HTTP+SSE transport on a server that has it turned off.',
   EXECGATE_ERR_MCP_REMOTE_REFUSED: 'The MCP HTTP server was asked to listen on a non-loopback address without --allow-remote.',

@@ -5,8 +5,8 @@
 import type pino from 'pino';
 import type { AuditOption } from './audit/from-policy';
 import type { EgressProxyOptions } from './egress/proxy';
-import type { SpawnerKind } from './exec/spawner';
-import type { OutputListener } from './exec/sync';
+import type { SpawnerKind } from './process/spawner';
+import type { OutputListener } from './run/sync';
 import type { EffectivePolicy } from './policy/effective';
 import type { WatchPolicyOptions } from './policy/reload';
 import type { RefSource } from './refs/types';
@@ -74,7 +74,7 @@ export interface GatewayOptions {
    * ends, the same sandbox is set up again ahead of need, and the next run with the same sandbox
    * (same policy, working directory and paths) starts in it, which takes the namespace set-up
    * off its path. Each serves one run. 0 turns it off (the CLI's one-shot `run` does). See
-   * sandbox/warm.ts and SECURITY.md.
+   * process/bwrap/warm.ts and SECURITY.md.
    */
   warmSandboxes?: number;
   /**

@@ -1,9 +1,9 @@
 /*
  * The gateway: the object a host creates once and sends every request through. Wiring only:
  * it builds the RefStore (refs/default-sources.ts), holds the policy (policy/reload.ts), opens
- * the audit log, lends its runs a sandbox context (exec/sandbox-context.ts), and hands each
- * request to the one path (exec/prepare.ts) and the one lifecycle (exec/lifecycle.ts),
- * recording the run (exec/audit-records.ts). It owns every run it started, so that close() can
+ * the audit log, lends its runs a sandbox context (plan/sandbox-context.ts), and hands each
+ * request to the one path (plan/prepare.ts) and the one lifecycle (run/lifecycle.ts),
+ * recording the run (run/audit-records.ts). It owns every run it started, so that close() can
  * stop them all.
  */
 import { setMaxListeners } from 'node:events';
@@ -11,22 +11,22 @@ import os from 'node:os';
 import { createAudit, recordPolicyRejected } from './audit/from-policy';
 import { AuditLog, type AuditSink } from './audit/log';
 import { ExecgateError } from './errors';
-import { RunRecords } from './exec/audit-records';
-import type { BackgroundManager } from './exec/background/manager';
-import type { BackgroundProcess } from './exec/background/types';
-import { resolveInput } from './exec/input';
-import { getDefaultShell, type ExecRequest } from './exec/options';
-import { createRunId, preparePlan, releasePlan, type SpawnPlan } from './exec/prepare';
+import { RunRecords } from './run/audit-records';
+import type { BackgroundManager } from './run/background/manager';
+import type { BackgroundProcess } from './run/background/types';
+import { resolveInput } from './plan/input';
+import { getDefaultShell, type ExecRequest } from './plan/options';
+import { createRunId, preparePlan, type SpawnPlan } from './plan/prepare';
 import { getEgressAuditFields } from './egress/audit';
 import type { EgressProxy } from './egress/proxy';
 import { MaskMemory } from './redact/memory';
 import { Redactor } from './redact/redactor';
 import { getParentPasswords } from './egress/upstream';
 import { isExecgateSecretName } from './env/secrets';
-import type { ExecResult } from './exec/result';
-import { createSpawner, validateSpawnerKind, type Spawner } from './exec/spawner';
-import { validateWarmSandboxes, withWarmSandboxes, type WarmSandboxes, type WarmStats } from './sandbox/warm';
-import { runForeground } from './exec/sync';
+import type { ExecResult } from './run/result';
+import { createSpawner, validateSpawnerKind, type Spawner } from './process/spawner';
+import { validateWarmSandboxes, withWarmSandboxes, type WarmSandboxes, type WarmStats } from './process/bwrap/warm';
+import { runForeground } from './run/sync';
 import { getHome, resolveHome } from './home';
 import { DEFAULT_POLICY, type EffectivePolicy, type ExecMode } from './policy/effective';
 import { PolicyHolder, type WatchPolicyOptions } from './policy/reload';
@@ -35,9 +35,9 @@ import { describeUnknownRefs, getUnknownRefs } from './policy/unknown-refs';
 import type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-options';
 import { createDefaultSources } from './refs/default-sources';
 import { RefStore } from './refs/store';
-import { createGatewaySandbox, type GatewaySandbox } from './exec/sandbox-context';
+import { createGatewaySandbox, type GatewaySandbox } from './plan/sandbox-context';
 import { checkSandboxCwd, planSandbox } from './sandbox';
-import type { SandboxLaunch } from './sandbox/launch';
+import type { SandboxLaunch } from './process/bwrap/launch';
 
 export type { WatchPolicyOptions } from './policy/reload';
 export type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-options';
@@ -147,11 +147,15 @@ export class Gateway {
   /** Background processes started through this gateway (`mode: 'background'`). */
   get background(): BackgroundManager {
     // Loaded on first use: a CLI run starts faster without it.
-    this.#background ??= new (require('./exec/background/manager') as typeof import('./exec/background/manager')).BackgroundManager({
+    this.#background ??= new (require('./run/background/manager') as typeof import('./run/background/manager')).BackgroundManager({
       home: this.home,
       getPolicy: () => this.policy,
       resolveInput: (run, data) => resolveInput(this.policy, this.refs, run.plan, data),
-      audit: (event, fields) => this.#audit.write(event, fields),
+      // A run's end happened whatever the log can take: kept and written with the next record.
+      audit: (event, fields) => {
+        if (event === 'background.ended' && this.#audit.writeOrDefer) this.#audit.writeOrDefer(event, fields);
+        else this.#audit.write(event, fields);
+      },
       launcher: this.#backgroundLauncher,
       // Background runs spawn from this process: many starting at once would overrun the
       // spawn helper's socket backlog (EAGAIN), and a long-lived run gains nothing from it.
@@ -200,7 +204,7 @@ export class Gateway {
         fingerprint: policy.audit.fingerprints ? this.#audit.fingerprint?.bind(this.#audit) : undefined,
         sandbox: this.#sandbox.context,
         // A detached background run outlives this process: its supervisor takes the run's egress
-        // endpoint over (exec/background/detached.ts) and serves it with a proxy of its own.
+        // endpoint over (run/background/detached.ts) and serves it with a proxy of its own.
         egress: () => this.#getEgress(),
         handsOver: (mode) => mode === 'background' && this.#backgroundLauncher === 'detached',
         remembered: this.#masks,
@@ -214,7 +218,7 @@ export class Gateway {
       // close() was called while the plan was prepared (secrets resolved, sandbox planned): start nothing.
       const error = closedError();
       records.refused(request, error);
-      await releasePlan(plan);
+      await plan.resources.release();
       throw error;
     }
     const unknown = policy.secrets.unknown === 'warn' ? getUnknownRefs(plan.refs) : [];
@@ -227,12 +231,12 @@ export class Gateway {
         onOutput: options.onOutput,
         signal: options.signal ? AbortSignal.any([this.#shutdown.signal, options.signal]) : this.#shutdown.signal,
         spawner: this.#spawner,
-      }).then((result) => { records.finished(plan, result); return result; });
+      }).then((result) => records.finished(plan, result));
     try {
       return await run;
     } catch (error) {
       records.failed(plan, error);
-      await releasePlan(plan);
+      await plan.resources.release();
       throw error;
     }
   }
@@ -330,7 +334,12 @@ export class Gateway {
     await this.#spawner.close();
     this.#sandbox.close();
     await this.#egress?.close();
-    this.#audit.write('gateway.stopped', { pid: process.pid, runsStopped: stopped });
+    // The gateway stops whatever the log can take; a record it cannot take now is tried again at close.
+    const stoppedFields = { pid: process.pid, runsStopped: stopped };
+    if (this.#audit.writeOrDefer) this.#audit.writeOrDefer('gateway.stopped', stoppedFields);
+    else {
+      try { this.#audit.write('gateway.stopped', stoppedFields); } catch { /* a host's sink: its own to report */ }
+    }
     this.#audit.close();
   }
 

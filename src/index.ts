@@ -14,11 +14,11 @@
 export { createGateway, Gateway } from './gateway';
 export type { GatewayOptions, ExecOptions, GatewayLogger } from './gateway-options';
 export type { WatchPolicyOptions } from './policy/reload';
-export type { ExecRequest } from './exec/options';
-export type { ExecResult } from './exec/result';
-export type { RefUse } from './exec/prepare';
-export type { BackgroundManager } from './exec/background/manager';
-export type { BackgroundProcess, BackgroundState, BackgroundStatus, OutputSlice, StatusOptions, KillOptions } from './exec/background/types';
+export type { ExecRequest } from './plan/options';
+export type { ExecResult } from './run/result';
+export type { RefUse } from './plan/prepare';
+export type { BackgroundManager } from './run/background/manager';
+export type { BackgroundProcess, BackgroundState, BackgroundStatus, OutputSlice, StatusOptions, KillOptions } from './run/background/types';
 export { ExecgateError, ERROR_CATALOG, isExecgateError } from './errors';
 export type { ErrorCode } from './errors';
 export { DEFAULT_POLICY } from './policy/effective';

@@ -13,4 +13,4 @@ export type { RefKind, RefSource, RefToken, SourceAnswer } from './refs/types';
 export { scanTokens, isValidRefId } from './refs/tokens';
 export { Redactor } from './redact';
 export { sanitizeEnv } from './env';
-export { stripAnsi } from './exec/ansi';
+export { stripAnsi } from './run/output/ansi';

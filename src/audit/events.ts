@@ -13,7 +13,8 @@
  * - `failed`    the run could not be run or could not be waited for; ends the run
  * - `run`       something else that happened to a run (stdin written, a kill asked for)
  * - `lifecycle` the gateway starting and stopping: hidden by `audit search` unless asked
- * - `change`    what commands can resolve or what the policy is changed
+ * - `change`    what commands can resolve or what the policy is changed (recorded before the
+ *               change is made; `change.failed` follows one that then could not be made)
  * - `chain`     the log's own bookkeeping (a crash leftover set aside)
  */
 
@@ -38,6 +39,7 @@ export const AUDIT_EVENTS = Object.freeze({
   'secret.set': 'change',
   'secret.removed': 'change',
   'vault.rotated': 'change',
+  'change.failed': 'change',
   'chain.resumed': 'chain',
 } as const satisfies Record<string, AuditEventRole>);
 

@@ -3,19 +3,25 @@
  * server, both under the same state directory), so that two processes never link two records
  * to the same predecessor. Held for one record at a time: a few system calls. Synchronous on
  * purpose: a record is sealed and written before the call that produced it goes on. The lock
- * itself (staleness, breaking, owner check on release) is fs/lock.ts.
+ * itself (the queue, a dead holder, a hung one) is fs/lock.ts.
  */
 import { ExecgateError } from '../errors';
 import { withLockSync as withLockFileSync } from '../fs/lock';
 
-/** Run `fn` holding the lock file `path`. */
-export function withLockSync<T>(path: string, fn: () => T): T {
+/** Run `fn` holding the lock `path`. */
+export function withLockSync<T>(path: string, fn: () => T, options: { timeoutMs?: number } = {}): T {
   return withLockFileSync(path, fn, {
-    onTimeout: (holder, waited) => new ExecgateError(
+    ...options,
+    onTimeout: (holder, held, still) => new ExecgateError(
       'EXECGATE_ERR_AUDIT_LOCKED',
-      `${holder[0]?.toUpperCase()}${holder.slice(1)} held the audit log lock \`${path}\` for more than ${waited / 1000} s. If no execgate process is running, remove the lock file.`,
-      { path },
+      `${holder[0]?.toUpperCase()}${holder.slice(1)} has held the audit log lock \`${path}\` for ${(held / 1000).toFixed(1)} s and has not used the CPU for ${(still / 1000).toFixed(1)} s: it looks hung or stopped (a record takes milliseconds). Nothing was run. Find out why that process is stuck; the lock goes with it when it ends.`,
+      { path, heldMs: held, stillMs: still },
     ),
-    onError: (error) => new ExecgateError('EXECGATE_ERR_AUDIT_IO', `Cannot create the audit lock \`${path}\`: ${error.code ?? String(error)}.`, { path }, { cause: error }),
+    onError: (error) => new ExecgateError(
+      'EXECGATE_ERR_AUDIT_IO',
+      `Cannot take the audit log lock \`${path}\`: ${error.code ?? String(error)}. Nothing is run while the audit log cannot be written.`,
+      { path, errno: error.code },
+      { cause: error },
+    ),
   });
 }

@@ -26,6 +26,7 @@ import {
   fdatasyncSync,
   fstatSync,
   fsyncSync,
+  ftruncateSync,
   openSync,
   readFileSync,
   renameSync,
@@ -36,7 +37,7 @@ import {
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
-import { ExecgateError } from '../errors';
+import { ExecgateError, isExecgateError } from '../errors';
 import { ensureDir, getHome } from '../home';
 import { RESERVED_KEYS } from './canonical';
 import { EMPTY_CHAIN, GENESIS_HASH, RECORD_VERSION, sealRecord, type ChainState, type SealedRecord } from './chain';
@@ -50,6 +51,13 @@ export type AuditFields = Record<string, unknown>;
 
 export interface AuditSink {
   write(event: string, fields: AuditFields): void;
+  /**
+   * Write now, or, when the log cannot be written (a full disk), keep the record and write it
+   * ahead of the next record that can be written, or at close. Returns the error it met. For
+   * records of something that already happened (a run's end), never for one that permits
+   * something (a run's start).
+   */
+  writeOrDefer?(event: string, fields: AuditFields): Error | undefined;
   close(): void;
   /** Keyed fingerprint of a resolved value, proving which version was used without revealing it. */
   fingerprint?(value: string): string;
@@ -269,8 +277,15 @@ class FileStore implements ChainStore {
       while (done < buffer.length) done += writeSync(this.#fd, buffer, done, buffer.length - done);
       if (durable) fdatasyncSync(this.#fd);
     } catch (error) {
-      // Part of the line may be in the file: make the next write read the tail again.
-      this.#size = -1;
+      // Part of the line may be in the file (a full disk takes what fits). Cut it off again, so
+      // the log stays a whole chain that verifies (this writer holds the lock: the bytes past
+      // `#size` are its own); if even that fails, the next write reads the tail and sets the
+      // leftover aside.
+      try {
+        if (done > 0) ftruncateSync(this.#fd, this.#size);
+      } catch {
+        this.#size = -1;
+      }
       throw ioError(this.#path, 'write', error);
     }
     this.#size += buffer.length;
@@ -364,6 +379,8 @@ export class AuditLog implements AuditSink {
   /** Writes the `forward` copy refused (the local file has those records; `audit verify --against` shows the gap). */
   forwardErrors = 0;
   #closed = false;
+  /** Records that could not be written when they happened (writeOrDefer), oldest first. */
+  readonly #deferred: Array<{ event: string; fields: AuditFields }> = [];
 
   constructor(options: AuditOptions = {}) {
     const env = options.env ?? process.env;
@@ -409,6 +426,30 @@ export class AuditLog implements AuditSink {
   /** Seal and write one record; returns its place in the chain once it is written. */
   write(event: string, fields: AuditFields = {}): WrittenRecord {
     if (this.#closed) throw new ExecgateError('EXECGATE_ERR_AUDIT_IO', `The audit log \`${this.path}\` is closed.`, { path: this.path });
+    try {
+      return this.#write(event, fields);
+    } catch (error) {
+      throw isExecgateError(error) ? error : ioError(this.path, 'write', error);
+    }
+  }
+
+  writeOrDefer(event: string, fields: AuditFields = {}): Error | undefined {
+    try {
+      this.write(event, fields);
+      return undefined;
+    } catch (error) {
+      if (this.#closed) return error as Error;
+      this.#deferred.push({ event, fields: { ...fields, deferred: { at: new Date().toISOString(), code: (error as ExecgateError).code, errno: ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code } } });
+      return error as Error;
+    }
+  }
+
+  /** Records kept by writeOrDefer that are not written yet. */
+  get deferredCount(): number {
+    return this.#deferred.length;
+  }
+
+  #write(event: string | undefined, fields: AuditFields): WrittenRecord {
     const lines: string[] = [];
     const run = (): WrittenRecord => {
       const { state, firstInFile, leftover } = this.#store.refresh();
@@ -426,14 +467,28 @@ export class AuditLog implements AuditSink {
         previous = resumed;
         first = false;
       }
-      let sealed = this.#seal(previous, event, fields, first);
-      if (this.#store.wantsRotation(Buffer.byteLength(sealed.line))) {
-        this.#store.rotate();
-        sealed = this.#seal(previous, event, fields, true);
+      // Records that could not be written when they happened go first, each marked as late.
+      const records = [...this.#deferred, ...(event === undefined ? [] : [{ event, fields }])];
+      let written: WrittenRecord = { seq: previous.seq, hash: previous.hash };
+      let late = 0;
+      try {
+        for (const record of records) {
+          let sealed = this.#seal(previous, record.event, record.fields, first);
+          if (this.#store.wantsRotation(Buffer.byteLength(sealed.line))) {
+            this.#store.rotate();
+            sealed = this.#seal(previous, record.event, record.fields, true);
+          }
+          this.#store.append(sealed.line, sealed, this.#fsync === 'always' || (this.#fsync === 'before-spawn' && SPAWN_EVENTS.has(record.event)));
+          if (late < this.#deferred.length) late += 1;
+          lines.push(sealed.line);
+          previous = sealed;
+          first = false;
+          written = { seq: sealed.seq, hash: sealed.hash };
+        }
+      } finally {
+        this.#deferred.splice(0, late);
       }
-      this.#store.append(sealed.line, sealed, this.#fsync === 'always' || (this.#fsync === 'before-spawn' && SPAWN_EVENTS.has(event)));
-      lines.push(sealed.line);
-      return { seq: sealed.seq, hash: sealed.hash };
+      return written;
     };
     const written = this.#lockPath === undefined ? run() : withLockSync(this.#lockPath, run);
     if (this.#forward !== undefined) {
@@ -469,6 +524,14 @@ export class AuditLog implements AuditSink {
 
   close(): void {
     if (this.#closed) return;
+    if (this.#deferred.length > 0) {
+      try {
+        this.#write(undefined, {});
+      } catch {
+        // Still not writable: those records are lost with this process, as the results that
+        // carried their notices said.
+      }
+    }
     this.#closed = true;
     this.#store.close();
     if (this.#forward !== undefined) closeAuditStream(this.#forward.stream, this.#forward.owned, { bestEffort: true });

@@ -28,8 +28,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { ExecgateError } from '../errors';
-import { getDescriptorCloser } from '../exec/inherited-fds';
-import { getRunBridgeSource, getSharedBridgeSource } from '../sandbox/programs';
+import { getDescriptorCloser } from '../process/inherited-fds';
+import { getRunBridgeSource, getSharedBridgeSource } from '../process/programs';
 import type { HostPattern } from './hosts';
 import type { EgressRun } from './proxy';
 
@@ -98,7 +98,7 @@ export function getSandboxEgress(run: EgressRun, options: { port?: number; nodeP
   });
 }
 
-/** Starts a program inside the shared network namespace, ended with it (sandbox/network.ts). */
+/** Starts a program inside the shared network namespace, ended with it (process/bwrap/network.ts). */
 export interface NamespaceLauncher {
   /** The namespace's identity (`net:[N]`), starting its holder if needed; undefined = no shared namespace. */
   current(): Promise<string | undefined>;

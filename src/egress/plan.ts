@@ -4,7 +4,7 @@
  *     reach their hosts, and `inject` without a sandbox;
  *   createInjections (after): one random sentinel per injected secret, the value the child's
  *     environment receives in its place.
- * And for stdin data written to a running run (exec/input.ts), checkInputEgress: the run's
+ * And for stdin data written to a running run (plan/input.ts), checkInputEgress: the run's
  * egress was fixed when it started, so a bound secret may be written only where that start
  * already holds it to its binding.
  */
@@ -69,7 +69,7 @@ export function checkEgress(options: {
   return Object.freeze({ narrowing, injected: bound.filter((binding) => binding.delivery === 'inject') });
 }
 
-/** What a run's start fixed for its bound secrets: kept beside its plan (exec/prepare.ts). */
+/** What a run's start fixed for its bound secrets: kept beside its plan (plan/prepare.ts). */
 export interface StartedEgress {
   readonly check: EgressCheck;
   /** `secret:NAME` -> the sentinel the run's environment holds instead of the injected value. */

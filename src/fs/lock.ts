@@ -1,169 +1,361 @@
 /*
- * One lock file, two faces: `withLockSync` (the audit log seals a record before the call that
+ * One lock, two faces: `withLockSync` (the audit log seals a record before the call that
  * produced it returns) and `withLock` (vault writers, which await I/O while holding it).
  *
- * The lock is a file created with O_EXCL holding {pid, host, token, time}. A holder that died
- * (same host, pid gone), or a lock whose content never became readable, is stale; breaking it
- * happens under a short "breaker" file, so two waiters cannot both judge the same lock stale
- * and one delete the fresh lock the other just took: the breaker re-reads the lock and removes
- * it only if it still carries the stale token. Release checks ownership the same way: a lock
- * that was wrongly broken now belongs to someone else and is left alone.
- * Each step is a few system calls, done synchronously; only the waits differ between faces.
+ * The lock is a symbolic link whose target says who holds it (`execgate-lock:1:pid:start:since:
+ * token:host`). symlink(2) creates the name and its content in one step, so there is no moment
+ * when the lock exists but says nothing (a file created with O_EXCL and then written is empty
+ * in between, and stays empty when the write fails on a full disk: the next caller misread it).
+ * A short target lives in the inode, so taking the lock needs no data block on a full disk.
+ *
+ * Why not the kernel's flock: Node has no binding, and the helper way (a `flock(1)` child
+ * locking an inherited descriptor) measured 2.5 ms per acquisition against 0.2 ms for this
+ * lock, on a lock taken once per audit record.
+ *
+ * Waiting is fair: a waiter that finds the lock taken joins a queue of tickets beside it,
+ * symlinks named by the system-wide monotonic clock (`<lock>.q.<ns>.<pid>`), so the names sort
+ * in arrival order. Only the first live ticket tries the lock every millisecond; the others
+ * watch the ticket ahead of theirs and sleep longer the further back they stand. A ticket or a
+ * lock whose process is gone (the same host, and the pid's start time no longer matches) is
+ * removed by whoever sees it; a holder on another host is never judged dead.
+ *
+ * The wait has no deadline while the lock changes hands: a waiter behind many holders is
+ * served, not refused. Nor while the holder works: on a machine with a load of 80, a writer
+ * that needs a second of CPU holds the lock for most of a minute. A waiter gives up only when
+ * one holder has held the lock for `timeoutMs` without using any CPU (read from /proc: a hung or
+ * stopped process), and the error names that holder and how long it has held the lock. Breaking a dead holder's lock happens under a breaker link, so two waiters cannot
+ * both judge the same lock dead and one remove the lock the other has just taken.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 import type { ExecgateError } from '../errors';
 import { isProcessAlive } from './process';
 
 export interface LockFileOptions {
-  /** How long to wait for another holder, in milliseconds (default 10 s). */
+  /** How long a holder may hold the lock without using the CPU before a waiter gives up, in milliseconds (default 30 s). */
   readonly timeoutMs?: number;
-  /** The coded error when the wait ran out; `holder` describes who holds the lock. */
-  readonly onTimeout: (holder: string, waitedMs: number) => ExecgateError;
-  /** The coded error when the lock file cannot be created at all (default: rethrow). */
+  /**
+   * The coded error when a live holder made no progress for `timeoutMs`: `holder` says who,
+   * `heldMs` how long it has held the lock, `stillMs` how long it has not used the CPU.
+   */
+  readonly onTimeout: (holder: string, heldMs: number, stillMs: number) => ExecgateError;
+  /** The coded error when the lock cannot be created at all (a full disk, read-only file system). */
   readonly onError?: (error: NodeJS.ErrnoException) => ExecgateError;
 }
 
-interface LockInfo {
+interface Holder {
   readonly pid: number;
+  /** The process's start time in clock ticks since boot (empty: unknown). */
+  readonly start: string;
   readonly host: string;
-  readonly token: string;
-  readonly time: string;
-}
-
-interface SeenLock {
-  readonly info?: LockInfo;
+  /** Epoch milliseconds when it took the lock (NaN: unknown). */
+  readonly since: number;
+  /** The raw target or content: what identifies this very acquisition. */
   readonly raw: string;
-  readonly ageMs: number;
 }
 
-/** A lock file whose content never became readable is stale after this long (its writer died between create and write). */
+const PREFIX = 'execgate-lock:1:';
+export const DEFAULT_HOLD_TIMEOUT_MS = 30_000;
+/** A legacy lock file (JSON, from an older execgate) that says nothing is stale after this long. */
 const UNREADABLE_GRACE_MS = 2000;
-/** The breaker is held for a few system calls; one older than this belonged to a dead process. */
-const BREAKER_GRACE_MS = 5000;
+/** A waiter that finds the lock free this long while the head of the queue does not take it stops waiting its turn. */
+const STUCK_QUEUE_MS = 500;
 
-function createExclusive(path: string, content: string): boolean {
-  let fd: number;
+let ownStart: string | undefined;
+
+/** Fields of /proc/PID/stat after the command name (field 3 is index 0). */
+function readStat(pid: number | 'self'): string[] {
   try {
-    fd = openSync(path, 'wx', 0o600);
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return [];
+  }
+}
+
+/** Field 22: when the process started, which a reused pid does not share. */
+function readStart(pid: number | 'self'): string {
+  return readStat(pid)[19] ?? '';
+}
+
+/** Fields 14 and 15: the CPU time the process has used; undefined when it cannot be read. */
+function readCpu(pid: number): string | undefined {
+  const fields = readStat(pid);
+  return fields.length > 13 ? `${fields[11]}+${fields[12]}` : undefined;
+}
+
+function getHost(): string {
+  return hostname().replace(/:/g, '_').slice(0, 48);
+}
+
+function makeTarget(): string {
+  ownStart ??= readStart('self');
+  return `${PREFIX}${process.pid}:${ownStart}:${Date.now()}:${randomBytes(6).toString('hex')}:${getHost()}`;
+}
+
+function parseTarget(raw: string): Holder | undefined {
+  if (!raw.startsWith(PREFIX)) return undefined;
+  const [pid, start, since, _token, ...host] = raw.slice(PREFIX.length).split(':');
+  if (!/^\d+$/.test(pid ?? '')) return undefined;
+  return { pid: Number(pid), start: start ?? '', host: host.join(':'), since: Number(since), raw };
+}
+
+/** A lock file of an older execgate: JSON with pid, host and time, written after it was created. */
+function readLegacy(path: string): Holder | undefined {
+  let raw: string;
+  let mtime: number;
+  try {
+    mtime = statSync(path).mtimeMs;
+    raw = readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    const data = JSON.parse(raw) as { pid?: unknown; host?: unknown; time?: unknown };
+    if (typeof data.pid === 'number' && typeof data.host === 'string') {
+      return { pid: data.pid, start: '', host: data.host, since: typeof data.time === 'string' ? Date.parse(data.time) : mtime, raw };
+    }
+  } catch {
+    // empty or half written
+  }
+  return { pid: 0, start: '', host: '', since: mtime, raw: `unreadable:${mtime}:${raw.length}` };
+}
+
+/** Who holds the lock at `path`, or undefined when nobody does. */
+function readHolder(path: string): Holder | undefined {
+  try {
+    const raw = readlinkSync(path);
+    return parseTarget(raw) ?? { pid: 0, start: '', host: '', since: Number.NaN, raw };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code === 'EINVAL') return readLegacy(path);
+    throw error;
+  }
+}
+
+function isGone(holder: Holder): boolean {
+  if (holder.pid === 0) return holder.raw.startsWith('unreadable:') && Date.now() - holder.since > UNREADABLE_GRACE_MS;
+  if (holder.host !== getHost() && holder.host !== hostname()) return false;
+  if (holder.pid === process.pid) return false;
+  if (!isProcessAlive(holder.pid)) return true;
+  return holder.start !== '' && readStart(holder.pid) !== holder.start;
+}
+
+function describeHolder(holder: Holder | undefined): string {
+  if (holder === undefined || holder.pid === 0) return 'another process';
+  const since = Number.isFinite(holder.since) ? ` (since ${new Date(holder.since).toISOString()})` : '';
+  return `process ${holder.pid} on ${holder.host}${since}`;
+}
+
+function tryLink(target: string, path: string): boolean {
+  try {
+    symlinkSync(target, path);
+    return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw error;
   }
-  try {
-    writeSync(fd, content);
-  } finally {
-    closeSync(fd);
-  }
-  return true;
 }
 
-function readLock(path: string): SeenLock | undefined {
-  let raw: string;
-  let ageMs: number;
+function removeIf(path: string, raw: string): void {
   try {
-    ageMs = Date.now() - statSync(path).mtimeMs;
-    raw = readFileSync(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-  try {
-    const data = JSON.parse(raw) as LockInfo;
-    if (typeof data.pid === 'number' && typeof data.host === 'string' && typeof data.token === 'string') return { info: data, raw, ageMs };
+    if (readlinkSync(path) === raw) unlinkSync(path);
   } catch {
-    // being written right now, or its writer died mid-write
+    // gone already, or not ours to remove
   }
-  return { raw, ageMs };
 }
 
-function isStale(lock: SeenLock): boolean {
-  if (lock.info === undefined) return lock.ageMs > UNREADABLE_GRACE_MS;
-  return lock.info.host === hostname() && lock.info.pid !== process.pid && !isProcessAlive(lock.info.pid);
-}
-
-/** Remove the lock at `path` if it is stale. True when the caller should retry at once. */
-function breakStale(path: string): boolean {
-  const seen = readLock(path);
-  if (seen === undefined) return true;
-  if (!isStale(seen)) return false;
+/** Remove the lock at `path` if its holder is gone. True when the caller should try again at once. */
+function breakIfGone(path: string, seen: Holder): boolean {
+  if (!isGone(seen)) return false;
   const breaker = `${path}.break`;
-  if (!createExclusive(breaker, JSON.stringify({ pid: process.pid, host: hostname() }))) {
-    const other = readLock(breaker);
-    if (other !== undefined && other.ageMs > BREAKER_GRACE_MS) rmSync(breaker, { force: true });
+  const mine = makeTarget();
+  if (!tryLink(mine, breaker)) {
+    const other = readHolder(breaker);
+    if (other !== undefined && (isGone(other) || Date.now() - other.since > 5000)) rmSync(breaker, { force: true });
     return false;
   }
   try {
-    const again = readLock(path);
+    const again = readHolder(path);
     if (again === undefined) return true;
-    if (again.raw === seen.raw && isStale(again)) {
+    if (again.raw === seen.raw && isGone(again)) {
       rmSync(path, { force: true });
       return true;
     }
     return false;
   } finally {
-    rmSync(breaker, { force: true });
+    removeIf(breaker, mine);
   }
 }
 
-function describeHolder(lock: SeenLock | undefined): string {
-  if (lock?.info === undefined) return 'another process';
-  return `process ${lock.info.pid} on ${lock.info.host} (since ${lock.info.time})`;
+/** This waiter's place in the queue beside the lock. */
+class Ticket {
+  readonly #dir: string;
+  readonly #prefix: string;
+  readonly #name: string | undefined;
+  #ahead: string | undefined;
+  #position = 0;
+
+  constructor(lockPath: string, target: string) {
+    this.#dir = dirname(lockPath);
+    this.#prefix = `${basename(lockPath)}.q.`;
+    const name = `${this.#prefix}${process.hrtime.bigint().toString().padStart(20, '0')}.${process.pid}.${randomBytes(3).toString('hex')}`;
+    try {
+      symlinkSync(target, join(this.#dir, name));
+      this.#name = name;
+    } catch {
+      // No ticket (no room for even a link): wait unqueued; the lock itself still excludes.
+      this.#name = undefined;
+    }
+  }
+
+  /** How many live tickets stand ahead (0: this waiter's turn). Removes tickets of processes that are gone. */
+  refresh(): number {
+    if (this.#name === undefined) return 0;
+    let names: string[];
+    try {
+      names = readdirSync(this.#dir).filter((name) => name.startsWith(this.#prefix) && name < (this.#name as string)).sort();
+    } catch {
+      return 0;
+    }
+    const live: string[] = [];
+    for (const name of names) {
+      const pid = Number(name.slice(this.#prefix.length).split('.')[1]);
+      const path = join(this.#dir, name);
+      const holder = (() => { try { return parseTarget(readlinkSync(path)); } catch { return undefined; } })();
+      if (holder !== undefined && isGone(holder)) rmSync(path, { force: true });
+      else if (holder !== undefined || isProcessAlive(pid)) live.push(name);
+    }
+    this.#ahead = live[live.length - 1];
+    this.#position = live.length;
+    return this.#position;
+  }
+
+  get position(): number {
+    return this.#position;
+  }
+
+  /** Whether the ticket just ahead is still there (cheap: one lstat). */
+  aheadStays(): boolean {
+    if (this.#ahead === undefined) return false;
+    try {
+      readlinkSync(join(this.#dir, this.#ahead));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  leave(): void {
+    if (this.#name !== undefined) rmSync(join(this.#dir, this.#name), { force: true });
+  }
 }
 
-/** One attempt: taken, or how long to wait before the next. */
+/** One acquisition: taken, or how long to sleep before looking again. */
 class Attempt {
   readonly #path: string;
   readonly #options: LockFileOptions;
-  readonly #token = randomBytes(16).toString('hex');
-  readonly #content: string;
-  readonly #deadline: number;
-  #delay = 2;
+  readonly #target = makeTarget();
+  readonly #timeoutMs: number;
+  #ticket: Ticket | undefined;
+  /** The holder last seen, when this waiter first saw it, and when it last saw it use the CPU. */
+  #seen: { raw: string; at: number; cpu: string | undefined; busyAt: number } | undefined;
+  #freeSince: number | undefined;
+  #checks = 0;
 
   constructor(path: string, options: LockFileOptions) {
     this.#path = path;
     this.#options = options;
-    this.#content = JSON.stringify({ pid: process.pid, host: hostname(), token: this.#token, time: new Date().toISOString() });
-    this.#deadline = Date.now() + (options.timeoutMs ?? 10_000);
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_HOLD_TIMEOUT_MS;
   }
 
-  /** 0 when taken; otherwise milliseconds to wait. Throws the coded error past the deadline. */
-  next(): number {
-    for (;;) {
-      let taken: boolean;
-      try {
-        taken = createExclusive(this.#path, this.#content);
-      } catch (error) {
-        throw this.#options.onError?.(error as NodeJS.ErrnoException) ?? error;
-      }
-      if (taken) return 0;
-      if (breakStale(this.#path)) continue;
-      if (Date.now() >= this.#deadline) {
-        throw this.#options.onTimeout(describeHolder(readLock(this.#path)), this.#options.timeoutMs ?? 10_000);
-      }
-      const wait = this.#delay + Math.random() * this.#delay;
-      this.#delay = Math.min(this.#delay * 2, 100);
-      return wait;
+  #fail(error: unknown): never {
+    this.#ticket?.leave();
+    throw this.#options.onError?.(error as NodeJS.ErrnoException) ?? error;
+  }
+
+  #take(): boolean {
+    let taken: boolean;
+    try {
+      taken = tryLink(this.#target, this.#path);
+    } catch (error) {
+      this.#fail(error);
     }
+    if (taken) this.#ticket?.leave();
+    return taken;
+  }
+
+  /** 0 when taken; otherwise milliseconds to sleep. Throws the coded error when a live holder hung. */
+  next(): number {
+    if (this.#ticket === undefined) {
+      // The uncontended path: one symlink(2).
+      if (this.#take()) return 0;
+      this.#ticket = new Ticket(this.#path, this.#target);
+      this.#ticket.refresh();
+    }
+    this.#checks += 1;
+    let ahead = this.#ticket.position;
+    // The ticket ahead gone (its waiter took the lock or left) or now and then (its process
+    // may have died): where this waiter stands now.
+    if (ahead > 0 && (!this.#ticket.aheadStays() || this.#checks % 16 === 0)) ahead = this.#ticket.refresh();
+    // The head of the queue looks at the lock every time; the others now and then, for a holder
+    // that hung or a head that stopped taking its turn.
+    if (ahead > 0 && this.#checks % 8 !== 0) return Math.min(20, 1 + ahead);
+    let holder: Holder | undefined;
+    try {
+      holder = readHolder(this.#path);
+    } catch (error) {
+      this.#fail(error);
+    }
+    const now = Date.now();
+    if (holder === undefined) {
+      this.#freeSince ??= now;
+      if (ahead === 0 || now - this.#freeSince >= STUCK_QUEUE_MS) {
+        if (this.#take()) return 0;
+        this.#freeSince = undefined;
+      }
+      return ahead === 0 ? 1 : Math.min(20, 1 + ahead);
+    }
+    this.#freeSince = undefined;
+    if (breakIfGone(this.#path, holder)) return ahead === 0 && this.#take() ? 0 : 1;
+    // A holder that is slow because the machine is busy still uses the CPU; a hung or stopped
+    // one does not. Only time without progress counts (wall time for a holder on another host).
+    const local = holder.pid > 0 && (holder.host === getHost() || holder.host === hostname());
+    const cpu = local ? readCpu(holder.pid) : undefined;
+    if (this.#seen?.raw !== holder.raw) this.#seen = { raw: holder.raw, at: now, cpu, busyAt: now };
+    else if (cpu !== undefined && cpu !== this.#seen.cpu) this.#seen = { ...this.#seen, cpu, busyAt: now };
+    const held = Number.isFinite(holder.since) && holder.since <= now ? now - holder.since : now - this.#seen.at;
+    if (now - this.#seen.busyAt >= this.#timeoutMs) {
+      this.#ticket.leave();
+      throw this.#options.onTimeout(describeHolder(holder), held, now - this.#seen.busyAt);
+    }
+    return ahead === 0 ? 1 : Math.min(20, 1 + ahead);
   }
 
   /** Remove the lock only if it is still ours. */
   release(): void {
-    try {
-      if (readLock(this.#path)?.info?.token === this.#token) rmSync(this.#path, { force: true });
-    } catch {
-      // unreadable now: not provably ours, so not ours to remove
-    }
+    removeIf(this.#path, this.#target);
+  }
+
+  abandon(): void {
+    this.#ticket?.leave();
   }
 }
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
-/** Run `fn` holding the lock file `path`, blocking while waiting for it. */
+/** Run `fn` holding the lock `path`, blocking while waiting for it. */
 export function withLockSync<T>(path: string, fn: () => T, options: LockFileOptions): T {
   const attempt = new Attempt(path, options);
-  for (let wait = attempt.next(); wait > 0; wait = attempt.next()) Atomics.wait(sleeper, 0, 0, wait);
+  try {
+    for (let wait = attempt.next(); wait > 0; wait = attempt.next()) Atomics.wait(sleeper, 0, 0, wait);
+  } catch (error) {
+    attempt.abandon();
+    throw error;
+  }
   try {
     return fn();
   } finally {
@@ -171,10 +363,15 @@ export function withLockSync<T>(path: string, fn: () => T, options: LockFileOpti
   }
 }
 
-/** Run `fn` holding the lock file `path`. */
+/** Run `fn` holding the lock `path`. */
 export async function withLock<T>(path: string, fn: () => Promise<T>, options: LockFileOptions): Promise<T> {
   const attempt = new Attempt(path, options);
-  for (let wait = attempt.next(); wait > 0; wait = attempt.next()) await new Promise((resolve) => setTimeout(resolve, wait));
+  try {
+    for (let wait = attempt.next(); wait > 0; wait = attempt.next()) await new Promise((resolve) => setTimeout(resolve, wait));
+  } catch (error) {
+    attempt.abandon();
+    throw error;
+  }
   try {
     return await fn();
   } finally {

@@ -15,7 +15,8 @@
  *     still probe the origin's well-known and /register URLs on a 401; those answer with an
  *     OAuth-shaped error that says which header to send.
  * Sessions unused for `sessionIdleTimeout` are closed like a DELETE: their background
- * processes are killed (each kill is audited with the session as actor).
+ * processes are killed (each kill is audited with the session as actor). A client whose
+ * connection drops mid-call has its calls cancelled at once (see #cancelOnHangUp).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
@@ -176,6 +177,7 @@ export class McpHttpServer {
         if (req.method !== 'POST') return reply(res, 405, undefined, 'A legacy HTTP+SSE session takes POSTed messages only.');
         return transport.handlePostMessage(req, res, body);
       }
+      this.#cancelOnHangUp(transport, res, body);
       return transport.handleRequest(req, res, body);
     }
     // A Streamable HTTP client names its session on every GET; a GET without one is a client
@@ -186,6 +188,25 @@ export class McpHttpServer {
     }
     if (req.method === 'POST' && isInitialize(body)) return this.#open(req, res, body);
     return reply(res, 400, undefined, 'Bad request: no valid Mcp-Session-Id header, and not an initialize request.', -32000);
+  }
+
+  /**
+   * A client whose connection drops before its answer was sent will never read it: its requests
+   * are cancelled as if it had sent notifications/cancelled, so a command it started is stopped
+   * within the grace period instead of running to its own timeout. The session itself (and its
+   * background processes) stays until DELETE or the idle timeout: the client may come back.
+   */
+  #cancelOnHangUp(transport: StreamableHTTPServerTransport, res: ServerResponse, body: unknown): void {
+    const ids = (Array.isArray(body) ? body : [body])
+      .filter((message) => message !== null && typeof message === 'object' && 'method' in message && 'id' in message)
+      .map((message) => (message as { id: string | number }).id);
+    if (ids.length === 0) return;
+    res.once('close', () => {
+      if (res.writableFinished) return;
+      for (const requestId of ids) {
+        transport.onmessage?.({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'the client went away (its connection closed before the answer)' } });
+      }
+    });
   }
 
   async #open(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {

@@ -1,11 +1,12 @@
 /*
  * stdio: one session for the life of the process. stdout carries the protocol and nothing else;
- * everything execgate says goes to stderr. The connection ends when the client closes stdin (or
+ * everything execgate says goes to stderr (`log`), including what it refused to read and why
+ * (stdio-transport.ts). The connection ends when the client closes stdin (or
  * stdout breaks); the caller then closes the server and the gateway.
  */
 import type { Readable, Writable } from 'node:stream';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { ExecgateMcpServer } from './server';
+import { ExecgateStdioTransport } from './stdio-transport';
 
 /**
  * A served stdio session: its id, `closed` (resolves when the client went away) and `close()`.
@@ -23,9 +24,10 @@ export interface McpStdioConnection {
 export async function serveStdio(
   mcp: ExecgateMcpServer,
   streams: { stdin: Readable; stdout: Writable } = { stdin: process.stdin, stdout: process.stdout },
+  options: { log?: (line: string) => void; maxMessageBytes?: number } = {},
 ): Promise<McpStdioConnection> {
   const { session, server } = mcp.openSession();
-  const transport = new StdioServerTransport(streams.stdin, streams.stdout);
+  const transport = new ExecgateStdioTransport(streams.stdin, streams.stdout, options);
   let finish!: () => void;
   const closed = new Promise<void>((resolve) => { finish = resolve; });
   const end = (): void => finish();

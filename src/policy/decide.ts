@@ -28,7 +28,7 @@ export interface Decision {
 }
 
 /** The parts of a request a decision reads. */
-/** What the decision reads of a request (exec/options.ts normalizes it). */
+/** What the decision reads of a request (plan/options.ts normalizes it). */
 export interface DecisionInput {
   readonly command: string;
   readonly mode: ExecMode;

@@ -73,22 +73,37 @@ export class PolicyHolder {
     const file = this.#options.file;
     if (file === undefined) return false;
     const before = this.#digest;
+    const previousFiles = this.#files;
     let loaded: LoadedPolicy;
     try {
       loaded = this.#load(file);
     } catch (error) {
       const problems = isExecgateError(error) && Array.isArray(error.details.problems) ? error.details.problems : undefined;
       const code = getErrorCode(error);
-      this.record('policy.rejected', { source: file, code, problems, message: getErrorMessage(error), reload: true });
-      this.warn({ code, file, problems }, `The policy ${file} was not reloaded; the last good policy stays in force. ${getErrorMessage(error)}`);
+      let unrecorded = '';
+      try {
+        this.record('policy.rejected', { source: file, code, problems, message: getErrorMessage(error), reload: true });
+      } catch (auditError) {
+        unrecorded = ` (The audit log could not record this refusal: ${getErrorCode(auditError)}.)`;
+      }
+      this.warn({ code, file, problems }, `The policy ${file} was not reloaded; the last good policy stays in force. ${getErrorMessage(error)}${unrecorded}`);
       return false;
     }
     if (loaded.digest === before) return true;
     const destination = ({ enabled, path, destination: where, maxBytes, maxFiles, fsync }: EffectivePolicy['audit']): string =>
       JSON.stringify([enabled, path, where, maxBytes, maxFiles, fsync]);
     const auditRestart = destination(loaded.policy.audit) !== destination(this.#policy.audit);
+    // Recorded before it is in force: a policy the log cannot record does not take over (a
+    // reload runs from a watcher or a signal, where a throw would end the host).
+    try {
+      this.record('policy.loaded', { source: loaded.policy.source, files: loaded.files, digest: loaded.digest, reload: true, ...(auditRestart ? { auditRestartRequired: true } : {}) });
+    } catch (error) {
+      this.#files = previousFiles;
+      this.#digest = before;
+      this.warn({ code: getErrorCode(error), file }, `The policy ${file} was not reloaded because the audit log cannot record it (${getErrorMessage(error)}); the last good policy stays in force.`);
+      return false;
+    }
     this.#policy = loaded.policy;
-    this.record('policy.loaded', { source: loaded.policy.source, files: loaded.files, digest: loaded.digest, reload: true, ...(auditRestart ? { auditRestartRequired: true } : {}) });
     if (auditRestart) this.warn({ file }, `The policy ${file} changes the audit destination; that takes effect when the gateway restarts.`);
     return true;
   }

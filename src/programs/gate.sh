@@ -1,18 +1,22 @@
+# shellcheck shell=sh
 # execgate's sandbox gate (POSIX sh): the first program of every cold sandboxed run on pipes.
 # bubblewrap starts it once the sandbox is set up (working directory entered); it says so, waits
-# while the gateway checks the sandbox's mounts against the plan (src/sandbox/verify.ts), and
+# while the gateway checks the sandbox's mounts against the plan (src/process/bwrap/verify.ts), and
 # only on the word `go` becomes the run's program. Nothing of the run has started before that
-# word, so a sandbox that does not match its plan runs nothing. (src/sandbox/gate.ts)
+# word, so a sandbox that does not match its plan runs nothing. (src/process/bwrap/gate.ts)
 #
 #   sh -c "$(cat gate.sh)" execgate-gate STDIN PROGRAM [ARG...]
 #     STDIN  `keep`: the program reads the rest of this stdin; otherwise it gets /dev/null
 #
-# On stderr: NUL once waiting; SOH as the program starts. Nothing else is written before the
-# program's own output.
+# On stderr: NUL once waiting; SOH once about to start. Nothing else is written before the
+# program's own output. After SOH it waits for one more line on stdin, which the gateway sends
+# once it has read the SOH: a program writing at once would otherwise find stderr still marked
+# readable by the SOH, and the gateway would read its stderr first whatever came first.
 printf '\000' >&2
 IFS= read -r g || exit 125
 [ "$g" = go ] || exit 125
+printf '\001' >&2
+IFS= read -r g || exit 125
 [ "$1" = keep ] || exec </dev/null
 shift
-printf '\001' >&2
 exec "$@"

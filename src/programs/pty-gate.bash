@@ -1,6 +1,6 @@
 # execgate's sandbox gate for a run on a terminal (bash): as gate.sh, with the terminal as its only
 # channel. Echo is off while it waits, so the gateway's `g` never shows; it is back on (as a new
-# terminal has it) before the program starts. (src/sandbox/gate.ts)
+# terminal has it) before the program starts. (src/process/bwrap/gate.ts)
 #
 #   bash -c "$(cat pty-gate.bash)" execgate-gate PROGRAM [ARG...]
 #

@@ -1,9 +1,9 @@
 # How a sandboxed run on a terminal starts bubblewrap (bash, outside the sandbox). node-pty cannot
 # hand its child extra descriptors, so this opens them itself: each bind source the gateway opened
-# and checked (sandbox/launch.ts), verified to be the same inode (`-ef` against the gateway's own
+# and checked (process/bwrap/launch.ts), verified to be the same inode (`-ef` against the gateway's own
 # descriptor), and the seccomp filter; bubblewrap's options go through a pipe on descriptor 3.
 # Paths only on its argv; the environment is the run's, as bubblewrap's would be.
-# (src/exec/spawner/pty.ts)
+# (src/process/spawner/pty.ts)
 #
 #   bash -c "$(cat pty-launch.bash)" execgate-launch GATEWAY_PID SOURCES OPTIONS \
 #     [KIND PATH GATEWAY_FD]... [OPTION]... LAUNCHER [ARG]...

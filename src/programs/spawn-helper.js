@@ -1,5 +1,5 @@
 /*
- * The spawn helper's program (node), started by exec/spawner/helper.ts with an IPC channel to the
+ * The spawn helper's program (node), started by process/spawner/helper.ts with an IPC channel to the
  * gateway and the gateway's key on its stdin.
  *
  * It keeps a few connections to the gateway's private socket open ahead of need, each introduced
@@ -20,8 +20,8 @@ const fs = require('node:fs');
 const { rmdirSync, unlinkSync } = fs;
 const { connect } = require('node:net');
 const { dirname, join } = require('node:path');
-// The bind sources opened and checked as in the gateway's own spawns (dist/sandbox/launch.js).
-const { renderSandboxLaunch } = require(join(__dirname, '..', 'sandbox', 'launch.js'));
+// The bind sources opened and checked as in the gateway's own spawns (dist/process/bwrap/launch.js).
+const { renderSandboxLaunch } = require(join(__dirname, '..', 'process', 'bwrap', 'launch.js'));
 const socketPath = process.env.EXECGATE_SPAWNER_SOCKET;
 delete process.env.EXECGATE_SPAWNER_SOCKET;
 const POOL = 4;
@@ -67,7 +67,7 @@ async function run(request) {
     const failed = settled.find((s) => s.status === 'rejected');
     if (failed) throw failed.reason;
     // Sandboxed: bubblewrap reads its options from descriptor 3 and mounts descriptors this
-    // process opened and checked (sandbox/launch.ts).
+    // process opened and checked (process/bwrap/launch.ts).
     sources = request.sandbox ? renderSandboxLaunch(fs, request.sandbox, [request.shell].concat(request.args)) : undefined;
     const stdio = request.stdin ? sockets : ['ignore', ...sockets];
     child = sources

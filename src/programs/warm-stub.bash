@@ -1,8 +1,8 @@
 # execgate's warm sandbox (bash): a sandbox set up ahead of the request that will use it
-# (src/sandbox/warm.ts). It says it is waiting, then reads one frame on stdin with everything
+# (src/process/bwrap/warm.ts). It says it is waiting, then reads one frame on stdin with everything
 # about the run: the working directory, what becomes of stdin, the program's argv and its whole
 # environment (resolved values included, never on an argv). The gateway checks the sandbox's
-# mounts against the plan before it sends the frame (src/sandbox/verify.ts).
+# mounts against the plan before it sends the frame (src/process/bwrap/verify.ts).
 #
 # Frame: a header line `A E L1 L2 ...` (fields in the argv part, fields in the environment part,
 # then each field's length in bytes), then the fields back to back. The argv part is CWD, STDIN
@@ -13,8 +13,10 @@
 # `exec` lowers SHLVL by one and exports it: the gateway sends SHLVL one higher, and where the
 # run has none an array SHLVL (which bash cannot export) keeps it out.
 #
-# On stderr: NUL once waiting; SOH as the program starts, or STX, a reason and a newline when
-# the run cannot start (exit 125).
+# On stderr: NUL once waiting; SOH once ready to start, or STX, a reason and a newline when
+# the run cannot start (exit 125). After SOH it waits for one more byte on stdin: the gateway
+# sends it once it has read the SOH, so that the program's first output does not find stderr
+# already marked readable (the gateway would then read its stderr first, whatever came first).
 printf '\000' >&2
 unset -v OLDPWD SHLVL
 IFS=' ' read -r -a l || exit 125
@@ -28,7 +30,9 @@ unset -v l t b o i x
 cd -P -- "${a[0]}" 2>/dev/null || { printf '\002cwd\n' >&2; exit 125; }
 (( ${#e[@]} == 0 )) || export -- "${e[@]}" 2>/dev/null || exit 125
 export PWD="${a[0]}"
-[[ ${a[1]} == keep ]] || exec </dev/null
 [[ -v SHLVL ]] || declare -a SHLVL
 printf '\001' >&2
+IFS= read -r -N 1 x || exit 125
+unset -v x
+[[ ${a[1]} == keep ]] || exec </dev/null
 exec -- "${a[@]:2}"

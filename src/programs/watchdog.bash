@@ -2,7 +2,7 @@
 # of a pipe from the gateway. The gateway writes `+ RUN_ID` when a run starts and `- RUN_ID` when
 # it has settled. When the pipe reaches EOF (the gateway is gone, however it died), every process
 # whose environment carries the cookie of a run still listed is stopped and killed, the same sweep
-# a timeout ends with. (src/exec/watchdog.ts)
+# a timeout ends with. (src/process/watchdog.ts)
 #
 #   bash --norc --noprofile -c "$(cat watchdog.bash)" execgate-watchdog COOKIE_NAME
 trap '' INT HUP TERM QUIT PIPE

@@ -31,7 +31,7 @@
  */
 
 import { ExecgateError, describeValue } from '../errors';
-import { readShell, type Placement, type RefusedContext, type ShellAnalysis } from '../shell';
+import { readShell, type Placement, type RefusedContext, type ShellAnalysis, type TokenSpan } from '../shell';
 import { isTokenText } from './tokens';
 import type { RefToken } from './types';
 
@@ -234,7 +234,7 @@ const REFUSALS: Record<RefusedContext, { where: string; fix: (reference: string)
   },
 };
 
-function unsafeContextError(token: RefToken, context: RefusedContext, reason?: string): ExecgateError {
+function unsafeContextError(token: TokenSpan, context: RefusedContext, reason?: string): ExecgateError {
   const { where, fix } = REFUSALS[context];
   const because = reason ? ` (${reason})` : '';
   return new ExecgateError(

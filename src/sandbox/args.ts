@@ -31,7 +31,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import type { FilesystemView } from './paths';
-import type { SandboxCheck } from './verify';
+import type { SandboxCheck } from '../process/bwrap/verify';
 import { isInside } from '../fs/paths';
 
 export interface BwrapInput {

@@ -3,4 +3,4 @@
  */
 export { checkSandboxCwd, planSandbox, type SandboxContext, type SandboxedCommand, type SandboxReport } from './plan';
 export { checkPlatform, resetPlatformCache, type PlatformCheck } from './detect';
-export { SharedNetwork } from './network';
+export { SharedNetwork } from '../process/bwrap/network';

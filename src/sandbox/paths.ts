@@ -224,7 +224,11 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
     const value = env[name];
     if (value && value.startsWith('/')) hiddenWanted.add(value.split(':')[0] as string);
   }
-  hiddenWanted.add('/run/user');
+  // All of /run: the session buses and agents under /run/user, the system bus (which a gateway
+  // running as root would let a run ask systemd to start anything on the host), container
+  // engines' sockets, a terminal multiplexer's sockets (screen keeps them in /run/screen). A
+  // read-only view does not stop connect(2) on a socket, so nothing of /run is shown at all.
+  hiddenWanted.add('/run');
   for (const path of settings.filesystem.hidden) hiddenWanted.add(expand(path, userHome));
 
   const hidden: HiddenPath[] = [];
@@ -271,6 +275,11 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
     hidden.push({ path, directory });
   }
 
+  // A path inside a hidden directory is out of sight already; covering it again would leave a
+  // mount point in the directory that must show empty.
+  const nested = hidden.filter((entry) => hidden.some((other) => other !== entry && other.directory && isInside(entry.path, other.path) && entry.path !== other.path));
+  for (const entry of nested) hidden.splice(hidden.indexOf(entry), 1);
+
   const cwd = real(input.cwd) ?? input.cwd;
   // A writable path that is hidden, or inside a hidden directory, is hidden: refused here rather
   // than mounted and covered again (a name that resolved there was moved, or misconfigured).
@@ -297,7 +306,9 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   }
 
   const writable: string[] = [];
-  const privateTmp = [...new Set(['/tmp', real(tmpdir())].filter((t): t is string => t !== undefined && t !== '/'))];
+  // /var/tmp as /tmp: sockets live there too (tmux with TMUX_TMPDIR, editors' servers), and a
+  // read-only bind would not stop a run connecting to one.
+  const privateTmp = [...new Set(['/tmp', real('/var/tmp'), real(tmpdir())].filter((t): t is string => t !== undefined && t !== '/'))];
   const workspace = input.roots.length > 0 ? [] : [input.workspace].filter((w) => !privateTmp.includes(real(w) ?? w));
   for (const wanted of [...input.roots, ...workspace, ...settings.filesystem.writable.map((p) => expand(p, userHome))]) {
     const path = real(wanted);

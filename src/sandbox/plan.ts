@@ -1,5 +1,5 @@
 /*
- * The sandbox step of the one path (exec/prepare.ts calls it once per run): decide whether the
+ * The sandbox step of the one path (plan/prepare.ts calls it once per run): decide whether the
  * run is sandboxed, how, or why not, and describe how its sandbox is started (a SandboxLaunch:
  * bubblewrap's launcher, its options, and the mount check the gate applies before the program
  * may start; gate.ts). Sync, PTY and background runs (the detached supervisor included) all
@@ -14,10 +14,10 @@ import { ExecgateError } from '../errors';
 import type { SandboxSettings } from '../policy/effective';
 import { getBwrapSpec, NAMESPACES } from './args';
 import { checkPlatform } from './detect';
-import type { SandboxLaunch } from './launch';
-import type { SharedNetwork } from './network';
+import type { SandboxLaunch } from '../process/bwrap/launch';
+import type { SharedNetwork } from '../process/bwrap/network';
 import { getFilesystemView } from './paths';
-import { getSeccompFilterPath } from './programs';
+import { getSeccompFilterPath } from '../process/programs';
 
 /**
  * How a run was sandboxed (mechanism, namespaces, network mode, what was hidden or skipped), or why
@@ -31,7 +31,7 @@ export type SandboxReport =
     readonly namespaces: readonly string[];
     /**
      * `mode`: what the run may reach (`none`: nothing; `open` / `allowlist`: through the egress
-     * proxy; exec/prepare.ts sets it from the egress policy), over a loopback-only namespace;
+     * proxy; plan/prepare.ts sets it from the egress policy), over a loopback-only namespace;
      * `shared` says whether the gateway's runs share it.
      */
     readonly network: { readonly mode: 'none' | 'open' | 'allowlist'; readonly shared: boolean; readonly namespace?: string };

@@ -22,9 +22,13 @@
  * in a function body (which a pipe may call). A heredoc or here-string of static text, or a file
  * named in a redirection, is not: a token inside such text is refused on its own, and a file's
  * contents are not followed (the same as a script file the command runs).
+ *
+ * One file over the usual size on purpose: the reader is one state machine over one stack of
+ * frames, and splitting it would spread that state across modules that must agree on it.
  */
 import { ExecgateError } from '../errors';
-import type { RefToken } from '../refs/types';
+// The reader knows a reference token only as a span (shell/types.ts); refs/ sits above shell/.
+import type { TokenSpan as RefToken } from './types';
 import { readCommand, type CommandReport, type CommandWord, type Evaluation } from './commands';
 import type { Finding, Placement, RefusedContext, ShellAnalysis, SimpleCommand, VariableSet, Word } from './types';
 

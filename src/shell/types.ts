@@ -2,7 +2,6 @@
  * The one analysis of a shell text: what the policy decides on and what substitution places
  * reference tokens by. It is made once per request, before any source is asked for a value.
  */
-import type { RefToken } from '../refs/types';
 
 /** Contexts where a token can be rewritten into an expansion. */
 export type ExpansionContext = 'unquoted' | 'double-quoted' | 'single-quoted' | 'heredoc' | 'parameter-word';
@@ -39,8 +38,19 @@ export interface Finding {
   readonly offset: number;
 }
 
+/**
+ * What the reader needs of a reference token: its text and where it sits. A RefToken
+ * (refs/types.ts) has this shape and more; shell/ sits below refs/ and does not import it.
+ */
+export interface TokenSpan {
+  readonly raw: string;
+  readonly start: number;
+  /** Index one past the token's last character. */
+  readonly end: number;
+}
+
 export interface TokenReading {
-  readonly token: RefToken;
+  readonly token: TokenSpan;
   readonly placement: Placement;
 }
 

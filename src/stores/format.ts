@@ -62,7 +62,9 @@ export function parseVault(text: string, path: string): VaultDocument {
   try {
     data = JSON.parse(text);
   } catch (error) {
-    const detail = text.trim() === '' ? 'the file is empty' : `it is not valid JSON (${(error as Error).message}); it may be truncated`;
+    // The parser's message quotes the text it choked on: never put a file's content in an error.
+    const position = /position (\d+)/.exec((error as Error).message)?.[1];
+    const detail = text.trim() === '' ? 'the file is empty' : `it is not valid JSON (${position === undefined ? 'it ends early' : `at byte ${position}`}); it may be truncated`;
     throw corrupt(path, detail);
   }
   if (!isRecord(data) || data.format !== VAULT_FORMAT) throw corrupt(path, 'it is not an execgate vault document');

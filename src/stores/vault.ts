@@ -66,7 +66,7 @@ export interface VaultOptions {
   env?: NodeJS.ProcessEnv;
   /** Keep the vault key in the OS keyring when reachable (default), or never (`false`). */
   keyring?: false | { service?: string; timeoutMs?: number };
-  /** How long a writer waits for another writer's lock, in milliseconds (default 10 s). */
+  /** How long another writer may hold the lock without using the CPU before this one gives up, in milliseconds (default 30 s). */
   lockTimeoutMs?: number;
 }
 
@@ -101,7 +101,13 @@ interface OpenVault {
   readonly keys: DerivedKeys;
 }
 
-type EntryChange = (entries: Map<string, VaultEntry>, seal: (kind: RefKind, name: string, value: string, label?: string) => VaultEntry) => void;
+/** Returns whether there is anything to write. */
+type EntryChange = (entries: Map<string, VaultEntry>, seal: (kind: RefKind, name: string, value: string, label?: string) => VaultEntry) => boolean;
+
+export interface ChangeOptions<T> {
+  /** Called under the lock with what is about to be written; a throw leaves the vault unchanged. */
+  readonly beforeCommit?: (change: T) => void;
+}
 
 function getEntryKey(kind: RefKind, name: string): string {
   return `${kind}:${name}`;
@@ -189,38 +195,53 @@ export class Vault {
     }
   }
 
-  /** Store (or replace) the named secret. Returns true when it was new. */
-  async set(name: string, value: string): Promise<boolean> {
+  /**
+   * Store (or replace) the named secret. Returns true when it was new. `beforeCommit` runs
+   * under the lock once the change is made but not yet written (the audit record goes there:
+   * a throw from it leaves the vault as it was).
+   */
+  async set(name: string, value: string, options: ChangeOptions<{ created: boolean }> = {}): Promise<boolean> {
     validateSecretName(name);
     validateSecretValue(value, formatEntryRef('secret', name));
     let created = false;
     await this.#mutate((entries, seal) => {
       created = !entries.has(getEntryKey('secret', name));
       entries.set(getEntryKey('secret', name), seal('secret', name, value));
+      options.beforeCommit?.({ created });
+      return true;
     });
     return created;
   }
 
-  /** Store `value` as an encrypted blob under a new random id; returns the id (for `<<decrypt:ID>>`). */
-  async encrypt(value: string, options: { label?: string } = {}): Promise<string> {
+  /** A new random blob id (for `encrypt`'s `id`, when it must be known before the value is stored). */
+  async createBlobId(): Promise<string> {
+    return generateId(await loadSodium());
+  }
+
+  /** Store `value` as an encrypted blob under a new random id (or `id`); returns the id (for `<<decrypt:ID>>`). */
+  async encrypt(value: string, options: { label?: string; id?: string } & ChangeOptions<{ id: string }> = {}): Promise<string> {
     validateLabel(options.label);
     validateSecretValue(value, 'the blob');
-    const sodium = await loadSodium();
-    const id = generateId(sodium);
+    if (options.id !== undefined) validateSecretName(options.id, 'blob id');
+    const id = options.id ?? (await this.createBlobId());
     await this.#mutate((entries, seal) => {
       entries.set(getEntryKey('decrypt', id), seal('decrypt', id, value, options.label));
+      options.beforeCommit?.({ id });
+      return true;
     });
     return id;
   }
 
-  /** Remove an entry. Returns false when the vault did not hold it. */
-  async remove(kind: RefKind, name: string): Promise<boolean> {
+  /** Remove an entry. Returns false when the vault did not hold it (`beforeCommit` is then not called). */
+  async remove(kind: RefKind, name: string, options: ChangeOptions<{ kind: RefKind; name: string }> = {}): Promise<boolean> {
     validateKind(kind);
     validateSecretName(name, kind === 'secret' ? 'secret name' : 'blob id');
     if ((await this.#readDocument()) === undefined) return false;
     let removed = false;
     await this.#mutate((entries) => {
       removed = entries.delete(getEntryKey(kind, name));
+      if (removed) options.beforeCommit?.({ kind, name });
+      return removed;
     }, { createIfMissing: false });
     return removed;
   }
@@ -229,7 +250,7 @@ export class Vault {
    * Re-encrypt every entry under a new random key, atomically. The new key is stored as pending
    * before the vault is replaced and promoted after; see keys.ts for the crash analysis.
    */
-  async rotateKey(): Promise<RotateResult | undefined> {
+  async rotateKey(options: ChangeOptions<RotateResult> = {}): Promise<RotateResult | undefined> {
     if (hasEnvKey(this.#env)) {
       throw new ExecgateError(
         'EXECGATE_ERR_VAULT_KEY_EXTERNAL',
@@ -257,6 +278,8 @@ export class Vault {
           if (value === undefined) throw this.#tampered([formatEntryRef(entry.kind, entry.name)]);
           return { ...entry, ...sealValue(open.sodium, newKeys, { vaultId: document.vaultId, ...entry }, value) };
         });
+        const result = { entries: entries.length, oldKeyId: document.keyId, newKeyId: newKeys.keyId, keyStore: store };
+        options.beforeCommit?.(result);
         await storeKey(open.sodium, this.#keyConfig, store, document.vaultId, newKey, true);
         const header: VaultHeader = { vaultId: document.vaultId, keyId: newKeys.keyId, keyStore: store, generation: document.generation + 1 };
         try {
@@ -266,8 +289,10 @@ export class Vault {
           await discardPendingKey(this.#keyConfig, store, document.vaultId).catch(() => undefined);
           throw error;
         }
-        await promotePendingKey(open.sodium, this.#keyConfig, { key: newKey, keyId: newKeys.keyId, store, pending: true }, document.vaultId);
-        return { entries: entries.length, oldKeyId: document.keyId, newKeyId: newKeys.keyId, keyStore: store };
+        // Committed: the vault is under the new key from here on. A promotion that fails (a full
+        // disk) leaves the key staged, where every opener finds it and finishes the promotion.
+        await promotePendingKey(open.sodium, this.#keyConfig, { key: newKey, keyId: newKeys.keyId, store, pending: true }, document.vaultId).catch(() => undefined);
+        return result;
       } finally {
         wipeKeys(open.sodium, newKeys);
         open.sodium.memzero(newKey);
@@ -277,6 +302,9 @@ export class Vault {
   }
 
   async #withLock<T>(fn: () => Promise<T>): Promise<T> {
+    // Loaded before the lock, not under it: compiling libsodium takes a loaded machine seconds,
+    // and every other writer would wait them out.
+    await loadSodium();
     return withLock(
       this.#lockPath,
       async () => {
@@ -301,12 +329,13 @@ export class Vault {
         }
         const now = new Date().toISOString();
         const entries = new Map(open.document.entries.map((entry) => [getEntryKey(entry.kind, entry.name), entry]));
-        change(entries, (kind, name, value, label) => {
+        const changed = change(entries, (kind, name, value, label) => {
           const previous = entries.get(getEntryKey(kind, name));
           const sealed = sealValue(open.sodium, open.keys, { vaultId: open.document.vaultId, kind, name, label }, value);
           const entry = { kind, name, ...sealed, createdAt: previous?.createdAt ?? now, updatedAt: now };
           return label === undefined ? entry : { ...entry, label };
         });
+        if (!changed) return;
         const header: VaultHeader = {
           vaultId: open.document.vaultId,
           keyId: open.document.keyId,

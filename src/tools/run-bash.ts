@@ -11,8 +11,8 @@
  */
 import { resolve } from 'node:path';
 import type { Gateway } from '../gateway';
-import type { ExecResult } from '../exec/result';
-import { cutHead, FullOutput, getSignalStatus } from '../exec/present';
+import type { ExecResult } from '../run/result';
+import { cutHead, FullOutput, getSignalStatus } from '../run/output/present';
 import { defineSchema, type ChatTool, type ExecutableTool } from './types';
 
 /** Bytes of each stream run_bash returns before cutting (seed 000: 50 KB). */
@@ -117,6 +117,7 @@ export function formatRunBashResult(result: ExecResult, home: string): RunBashRe
     // Timeout, or the gateway closed: say so where a human or a model reading stderr looks.
     stderr += `${stderr === '' || stderr.endsWith('\n') ? '' : '\n'}[run_bash: ${result.message}]\n`;
   }
+  for (const notice of result.notices ?? []) stderr += `${stderr === '' || stderr.endsWith('\n') ? '' : '\n'}[run_bash: ${notice}]\n`;
   // Killed by execgate: -1 (seed 000); by a signal it did not send: 128 + N.
   const exitCode = result.killed ? -1 : (result.exitCode ?? getSignalStatus(result.signal) ?? -1);
   return { stdout, stderr, exit_code: exitCode };

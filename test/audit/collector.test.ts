@@ -3,7 +3,7 @@
  * loopback port, writing every line it receives to a file with a template that keeps the line
  * byte for byte (`%rawmsg%`). The test starts and stops its own rsyslogd (own config, pid file
  * and work directory in a temp dir; the system's rsyslog is never touched), forwards through
- * pino-socket as the README shows, then checks the collector's copy with `audit verify --file`
+ * pino-socket as docs/audit.md shows, then checks the collector's copy with `audit verify --file`
  * and compares the two with `--against`. The collector-down case: runs go on and are recorded
  * locally, the copy catches up once the collector is back, and `--against` shows the gap when
  * it cannot.
@@ -38,7 +38,7 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-/** The configuration the README documents, with this test's paths and port. */
+/** The configuration docs/audit.md documents, with this test's paths and port. */
 function writeConfig(dir: string, port: number, output: string): string {
   const work = join(dir, 'work');
   mkdirSync(work, { recursive: true });
@@ -87,7 +87,7 @@ class Rsyslog {
 }
 
 function forwardTo(port: number): Record<string, unknown> {
-  // The README's fleet configuration: reconnect, and hold what cannot be sent meanwhile.
+  // The fleet configuration of docs/audit.md: reconnect, and hold what cannot be sent meanwhile.
   return { target: 'pino-socket', options: { address: '127.0.0.1', port, mode: 'tcp', reconnect: true, recovery: true, recoveryQueueMaxSize: 16 * 1024 * 1024 } };
 }
 

@@ -20,9 +20,11 @@ function listSources(dir: string): string[] {
 
 /*
  * Every way src/ hands an event name to a writer: `<sink>.write('a.b', ...)`, the background
- * manager's `audit('a.b', ...)` callback, and `recordCliEvent(env, 'a.b', ...)`.
+ * manager's `audit('a.b', ...)` callback, `recordCliEvent(env, 'a.b', ...)`, a run's end record
+ * (`this.#end('a.b', ...)`, kept for later on a full disk), and a CLI change recorded before it
+ * is made, `new ChangeRecord(env, 'a.b')`.
  */
-const WRITE_CALL = /(?:\.write\(|\baudit\(|recordCliEvent\([^,]+,)([^,;\n]*),/g;
+const WRITE_CALL = /(?:\.write\(|\baudit\(|\.#end\(|recordCliEvent\([^,]+,|new ChangeRecord\([^,]+,)([^,;\n]*)[,)]/g;
 const EVENT_LITERAL = /'([a-z]+\.[a-z_.]+)'/g;
 
 function getWrittenEvents(): Map<string, string[]> {

@@ -167,9 +167,9 @@ describe('package entry points', () => {
   test('require("execgate") and import("execgate") expose the API after the build', () => {
     const cjs = spawnSync(process.execPath, ['-e', "const e=require('execgate'); console.log(typeof e.createGateway, typeof e.ExecgateError)"], { cwd: root, encoding: 'utf8' });
     expect(cjs.stdout.trim()).toBe('function function');
-    const esm = spawnSync(process.execPath, ['--input-type=module', '-e', "import { createGateway, RefStore } from 'execgate'; const m = await import('execgate'); console.log(typeof createGateway, typeof RefStore, typeof m.default.createGateway)"], { cwd: root, encoding: 'utf8' });
+    const esm = spawnSync(process.execPath, ['--input-type=module', '-e', "import { createGateway, ExecgateError } from 'execgate'; import { RefStore } from 'execgate/parts'; const m = await import('execgate'); console.log(typeof createGateway, typeof ExecgateError, typeof RefStore, typeof m.default.createGateway)"], { cwd: root, encoding: 'utf8' });
     expect(esm.stderr).toBe('');
-    expect(esm.stdout.trim()).toBe('function function function');
+    expect(esm.stdout.trim()).toBe('function function function function');
   });
 
   test('importing the library does not load node-pty, the keyring, libsodium or the MCP SDK', () => {

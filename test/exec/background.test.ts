@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
-import { findByCookie } from '../../src/exec/terminate';
+import { findByCookie } from '../../src/process/terminate';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { baseEnv, isAlive, makeTempDir, waitFor, UNSANDBOXED_POLICY } from '../helpers/tmp';
 

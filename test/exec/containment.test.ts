@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
-import { findByCookie } from '../../src/exec/terminate';
+import { findByCookie } from '../../src/process/terminate';
 import { baseEnv, isAlive, makeTempDir, waitFor, UNSANDBOXED_POLICY } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof makeTempDir>;

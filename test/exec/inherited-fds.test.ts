@@ -7,15 +7,15 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLOSE_FDS } from '../../src/exec/prepare';
+import { CLOSE_FDS } from '../../src/plan/prepare';
 import { makeTempDir, UNSANDBOXED_POLICY } from '../helpers/tmp';
 
 const DIST = join(__dirname, '..', '..', 'dist');
-const maybe = existsSync(join(DIST, 'exec', 'inherited-fds.js')) ? describe : describe.skip;
+const maybe = existsSync(join(DIST, 'process', 'inherited-fds.js')) ? describe : describe.skip;
 
 const SCRIPT = `
-const { hasInheritedDescriptors } = require(${JSON.stringify(join(DIST, 'exec', 'inherited-fds.js'))});
-const { preparePlan } = require(${JSON.stringify(join(DIST, 'exec', 'prepare.js'))});
+const { hasInheritedDescriptors } = require(${JSON.stringify(join(DIST, 'process', 'inherited-fds.js'))});
+const { preparePlan } = require(${JSON.stringify(join(DIST, 'plan', 'prepare.js'))});
 const { createGateway } = require(${JSON.stringify(DIST)});
 const found = hasInheritedDescriptors();
 const policy = JSON.parse(process.argv[2]);

@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { findByCookie } from '../../src/exec/terminate';
+import { findByCookie } from '../../src/process/terminate';
 import { useTempGateway } from '../helpers/gateway';
 import { isAlive, UNSANDBOXED_POLICY, waitFor } from '../helpers/tmp';
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
-import { normalizeRequest, MAX_COMMAND_BYTES } from '../../src/exec/options';
+import { normalizeRequest, MAX_COMMAND_BYTES } from '../../src/plan/options';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { baseEnv, makeTempDir } from '../helpers/tmp';
 

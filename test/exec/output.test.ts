@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
-import { BoundedCapture } from '../../src/exec/capture';
+import { BoundedCapture } from '../../src/run/output/capture';
 import { baseEnv, makeTempDir } from '../helpers/tmp';
 import fc from 'fast-check';
 

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { createGateway, type Gateway } from '../../src/gateway';
-import { AnsiStripper, stripAnsi } from '../../src/exec/ansi';
-import { findByCookie } from '../../src/exec/terminate';
+import { AnsiStripper, stripAnsi } from '../../src/run/output/ansi';
+import { findByCookie } from '../../src/process/terminate';
 import { baseEnv, isAlive, makeTempDir, UNSANDBOXED_POLICY, waitFor } from '../helpers/tmp';
 import fc from 'fast-check';
 

@@ -4,8 +4,8 @@ import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
-import { AutoSpawner, type SpawnedProcess } from '../../src/exec/spawner';
-import { HelperSpawner } from '../../src/exec/spawner/helper';
+import { AutoSpawner, type SpawnedProcess } from '../../src/process/spawner';
+import { HelperSpawner } from '../../src/process/spawner/helper';
 import { baseEnv, isAlive, makeTempDir, waitFor, UNSANDBOXED_POLICY } from '../helpers/tmp';
 
 const API_KEY = 'sk-test-NOT-REAL-spawner-0123456789';

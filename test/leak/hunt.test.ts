@@ -6,7 +6,7 @@
  * can see is checked with the shared leak helper: results, audit records, background output
  * files and status reads, run_bash tool results.
  *
- * Case count (documented in the README): HUNT_RUNS values x 20 printing methods (PRINTERS, the
+ * Case count (documented in docs/isolation.md, "Redaction"): HUNT_RUNS values x 20 printing methods (PRINTERS, the
  * last one printing four encodings) in sync mode = 4,000 cases, plus 25 byte-by-byte runs, 25
  * PTY runs (3 methods), 15 background runs and 15 run_bash tool runs (20 methods each).
  */

@@ -179,7 +179,8 @@ function runShell(shell: string, script: string, env: Record<string, string>): s
     env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', ...env },
     cwd: dir,
     encoding: 'utf8',
-    timeout: 10_000,
+    // A bound on a hang: on a 2-core machine under heavy load a bash can wait seconds to run.
+    timeout: 60_000,
   });
   if (child.status !== 0) throw new Error(`${shell} exited ${child.status}: ${child.stderr}\n--- script ---\n${script}`);
   return child.stdout;

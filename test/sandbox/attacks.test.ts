@@ -8,7 +8,7 @@ import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_pro
 import { existsSync, rmSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Gateway } from '../../src/gateway';
-import { getRecordPath } from '../../src/exec/background/records';
+import { getRecordPath } from '../../src/run/background/records';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, findProcesses, makeGateway, MODES, runIn, type Mode } from './helpers';
 

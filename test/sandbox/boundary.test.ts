@@ -10,8 +10,8 @@
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { preparePlan } from '../../src/exec/prepare';
-import { startRun } from '../../src/exec/lifecycle';
+import { preparePlan } from '../../src/plan/prepare';
+import { startRun } from '../../src/run/lifecycle';
 import { loadPolicyFile } from '../../src/policy/load';
 import { RefStore } from '../../src/refs/store';
 import { setSandboxOptionsHookForTests } from '../../src/sandbox/plan';

@@ -7,9 +7,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { listNamespace, terminateRun } from '../../src/exec/terminate';
+import { listNamespace, terminateRun } from '../../src/process/terminate';
 import { checkPlatform } from '../../src/sandbox';
-import { findSandboxInit, identifySandboxInit, isSameInit, type SandboxInit } from '../../src/sandbox/verify';
+import { findSandboxInit, identifySandboxInit, isSameInit, type SandboxInit } from '../../src/process/bwrap/verify';
 import { isAlive, waitFor } from '../helpers/tmp';
 import { describeSandboxed } from './helpers';
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createGateway } from '../../src/gateway';
 import { DEFAULT_HIDDEN_PATHS } from '../../src/policy/effective';
-import { renderLaunch } from '../../src/sandbox/launch';
+import { renderLaunch } from '../../src/process/bwrap/launch';
 import { baseEnv, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, MODES, runIn, sandboxPolicy } from './helpers';
 

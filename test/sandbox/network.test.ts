@@ -1,5 +1,5 @@
 /*
- * The gateway's shared network namespace (src/sandbox/network.ts). Bubblewrap announces the
+ * The gateway's shared network namespace (src/process/bwrap/network.ts). Bubblewrap announces the
  * holder's pid on its info fd as soon as it has cloned it, before the child has finished setting
  * up (as an unprivileged user: before its uid map is written; entering then makes the next
  * bubblewrap fail with "No permissions to create new namespace"). A gateway that entered in that
@@ -12,7 +12,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkPlatform, SharedNetwork } from '../../src/sandbox';
-import { untilEntered } from '../../src/sandbox/network';
+import { untilEntered } from '../../src/process/bwrap/network';
 import { createGateway } from '../../src/gateway';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { baseEnv, makeTempDir } from '../helpers/tmp';

@@ -1,5 +1,5 @@
 /*
- * Warm sandboxes (src/sandbox/warm.ts): a run that starts in a sandbox set up ahead of it must be
+ * Warm sandboxes (src/process/bwrap/warm.ts): a run that starts in a sandbox set up ahead of it must be
  * indistinguishable from one that starts cold, to the command and to whoever reads the host's
  * /proc: the same environment (bash's own variables, SHLVL and PWD included), working directory,
  * descriptors and output; no value on any argv or in the waiting sandbox; a path replaced since
@@ -12,11 +12,11 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
-import { preparePlan } from '../../src/exec/prepare';
-import { directSpawner } from '../../src/exec/spawner';
+import { preparePlan } from '../../src/plan/prepare';
+import { directSpawner } from '../../src/process/spawner';
 import { RefStore } from '../../src/refs/store';
 import { checkPlatform } from '../../src/sandbox';
-import { encodeFrame, isWarmableEnv, WarmSandboxes } from '../../src/sandbox/warm';
+import { encodeFrame, isWarmableEnv, WarmSandboxes } from '../../src/process/bwrap/warm';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, findProcesses, sandboxPolicy } from './helpers';
 

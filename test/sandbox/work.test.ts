@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { Gateway } from '../../src/gateway';
-import { getRecordPath } from '../../src/exec/background/records';
+import { getRecordPath } from '../../src/run/background/records';
 import { listenBelowEphemeral } from '../helpers/listen';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, runIn } from './helpers';

@@ -61,7 +61,8 @@ function prelude(): string {
 }
 
 async function child(code: string, env: NodeJS.ProcessEnv): Promise<ChildRun & { result: any }> {
-  const run = await runChild(`${prelude()}\n${code}`, { env, timeoutMs: 30_000 });
+  // A bound on a hang (a child and the Secret Service on a loaded machine), not a speed check.
+  const run = await runChild(`${prelude()}\n${code}`, { env, timeoutMs: 90_000 });
   const last = run.lines.at(-1) ?? {};
   if (!('result' in last)) throw new Error(`child failed: ${run.stdout}\n${run.stderr}`);
   // Whatever happened, no value reached the child's output streams.

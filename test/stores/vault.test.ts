@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, readFileSync, renameSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -276,6 +276,16 @@ describe('vault: tampering and corruption', () => {
     expect(error.code).toBe('EXECGATE_ERR_VAULT_TAMPERED');
   });
 
+  test('a vault file that is some other file: the error quotes nothing of it', async () => {
+    await twoEntries();
+    for (const content of ['root:x:0:0:root:/root:/bin/bash\n', '{"password": "hunter2-and-more"', 'AKIAEXAMPLEKEY123 wJalrXUtnFEMI']) {
+      writeFileSync(join(home, 'vault.json'), content);
+      const error = await caught(vault().get('secret', 'alpha'));
+      expect(error.code).toBe('EXECGATE_ERR_VAULT_CORRUPT');
+      for (const piece of content.split(/[^A-Za-z0-9]+/).filter((word) => word.length >= 4)) expect(error.message).not.toContain(piece);
+    }
+  });
+
   test('truncated, empty, garbage and malformed files are corrupt; a newer format is refused', async () => {
     await twoEntries();
     const text = readFileSync(join(home, 'vault.json'), 'utf8');
@@ -378,17 +388,23 @@ describe('vault: rotate-key', () => {
 });
 
 describe('vault: lock file', () => {
-  test('a live holder makes writers wait, then fail with EXECGATE_ERR_VAULT_LOCKED', async () => {
+  test('a live holder that does nothing makes writers wait, then fail with EXECGATE_ERR_VAULT_LOCKED', async () => {
     await twoEntries();
     const lock = join(home, 'vault.json.lock');
-    writeFileSync(lock, JSON.stringify({ pid: process.ppid, host: hostname(), token: 'other', time: new Date().toISOString() }));
-    const error = await caught(vault({ lockTimeoutMs: 300 }).set('charlie', VALUE_A));
-    expect(error.code).toBe('EXECGATE_ERR_VAULT_LOCKED');
-    expect(error.message).toContain(`process ${process.ppid}`);
-    expect(existsSync(lock)).toBe(true);
-    // Readers take no lock.
-    expect(await vault().get('secret', 'alpha')).toBe(VALUE_A);
-    unlinkSync(lock);
+    // A holder that is alive but uses no CPU: hung, as far as a waiter can tell.
+    const sleeper = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      writeFileSync(lock, JSON.stringify({ pid: sleeper.pid, host: hostname(), token: 'other', time: new Date().toISOString() }));
+      const error = await caught(vault({ lockTimeoutMs: 300 }).set('charlie', VALUE_A));
+      expect(error.code).toBe('EXECGATE_ERR_VAULT_LOCKED');
+      expect(error.message).toContain(`process ${sleeper.pid}`);
+      expect(existsSync(lock)).toBe(true);
+      // Readers take no lock.
+      expect(await vault().get('secret', 'alpha')).toBe(VALUE_A);
+      unlinkSync(lock);
+    } finally {
+      sleeper.kill('SIGKILL');
+    }
   });
 
   test('a lock left by a dead process is broken; stray temp files are removed', async () => {

@@ -6,8 +6,10 @@ import { constants as osConstants } from 'node:os';
 import type { Command } from 'commander';
 import { createGateway } from '../../gateway';
 import { getCurrentUser } from '../user';
-import { readOutputSlice } from '../../exec/background/output-file';
-import { listRecords, readRecord, refreshRecord } from '../../exec/background/records';
+import { readOutputSlice } from '../../run/background/output-file';
+import { settleRecord } from '../../run/background/lost';
+import { listRecords, readRecord, refreshRecord } from '../../run/background/records';
+import { recordCliEvent } from '../../audit/cli-events';
 import { getHome } from '../../home';
 import { ExecgateError } from '../../errors';
 import { usageError, type CliIo } from '../io';
@@ -33,7 +35,8 @@ export function registerBackgroundCommands(program: Command, io: CliIo): void {
     .option('--running', 'only running processes')
     .action((flags: { json?: boolean; running?: boolean }) => {
       const home = getHome(io.env);
-      let records = listRecords(home).map(refreshRecord);
+      // A run whose supervisor died unrecorded is recorded as lost here, if nobody did yet.
+      let records = listRecords(home).map((record) => settleRecord(home, record, (event, fields) => recordCliEvent(io.env, event, fields)));
       if (flags.running) records = records.filter((record) => record.state === 'running');
       if (flags.json) {
         io.stdout.write(`${JSON.stringify(records.map(({ supervisorPid: _s, ...shown }) => shown), null, 2)}\n`);

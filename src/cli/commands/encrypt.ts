@@ -3,7 +3,7 @@
  * vault and print the `<<decrypt:ID>>` token that stands for it.
  */
 import type { Command } from 'commander';
-import { recordCliEvent } from '../../audit/cli-events';
+import { ChangeRecord } from '../../audit/cli-events';
 import type { CliIo } from '../io';
 import { readSecretValue } from './secret-input';
 import { getCliStores } from './secret-stores';
@@ -16,8 +16,18 @@ export function registerEncryptCommand(program: Command, io: CliIo): void {
     .action(async (flags: { label?: string }) => {
       const { vault } = getCliStores(io);
       const value = await readSecretValue(io, 'the blob');
-      const id = await vault.encrypt(value, flags.label === undefined ? {} : { label: flags.label });
-      recordCliEvent(io.env, 'secret.set', { kind: 'decrypt', name: id, store: 'vault' });
+      // Recorded before it is stored (the id is chosen first so the record can name it).
+      const change = new ChangeRecord(io.env, 'secret.set');
+      const id = await vault.createBlobId();
+      try {
+        await vault.encrypt(value, {
+          id,
+          ...(flags.label === undefined ? {} : { label: flags.label }),
+          beforeCommit: () => change.record({ kind: 'decrypt', name: id, store: 'vault' }),
+        });
+      } catch (error) {
+        throw change.failed(error);
+      }
       io.stdout.write(`<<decrypt:${id}>>\n`);
     });
 }

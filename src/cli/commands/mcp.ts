@@ -209,9 +209,10 @@ async function mcpAction(flags: McpFlags, io: CliIo): Promise<void> {
       await server.close();
     } else {
       const stdin = io.stdin as Readable;
-      const connection = await mcpModule.serveStdio(mcp, { stdin, stdout: io.stdout as Writable });
+      const connection = await mcpModule.serveStdio(mcp, { stdin, stdout: io.stdout as Writable }, { log });
       log(`serving on stdio (tools: ${mcp.toolNames.join(', ') || 'none'}; workdir ${workdir})`);
-      await Promise.race([connection.closed, stopped]);
+      const why = await Promise.race([connection.closed.then(() => 'the client closed its end (stdin)'), stopped.then(() => 'a signal asked it to')]);
+      log(`stopping: ${why}`);
       await mcp.close();
       // Nothing more will be read; an open stdin would keep the process alive.
       if (stdin === process.stdin) stdin.destroy();

@@ -7,7 +7,7 @@ import { isAbsolute, relative } from 'node:path';
 import { describeRunNetwork, formatRunNetwork, type RunNetwork } from '../../egress/describe';
 import { getEnvironmentRoute, getRunRoute } from '../../egress/upstream';
 import { ExecgateError } from '../../errors';
-import { getDefaultShell, normalizeRequest } from '../../exec/options';
+import { getDefaultShell, normalizeRequest } from '../../plan/options';
 import { decideRequest } from '../../policy/decide';
 import { policyToDocument } from '../../policy/document';
 import { DEFAULT_POLICY, EXEC_MODES, type EffectivePolicy, type ExecMode } from '../../policy/effective';

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { createGateway, type Gateway } from '../../gateway';
 import { getCurrentUser } from '../user';
 import { ExecgateError, isExecgateError } from '../../errors';
-import type { ExecResult } from '../../exec/result';
+import type { ExecResult } from '../../run/result';
 import { getUnknownRefs } from '../../policy/unknown-refs';
 import { scanTokens } from '../../refs/tokens';
 import type { RefKind } from '../../refs/types';
@@ -194,6 +194,7 @@ async function runAction(words: string[], flags: RunFlags, io: CliIo): Promise<v
     return;
   }
   if (result.timedOut) io.stderr.write(`execgate: ${result.message}\n`);
+  for (const notice of result.notices ?? []) io.stderr.write(`execgate: notice: ${notice}\n`);
   throw new CliExit(getExitStatus(result));
 }
 
@@ -268,5 +269,6 @@ export function toJsonResult(result: ExecResult): Record<string, unknown> {
     sandbox: result.sandbox,
     message: result.message,
     ...(result.fullOutputPath ? { full_output_path: result.fullOutputPath } : {}),
+    ...(result.notices ? { notices: result.notices } : {}),
   };
 }

@@ -4,8 +4,8 @@
  * This module also registers `execgate encrypt` and `execgate vault rotate-key`.
  */
 import { Option, type Command } from 'commander';
-import { recordCliEvent } from '../../audit/cli-events';
-import { ExecgateError } from '../../errors';
+import { ChangeRecord } from '../../audit/cli-events';
+import { ExecgateError, isExecgateError } from '../../errors';
 import { KeyringUnavailableError, isValidSecretName, validateSecretName } from '../../stores';
 import { CliExit, type CliIo } from '../io';
 import { registerEncryptCommand } from './encrypt';
@@ -54,9 +54,18 @@ export function registerSecretCommands(program: Command, io: CliIo): void {
         else store = 'vault';
       }
       const value = await readSecretValue(io, `<<secret:${name}>>`);
-      if (store === 'keyring') await callKeyring(`storing <<secret:${name}>>`, () => stores.keyring.set(name, value));
-      else await stores.vault.set(name, value);
-      recordCliEvent(io.env, 'secret.set', { kind: 'secret', name, store });
+      // Recorded before it is stored: the log never lacks a secret that commands can resolve.
+      const change = new ChangeRecord(io.env, 'secret.set');
+      try {
+        if (store === 'keyring') {
+          change.record({ kind: 'secret', name, store });
+          await callKeyring(`storing <<secret:${name}>>`, () => stores.keyring.set(name, value));
+        } else {
+          await stores.vault.set(name, value, { beforeCommit: () => change.record({ kind: 'secret', name, store }) });
+        }
+      } catch (error) {
+        throw change.failed(error);
+      }
       io.stdout.write(`${name}: stored in the ${store}\n`);
       // Say so when an earlier source would shadow what was just stored.
       const location = await findSecretSource(name, { env: io.env, home: stores.home, keyring: stores.keyring, vault: stores.vault }).catch(
@@ -108,14 +117,27 @@ export function registerSecretCommands(program: Command, io: CliIo): void {
       validateSecretName(name);
       const stores = getCliStores(io);
       const removed: StoreName[] = [];
+      // Each store's removal is recorded before it is made.
       if (flags.store === undefined || flags.store === 'keyring') {
+        const change = new ChangeRecord(io.env, 'secret.removed');
         try {
-          if (await stores.keyring.delete(name)) removed.push('keyring');
+          if ((await stores.keyring.get(name)) !== null) {
+            change.record({ kind: 'secret', name, stores: ['keyring'] });
+            if (await stores.keyring.delete(name)) removed.push('keyring');
+          }
         } catch (error) {
-          if (flags.store === 'keyring' || !(error instanceof KeyringUnavailableError)) throw toKeyringError(error, `removing <<secret:${name}>>`);
+          if (isExecgateError(error)) throw change.failed(error);
+          if (flags.store === 'keyring' || !(error instanceof KeyringUnavailableError)) throw change.failed(toKeyringError(error, `removing <<secret:${name}>>`));
         }
       }
-      if ((flags.store === undefined || flags.store === 'vault') && (await stores.vault.remove('secret', name))) removed.push('vault');
+      if (flags.store === undefined || flags.store === 'vault') {
+        const change = new ChangeRecord(io.env, 'secret.removed');
+        try {
+          if (await stores.vault.remove('secret', name, { beforeCommit: () => change.record({ kind: 'secret', name, stores: ['vault'] }) })) removed.push('vault');
+        } catch (error) {
+          throw change.failed(error);
+        }
+      }
       if (removed.length === 0) {
         throw new ExecgateError(
           'EXECGATE_ERR_SECRET_NOT_FOUND',
@@ -123,7 +145,6 @@ export function registerSecretCommands(program: Command, io: CliIo): void {
           { name },
         );
       }
-      recordCliEvent(io.env, 'secret.removed', { kind: 'secret', name, stores: removed });
       io.stdout.write(`${name}: removed from the ${removed.join(' and the ')}\n`);
     });
 

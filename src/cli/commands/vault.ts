@@ -4,7 +4,7 @@
  * with the old key or the new one (see src/vault/keys.ts).
  */
 import type { Command } from 'commander';
-import { recordCliEvent } from '../../audit/cli-events';
+import { ChangeRecord } from '../../audit/cli-events';
 import type { CliIo } from '../io';
 import { getCliStores, getOrAddCommand } from './secret-stores';
 
@@ -15,12 +15,20 @@ export function registerVaultCommands(program: Command, io: CliIo): void {
     .description('Re-encrypt every vault entry under a new key; the old key stops working')
     .action(async () => {
       const { vault } = getCliStores(io);
-      const result = await vault.rotateKey();
+      // Recorded under the vault lock once the new key is known, before anything is written.
+      const change = new ChangeRecord(io.env, 'vault.rotated');
+      let result;
+      try {
+        result = await vault.rotateKey({
+          beforeCommit: (next) => change.record({ entries: next.entries, keyStore: next.keyStore, oldKeyId: next.oldKeyId.slice(0, 12), newKeyId: next.newKeyId.slice(0, 12) }),
+        });
+      } catch (error) {
+        throw change.failed(error);
+      }
       if (result === undefined) {
         io.stdout.write(`No vault at ${vault.path}; nothing to rotate.\n`);
         return;
       }
-      recordCliEvent(io.env, 'vault.rotated', { entries: result.entries, keyStore: result.keyStore, oldKeyId: result.oldKeyId.slice(0, 12), newKeyId: result.newKeyId.slice(0, 12) });
       const where = result.keyStore === 'keyring' ? 'the OS keyring' : `the key file ${vault.keyPath}`;
       io.stdout.write(
         `Rotated the vault key: ${result.entries} ${result.entries === 1 ? 'entry' : 'entries'} re-encrypted ` +

@@ -12,9 +12,9 @@ import { statSync } from 'node:fs';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { formatRefusals } from '../../egress/reasons';
 import { ExecgateError, isExecgateError } from '../../errors';
-import type { ExecResult } from '../../exec/result';
+import type { ExecResult } from '../../run/result';
 import { createSentinel, stripSentinel, stripSentinelFromFile, takeSentinel } from '../sentinel';
-import { cutMiddle, FullOutput, MIDDLE_CUT_KEEP, MIDDLE_CUT_LIMIT } from '../../exec/present';
+import { cutMiddle, FullOutput, MIDDLE_CUT_KEEP, MIDDLE_CUT_LIMIT } from '../../run/output/present';
 import type { McpSession } from '../session';
 import { errorResult, textResult, type McpTool, type McpToolContext } from './types';
 
@@ -55,6 +55,7 @@ const OUTPUT_SCHEMA = {
     timed_out: { type: 'boolean' },
     truncated: { type: 'boolean' },
     full_output_path: { type: 'string' },
+    notices: { type: 'array', items: { type: 'string' }, description: 'What went wrong around the run though it ran (its full output could not be saved, its end not yet recorded)' },
     unknown_refs: {
       type: 'array',
       description: 'References no secret source knew: each was passed on as its text. `did_you_mean` lists known references with a close name.',
@@ -168,6 +169,7 @@ export class BashTool implements McpTool {
     // A refused connection often shows in the client only as `CONNECT tunnel failed, response
     // 403`: the reason, said last, is what lets an agent fix its own request.
     for (const line of formatRefusals(result.egress)) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}${line}`;
+    for (const notice of result.notices ?? []) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}[execgate: ${notice}]`;
     // A mistyped name is a run that did something else than meant: say so where the agent reads.
     const unknown = result.refs.filter((ref) => !ref.found);
     for (const ref of unknown) text += `${text === '' || text.endsWith('\n') ? '' : '\n'}${describeUnknownRef(ref)}`;
@@ -182,6 +184,7 @@ export class BashTool implements McpTool {
       timed_out: result.timedOut,
       truncated: shownOutput !== undefined || shownStdout !== undefined || shownStderr !== undefined,
       ...(fullOutputPath ? { full_output_path: fullOutputPath } : {}),
+      ...(result.notices ? { notices: result.notices } : {}),
       ...(unknown.length > 0 ? { unknown_refs: unknown.map((ref) => ({ ref: ref.ref, did_you_mean: [...(ref.suggestions ?? [])] })) } : {}),
     });
   }

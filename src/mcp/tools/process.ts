@@ -6,7 +6,7 @@
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { ExecgateError } from '../../errors';
-import type { BackgroundProcess, BackgroundStatus, OutputSlice } from '../../exec/background/types';
+import type { BackgroundProcess, BackgroundStatus, OutputSlice } from '../../run/background/types';
 import { MCP_OUTPUT_LIMIT } from '../truncate';
 import type { McpSession } from '../session';
 import { errorResult, textResult, type McpTool, type McpToolContext } from './types';

@@ -3,10 +3,10 @@
  * the tools do not touch the file system from the gateway's process (which sees the state
  * directory, the audit log and every credential file): they run in a file server (server.ts)
  * started inside a sandbox planned exactly as a run's, behind the same gate and mount check
- * (sandbox/gate.ts). One view of the file system for commands and file tools, not two lists.
+ * (process/bwrap/gate.ts). One view of the file system for commands and file tools, not two lists.
  *
  * Per call the sandbox is planned again (cheap: the paths the plan looks at are few) and the
- * server's mounts are checked against it again (sandbox/verify.ts): a plan that changed (a policy
+ * server's mounts are checked against it again (process/bwrap/verify.ts): a plan that changed (a policy
  * reload, a hidden path that appeared) or a sandbox that no longer matches it (a hidden directory
  * deleted and made again on the host takes its mount with it) gets a new server before the call
  * runs. Where runs are not sandboxed (`sandbox.mode: off`, or `auto` without bubblewrap) the
@@ -16,11 +16,11 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ExecgateError, type ErrorCode } from '../../errors';
-import type { SpawnedProcess } from '../../exec/spawner/types';
-import { directSpawner } from '../../exec/spawner/direct';
-import { abandon, startGated } from '../../sandbox/gate';
-import type { SandboxLaunch } from '../../sandbox/launch';
-import { verifySandbox } from '../../sandbox/verify';
+import type { SpawnedProcess } from '../../process/spawner/types';
+import { directSpawner } from '../../process/spawner/direct';
+import { abandon, startGated } from '../../process/bwrap/gate';
+import type { SandboxLaunch } from '../../process/bwrap/launch';
+import { verifySandbox } from '../../process/bwrap/verify';
 import type { FileTool } from './base';
 import { createFileToolContext, type FileHost, type FileToolLimits } from './context';
 import { createFileTools } from './index';

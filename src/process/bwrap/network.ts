@@ -1,0 +1,246 @@
+/*
+ * One private network namespace per gateway, shared by its runs. An agent's everyday loop
+ * starts a dev server in a background run and talks to it from later sync runs (`curl
+ * localhost:3000`); with a fresh namespace per run each run would have a loopback of its own and
+ * never see the server. So the gateway keeps a holder: a bubblewrap process with a new network
+ * namespace (loopback up, nothing else) whose only job is to keep that namespace alive, and each
+ * run enters it with nsenter(1) before bubblewrap builds the rest of its sandbox.
+ *
+ * The host's network, its loopback services and abstract UNIX sockets (a D-Bus session bus
+ * can live there) are all outside the namespace. The holder dies with the gateway
+ * (`--die-with-parent`); runs still inside keep the namespace alive until they end, so a
+ * background run the CLI left behind keeps its server reachable for itself.
+ *
+ * Joining needs CAP_SYS_ADMIN over the namespace: as root that is given; as another user the
+ * holder's namespace belongs to the user namespace bubblewrap made for it, and nsenter enters
+ * that first (keeping the user's uid: --preserve-credentials). Where joining is not possible (no nsenter, or entering is refused: tried once when
+ * the holder starts), runs fall back to a network namespace each.
+ *
+ * The gateway may also start its own long-lived processes inside the namespace (the egress
+ * bridge, egress/bridge.ts): listed with the watchdog like the holder, and ended by close().
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { accessSync, constants, readlinkSync } from 'node:fs';
+import { getDescriptorCloser } from '../inherited-fds';
+
+const NSENTER_CANDIDATES = ['/usr/bin/nsenter', '/bin/nsenter', '/usr/sbin/nsenter'];
+const START_TIMEOUT_MS = 10_000;
+
+export interface NetworkJoin {
+  /** Program and arguments that run the sandbox helper inside the shared namespace. */
+  readonly prefix: readonly string[];
+  /** The namespace's inode (`net:[N]`), for the audit record. */
+  readonly namespace: string;
+}
+
+function findNsenter(): string | undefined {
+  return NSENTER_CANDIDATES.find((path) => {
+    try {
+      accessSync(path, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** What `pipe` says until `end` (or the pipe closes, or START_TIMEOUT_MS pass): the text read. */
+function readUntil(pipe: NodeJS.ReadableStream | null, end: string): Promise<string> {
+  return new Promise((resolve) => {
+    if (!pipe) {
+      resolve('');
+      return;
+    }
+    let text = '';
+    const done = (): void => {
+      clearTimeout(timer);
+      resolve(text);
+    };
+    const timer = setTimeout(done, START_TIMEOUT_MS);
+    pipe.setEncoding('utf8');
+    pipe.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.includes(end)) done();
+    });
+    pipe.on('end', done);
+    pipe.on('error', done);
+  });
+}
+
+/**
+ * Lists a process with whatever ends this gateway's processes if the gateway dies (the
+ * watchdog): `cookie` is the variable and value the holder carries in its environment; the
+ * returned function takes it off the list.
+ */
+export type WatchHolder = (cookie: { readonly name: string; readonly value: string }) => () => void;
+
+/**
+ * Resolves once process `pid` is inside the network namespace `namespace` (`net:[N]`), has ended,
+ * or `limitMs` passed. A run enters the shared namespace by the holder's /proc path (nsenter)
+ * a moment after it was spawned; a run that is to outlive its gateway (a background run kept on
+ * close, a detached CLI run) must be inside before the gateway may end the holder, or its
+ * nsenter finds no namespace to enter.
+ */
+export async function untilEntered(pid: number, namespace: string, limitMs = START_TIMEOUT_MS): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    let current: string;
+    try {
+      current = readlinkSync(`/proc/${pid}/ns/net`);
+    } catch {
+      return; // ended (its end is recorded as any other), or not ours to look at
+    }
+    if (current === namespace || Date.now() >= deadline) return;
+    await delay(5);
+  }
+}
+
+export class SharedNetwork {
+  readonly #helper: string;
+  readonly #watch: WatchHolder | undefined;
+  #unwatch: (() => void) | undefined;
+  #holder: ChildProcess | undefined;
+  #pid = 0;
+  #namespace = '';
+  #starting: Promise<NetworkJoin | undefined> | undefined;
+  #closed = false;
+  /** Processes started inside the namespace (spawnInside), ended with it. */
+  readonly #inside = new Set<ChildProcess>();
+
+  constructor(helper: string, watch?: WatchHolder) {
+    this.#helper = helper;
+    this.#watch = watch;
+  }
+
+  /** The way into the shared namespace, starting the holder on first use; undefined = not possible. */
+  join(): Promise<NetworkJoin | undefined> {
+    if (this.#closed) return Promise.resolve(undefined);
+    if (this.#holder && this.#isCurrent()) return Promise.resolve(this.#describe());
+    this.#starting ??= this.#start().finally(() => { this.#starting = undefined; });
+    return this.#starting;
+  }
+
+  /** The namespace's identity (`net:[N]`), starting the holder if needed; undefined = no shared namespace. */
+  async current(): Promise<string | undefined> {
+    return (await this.join())?.namespace;
+  }
+
+  /**
+   * Start `args` (the sandbox helper's arguments, then `--` and the program) inside the shared
+   * namespace, if it is still `namespace`; stdin and stdout are pipes. The process carries a
+   * cookie listed with the watchdog, so a gateway that dies does not leave it behind, and close()
+   * ends it. The caller ends it sooner with kill().
+   */
+  spawnInside(namespace: string, args: readonly string[]): ChildProcess | undefined {
+    if (this.#closed || !this.#holder || namespace !== this.#namespace || !this.#isCurrent()) return undefined;
+    const [program, ...prefix] = this.#describe().prefix;
+    const cookie = { name: 'EXECGATE_RUN_ID', value: `bridge_${randomBytes(8).toString('hex')}` };
+    const unwatch = this.#watch?.(cookie);
+    const child = spawn(program as string, [...prefix, ...args], {
+      stdio: ['pipe', 'pipe', 'ignore'],
+      env: { PATH: '/usr/bin:/bin', [cookie.name]: cookie.value },
+    });
+    this.#inside.add(child);
+    child.on('error', () => undefined);
+    child.stdin?.on('error', () => undefined);
+    child.once('exit', () => {
+      this.#inside.delete(child);
+      unwatch?.();
+    });
+    // The stdin pipe is never written: its end tells the process the gateway is gone. It must not
+    // keep the gateway's event loop alive.
+    (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    return child;
+  }
+
+  /** The holder is still the process whose namespace we recorded (pids are reused). */
+  #isCurrent(): boolean {
+    try {
+      return readlinkSync(`/proc/${this.#pid}/ns/net`) === this.#namespace;
+    } catch {
+      return false;
+    }
+  }
+
+  #describe(): NetworkJoin {
+    const nsenter = findNsenter() as string;
+    const user = process.getuid?.() === 0 ? [] : [`--user=/proc/${this.#pid}/ns/user`, '--preserve-credentials'];
+    return { prefix: [nsenter, ...user, `--net=/proc/${this.#pid}/ns/net`, '--', this.#helper], namespace: this.#namespace };
+  }
+
+  async #start(): Promise<NetworkJoin | undefined> {
+    if (findNsenter() === undefined) return undefined;
+    this.#stopHolder();
+    // The holder carries a cookie and is listed with the watchdog before it starts, so a gateway
+    // that dies (SIGKILL included) does not leave it behind holding an empty namespace.
+    const cookie = { name: 'EXECGATE_RUN_ID', value: `net_${randomBytes(8).toString('hex')}` };
+    this.#unwatch = this.#watch?.(cookie);
+    // No `--dev`: unprivileged, bubblewrap mounts devpts as uid 0 of a first user namespace and
+    // then moves the process into a second one, and the network namespace would belong to the
+    // first, which nsenter cannot reach from the second (EPERM). Without it there is one user
+    // namespace, owning the network namespace, and entering it gives the right to join.
+    // It lives as long as the gateway: a descriptor the gateway holds without close-on-exec just
+    // now (another run's terminal) must not stay open in it all that time.
+    // Its command says `ready` before it sleeps: bubblewrap reports the child's pid (info fd) as
+    // soon as it has cloned it, before the child has written its own uid map and brought the
+    // loopback up. Entered in that window (measured here: often, under load), the user namespace
+    // has no mapping yet, bubblewrap inside it cannot make its own ("No permissions to create new
+    // namespace"), the probe fails and every run falls back to a namespace of its own: a dev
+    // server from one run is then unreachable from the next. The command runs only once the
+    // set-up is complete. Its stdout is closed after the word, so nothing writes to the pipe later.
+    const holder = spawn(this.#helper, [
+      '--ro-bind', '/', '/', '--unshare-net', '--unshare-pid', '--die-with-parent',
+      '--new-session', '--cap-drop', 'ALL', '--info-fd', '3', '--', ...getDescriptorCloser(), '/bin/sh', '-c', 'echo ready; exec sleep infinity >&-',
+    ], { stdio: ['ignore', 'pipe', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin', [cookie.name]: cookie.value } });
+    holder.on('error', () => { /* reported by the pipes closing */ });
+    const [info, ready] = await Promise.all([
+      readUntil(holder.stdio[3] as NodeJS.ReadableStream | null, '}'),
+      readUntil(holder.stdout, 'ready\n'),
+    ]);
+    const pid = Number((/"child-pid":\s*(\d+)/.exec(info) ?? [])[1]);
+    let namespace = '';
+    try {
+      namespace = readlinkSync(`/proc/${pid}/ns/net`);
+    } catch {
+      // not started
+    }
+    if (!pid || !namespace || !ready.includes('ready\n') || this.#closed) {
+      holder.kill('SIGKILL');
+      return undefined;
+    }
+    (holder.stdio[3] as unknown as { destroy(): void } | null)?.destroy();
+    holder.stdout?.destroy();
+    holder.unref();
+    this.#holder = holder;
+    this.#pid = pid;
+    this.#namespace = namespace;
+    // Entering is tried once: where it is refused (a user namespace nsenter may not join), runs
+    // fall back to a network namespace each rather than failing.
+    const join = this.#describe();
+    const probe = spawnSync(join.prefix[0] as string, [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
+      stdio: 'ignore', timeout: START_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' },
+    });
+    if (probe.status !== 0) {
+      this.#stopHolder();
+      this.#closed = true;
+      return undefined;
+    }
+    return join;
+  }
+
+  #stopHolder(): void {
+    if (this.#holder && this.#holder.exitCode === null) this.#holder.kill('SIGKILL');
+    this.#holder = undefined;
+    this.#unwatch?.();
+    this.#unwatch = undefined;
+  }
+
+  /** End the holder; runs inside keep the namespace alive until they end. */
+  close(): void {
+    this.#closed = true;
+    for (const child of this.#inside) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    this.#stopHolder();
+  }
+}

@@ -1,0 +1,204 @@
+/*
+ * The mount check: what bubblewrap set up, compared with the plan, before the run's program
+ * starts. Every sandboxed run begins with a gate (gate.ts) that holds it once the sandbox exists;
+ * the gateway reads the sandbox's mount table through /proc while nothing of the run has started,
+ * and lets it go on only when the table is what the plan says. bubblewrap mounts some paths by
+ * name; the plan makes sure no run can move those names (sandbox/paths.ts), and this check turns
+ * any way around that, today's or a future one, into a refusal instead of a leak.
+ *
+ * What must hold (mount points as the sandbox sees them):
+ *   - every mount of a host file system shows, at its mount point, the host path of that same
+ *     name (bubblewrap binds P on P; a copy of a host submount sits where the host has it), except
+ *     /dev/null over a hidden file, the egress proxy's files at their fixed place, and the run's
+ *     terminal as /dev/console;
+ *   - every file system of the sandbox's own is one the plan makes: a tmpfs where the plan puts
+ *     one (hidden directories, the private /tmp, /dev, masked /proc directories), its proc, devpts;
+ *   - each hidden directory is that tmpfs, and empty; each hidden file is /dev/null;
+ *   - every path the plan binds is a mount point (a host path deleted since goes with its mount);
+ *   - each writable root is the directory (device and inode) the plan was made for.
+ * A mismatch is described in words (for the error and the audit record) and nothing runs.
+ */
+import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { isInside } from '../../fs/paths';
+
+export interface SandboxCheck {
+  /** Directories the sandbox hides: an empty tmpfs of its own at each. */
+  readonly hiddenDirs: readonly string[];
+  /** Files covered by /dev/null (hidden files and masked kernel files). */
+  readonly nullCovers: readonly string[];
+  /** Every place the plan mounts a tmpfs of the sandbox's own. */
+  readonly tmpfs: readonly string[];
+  /** Every path the plan binds onto itself (writable roots, pinned and read-only paths): each is a mount point. */
+  readonly mounted: readonly string[];
+  /** Writable roots and their identity (`dev:ino`) when the plan was made. */
+  readonly writable: ReadonlyArray<{ readonly path: string; readonly id: string }>;
+  /** Binds whose mount point is not their source path (the egress proxy's files). */
+  readonly binds: ReadonlyArray<{ readonly source: string; readonly dest: string }>;
+}
+
+export interface MountEntry {
+  readonly dev: string;
+  readonly root: string;
+  readonly mountpoint: string;
+  readonly fstype: string;
+}
+
+/** Paths in mountinfo escape space, tab, newline and backslash as octal (`\040`). */
+function unescape(field: string): string {
+  return field.replace(/\\([0-7]{3})/g, (_match, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+}
+
+/** `id parent major:minor root mountpoint options [optional...] - fstype source superoptions` */
+export function parseMountinfo(text: string): MountEntry[] {
+  const entries: MountEntry[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const fields = line.split(' ');
+    const dash = fields.indexOf('-', 6);
+    if (fields.length < 7 || dash < 0) continue;
+    entries.push({ dev: fields[2] as string, root: unescape(fields[3] as string), mountpoint: unescape(fields[4] as string), fstype: fields[dash + 1] ?? '' });
+  }
+  return entries;
+}
+
+/** `major:minor` as stat(2) encodes it (the kernel's new_encode_dev). */
+function encodeDev(dev: string): number {
+  const [major, minor] = dev.split(':').map(Number) as [number, number];
+  return (minor & 0xff) + major * 256 + Math.floor(minor / 256) * 1048576;
+}
+
+/** The sandbox's first process (bubblewrap's init, PID 1 inside) as seen from here. */
+export function findSandboxInit(launcherPid: number): number | undefined {
+  try {
+    const first = readFileSync(`/proc/${launcherPid}/task/${launcherPid}/children`, 'latin1').trim().split(' ')[0];
+    const pid = Number(first);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A sandbox's first process as the gateway saw it at the gate: its pid, its PID namespace and
+ * its start time. A pid alone is not an identity: once the sandbox has ended, the number can be
+ * handed to any process (the gateway's own namespace included), and signalling "its namespace"
+ * would then signal the host.
+ */
+export interface SandboxInit {
+  readonly pid: number;
+  /** `readlink /proc/PID/ns/pid` at the gate. */
+  readonly namespace: string;
+  /** Field 22 of `/proc/PID/stat` (clock ticks since boot) at the gate. */
+  readonly start: string;
+}
+
+/** Start time of a live process (a zombie has ended: its namespace is going with it). */
+function startTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[0] === 'Z' || fields[0] === 'X' ? undefined : fields[19];
+  } catch {
+    return undefined;
+  }
+}
+
+let ownNamespace: string | undefined;
+
+/** Reads the identity of `pid` as a sandbox's init; undefined when it is not one (gone, or in this process's own PID namespace). */
+export function identifySandboxInit(pid: number): SandboxInit | undefined {
+  try {
+    ownNamespace ??= readlinkSync('/proc/self/ns/pid');
+    const namespace = readlinkSync(`/proc/${pid}/ns/pid`);
+    const start = startTime(pid);
+    if (namespace === ownNamespace || start === undefined) return undefined;
+    return Object.freeze({ pid, namespace, start });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `init` is still the process the gate saw (same pid, namespace and start time). */
+export function isSameInit(init: SandboxInit): boolean {
+  const now = identifySandboxInit(init.pid);
+  return now !== undefined && now.namespace === init.namespace && now.start === init.start;
+}
+
+/** The host paths a mount of a host file system shows: one per host mount of that device it lies under. */
+function exposedPaths(entry: MountEntry, host: ReadonlyMap<string, readonly MountEntry[]>): string[] | undefined {
+  const mounts = host.get(entry.dev);
+  if (mounts === undefined) return undefined;
+  return mounts.filter((mount) => isInside(entry.root, mount.root)).map((mount) => join(mount.mountpoint, relative(mount.root, entry.root)));
+}
+
+/**
+ * Compares the sandbox of `launcherPid` (the process that ran bubblewrap, or bubblewrap's
+ * launcher that exec'ed it) with `check`. Returns undefined when it matches, else what differs.
+ */
+export function verifySandbox(launcherPid: number, check: SandboxCheck): string | undefined {
+  const init = findSandboxInit(launcherPid);
+  if (init === undefined) return 'the sandbox\'s first process could not be found';
+  let sandboxText: string;
+  let hostText: string;
+  try {
+    sandboxText = readFileSync(`/proc/${init}/mountinfo`, 'utf8');
+    hostText = readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch (error) {
+    return `the mount table could not be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
+  }
+  const host = new Map<string, MountEntry[]>();
+  for (const entry of parseMountinfo(hostText)) {
+    const list = host.get(entry.dev);
+    if (list) list.push(entry);
+    else host.set(entry.dev, [entry]);
+  }
+  const mounts = parseMountinfo(sandboxText);
+  if (mounts.length === 0) return 'the sandbox\'s mount table is empty';
+  const ownTmpfs = new Map<string, number[]>();
+  for (const entry of mounts) {
+    const exposed = exposedPaths(entry, host);
+    if (exposed !== undefined) {
+      if (exposed.length === 0) return `${entry.mountpoint} shows a part of a host file system (${entry.dev}, ${entry.root}) that is mounted nowhere on the host`;
+      if (exposed.includes(entry.mountpoint)) continue;
+      if (check.nullCovers.includes(entry.mountpoint) && exposed.includes('/dev/null')) continue;
+      if (check.binds.some((bind) => bind.dest === entry.mountpoint && exposed.includes(bind.source))) continue;
+      // bubblewrap's --dev binds the terminal it was started on (a PTY run's) as /dev/console.
+      if (entry.mountpoint === '/dev/console' && exposed.some((path) => /^\/dev\/pts\/[0-9]+$/.test(path))) continue;
+      return `${entry.mountpoint} shows the host's ${exposed[0]}`;
+    }
+    // A file system of the sandbox's own.
+    if (entry.fstype === 'tmpfs' && entry.root === '/' && check.tmpfs.includes(entry.mountpoint)) {
+      const list = ownTmpfs.get(entry.mountpoint);
+      if (list) list.push(encodeDev(entry.dev));
+      else ownTmpfs.set(entry.mountpoint, [encodeDev(entry.dev)]);
+      continue;
+    }
+    if (entry.fstype === 'proc' && (entry.root === '/' ? entry.mountpoint === '/proc' : entry.mountpoint === `/proc${entry.root}`)) continue;
+    if (entry.fstype === 'devpts' && entry.mountpoint === '/dev/pts') continue;
+    if (entry.fstype === 'mqueue' && entry.mountpoint === '/dev/mqueue') continue;
+    return `a ${entry.fstype} the plan does not make is mounted at ${entry.mountpoint}`;
+  }
+  const points = new Set(mounts.map((entry) => entry.mountpoint));
+  for (const path of check.mounted) if (!points.has(path)) return `${path} is not mounted as the plan says`;
+  const at = (path: string): string => `/proc/${init}/root${path}`;
+  try {
+    for (const dir of check.hiddenDirs) {
+      const stats = lstatSync(at(dir));
+      if (!stats.isDirectory() || !(ownTmpfs.get(dir) ?? []).includes(stats.dev)) return `the hidden directory ${dir} is not covered by the sandbox's own empty file system`;
+      if (readdirSync(at(dir)).length > 0) return `the hidden directory ${dir} is not empty`;
+    }
+    const devNull = statSync('/dev/null');
+    for (const file of check.nullCovers) {
+      const stats = lstatSync(at(file));
+      if (!stats.isCharacterDevice() || stats.rdev !== devNull.rdev) return `the hidden file ${file} is not covered by /dev/null`;
+    }
+    for (const root of check.writable) {
+      const stats = lstatSync(at(root.path));
+      if (`${stats.dev}:${stats.ino}` !== root.id) return `the writable root ${root.path} is not the directory the plan was made for`;
+    }
+  } catch (error) {
+    return `a planned path could not be looked at inside the sandbox (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
+  }
+  return undefined;
+}

@@ -1,0 +1,309 @@
+/*
+ * Warm sandboxes: the namespace and mount set-up of a sandboxed run, done ahead of the request.
+ *
+ * Starting bubblewrap (user, PID, mount, IPC, UTS namespaces, a dozen mounts, entering the shared
+ * network namespace) costs several times what starting the shell does. When a sandboxed sync run
+ * starts, the gateway sets the same sandbox up again (the plan's launch, its working directory
+ * aside) with a small bash in it that waits for its program on stdin (src/programs/
+ * warm-stub.bash). The next run with that very launch takes it: the working directory, the
+ * program's argv and its whole environment (resolved values included) travel over that pipe,
+ * never on an argv, and the waiting bash enters the directory, sets the environment and execs the
+ * program. Each warm sandbox serves one run and ends with it, as a cold one does.
+ *
+ * What makes a warm run the same as a cold one:
+ *   - the launch is compared whole (but for the working directory, entered inside); any
+ *     difference (policy reload, a hidden path that appeared, another network namespace) means a
+ *     cold start;
+ *   - the sandbox's mounts are checked against the plan (verify.ts) once it is set up, and again
+ *     when it is taken: a host path deleted since (a hidden directory removed and made again)
+ *     takes its mount with it, which the second check sees, and the run starts cold;
+ *   - descriptors: the waiting bash closes every descriptor above 2 before anything else, so a
+ *     descriptor this process held when the sandbox started (a PTY run's terminal) never
+ *     reaches a later run;
+ *   - the environment the program receives is exactly a cold run's: the waiting bash starts with
+ *     none, sets PWD to the working directory (as bubblewrap does), and compensates for `exec`
+ *     lowering SHLVL. Names bash gives a meaning of its own (dynamic, read-only or BASH_*
+ *     variables) and names that are not identifiers cannot be set that way: such runs start cold;
+ *   - a warm sandbox left unused for `maxIdle` is ended, and so is every one when the gateway
+ *     closes (bubblewrap's --die-with-parent ends them with the gateway's process as well).
+ * Only sync runs whose stdin is /dev/null are warm; PTY and background runs always start cold.
+ */
+import { PassThrough, type Readable } from 'node:stream';
+import { ExecgateError } from '../../errors';
+import { CLOSE_FDS } from '../inherited-fds';
+import type { SpawnedProcess, Spawner, SpawnRequest } from '../spawner/types';
+import { abandon, afterNextPoll, checkSandbox, helperFailed, readMark, READY, relay, startGated, STARTED, type SandboxedRequest } from './gate';
+import type { SandboxLaunch } from './launch';
+import { getWarmStubScript } from '../programs';
+import { verifySandbox } from './verify';
+
+/** How long a warm sandbox waits for a run before it is ended. */
+export const DEFAULT_MAX_IDLE_MS = 120_000;
+/** How long a run waits for a warm sandbox still being set up before it starts cold instead. */
+const READY_TIMEOUT_MS = 5_000;
+
+/*
+ * Variables bash computes, keeps read-only, or reads as settings of its own while the waiting
+ * bash still runs: setting one there would not hand the program the plan's value. (`_`: bash's
+ * `exec` passes none at all. Only a request can put one in a run's environment: the sanitizer
+ * does not inherit the `_` a shell exported to the gateway, so such gateways still get warm runs.)
+ */
+const BASH_OWN = new Set([
+  '_', 'SHELLOPTS', 'POSIXLY_CORRECT', 'RANDOM', 'SRANDOM', 'SECONDS', 'LINENO', 'HISTCMD', 'EPOCHSECONDS',
+  'EPOCHREALTIME', 'GROUPS', 'FUNCNAME', 'DIRSTACK', 'PIPESTATUS', 'PPID', 'UID', 'EUID', 'TMOUT', 'OPTIND', 'OPTERR',
+  'IFS', 'MAPFILE', 'REPLY', 'COPROC', 'HOSTNAME', 'HOSTTYPE', 'MACHTYPE', 'OSTYPE', 'CDPATH',
+]);
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const SHLVL_VALUE = /^(0|[1-9][0-9]{0,2})$/;
+/** The waiting bash's own variables are dropped before the run's are set (see warm-stub.bash). */
+const STUB_VARIABLES = new Set(['l', 't', 'b', 'o', 'i', 'x', 'a', 'e']);
+
+/** Whether the waiting bash can hand the program exactly this environment. */
+export function isWarmableEnv(env: Readonly<Record<string, string>>): boolean {
+  for (const [name, value] of Object.entries(env)) {
+    if (!IDENTIFIER.test(name) || BASH_OWN.has(name) || name.startsWith('BASH') || name.startsWith('COMP_')) return false;
+    if (STUB_VARIABLES.has(name) || value.includes('\0')) return false;
+    if (name === 'SHLVL' && !(SHLVL_VALUE.test(value) && Number(value) < 999)) return false;
+  }
+  return true;
+}
+
+/** The frame the waiting bash reads: cwd, stdin mode, the program's argv and its environment, lengths in bytes. */
+export function encodeFrame(cwd: string, program: readonly string[], env: Readonly<Record<string, string>>): Buffer {
+  const entries = Object.entries(env).map(([name, value]) => (name === 'SHLVL' ? `SHLVL=${Number(value) + 1}` : `${name}=${value}`));
+  const argv = [cwd, 'null', ...program];
+  const fields = [...argv, ...entries].map((field) => Buffer.from(field, 'utf8'));
+  const header = `${argv.length} ${entries.length} ${fields.map((field) => field.length).join(' ')}\n`;
+  return Buffer.concat([Buffer.from(header, 'latin1'), ...fields]);
+}
+
+/** The launch without its working directory (entered by the waiting bash): what a warm sandbox is kept by. */
+function getWarmKey(launch: SandboxLaunch): string {
+  const options: string[] = [];
+  for (let i = 0; i < launch.options.length; i++) {
+    if (launch.options[i] === '--chdir') i += 1;
+    else options.push(launch.options[i] as string);
+  }
+  return JSON.stringify([launch.launcher, options]);
+}
+
+interface WarmEntry {
+  readonly key: string;
+  readonly launch: SandboxLaunch;
+  readonly process: SpawnedProcess;
+  /** The run's stderr: the sandbox's, after the waiting bash's marks. */
+  readonly stderr: PassThrough;
+  /**
+   * The run's stdout, read from the moment the sandbox starts like its stderr: a stream that
+   * only began to be read when the run was taken lost the race against stderr, and a command
+   * writing `one` (stdout), `two` (stderr), `three` (stdout) came back `two one three`.
+   */
+  readonly stdout: PassThrough;
+  /** Whether the sandbox got set up and matched its plan. */
+  readonly ready: Promise<boolean>;
+  readonly expires: NodeJS.Timeout;
+  isReady: boolean;
+  ended: boolean;
+}
+
+export interface WarmSandboxOptions {
+  /** Warm sandboxes kept ready at most (one per launch, the most recent kept); 0: none. */
+  readonly size: number;
+  readonly maxIdle?: number;
+}
+
+export interface WarmStats {
+  /** Runs started in a warm sandbox. */
+  readonly warm: number;
+  /** Sandboxed sync runs that started cold (none ready, or not warmable). */
+  readonly cold: number;
+  /** Warm sandboxes ended unused: they did not match their plan any more, idled out, or the gateway closed. */
+  readonly discarded: number;
+  /** Warm sandboxes ready now. */
+  readonly waiting: number;
+}
+
+/** A Spawner that starts eligible sandboxed sync runs in a sandbox set up ahead of the request. */
+export class WarmSandboxes implements Spawner {
+  readonly #base: Spawner;
+  readonly #size: number;
+  readonly #maxIdle: number;
+  readonly #entries: WarmEntry[] = [];
+  readonly #starting = new Set<string>();
+  #closed = false;
+  #warm = 0;
+  #cold = 0;
+  #discarded = 0;
+
+  constructor(base: Spawner, options: WarmSandboxOptions) {
+    this.#base = base;
+    this.#size = options.size;
+    this.#maxIdle = options.maxIdle ?? DEFAULT_MAX_IDLE_MS;
+  }
+
+  get stats(): WarmStats {
+    return { warm: this.#warm, cold: this.#cold, discarded: this.#discarded, waiting: this.#entries.filter((entry) => entry.isReady).length };
+  }
+
+  /** Pids of the warm sandboxes ready now (tests, diagnostics). */
+  get waiting(): number[] {
+    return this.#entries.filter((entry) => entry.isReady).map((entry) => entry.process.pid);
+  }
+
+  spawn(request: SpawnRequest): Promise<SpawnedProcess> {
+    return this.#base.spawn(request);
+  }
+
+  async startSandboxed(request: SandboxedRequest): Promise<SpawnedProcess> {
+    if (this.#size <= 0 || request.stdin !== 'ignore' || request.terminal) return startGated(this.#base, request);
+    const key = getWarmKey(request.sandbox);
+    const warmable = isWarmableEnv(request.env);
+    const entry = warmable ? await this.#take(key, request.sandbox) : undefined;
+    if (!entry) {
+      this.#cold += 1;
+      const started = await startGated(this.#base, request);
+      if (warmable) this.#refill(key, request.sandbox);
+      return started;
+    }
+    this.#warm += 1;
+    const { process: child } = entry;
+    child.setRef?.(true);
+    child.stdin!.on('error', () => { /* the sandbox ended before reading: its exit says so */ });
+    const stderr = new PassThrough();
+    stderr.once('close', () => entry.stderr.destroy());
+    const { stdout } = entry;
+    const started = readMark(entry.stderr, STARTED, stderr);
+    child.stdin!.write(encodeFrame(request.cwd, [request.shell, ...request.args], request.env));
+    this.#refill(key, request.sandbox);
+    const said = await started;
+    if (said !== true) {
+      abandon(child);
+      throw said.startsWith('\x02cwd') ? helperFailed(`bwrap: Can't chdir to ${request.cwd}: No such file or directory`, request.cwd) : helperFailed(said, request.cwd);
+    }
+    // The mark is read and stderr polled empty: now the program may start (see warm-stub.bash).
+    await afterNextPoll();
+    child.stdin!.end('\n');
+    entry.stderr.pipe(stderr);
+    return { ...child, stdin: null, stdout, stderr };
+  }
+
+  /**
+   * The waiting sandbox for this launch, if it got set up and matches the plan as it is now (the
+   * request's: a writable root replaced since is another directory). One still being set up is
+   * waited for: that is sooner than a cold start would be.
+   */
+  async #take(key: string, launch: SandboxLaunch): Promise<WarmEntry | undefined> {
+    const index = this.#entries.findIndex((entry) => entry.key === key && !entry.ended);
+    if (index < 0) return undefined;
+    const [entry] = this.#entries.splice(index, 1) as [WarmEntry];
+    clearTimeout(entry.expires);
+    let timer: NodeJS.Timeout | undefined;
+    const ready = await Promise.race([entry.ready, new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS); })]);
+    clearTimeout(timer);
+    if (!ready || entry.ended || verifySandbox(entry.process.pid, launch.check) !== undefined) {
+      this.#end(entry);
+      return undefined;
+    }
+    return entry;
+  }
+
+  /** The next warm sandbox for this launch, started in the next turn of the event loop (after this run's own start). */
+  #refill(key: string, launch: SandboxLaunch): void {
+    if (this.#starting.has(key)) return;
+    this.#starting.add(key);
+    setImmediate(() => {
+      void this.#start(key, launch).finally(() => this.#starting.delete(key));
+    });
+  }
+
+  async #start(key: string, launch: SandboxLaunch): Promise<void> {
+    if (this.#closed || this.#entries.some((entry) => entry.key === key)) return;
+    let child: SpawnedProcess;
+    try {
+      child = await this.#base.spawn({
+        shell: '/bin/bash',
+        args: ['--norc', '--noprofile', '-c', `${CLOSE_FDS}\n${getWarmStubScript()}`],
+        env: {},
+        cwd: '/',
+        stdin: 'pipe',
+        sandbox: launch,
+      });
+    } catch {
+      return; // the next run starts cold and says why, if it cannot start either
+    }
+    // An idle warm sandbox must not keep this process alive; a taken one does, like any run.
+    child.setRef?.(false);
+    const expires = setTimeout(() => this.#discard(entry), this.#maxIdle).unref();
+    const stderr = new PassThrough();
+    stderr.once('close', () => child.stderr.destroy());
+    const stdout = relay(child.stdout);
+    // Set up, and matching its plan, or not at all.
+    const ready = readMark(child.stderr as Readable, READY, stderr).then((mark) => {
+      if (mark !== true) return false;
+      child.stderr.pipe(stderr);
+      try {
+        checkSandbox(child.pid, launch.check);
+      } catch {
+        return false;
+      }
+      entry.isReady = true;
+      return true;
+    });
+    const entry: WarmEntry = { key, launch, process: child, stderr, stdout, ready, expires, isReady: false, ended: false };
+    const gone = (): void => {
+      entry.ended = true;
+      const index = this.#entries.indexOf(entry);
+      if (index >= 0) this.#entries.splice(index, 1);
+      clearTimeout(expires);
+    };
+    child.exit.then(gone, gone);
+    if (this.#closed) {
+      this.#end(entry);
+      return;
+    }
+    this.#entries.push(entry);
+    while (this.#entries.length > this.#size) this.#discard(this.#entries[0]!);
+  }
+
+  #discard(entry: WarmEntry): void {
+    const index = this.#entries.indexOf(entry);
+    if (index >= 0) this.#entries.splice(index, 1);
+    this.#end(entry);
+  }
+
+  #end(entry: WarmEntry): void {
+    clearTimeout(entry.expires);
+    if (entry.ended) return;
+    this.#discarded += 1;
+    // Held until it has exited: close() waits for that.
+    entry.process.setRef?.(true);
+    // Its own process group (spawned detached); nothing in it has seen a run.
+    abandon(entry.process);
+    entry.stderr.destroy();
+    entry.stdout.destroy();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const waiting = this.#entries.splice(0);
+    for (const entry of waiting) this.#end(entry);
+    await Promise.all(waiting.map((entry) => entry.process.exit.catch(() => undefined)));
+    await this.#base.close();
+  }
+}
+
+const MAX_WARM_SANDBOXES = 4;
+
+/** The gateway option `warmSandboxes`: 0 to 4, default 1. */
+export function validateWarmSandboxes(value: unknown): number {
+  if (value === undefined) return 1;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_WARM_SANDBOXES) return value;
+  const shown = typeof value === 'number' ? String(value) : `${String(value).slice(0, 40)} (${typeof value})`;
+  throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the \`warmSandboxes\` option to be a whole number from 0 to ${MAX_WARM_SANDBOXES}, got ${shown}.`, { option: 'warmSandboxes' });
+}
+
+/** The spawner a gateway's runs use: `base`, behind warm sandboxes when there are any. */
+export function withWarmSandboxes(base: Spawner, size: number): { spawner: Spawner; warm: WarmSandboxes | undefined } {
+  const warm = size > 0 ? new WarmSandboxes(base, { size }) : undefined;
+  return { spawner: warm ?? base, warm };
+}

@@ -1,0 +1,72 @@
+/*
+ * Choosing how runs are spawned. `direct` forks this process for every run: cheapest while
+ * this process is small, but the fork's cost (and the time the event loop is blocked) grows with
+ * its resident memory. `helper` always spawns from a small helper process. `auto` (the gateway's
+ * default) spawns directly until this process's resident set exceeds AUTO_HELPER_RSS, then
+ * starts the helper and keeps using it. docs/performance.md has the measurements behind
+ * the threshold.
+ */
+import { ExecgateError } from '../../errors';
+import { directSpawner, spawnDirect } from './direct';
+import type { HelperSpawner } from './helper';
+import type { SpawnedProcess, Spawner, SpawnerKind, SpawnRequest } from './types';
+
+export { directSpawner } from './direct';
+export type { ProcessExit, SpawnedProcess, Spawner, SpawnerKind, SpawnRequest } from './types';
+
+/** Resident set size above which `auto` spawns from the helper. */
+export const AUTO_HELPER_RSS = 128 * 1024 * 1024;
+
+const KINDS: readonly SpawnerKind[] = ['direct', 'helper', 'auto'];
+
+export function validateSpawnerKind(value: unknown, option: string): SpawnerKind {
+  if (typeof value === 'string' && (KINDS as readonly string[]).includes(value)) return value as SpawnerKind;
+  const shown = typeof value === 'string' ? `\`${value.slice(0, 40)}\`` : `\`${String(value)}\` (${typeof value})`;
+  throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the \`${option}\` option to be \`direct\`, \`helper\` or \`auto\`, got ${shown}.`, { option });
+}
+
+function helperClosed(): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_SPAWN_FAILED', 'The spawn helper is closed.');
+}
+
+/** The helper's code is loaded only by a process that uses it. */
+function createHelperSpawner(): HelperSpawner {
+  return new (require('./helper') as typeof import('./helper')).HelperSpawner();
+}
+
+export class AutoSpawner implements Spawner {
+  readonly #threshold: number;
+  #helper: HelperSpawner | undefined;
+  #useHelper = false;
+  #closed = false;
+
+  constructor(threshold = AUTO_HELPER_RSS) {
+    this.#threshold = threshold;
+  }
+
+  spawn(request: SpawnRequest): Promise<SpawnedProcess> {
+    // Decided per spawn (reading the RSS costs microseconds); once large, always the helper.
+    this.#useHelper ||= process.memoryUsage.rss() > this.#threshold;
+    if (!this.#useHelper) return spawnDirect(request);
+    if (this.#closed) return Promise.reject(helperClosed());
+    this.#helper ??= createHelperSpawner();
+    return this.#helper.spawn(request);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#helper?.close();
+  }
+
+  /** Whether the helper is in use (it stays in use once this process has grown past the threshold). */
+  get usesHelper(): boolean {
+    return this.#useHelper;
+  }
+}
+
+/** The helper process, where one is used, starts with the first spawn that needs it. */
+export function createSpawner(kind: SpawnerKind): Spawner {
+  if (kind === 'direct') return directSpawner;
+  if (kind === 'helper') return createHelperSpawner();
+  return new AutoSpawner();
+}
