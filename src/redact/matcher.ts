@@ -18,14 +18,16 @@
  * Patterns marked line-tolerant (the base64 spellings) also match with line breaks (`\n`, `\r\n`)
  * anywhere between their characters, as encoders that wrap their output write them (`base64`,
  * PEM, MIME, Python's encodebytes: any width, any offset). An occurrence of such a pattern,
- * breaks included, still spans 4*S + 3 bytes or more, so a sampled word lies wholly inside it,
- * after at most 4*S - 1 of its characters; at most one break fits in a word when lines are 4
- * characters or longer. So besides its plain windows, each line-tolerant pattern registers the
- * words with one break (LF at any of the four places, CRLF at any of three, or the CR or LF of a
- * CRLF cut by the word's edge) at each of those offsets. A word that hits is verified by walking
- * back over the characters before it and comparing forward, skipping breaks. The scan loop is
- * the same; the extra windows fill its bitmap more, and a second bitmap with another hash turns
- * the extra false hits away before any map lookup.
+ * breaks included, still spans 4*S + 3 bytes or more, so a sampled word starts inside it after at
+ * most 4*S - 1 of its characters, and the 4 characters from there on (line breaks skipped) are one
+ * of its plain windows. So a sampled word that may hold a break (an LF anywhere, found with a
+ * SWAR test of a few instructions on every sample, or a CR as its last byte, whose LF is in the
+ * next word; a CR elsewhere is a break only with its LF beside it) is also looked up joined: its bytes from the sampled
+ * position with breaks left out, read on to 4 characters. A hit is verified by walking back over
+ * the characters before it and comparing forward, skipping breaks. No extra windows are
+ * registered: an earlier version listed every word a wrapped window can look like (LF at four
+ * places, CRLF at three, a cut CRLF; nine words per window), which tripled the windows in the
+ * bitmap every sample tests and cost figure 4 up to 19 % with 1,000 secrets (see bench/redact.js).
  *
  * Redaction only needs the union of all occurrences and, where a region of that union starts, the
  * longest pattern starting there. Output that repeats a secret's own bytes (a run of `a` against
@@ -50,16 +52,23 @@ const MIN_WINDOWED_LENGTH = 7;
 // faster than the scan shrinks.
 const MAX_STRIDE = 8;
 // Windows (pattern x offset) the stride may grow to; beyond this a longer stride would fill the
-// bitmap (capped at 2^22 bits) and make false hits common.
-const WINDOW_BUDGET = 1 << 15;
+// bitmap (capped at 2^22 bits) and make false hits common. Measured with 1,000 secrets (16,000
+// patterns, bench/redact.js): 2^15 kept them at a stride of one word; 2^17 allows two (about
+// 40,000 distinct windows, 1.2 % of samples pass the bitmap) and redacts log text and random
+// bytes 1.1-1.4x as fast; 2^18 (a stride of four) was no faster again.
+const WINDOW_BUDGET = 1 << 17;
 const HASH_MULTIPLIER = 0x9e3779b1;
-const CONFIRM_MULTIPLIER = 0x85ebca6b;
-// About 64 bits per window in the bitmap every sample touches, 32 in the one that confirms a hit:
-// together under 1 false hit in 1,000 samples reaches a map lookup (measured: bench/redact.js).
-const BITS_PER_WINDOW = 64;
-const CONFIRM_BITS_PER_WINDOW = 32;
+// About 256 bits per window keeps false hits well under 1 % while the bitmap stays in L2.
+const BITS_PER_WINDOW = 256;
 const MAX_BITMAP_BITS = 22;
+// SWAR: a word w holds a zero byte exactly when ((w - ONES) & ~w & HIGHS) !== 0; w ^ LFS has
+// one where w has an LF.
+const ONES = 0x01010101;
+const HIGHS = 0x80808080 | 0;
+const LFS = 0x0a0a0a0a;
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+// The shift that brings a word's last byte in memory down to the low 8 bits.
+const LAST_BYTE = LITTLE_ENDIAN ? 24 : 0;
 
 export class Matcher {
   readonly maxLength: number;
@@ -68,12 +77,10 @@ export class Matcher {
   readonly #short: number[] = [];
   // window word -> flat list of (pattern index, offset of the window in the pattern) pairs
   readonly #windows = new Map<number, number[]>();
-  // window word holding a line break -> (line-tolerant pattern, characters of it before the word) pairs
-  readonly #brokenWindows = new Map<number, number[]>();
+  // the same for the line-tolerant patterns alone: looked up with a sampled word's breaks left out
+  readonly #tolerantWindows = new Map<number, number[]>();
   readonly #bitmap: Int32Array;
   readonly #hashShift: number;
-  readonly #confirm: Int32Array;
-  readonly #confirmShift: number;
   /** Words (of 4 bytes) between two sampled words. */
   readonly #stride: number;
   // Hashes of every proper prefix of every pattern, keyed with the prefix length (see holdStart);
@@ -99,7 +106,7 @@ export class Matcher {
     });
     this.#prefixes.seal();
     this.#tolerantPrefixes.seal();
-    this.#stride = chooseStride(patterns, this.#tolerant);
+    this.#stride = chooseStride(patterns);
     const windows = 4 * this.#stride;
     patterns.forEach((pattern, index) => {
       if (pattern.length < MIN_WINDOWED_LENGTH) {
@@ -108,27 +115,16 @@ export class Matcher {
       }
       for (let offset = 0; offset < windows; offset++) {
         this.#addWindow(this.#windows, readWord(pattern, offset), index, offset);
-        if (this.#tolerant[index] === 1) for (const word of getBrokenWords(pattern, offset)) this.#addWindow(this.#brokenWindows, word, index, offset);
+        if (this.#tolerant[index] === 1) this.#addWindow(this.#tolerantWindows, readWord(pattern, offset), index, offset);
       }
     });
-    // The bitmap every sampled word is tested against stays small (it is touched at random on
-    // every sample: past a few hundred KiB the misses cost more than the false hits it saves);
-    // a second bitmap with another hash turns most of its false hits away before a map lookup.
-    const windowCount = this.#windows.size + this.#brokenWindows.size;
-    const bits = Math.min(MAX_BITMAP_BITS, Math.max(10, Math.ceil(Math.log2(windowCount * BITS_PER_WINDOW + 1))));
+    const bits = Math.min(MAX_BITMAP_BITS, Math.max(10, Math.ceil(Math.log2(this.#windows.size * BITS_PER_WINDOW + 1))));
     this.#hashShift = 32 - bits;
     this.#bitmap = new Int32Array(1 << (bits - 5));
-    const confirmBits = Math.min(24, Math.max(10, Math.ceil(Math.log2(windowCount * CONFIRM_BITS_PER_WINDOW + 1))));
-    this.#confirmShift = 32 - confirmBits;
-    this.#confirm = new Int32Array(1 << (confirmBits - 5));
-    for (const map of [this.#windows, this.#brokenWindows]) {
-      for (const [word, list] of map) {
-        const hash = Math.imul(word, HASH_MULTIPLIER) >>> this.#hashShift;
-        this.#bitmap[hash >>> 5] |= 1 << (hash & 31);
-        const confirm = Math.imul(word, CONFIRM_MULTIPLIER) >>> this.#confirmShift;
-        this.#confirm[confirm >>> 5] |= 1 << (confirm & 31);
-        if (map === this.#windows) map.set(word, sortByReach(list, patterns));
-      }
+    for (const [word, list] of this.#windows) {
+      const hash = Math.imul(word, HASH_MULTIPLIER) >>> this.#hashShift;
+      this.#bitmap[hash >>> 5] |= 1 << (hash & 31);
+      this.#windows.set(word, sortByReach(list, patterns));
     }
   }
 
@@ -222,23 +218,42 @@ export class Matcher {
     const end = Math.min(words.length, Math.floor((lastStart + 4 * stride - 1 - padding) / 4) + 1);
     const bitmap = this.#bitmap;
     const shift = this.#hashShift;
-    const confirm = this.#confirm;
-    const confirmShift = this.#confirmShift;
+    const joins = this.#tolerantWindows.size > 0;
     for (let index = 0; index < end; index += stride) {
-      const word = words[index];
+      const word = words[index] as number;
       const hash = Math.imul(word, HASH_MULTIPLIER) >>> shift;
-      if ((bitmap[hash >>> 5] & (1 << (hash & 31))) === 0) continue;
-      const second = Math.imul(word, CONFIRM_MULTIPLIER) >>> confirmShift;
-      if ((confirm[second >>> 5] & (1 << (second & 31))) === 0) continue;
+      // A word that may hold a line break is looked up joined too (see the header).
+      if (joins) {
+        const lf = word ^ LFS;
+        if (((lf - ONES) & ~lf & HIGHS) !== 0 || ((word >>> LAST_BYTE) & 0xff) === CR) this.#verifyJoined(buffer, padding + index * 4, lastStart, matches);
+      }
+      if ((bitmap[hash >>> 5]! & (1 << (hash & 31))) === 0) continue;
       this.#verify(buffer, word, padding + index * 4, lastStart, matches);
     }
   }
 
-  #verify(buffer: Buffer, word: number, position: number, lastStart: number, matches: Match[]): void {
-    const broken = this.#brokenWindows.get(word);
-    if (broken !== undefined) {
-      for (let index = 0; index < broken.length; index += 2) this.#verifyAcrossBreaks(buffer, broken[index], position, broken[index + 1], lastStart, matches);
+  /** The sampled word at `position` read with line breaks left out, looked up among the line-tolerant windows. */
+  #verifyJoined(buffer: Buffer, position: number, lastStart: number, matches: Match[]): void {
+    const length = buffer.length;
+    let word = 0;
+    let count = 0;
+    let at = position;
+    for (; count < 4 && at < length; at++) {
+      const byte = buffer[at] as number;
+      if (byte === LF || byte === CR) continue;
+      word = LITTLE_ENDIAN ? word | (byte << (8 * count)) : (word << 8) | byte;
+      count++;
     }
+    // Without a break among them these are the word itself, looked up already.
+    if (count < 4 || at === position + 4) return;
+    const hash = Math.imul(word, HASH_MULTIPLIER) >>> this.#hashShift;
+    if ((this.#bitmap[hash >>> 5]! & (1 << (hash & 31))) === 0) return;
+    const candidates = this.#tolerantWindows.get(word);
+    if (candidates === undefined) return;
+    for (let index = 0; index < candidates.length; index += 2) this.#verifyAcrossBreaks(buffer, candidates[index]!, position, candidates[index + 1]!, lastStart, matches);
+  }
+
+  #verify(buffer: Buffer, word: number, position: number, lastStart: number, matches: Match[]): void {
     const candidates = this.#windows.get(word);
     if (candidates === undefined) return;
     // A line-tolerant pattern may have breaks before or after this word, and then reaches farther
@@ -318,35 +333,15 @@ export function endAcrossBreaks(buffer: Buffer, start: number, bytes: Buffer): n
 }
 
 /**
- * The words a sampled word can be inside a wrapped occurrence of `pattern`, `offset` characters
- * of it before the word: its characters with one break (LF at any place, CRLF at any place, or
- * a CRLF cut by the word's edge: a CR last, an LF first).
- */
-function getBrokenWords(pattern: Buffer, offset: number): number[] {
-  const words: number[] = [];
-  const take = (count: number): number[] | null => (offset + count <= pattern.length ? [...pattern.subarray(offset, offset + count)] : null);
-  const three = take(3);
-  const two = take(2);
-  const word = (bytes: number[]): number => readWord(Buffer.from(bytes), 0);
-  if (three !== null) {
-    for (let at = 0; at <= 3; at++) words.push(word([...three.slice(0, at), LF, ...three.slice(at)]));
-    words.push(word([...three, CR]));
-  }
-  if (two !== null) for (let at = 0; at <= 2; at++) words.push(word([...two.slice(0, at), CR, LF, ...two.slice(at)]));
-  return words;
-}
-
-/**
  * The longest stride every windowed pattern allows (4 * stride + 3 <= its length), within
  * MAX_STRIDE and the window budget.
  */
-function chooseStride(patterns: readonly Buffer[], tolerant: Uint8Array): number {
+function chooseStride(patterns: readonly Buffer[]): number {
   let shortest = Infinity;
-  // Windows per offset: one, and nine for a line-tolerant pattern (its plain window and eight with a break).
   let windowed = 0;
-  patterns.forEach((pattern, index) => {
+  patterns.forEach((pattern) => {
     if (pattern.length < MIN_WINDOWED_LENGTH) return;
-    windowed += tolerant[index] === 1 ? 9 : 1;
+    windowed += 1;
     if (pattern.length < shortest) shortest = pattern.length;
   });
   if (windowed === 0) return 1;

@@ -20,7 +20,18 @@
  * Every variable a command sets (a leading or lone `NAME=value`, `export`, `declare`, `env
  * NAME=value`, `read`, `printf -v`, ...) is reported, so that a policy can refuse a text that
  * points a program at other code or configuration (`PATH=. git`).
+ *
+ * A command that reads code from its standard input is reported too (`input`): a shell without a
+ * script (`sh`, `bash -s`, `bash /dev/stdin`, `sudo -s`, `su`), `source /dev/stdin`, an
+ * interpreter without a program (`python3`, `python3 -`, `node`, `perl`, `ruby`, `php`, `lua -`),
+ * `xargs` handing its items to one of these. The reader refuses a token in a heredoc or
+ * here-string it reads, and a token anywhere when such a command reads a pipe or another input a
+ * process of the run writes (read.ts). A script or program that a process substitution writes
+ * (`bash <(...)`, `source <(...)`) is code made at run time: a sink. Other programs that run
+ * their input as commands (`awk '{system($0)}'`, `sed e`, `sqlite3`, `docker exec -i c sh`, ...)
+ * and wrappers without an option table here (`gosu`, `setpriv`, ...) are in input-programs.ts.
  */
+import { inputProgram, STDIN_FILE } from './input-programs';
 
 export interface Evaluation {
   readonly context: 'evaluated' | 'shell-script' | 'variable-name' | 'remote-command' | 'arithmetic' | 'uncertain';
@@ -47,8 +58,12 @@ export interface CommandReport {
   code(text: string, at: CommandWord, kind: 'script' | 'prompt', via: string): void;
   sink(reason: string, at: CommandWord): void;
   uncertain(reason: string, at: CommandWord): void;
-  /** The command's standard input (a heredoc or here-string) is parsed as code. */
-  input(evaluation: Evaluation): void;
+  /**
+   * The command's standard input (a heredoc or here-string) is parsed as code. `piped`: the
+   * command reads code from whatever its input is (a pipe too); false for ssh with a command,
+   * whose input goes to that command.
+   */
+  input(evaluation: Evaluation, piped?: boolean): void;
   /** A token in the value of this assignment is refused if NAME turns out integer or array. */
   assigned(name: string, word: number, declaration: boolean): void;
   attribute(name: string, kind: 'integer' | 'array' | 'reference'): void;
@@ -85,6 +100,36 @@ interface Wrapper {
 }
 type Kind = { kind: 'shell' } | Wrapper | { kind: 'builtin' };
 
+/**
+ * An interpreter that runs a program from its standard input when it is given none (or `-`, or
+ * `/dev/stdin`): `code` options give the program (`-c`, `-e`, `-m`) or end the run (`--version`),
+ * `valued` ones take a value (attached, or the next word), `rest` letters take the rest of their
+ * word (`perl -Mstrict`). Read as its option parser reads its arguments.
+ */
+interface Interpreter {
+  readonly name: string;
+  readonly code: readonly string[];
+  readonly valued: readonly string[];
+  readonly rest?: readonly string[];
+  /** `lua -i`, `python3 -i`: interactive after the program, reading the input as code. */
+  readonly interactive?: readonly string[];
+}
+
+const INTERPRETERS: ReadonlyArray<readonly [RegExp, Interpreter]> = [
+  [/^(?:python|pypy)[0-9.]*$/, { name: 'python', code: ['-c', '-m', '-h', '-?', '--help', '-V', '--version', '--help-env', '--help-xoptions', '--help-all'], valued: ['-W', '-X', '--check-hash-based-pycs'], interactive: ['-i'] }],
+  [/^(?:node|nodejs)$/, {
+    name: 'node',
+    code: ['-e', '--eval', '-p', '--print', '-pe', '--test', '-c', '--check', '-v', '--version', '-h', '--help', '--run', '--v8-options'],
+    valued: ['-r', '--require', '--import', '--loader', '--experimental-loader', '-C', '--conditions', '--input-type', '--env-file', '--title', '--inspect-port', '--stack-trace-limit', '--redirect-warnings', '--max-http-header-size', '--openssl-config', '--icu-data-dir', '--diagnostic-dir', '--report-dir', '--watch-path', '--experimental-policy', '--policy-integrity', '--secure-heap', '--secure-heap-min', '--unhandled-rejections', '--dns-result-order', '--disable-warning', '--heapsnapshot-signal', '--trace-event-categories', '--cpu-prof-dir', '--heap-prof-dir'],
+    interactive: ['-i', '--interactive'],
+  }],
+  [/^perl[0-9.]*$/, { name: 'perl', code: ['-e', '-E', '-v', '-h', '-c'], valued: ['-I'], rest: ['-d', '-D', '-F', '-i', '-l', '-M', '-m', '-x', '-0', '-C', '-V'] }],
+  [/^ruby[0-9.]*$/, { name: 'ruby', code: ['-e', '-v', '--version', '-h', '--help', '-c', '-y', '--yydebug', '--dump'], valued: ['-I', '-r', '-C', '-E', '--encoding', '--external-encoding', '--internal-encoding', '--enable', '--disable'], rest: ['-F', '-x', '-W', '-T', '-0', '-K', '-l'] }],
+  [/^php[0-9.]*$/, { name: 'php', code: ['-r', '-R', '-B', '-E', '-f', '-F', '-h', '-v', '-i', '-m', '-l', '-s', '-w', '--rf', '--rc', '--re', '--rz', '--ri'], valued: ['-c', '-d', '-z', '-t'], interactive: ['-a'] }],
+  [/^(?:lua[0-9.]*|luajit)$/, { name: 'lua', code: ['-e', '-v'], valued: ['-l', '-j', '-O', '-b'], interactive: ['-i'] }],
+  [/^(?:tclsh|wish|jimsh)[0-9.]*$/, { name: 'tclsh', code: [], valued: ['-encoding'] }],
+];
+
 const shell = (): Kind => ({ kind: 'shell' });
 const wrap = (valued: string[] = [], extra: Omit<Wrapper, 'kind' | 'valued'> = {}): Kind => ({ kind: 'wrapper', valued, ...extra });
 
@@ -98,7 +143,7 @@ const SU_VALUED = ['-g', '-G', '-s', '-w', '--group', '--supp-group', '--shell',
 
 /** Programs, by base name. */
 const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
-  ...['sh', 'bash', 'rbash', 'dash', 'zsh', 'ksh', 'ksh93', 'mksh', 'pdksh', 'ash', 'yash', 'posh', 'lksh', 'oksh', 'loksh', 'fish', 'csh', 'tcsh'].map((name): [string, Kind] => [name, shell()]),
+  ...['sh', 'bash', 'rbash', 'dash', 'zsh', 'ksh', 'ksh93', 'mksh', 'pdksh', 'ash', 'hush', 'yash', 'posh', 'lksh', 'oksh', 'loksh', 'fish', 'csh', 'tcsh'].map((name): [string, Kind] => [name, shell()]),
   ...['command', 'builtin', 'unbuffer', 'chronic'].map((name): [string, Kind] => [name, wrap()]),
   ['nohup', wrap([], { flags: ['--help', '--version'] })],
   ['setsid', wrap([], { flags: ['--ctty', '--fork', '--wait', '--help', '--version'] })],
@@ -161,7 +206,7 @@ const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
     form: 'watch',
   })],
   ['ssh', wrap(['-B', '-b', '-c', '-D', '-E', '-e', '-F', '-I', '-i', '-J', '-L', '-l', '-m', '-O', '-o', '-P', '-p', '-Q', '-R', '-S', '-W', '-w'], { all: 'remote', form: 'ssh' })],
-  ...['eval', 'trap', 'let', 'declare', 'typeset', 'local', 'export', 'readonly', 'read', 'unset', 'mapfile', 'readarray', 'printf', 'getopts', 'wait', 'test', '[', 'complete', 'compgen', 'compopt', 'bind', 'alias', 'fc', 'shopt', 'enable'].map((name): [string, Kind] => [name, { kind: 'builtin' }]),
+  ...['eval', 'trap', 'let', 'declare', 'typeset', 'local', 'export', 'readonly', 'read', 'unset', 'mapfile', 'readarray', 'printf', 'getopts', 'wait', 'test', '[', 'complete', 'compgen', 'compopt', 'bind', 'alias', 'fc', 'shopt', 'enable', 'source', '.'].map((name): [string, Kind] => [name, { kind: 'builtin' }]),
 ]);
 
 /** Shell variables whose value bash runs as code or expands as a prompt. */
@@ -173,6 +218,24 @@ const FIND_EXEC = ['-exec', '-execdir', '-ok', '-okdir'];
 const MAX_HOPS = 32;
 
 const baseName = (text: string): string => text.slice(text.lastIndexOf('/') + 1);
+
+/** A word that is (or holds) a process substitution: the file it names is written at run time. */
+const isProcessSubstitution = (word: CommandWord): boolean => word.text === null && /[<>]\(/.test(word.raw);
+
+/**
+ * The script or program file `name` runs is `word`: its standard input (`-`, `/dev/stdin`,
+ * `/dev/fd/N`), or code a process substitution writes at run time (a sink). True when the
+ * command reads code from its input.
+ */
+function readsScriptFrom(word: CommandWord, name: string, report: CommandReport, evaluation: Evaluation): boolean {
+  if (isProcessSubstitution(word)) {
+    report.sink(`\`${name}\` runs code that a process substitution writes at run time`, word);
+    return false;
+  }
+  if (word.text !== null && !STDIN_FILE.test(word.text)) return false;
+  report.input(evaluation);
+  return true;
+}
 
 /** Read one simple command (its words in order, assignments and redirections' targets left out of nothing). */
 export function readCommand(words: readonly CommandWord[], report: CommandReport): void {
@@ -217,6 +280,11 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
   const name = baseName(first.text);
   if (name === 'busybox' || name === 'toybox') return readFrom(words, from + 1, to, report, name, hops + 1);
   if (name === 'find') return readFind(words, from, to, report, hops);
+  const interpreter = INTERPRETERS.find(([pattern]) => pattern.test(name));
+  if (interpreter) return readInterpreter(words, from, to, report, name, interpreter[1]);
+  const program = inputProgram(words, from, to, name);
+  if (program && 'command' in program) return readFrom(words, program.command, to, report, name, hops + 1);
+  if (program) report.input({ context: 'evaluated', reason: program.reason });
   const entry = TABLE.get(name);
   if (!entry) return;
   if (entry.kind === 'shell') return readShellCommand(words, from, to, report, name);
@@ -227,13 +295,27 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
 type OnOption = (option: string, value: CommandWord | string | null, at: number) => void;
 
 /** Options from `index` (`-iu X` clusters, `--name=value`, `--name value`): where the operands start; `onOption` hears each option with its value. */
-function skipOptions(words: readonly CommandWord[], index: number, to: number, valued: readonly string[], onOption: OnOption = () => {}): number {
+function skipOptions(words: readonly CommandWord[], index: number, to: number, valued: readonly string[], onOption: OnOption = () => {}, plus = false): number {
   let i = index;
   for (; i < to; i += 1) {
     const text = words[i]!.text;
     // A dynamic word ends the options: the caller decides what an operand known only at run
-    // time means (a builtin's operand, a wrapper's command: uncertain).
-    if (text === null || !text.startsWith('-') || text === '-') return i;
+    // time means (a builtin's operand, a wrapper's command: uncertain). A shell also takes
+    // `+o name`, `+O name`, `+ex` (`plus`).
+    if (text === null || text === '-' || text === '+') return i;
+    if (plus && text.startsWith('+')) {
+      for (let k = 1; k < text.length; k += 1) {
+        const option = `+${text[k]}`;
+        if (!valued.includes(option)) onOption(option, null, i);
+        else {
+          if (k + 1 < text.length) onOption(option, text.slice(k + 1), i);
+          else onOption(option, words[i + 1] ?? null, (i += 1));
+          break;
+        }
+      }
+      continue;
+    }
+    if (!text.startsWith('-')) return i;
     if (text === '--') return i + 1;
     if (text.startsWith('--')) {
       const equals = text.indexOf('=');
@@ -288,17 +370,74 @@ function readShellCommand(words: readonly CommandWord[], from: number, to: numbe
   const operands = skipOptions(words, from + 1, to, SHELL_VALUED, (option) => {
     script ||= option === '-c' || option === '--command';
     stdin ||= option === '-s' || option === '-i';
-  });
+  }, true);
+  const input: Evaluation = { context: 'shell-script', reason: `\`${name}\` reads its script from this input` };
   if (operands < to && words[operands]!.text === null && !script) {
     // `bash "$x" ...`: the word could be `-c`, which would make the next word a script.
     report.refuse(operands, to, { context: 'uncertain', reason: `\`${name}\` gets an option or script file known only at run time` });
     report.uncertain(`\`${name}\` gets an option or script file known only at run time`, words[operands]!);
+    // `bash <(...)`: the script is what a process writes; `bash "$f"` may name /dev/stdin.
+    readsScriptFrom(words[operands]!, name, report, input);
   } else if (script) {
     if (operands < to) codeValue(words[operands]!, operands, words, report, `${name} -c`);
-  } else if (stdin || operands >= to) {
-    report.input({ context: 'shell-script', reason: `\`${name}\` reads its script from this input` });
+  } else if (stdin || operands >= to || (words[operands]!.text === '-' && operands + 1 >= to)) {
+    // (A lone `-` ends the options: `sh -` reads its input.)
+    report.input(input);
     report.uncertain(`\`${name}\` reads its script from its input`, words[from]!);
+  } else {
+    // `bash /dev/stdin`, `sh /dev/fd/3`: a script file that is an input of the command.
+    readsScriptFrom(words[operands]!.text === '-' ? words[operands + 1]! : words[operands]!, name, report, input);
   }
+}
+
+/**
+ * An interpreter (python, node, perl, ruby, php, lua, tclsh): without a program in its
+ * arguments, or with `-` or `/dev/stdin` for one, it runs its standard input as a program.
+ */
+function readInterpreter(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string, spec: Interpreter): void {
+  const evaluation: Evaluation = { context: 'evaluated', reason: `\`${name}\` runs this input as a program` };
+  let given = false;
+  let interactive = false;
+  let i = from + 1;
+  const take = (option: string): void => {
+    given ||= spec.code.includes(option);
+    interactive ||= spec.interactive?.includes(option) === true;
+  };
+  for (; i < to; i += 1) {
+    const text = words[i]!.text;
+    if (text === null) {
+      // An option known only at run time could be anything; `-` among them.
+      report.input(evaluation);
+      return;
+    }
+    if (!text.startsWith('-') || text === '-') break;
+    if (text === '--') {
+      i += 1;
+      break;
+    }
+    if (text.startsWith('--') || (spec.name === 'node' && text.length > 2) || spec.name === 'tclsh') {
+      const equals = text.indexOf('=');
+      const option = equals < 0 ? text : text.slice(0, equals);
+      take(option);
+      if (equals < 0 && spec.valued.includes(option)) i += 1;
+      continue;
+    }
+    for (let k = 1; k < text.length; k += 1) {
+      const option = `-${text[k]}`;
+      take(option);
+      if (spec.rest?.includes(option)) break;
+      if (spec.code.includes(option) || spec.valued.includes(option)) {
+        if (k + 1 >= text.length) i += 1;
+        break;
+      }
+    }
+  }
+  if (given && !interactive) return;
+  if (i >= to || interactive) {
+    report.input(evaluation);
+    return;
+  }
+  readsScriptFrom(words[i]!, name, report, evaluation);
 }
 
 interface ParsedOption {
@@ -607,7 +746,29 @@ function readXargs(words: readonly CommandWord[], parsed: Parsed, report: Comman
     view.words.push(runTimeWord(view.words[view.words.length - 1]!, '(xargs input)'));
     view.map.push(-1);
   }
-  readView(view, report, 'xargs', hops);
+  // Items that reach a place where the command parses them (`xargs sh` gets `-c CODE` as
+  // easily as a file name; `xargs python3`), or a command that reads code from its input: what
+  // xargs reads is code.
+  let code = false;
+  const mapped = mapReport(report, view.map);
+  const tracking: CommandReport = {
+    ...mapped,
+    refuse: (start, end, evaluation) => {
+      for (let index = start; index < end; index += 1) code ||= view.words[index]?.text === null && view.map[index] !== undefined && (view.map[index] === -1 || replace !== null);
+      mapped.refuse(start, end, evaluation);
+    },
+    input: (evaluation, piped) => {
+      code = true;
+      mapped.input(evaluation, piped);
+    },
+    sink: (reason, at) => {
+      code = true;
+      mapped.sink(reason, at);
+    },
+  };
+  if (hops >= MAX_HOPS) return report.uncertain(`more than ${MAX_HOPS} wrappers in one command`, view.words[0]!);
+  readFrom(view.words, 0, view.words.length, tracking, 'xargs', hops + 1);
+  if (code) report.input({ context: 'shell-script', reason: '`xargs` hands what it reads to a command that runs it as code' });
 }
 
 /**
@@ -671,7 +832,8 @@ function readSsh(words: readonly CommandWord[], from: number, to: number, parsed
     else codeValue(script === null ? { ...words[at]!, text: null } : script, at, words, report, `ssh -o ${key ?? 'option'}`);
   }
   report.refuse(rest, to, { context: 'remote-command', reason: 'ssh hands its command line to the remote shell, which parses it' });
-  report.input({ context: 'remote-command', reason: 'ssh may hand its input to the remote shell, which parses it' });
+  // Without a command the remote login shell reads the input as code; with one, that command reads it.
+  report.input({ context: 'remote-command', reason: 'ssh may hand its input to the remote shell, which parses it' }, rest >= to);
   if (rest < to) report.uncertain('ssh runs a command on another host, which the policy cannot see', words[from]!);
 }
 
@@ -777,6 +939,13 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
         else if (word.text.includes('=')) report.code(word.text.slice(word.text.indexOf('=') + 1), word, 'script', 'alias');
       }
       return;
+    case 'source':
+    case '.': {
+      // `source FILE`: the file is shell code; `/dev/stdin` or `<(...)` make it the text's own input.
+      const start = skipOptions(words, from + 1, to, ['-p']);
+      if (start < to) readsScriptFrom(words[start]!, name, report, { context: 'shell-script', reason: `\`${name}\` runs this input as shell code` });
+      return;
+    }
     case 'shopt':
     case 'enable':
       if (words.slice(from + 1, to).some((word) => word.text === null)) report.uncertain(`\`${name}\` changes the shell with arguments known only at run time`, at);

@@ -12,6 +12,17 @@
  * string) are read by a nested reader over their text; nested code is bounded in depth and in
  * total size. Where bash's reading is not certain, the reader says so and callers fail closed.
  *
+ * A command that reads code from its standard input (a shell without a script, `source
+ * /dev/stdin`, `python3` without a program, `xargs sh`: commands.ts) is code fed at run time
+ * when that input is a pipe, a process substitution's, a coprocess's, a descriptor an `exec`
+ * opened, or text with expansions: every process of a run holds the resolved values in its
+ * environment and can write them there, so such a reader is a sink and a token anywhere in the
+ * text is refused. Its input counts as a pipe when the command is in a later stage of a pipeline
+ * at any level around it (a compound command, a subshell, `$(...)`, a script run by `sh -c`), or
+ * in a function body (which a pipe may call). A heredoc or here-string of static text, or a file
+ * named in a redirection, is not: a token inside such text is refused on its own, and a file's
+ * contents are not followed (the same as a script file the command runs).
+ *
  * One file over the usual size on purpose: the reader is one state machine over one stack of
  * frames, and splitting it would spread that state across modules that must agree on it.
  */
@@ -33,9 +44,10 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
   const shared = new Shared(command, tokens);
   const identity = new Int32Array(command.length);
   for (let index = 0; index < identity.length; index += 1) identity[index] = index;
-  new Lexer(toSource(command, identity, shared, true), 0, command.length, shared, 'cmd', null, 0, [], undefined).run();
+  new Lexer(toSource(command, identity, shared, true), 0, command.length, shared, 'cmd', null, 0, [], undefined, []).run();
   for (const condition of shared.conditions) shared.settleCondition(condition);
   shared.settleAssignments();
+  shared.settleReaders();
 
   const uncertain = [shared.problem, shared.poison, ...shared.uncertain].filter((each): each is Finding => each !== null);
   const unplaced: Placement = { kind: 'refuse', context: 'uncertain', reason: shared.problem?.reason ?? 'the reference sits where execgate could not follow the shell syntax' };
@@ -85,6 +97,11 @@ class Shared {
   readonly variables: VariableSet[] = [];
   readonly #variableKeys = new Set<string>();
   readonly assignments: Array<{ name: string; declaration: boolean; tokens: RefToken[] }> = [];
+  /** Commands that read code from their input; those whose input is the shell's own; a `coproc`; an `exec` that gives the shell an input a process writes. */
+  readers: Finding[] = [];
+  inheritedReaders = 0;
+  coproc = false;
+  execInput: Finding | null = null;
   codeBudget: number;
   /** The simple command the table is reading, and what it reported (one report for every reader). */
   settling: Settling | null = null;
@@ -97,7 +114,11 @@ class Shared {
     code: (...args) => this.settling!.codes.push(args),
     sink: (reason, at) => this.sinks.length < 64 && this.sinks.push({ reason, offset: at.start, names: null }),
     uncertain: (reason, at) => this.unsure(reason, at.start),
-    input: (evaluation) => (this.settling!.cmd.input ??= evaluation),
+    input: (evaluation, piped = true) => {
+      const cmd = this.settling!.cmd;
+      cmd.input ??= evaluation;
+      if (piped) cmd.reads ??= evaluation;
+    },
     assigned: (name, word, declaration) => {
       const settling = this.settling!;
       if (settling.byWord === null) {
@@ -125,6 +146,19 @@ class Shared {
     if (this.variables.length < MAX_VARIABLES) this.variables.push(Object.freeze({ name, offset, how }));
     // Past the bound the list says "any variable": a policy reading it fails closed.
     else if (this.variables[this.variables.length - 1]!.name !== null) this.variables.push(Object.freeze({ name: null, offset, how: 'more than the reader lists' }));
+  }
+
+  /** A reader of code whose input a process of the run writes: a sink for any value. */
+  feed(reason: string, offset: number): void {
+    if (this.sinks.length < 64) this.sinks.push({ reason, offset, names: null });
+  }
+
+  /** What only the whole text tells: a coprocess, or an `exec` redirection, feeding a reader anywhere. */
+  settleReaders(): void {
+    const [reader] = this.readers;
+    if (reader === undefined) return;
+    if (this.coproc) this.feed(`${reader.reason}, in a text that starts a coprocess, whose input the text can write anything into`, reader.offset);
+    if (this.execInput && this.inheritedReaders > 0) this.feed(`${reader.reason}, after \`exec\` gave the shell an input that a process writes`, this.execInput.offset);
   }
 
   unsure(reason: string, offset: number): void {
@@ -167,8 +201,32 @@ type Settling = { cmd: Cmd; via: string | undefined; refusals: Array<{ from: num
 interface Cmd {
   readonly words: CommandWord[];
   readonly tokens: Array<{ token: RefToken; word: Outer['word'] }>;
+  /** Its heredoc or here-string is parsed as code. */
   input: Evaluation | null;
+  /** It reads code from whatever its standard input is (a pipe too). */
+  reads: Evaluation | null;
+  /** Standard input is text written here (a heredoc, a here-string) or a file named in a redirection. */
+  stdinReplaced: boolean;
+  /** An input a process writes at run time (`< <(...)`, `<&N`), or a here-string with expansions. */
+  runtimeInput: boolean;
 }
+
+/**
+ * A list of commands where pipelines run: a frame's text, or the body of a compound command in
+ * it. `stage`: the current command's place in its pipeline (0: first); `fn`: a function body;
+ * `fed`: the text of a `>(...)`, whose input another command writes; `reads`: a command in it
+ * reads code from its input (the redirections of the compound command then feed it).
+ */
+interface Level {
+  stage: number;
+  pipeOpen: boolean;
+  readonly fn: boolean;
+  readonly fed: boolean;
+  reads: Evaluation | null;
+}
+
+/** A level as a spot of text saw it: its stage then. */
+type Place = { readonly level: Level; readonly stage: number };
 
 type CaseState = 'subject' | 'in' | 'pattern' | 'body';
 
@@ -209,6 +267,11 @@ interface CommandFrame {
   readonly cases: CaseState[];
   readonly pending: Heredoc[];
   condition: Condition | null;
+  /** The levels open in this frame, outermost first (see Level); a function body comes next. */
+  readonly levels: Level[];
+  fnPending: boolean;
+  /** The current word is the target of an input redirection of this descriptor (-1: named by a variable). */
+  inputFd: number | null;
 }
 
 interface StringFrame {
@@ -239,7 +302,7 @@ interface ArithmeticFrame {
 
 type Frame = CommandFrame | StringFrame | ParameterFrame | ArithmeticFrame;
 
-type Heredoc = { readonly delimiter: string; readonly quoted: boolean; readonly stripTabs: boolean; readonly cmd: Cmd };
+type Heredoc = { readonly delimiter: string; readonly quoted: boolean; readonly stripTabs: boolean; readonly cmd: Cmd; readonly places: readonly Place[] };
 /** A command (of this reader or an enclosing one) and the word, its input or a redirection's target that holds a spot of text. */
 type Outer = { readonly cmd: Cmd; readonly word: number | 'input' | 'redirect' };
 
@@ -253,6 +316,9 @@ const ARITHMETIC_TEST_OPERATORS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-
 const ARITHMETIC_ASSIGNMENT = /(?:^|[^=!<>]|<<|>>)=(?!=)|\+\+|--/;
 // Reserved words after which a new command starts.
 const COMMAND_PREFIX_WORDS = new Set(['!', '{', '}', 'then', 'do', 'else', 'elif', 'if', 'while', 'until', 'fi', 'done', 'time', 'coproc']);
+/** Reserved words that open and close a compound command's body (`for`, `select` and `case` open theirs too). */
+const GROUP_OPENERS = new Set(['{', 'if', 'while', 'until']);
+const GROUP_CLOSERS = new Set(['}', 'fi', 'done']);
 const PATTERN_CHARACTER = /[*?[{]|^~/;
 const BODY_NEXT = /[ \t]*[{(]/y;
 const EMPTY_PARENS = /[ \t]*\)/y;
@@ -324,6 +390,8 @@ class Lexer {
     private readonly outer: readonly Outer[],
     /** For static code read again: what ran it (`sh -c`, `eval`). */
     private readonly via: string | undefined,
+    /** The levels of enclosing readers around this text (see Level). */
+    private readonly outerPlaces: readonly Place[],
   ) {
     if (depth > MAX_NESTING) throw tooComplex(`nests backquotes, heredocs or code run by \`eval\`/\`sh -c\` more than ${MAX_NESTING} levels deep`);
     this.source = source;
@@ -413,6 +481,50 @@ class Lexer {
     for (const { cmd, word } of this.outer) cmd.tokens.push({ token, word });
     for (const frame of this.stack) if (frame.kind === 'cmd' && !frame.wordStart) frame.cmd.tokens.push({ token, word: slot(frame) });
     for (const condition of this.shared.conditions) condition.tokens.push(token);
+  }
+
+  /** The levels around this spot, outermost first, with their stages now. */
+  private places(): Place[] {
+    const places = [...this.outerPlaces];
+    for (const frame of this.stack) if (frame.kind === 'cmd') for (const level of frame.levels) places.push({ level, stage: level.stage });
+    return places;
+  }
+
+  /** The innermost level: where the current command is. */
+  private level(frame: CommandFrame): Level {
+    return frame.levels[frame.levels.length - 1] as Level;
+  }
+
+  /** A compound command opens (`{`, `if`, `while`, `for`, `case`): its body is a level of its own. */
+  private pushLevel(frame: CommandFrame): void {
+    this.level(frame).pipeOpen = false;
+    frame.levels.push({ stage: 0, pipeOpen: false, fn: frame.fnPending, fed: false, reads: null });
+    frame.fnPending = false;
+  }
+
+  /** It closes: a command in it that reads code from its input reads what its redirections give. */
+  private popLevel(frame: CommandFrame): void {
+    if (frame.levels.length <= 1) return;
+    const level = frame.levels.pop() as Level;
+    if (level.reads) readsFromGroup(frame.cmd, level.reads);
+  }
+
+  /** `cmd` reads code from its input: a sink when a process of the run may write that input. */
+  private reader(cmd: Cmd, reads: Evaluation, places: readonly Place[]): void {
+    const offset = cmd.words[0]?.start ?? this.origin(this.cursor);
+    this.shared.readers.push({ reason: reads.reason, offset });
+    if (!cmd.stdinReplaced) {
+      this.shared.inheritedReaders += 1;
+      for (const { level } of places) level.reads ??= reads;
+    }
+    let from: string | null = null;
+    if (cmd.runtimeInput) from = 'an input that a process of the run writes (`< <(...)`, `<&N`, a here-string with expansions)';
+    else if (!cmd.stdinReplaced) {
+      if (places.some((place) => place.stage > 0)) from = 'a pipe';
+      else if (places.some((place) => place.level.fed)) from = 'the process substitution `>(...)` it runs in';
+      else if (places.some((place) => place.level.fn)) from = 'the input its function is called with';
+    }
+    if (from !== null) this.shared.feed(`${reads.reason}, which is ${from}: any command of the run can write a reference's value into it`, offset);
   }
 
   /** The commands whose current word holds this spot: enclosing readers' and this one's. */
@@ -568,6 +680,12 @@ class Lexer {
     let value = frame.value;
     if (value !== null && (isPattern(frame.unquoted) || (frame.assignment !== null && /[=:]~/.test(frame.unquoted)))) value = null;
     const built: CommandWord = { text: value, start: this.origin(frame.wordBegin), end: this.origin(this.cursor), assignment: frame.assignment, raw: this.text.slice(frame.wordBegin, this.cursor) };
+    if (frame.hereString && value === null) frame.cmd.runtimeInput = true;
+    if (redirect && frame.inputFd !== null) {
+      if (value === null && /[<>]\(/.test(built.raw)) frame.cmd.runtimeInput = true;
+      else if (frame.inputFd === 0) frame.cmd.stdinReplaced = true;
+    }
+    frame.inputFd = null;
     frame.wordStart = true;
     frame.redirectTarget = frame.hereString = frame.commandStart = false;
     frame.word = null;
@@ -576,10 +694,14 @@ class Lexer {
       cases[cases.length - 1] = state === 'subject' ? 'in' : 'pattern';
       frame.patternStart = state === 'in';
     } else if (state === 'pattern') {
-      if (word === 'esac') cases.pop();
+      if (word === 'esac') {
+        cases.pop();
+        this.popLevel(frame);
+      }
     } else if (frame.functionName) {
       frame.functionName = false;
       frame.commandStart = true;
+      frame.fnPending = true;
     } else if (condition !== null) {
       if (word === ']]') {
         this.shared.settleCondition(condition);
@@ -617,14 +739,24 @@ class Lexer {
           this.shared.setsVariable(word, built.start, 'coproc');
         } else if (!redirect) frame.cmd.words.push(built);
       } else if (word === 'function') frame.functionName = true;
-      else if (word === 'case') cases.push('subject');
-      else if (word === 'esac' && state === 'body') cases.pop();
-      else if (word === 'for' || word === 'select') frame.header = frame.loopVar = true;
+      else if (word === 'case') {
+        cases.push('subject');
+        this.pushLevel(frame);
+      } else if (word === 'esac' && state === 'body') {
+        cases.pop();
+        this.popLevel(frame);
+      } else if (word === 'for' || word === 'select') {
+        frame.header = frame.loopVar = true;
+        this.pushLevel(frame);
+      }
       else if (word === '[[') this.shared.conditions.add((frame.condition = { arithmetic: false, variableName: false, tokens: [] }));
       else if (COMMAND_PREFIX_WORDS.has(word)) {
         frame.commandStart = true;
         frame.afterTime = word === 'time';
         frame.coproc = word === 'coproc';
+        if (word === 'coproc') this.shared.coproc = true;
+        if (GROUP_OPENERS.has(word)) this.pushLevel(frame);
+        else if (GROUP_CLOSERS.has(word)) this.popLevel(frame);
       } else frame.cmd.words.push(built);
     }
   }
@@ -635,8 +767,9 @@ class Lexer {
     frame.header = false;
     frame.commandStart = true;
     const cmd = frame.cmd;
-    if (cmd.words.length === 0 && cmd.tokens.length === 0) return;
+    if (cmd.words.length === 0 && cmd.tokens.length === 0 && cmd.reads === null && !cmd.runtimeInput) return;
     frame.cmd = newCmd();
+    if (cmd.words.length > 0) this.level(frame).pipeOpen = false;
     this.settleCommand(cmd);
   }
 
@@ -648,19 +781,25 @@ class Lexer {
       const hit = typeof word === 'number' ? settling.refusals.find((refusal) => word >= refusal.from && word < refusal.to)?.evaluation : word === 'input' ? cmd.input : null;
       if (hit) this.shared.refine([token], { kind: 'refuse', context: hit.context, reason: hit.reason });
     }
-    for (const args of settling.codes) this.readCode(...args);
+    const places = this.places();
+    if (cmd.reads) this.reader(cmd, cmd.reads, places);
+    // `exec < <(...)` (no command): every later command's input is what a process writes.
+    if (cmd.runtimeInput && cmd.words.length === 1 && cmd.words[0]!.text === 'exec') this.shared.execInput ??= { reason: 'exec', offset: cmd.words[0]!.start };
+    for (const args of settling.codes) this.readCode(...args, places);
   }
 
   /** Static text that a command runs as code (or expands as a prompt): read it too. */
-  private readCode(text: string, at: CommandWord, kind: 'script' | 'prompt', via: string): void {
+  private readCode(text: string, at: CommandWord, kind: 'script' | 'prompt', via: string, places: readonly Place[]): void {
     this.shared.codeBudget -= text.length;
     if (this.shared.codeBudget < 0) return this.shared.unsure('more code run by `eval`/`sh -c` than execgate reads', at.start);
     const map = new Int32Array(text.length).fill(at.start);
-    new Lexer(toSource(text, map, this.shared), 0, text.length, this.shared, kind === 'script' ? 'cmd' : 'heredoc', null, this.depth + 1, [], via).run();
+    new Lexer(toSource(text, map, this.shared), 0, text.length, this.shared, kind === 'script' ? 'cmd' : 'heredoc', null, this.depth + 1, [], via, places).run();
   }
 
   private commandNewline(frame: CommandFrame, i: number): number {
     this.endCommand(frame);
+    const current = this.level(frame);
+    if (!current.pipeOpen) current.stage = 0;
     const level = this.parserLevel();
     const outer = this.stack.some((each) => each !== level && each.kind === 'cmd' && each.pending.length > 0);
     if (outer) this.poison('a line break inside `$(...)` before a heredoc body', i);
@@ -701,10 +840,13 @@ class Lexer {
     if (empty !== null && frame.cmd.words.length === 1) {
       frame.cmd = newCmd();
       frame.commandStart = true;
+      frame.fnPending = true;
       return i + 1 + empty.length;
     }
     this.endCommand(frame);
-    return this.push(newCommandFrame('subshell', i), i + 1);
+    const fn = frame.fnPending;
+    frame.fnPending = false;
+    return this.push(newCommandFrame('subshell', i, fn), i + 1);
   }
 
   private closeParen(frame: CommandFrame, i: number): number {
@@ -731,24 +873,31 @@ class Lexer {
     if (parent.kind === 'cmd' && frame.origin === 'subshell') {
       parent.wordStart = true;
       parent.commandStart = true;
+      const reads = frame.levels[0]!.reads;
+      if (reads) readsFromGroup(parent.cmd, reads);
     }
   }
 
   private redirection(frame: CommandFrame, i: number, c: string): number {
     const next = this.peek(i + 1);
+    // The descriptor redirected: standard input unless a number or a variable says otherwise.
+    let fd = c === '<' ? 0 : 1;
     // `2>&1`, `{fd}>file`: a descriptor number or variable right before the operator is part of it.
     if (!frame.wordStart && frame.word !== null && /^(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})$/.test(frame.word)) {
       frame.redirectTarget = true;
+      fd = frame.word.startsWith('{') ? -1 : Number(frame.word);
       // `{NAME}>file` stores the descriptor's number in NAME (`exec {PATH}>x` makes PATH `10`).
       if (frame.word.startsWith('{')) this.shared.setsVariable(frame.word.slice(1, -1), this.origin(frame.wordBegin), 'redirection');
     }
     if (next === '(' && frame.wordStart) {
       beginWord(frame, i);
       frame.value = null;
-      return this.push(newCommandFrame('substitution', i), i + 2);
+      // `>(...)`: its input is what the command writes there.
+      return this.push(newCommandFrame('substitution', i, false, c === '>'), i + 2);
     }
     this.endWord(frame);
     if (c === '<' && next === '<') {
+      if (fd === 0) frame.cmd.stdinReplaced = true;
       if (this.peek(i + 2) === '<') {
         frame.redirectTarget = true;
         frame.hereString = true;
@@ -759,9 +908,12 @@ class Lexer {
     if (next === '(') {
       markWordPart(frame, i);
       frame.value = null;
-      return this.push(newCommandFrame('substitution', i), i + 2);
+      return this.push(newCommandFrame('substitution', i, false, c === '>'), i + 2);
     }
     frame.redirectTarget = true;
+    // `<&N`, `<&-`: a descriptor opened elsewhere; `<`, `<>`: a file, or what a process substitution writes.
+    if (c === '<' && next === '&') frame.cmd.runtimeInput = true;
+    else if (c === '<') frame.inputFd = fd;
     return next === '>' || next === '&' || next === '|' || (c === '<' && next === '>') ? i + 2 : i + 1;
   }
 
@@ -772,6 +924,15 @@ class Lexer {
       return this.peek(i + 2) === '>' ? i + 3 : i + 2;
     }
     this.endCommand(frame);
+    // `|` and `|&` go on to the next stage of a pipeline; every other operator starts a new one.
+    const level = this.level(frame);
+    if (c === '|' && this.peek(i + 1) !== '|') {
+      level.stage += 1;
+      level.pipeOpen = true;
+    } else {
+      level.stage = 0;
+      level.pipeOpen = false;
+    }
     let length = 1;
     if (c === ';' && this.peek(i + 1) === ';') length = this.peek(i + 2) === '&' ? 3 : 2;
     else if (c === ';' && this.peek(i + 1) === '&') length = 2;
@@ -821,7 +982,7 @@ class Lexer {
     if (quote !== '') return this.fail('the command ends inside a quoted heredoc delimiter', opened);
     if (delimiter === '' && !quoted) this.poison('a `<<` without a delimiter word', j);
     const command = this.top() as CommandFrame;
-    this.parserLevel().pending.push({ delimiter, quoted, stripTabs, cmd: command.cmd });
+    this.parserLevel().pending.push({ delimiter, quoted, stripTabs, cmd: command.cmd, places: this.places() });
     return j;
   }
 
@@ -839,9 +1000,12 @@ class Lexer {
         }
       } else {
         const refused: Placement | null = this.inArithmetic() ?? (heredoc.cmd.input && { kind: 'refuse', ...heredoc.cmd.input });
-        new Lexer(this.source, position, bodyEnd, this.shared, 'heredoc', refused, this.depth + 1, [...this.outers(), { cmd: heredoc.cmd, word: 'input' }], undefined).run();
+        new Lexer(this.source, position, bodyEnd, this.shared, 'heredoc', refused, this.depth + 1, [...this.outers(), { cmd: heredoc.cmd, word: 'input' }], undefined, heredoc.places).run();
+        // Expansions in the body put values of the run into the code the command reads.
+        const reads = heredoc.cmd.reads;
+        if (reads && /[$`]/.test(this.text.slice(position, bodyEnd))) this.shared.feed(`${reads.reason}, a heredoc with expansions: a reference's value there would be read as code`, this.origin(position));
       }
-      if (heredoc.cmd.input?.context === 'shell-script') this.readCode(this.text.slice(position, bodyEnd), { text: null, start: this.origin(position), end: this.origin(bodyEnd), assignment: null, raw: '' }, 'script', 'heredoc');
+      if (heredoc.cmd.input?.context === 'shell-script') this.readCode(this.text.slice(position, bodyEnd), { text: null, start: this.origin(position), end: this.origin(bodyEnd), assignment: null, raw: '' }, 'script', 'heredoc', heredoc.places);
       position = next;
     }
     return position;
@@ -1063,7 +1227,7 @@ class Lexer {
       }
       return j + 1;
     }
-    new Lexer(toSource(body, Int32Array.from(map), this.shared), 0, body.length, this.shared, 'cmd', this.inArithmetic(), this.depth + 1, this.outers(), this.via).run();
+    new Lexer(toSource(body, Int32Array.from(map), this.shared), 0, body.length, this.shared, 'cmd', this.inArithmetic(), this.depth + 1, this.outers(), this.via, this.places()).run();
     return j + 1;
   }
 
@@ -1101,13 +1265,19 @@ function arith(start: number, closer: ArithmeticFrame['closer']): ArithmeticFram
 }
 
 function newCmd(): Cmd {
-  return { words: [], tokens: [], input: null };
+  return { words: [], tokens: [], input: null, reads: null, stdinReplaced: false, runtimeInput: false };
 }
 
-function newCommandFrame(origin: CommandFrame['origin'], start: number): CommandFrame {
+/** The command after a compound command that holds a reader: its redirections feed that reader. */
+function readsFromGroup(cmd: Cmd, reads: Evaluation): void {
+  cmd.input ??= reads;
+  cmd.reads ??= reads;
+}
+
+function newCommandFrame(origin: CommandFrame['origin'], start: number, fn = false, fed = false): CommandFrame {
   return { kind: 'cmd', origin, start, wordStart: true, commandStart: true, word: null, value: null, unquoted: '', wordBegin: start, assignment: null, subscriptName: null, arithEnd: -1,
     wordAtCommandStart: false, functionName: false, header: false, loopVar: false, afterTime: false, coproc: false, cmd: newCmd(), wordEquals: false, redirectTarget: false, hereString: false,
-    patternStart: false, cases: [], pending: [], condition: null };
+    patternStart: false, cases: [], pending: [], condition: null, levels: [{ stage: 0, pipeOpen: false, fn, fed, reads: null }], fnPending: false, inputFd: null };
 }
 
 /** Something other than a plain character joins the current word (a quote, an expansion, a token). */
