@@ -46,7 +46,7 @@ class ChainMac {
     this.#key = key;
     const raw = key.export();
     for (let index = 0; index < 64; index++) {
-      const byte = index < raw.length ? raw[index]! : 0;
+      const byte = index < raw.length ? raw[index] : 0;
       this.#inner[index] = byte ^ 0x36;
       this.#outer[index] = byte ^ 0x5c;
     }
@@ -143,7 +143,7 @@ export function parseChainLine(key: KeyObject | undefined, bytes: Buffer): Parse
   }
   const hexStart = tailStart + HASH_TAIL_PREFIX.length;
   for (let index = hexStart; index < hexStart + 64; index++) {
-    if (!isHexByte(bytes[index]!)) return { ok: false, why: 'its `hash` is not 64 lower-case hex digits' };
+    if (!isHexByte(bytes[index])) return { ok: false, why: 'its `hash` is not 64 lower-case hex digits' };
   }
   let record: ChainRecord;
   try {
@@ -200,7 +200,7 @@ export function readVerifiedLink(key: KeyObject, bytes: Buffer): FastLink | unde
   let seq = 0;
   let index = SEQ_HEAD.length;
   for (; index < SEQ_HEAD.length + 16; index++) {
-    const byte = bytes[index]!;
+    const byte = bytes[index];
     if (byte < 0x30 || byte > 0x39) break;
     seq = seq * 10 + (byte - 0x30);
   }

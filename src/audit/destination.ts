@@ -33,8 +33,8 @@ export function isAuditTransport(value: unknown): value is AuditTransport {
 export function openAuditStream(destination: Exclude<AuditDestination, 'file'>): AuditStream {
   if (isAuditStream(destination)) return destination;
   const pinoModule = require('pino') as typeof pino;
-  if (destination === 'stdout') return pinoModule.destination({ dest: 1, sync: true }) as unknown as AuditStream;
-  return pinoModule.transport(destination as pino.TransportSingleOptions) as unknown as AuditStream;
+  if (destination === 'stdout') return pinoModule.destination({ dest: 1, sync: true });
+  return pinoModule.transport(destination as pino.TransportSingleOptions);
 }
 
 /*

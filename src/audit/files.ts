@@ -16,7 +16,7 @@ function getStamp(date: Date): string {
 /** Sort key of a rotated file name's suffix, or undefined when it is not one. */
 function parseRotatedSuffix(suffix: string): { stamp: string; n: number } | undefined {
   const match = ROTATED.exec(suffix);
-  return match ? { stamp: match[1]!, n: match[2] === undefined ? 0 : Number(match[2]) } : undefined;
+  return match ? { stamp: match[1], n: match[2] === undefined ? 0 : Number(match[2]) } : undefined;
 }
 
 /** The rotated files of `activePath`, oldest first (only those that exist). */
@@ -63,8 +63,8 @@ export function orderAuditFiles(files: readonly string[]): string[] {
     // A rotated name is `<active>.<stamp>` or `<active>.<stamp>.<n>`.
     const match = /^(.*)\.(\d{8}T\d{9}Z(?:\.\d+)?)$/.exec(name);
     if (match) {
-      const key = parseRotatedSuffix(match[2]!)!;
-      return { path, index, group: join(dirname(path), match[1]!), stamp: key.stamp, n: key.n };
+      const key = parseRotatedSuffix(match[2])!;
+      return { path, index, group: join(dirname(path), match[1]), stamp: key.stamp, n: key.n };
     }
     return { path, index, group: path, stamp: '~', n: 0 };
   });

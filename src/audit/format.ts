@@ -42,7 +42,7 @@ const COLUMNS = ['TIME', 'RUN', 'ACTOR', 'DECISION', 'EXIT', 'DURATION', 'COMMAN
 const WIDTHS = [24, 30, 20, 16, 8, 8, 0];
 
 export function formatTableHeader(): string {
-  return COLUMNS.map((name, index) => (WIDTHS[index] ? name.padEnd(WIDTHS[index]!) : name)).join(' ').trimEnd();
+  return COLUMNS.map((name, index) => (WIDTHS[index] ? name.padEnd(WIDTHS[index]) : name)).join(' ').trimEnd();
 }
 
 /** One row of `audit search`: time, run, actor, decision, exit, duration, command. */
@@ -56,7 +56,7 @@ export function formatTableRow(summary: RunSummary, commandWidth = 120): string 
     formatDuration(summary.durationMs),
     clip(escapeTerminal(summary.command ?? describeStandalone(summary)), commandWidth),
   ];
-  return cells.map((cell, index) => (WIDTHS[index] ? clip(cell, WIDTHS[index]!).padEnd(WIDTHS[index]!) : cell)).join(' ').trimEnd();
+  return cells.map((cell, index) => (WIDTHS[index] ? clip(cell, WIDTHS[index]).padEnd(WIDTHS[index]) : cell)).join(' ').trimEnd();
 }
 
 /** What a record that belongs to no run was about (names only). */

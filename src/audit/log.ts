@@ -41,7 +41,7 @@ import { ExecgateError, isExecgateError } from '../errors';
 import { ensureDir, getHome } from '../home';
 import { RESERVED_KEYS } from './canonical';
 import { EMPTY_CHAIN, GENESIS_HASH, RECORD_VERSION, sealRecord, type ChainState, type SealedRecord } from './chain';
-import { closeAuditStream, isAuditStream, isAuditTransport, openAuditStream, type AuditDestination, type AuditStream, type AuditTransport } from './destination';
+import { closeAuditStream, isAuditStream, isAuditTransport, openAuditStream, type AuditDestination, type AuditStream } from './destination';
 import { getRotatedPath, listRotatedFiles } from './files';
 import { fingerprintValue, getAuditKeyPath, loadAuditKeys, type AuditKeys } from './key';
 import { withLockSync } from './lock';
@@ -226,7 +226,7 @@ class FileStore implements ChainStore {
   #previousFileState(): ChainState {
     const rotated = listRotatedFiles(this.#path);
     for (let index = rotated.length - 1; index >= 0; index--) {
-      const path = rotated[index]!;
+      const path = rotated[index];
       let fd: number;
       try {
         fd = openSync(path, 'r');
@@ -405,7 +405,7 @@ export class AuditLog implements AuditSink {
     } else {
       const statePath = options.statePath ?? join(home, 'audit.chain');
       const owned = !isAuditStream(destination);
-      this.#store = new StateStore(statePath, this.#keys, openAuditStream(destination as 'stdout' | AuditTransport | AuditStream), owned && destination !== 'stdout');
+      this.#store = new StateStore(statePath, this.#keys, openAuditStream(destination), owned && destination !== 'stdout');
       this.#lockPath = `${statePath}.lock`;
     }
     if (options.lock === false) this.#lockPath = undefined;

@@ -32,7 +32,7 @@ const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 8
 /** `2025-01-05`, `2025-01-05T10:00:00Z`, or a duration back from now (`30m`, `24h`, `7d`, `2w`), as an ISO time. */
 export function parseTimeSpec(text: string, option: string, now = Date.now()): string {
   const relative = RELATIVE.exec(text.trim());
-  if (relative) return new Date(now - Number(relative[1]) * UNIT_MS[relative[2]!.toLowerCase()]!).toISOString();
+  if (relative) return new Date(now - Number(relative[1]) * UNIT_MS[relative[2].toLowerCase()]).toISOString();
   const time = Date.parse(text);
   if (Number.isNaN(time)) {
     throw new ExecgateError(

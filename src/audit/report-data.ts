@@ -69,7 +69,7 @@ class TimelineCounter {
     for (let index = 0; index < BASES.length; index++) {
       const map = this.#maps[index];
       if (map === undefined) continue;
-      const key = Math.floor(time / BASES[index]!);
+      const key = Math.floor(time / BASES[index]);
       let counts = map.get(key);
       if (counts === undefined) {
         if (map.size >= MAX_BASE_KEYS) {
@@ -90,7 +90,7 @@ class TimelineCounter {
       if (span / bucket.ms + 1 > MAX_BARS && bucket !== BUCKETS[BUCKETS.length - 1]) continue;
       const baseIndex = BASES.reduce((found, base, index) => (bucket.ms % base === 0 && this.#maps[index] !== undefined ? index : found), -1);
       if (baseIndex < 0) continue;
-      const base = BASES[baseIndex]!;
+      const base = BASES[baseIndex];
       const start = Math.floor(this.#first / bucket.ms) * bucket.ms;
       const count = Math.floor((this.#last - start) / bucket.ms) + 1;
       const bars: [number, number, number][] = Array.from({ length: count }, () => [0, 0, 0]);
@@ -114,7 +114,7 @@ class Tally<K extends string | number = string> {
     this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
     if (this.#counts.size > MAX_TRACKED) {
       const sorted = [...this.#counts.values()].sort((a, b) => a - b);
-      const threshold = sorted[Math.floor(sorted.length / 2)]!;
+      const threshold = sorted[Math.floor(sorted.length / 2)];
       for (const [name, count] of this.#counts) if (count <= threshold) this.#counts.delete(name);
     }
   }
@@ -444,14 +444,14 @@ export class ReportCollector {
       .map(({ actors, commands, lastFingerprint: _last, prints, deniedRuns, rotations, ...rest }): SecretView => ({
         ...rest,
         actors: actors.top(),
-        commands: commands.top(5).map(([id, count]): [string, number] => [this.#commands[id]!, count]),
+        commands: commands.top(5).map(([id, count]): [string, number] => [this.#commands[id], count]),
         deniedRuns: deniedRuns.slice(-TOP).reverse(),
         rotations: rotations.slice(-MAX_ROTATIONS),
         fingerprints: prints.size,
       }))
       .sort((a, b) => b.denied + b.rejected - (a.denied + a.rejected) || b.runs - a.runs || (a.ref < b.ref ? -1 : 1));
     const actors = [...this.#actors.values()]
-      .map(({ secrets: used, commands, ...rest }): ActorView => ({ ...rest, secrets: used.top(), commands: commands.top(5).map(([id, count]): [string, number] => [this.#commands[id]!, count]) }))
+      .map(({ secrets: used, commands, ...rest }): ActorView => ({ ...rest, secrets: used.top(), commands: commands.top(5).map(([id, count]): [string, number] => [this.#commands[id], count]) }))
       .sort((a, b) => b.runs - a.runs || (a.actor < b.actor ? -1 : 1))
       .slice(0, 200);
     const timeline = this.#timeline.result();

@@ -32,7 +32,7 @@ const INVISIBLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u2028\u2
 export function escapeHtml(value: unknown): string {
   return String(value)
     .replace(INVISIBLE, (char) => `\\u{${char.charCodeAt(0).toString(16)}}`)
-    .replace(/[&<>"'`]/g, (char) => HTML_ESCAPES[char]!);
+    .replace(/[&<>"'`]/g, (char) => HTML_ESCAPES[char]);
 }
 
 /** JSON that can sit inside a `<script type="application/json">` block: nothing in it can close the block. */

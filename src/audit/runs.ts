@@ -34,8 +34,8 @@ export function getCommandRefs(command: string): RunRef[] {
   const seen = new Map<string, RunRef>();
   TOKEN.lastIndex = 0;
   for (const match of command.matchAll(TOKEN)) {
-    const kind = match[1] ?? match[3]!;
-    const id = match[2] ?? match[4]!;
+    const kind = match[1] ?? match[3];
+    const id = match[2] ?? match[4];
     if (!seen.has(`${kind}:${id}`)) seen.set(`${kind}:${id}`, { kind, id, ref: `<<${kind}:${id}>>` });
   }
   return [...seen.values()];

@@ -28,7 +28,7 @@ export class BoundedCounter {
 
   #prune(): void {
     const sorted = [...this.#counts.values()].sort((a, b) => a - b);
-    const threshold = sorted[Math.floor(sorted.length / 2)]!;
+    const threshold = sorted[Math.floor(sorted.length / 2)];
     for (const [key, count] of this.#counts) if (count <= threshold) this.#counts.delete(key);
     this.approximate = true;
   }

@@ -212,7 +212,7 @@ export class ChainVerifier {
           recovered.bytes === entry.offset - leftover.offset &&
           leftover.file === entry.file;
         if (accounted) {
-          this.#notes.push({ file: leftover.file, line: leftover.line, offset: leftover.offset, reason: `${recovered.bytes} bytes here are not a record (a write cut short by a crash); the writer set them aside in chain.resumed seq ${record.seq}` });
+          this.#notes.push({ file: leftover.file, line: leftover.line, offset: leftover.offset, reason: `${String(recovered.bytes)} bytes here are not a record (a write cut short by a crash); the writer set them aside in chain.resumed seq ${record.seq}` });
         } else {
           this.#unaccounted(leftover);
         }

@@ -28,6 +28,6 @@ export function quoteWord(word: string, first = false): string {
 
 /** The shell command the words after `--` stand for. */
 export function getCommandText(words: readonly string[]): string {
-  if (words.length === 1) return words[0] as string;
+  if (words.length === 1) return words[0];
   return words.map((word, index) => quoteWord(word, index === 0)).join(' ');
 }

@@ -144,7 +144,7 @@ export class ScanEncoded extends Transform {
   constructor(encoding: string, detector: Redactor, options: TransformOptions = {}) {
     super(options);
     this.#scan = detector.createStream();
-    this.#decoder = DECODERS[encoding]!();
+    this.#decoder = DECODERS[encoding]();
     this.#decoder.on('data', (decoded: Buffer) => {
       const out = this.#scan.push(decoded);
       if (this.#scan.count > 0) this.#failed ??= new SentinelInBody(labelIn(out));

@@ -64,7 +64,7 @@ export function findSentinels(detector: Redactor | undefined, text: string): str
   if (!detector || text === '') return [];
   const { text: redacted, count } = detector.redactString(text);
   if (count === 0) return [];
-  return [...new Set([...redacted.matchAll(/\[REDACTED:([^\]]+)\]/g)].map((m) => m[1]!))];
+  return [...new Set([...redacted.matchAll(/\[REDACTED:([^\]]+)\]/g)].map((m) => m[1]))];
 }
 
 /**
@@ -82,9 +82,9 @@ export function placeInjections(
   const injected = new Set<string>();
   const headers: string[] = [];
   for (let i = 0; i + 1 < request.headers.length; i += 2) {
-    const name = request.headers[i]!;
+    const name = request.headers[i];
     const lower = name.toLowerCase();
-    let value = request.headers[i + 1]!;
+    let value = request.headers[i + 1];
     for (const injection of eligible) {
       const swapped = lower === 'cookie'
         ? swapCookies(value, injection)
@@ -195,7 +195,7 @@ export function swapCredential(value: string, sentinel: string, real: string): s
   if (scheme && scheme[3] === sentinel) return `${scheme[1]}${scheme[2] ?? ''}${real}${scheme[4]}`;
   const basic = /^(\s*basic\s+)([A-Za-z0-9+/=]+)(\s*)$/i.exec(value);
   if (!basic) return undefined;
-  const decoded = Buffer.from(basic[2]!, 'base64').toString('utf8');
+  const decoded = Buffer.from(basic[2], 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
   if (colon === -1) return undefined;
   const user = decoded.slice(0, colon);
@@ -263,8 +263,8 @@ function findIn(detector: Redactor | undefined, target: string, headers: readonl
   const inQuery = findSentinels(detector, query)[0];
   if (inQuery) return { ref: inQuery, where: 'the query' };
   for (let i = 0; i + 1 < headers.length; i += 2) {
-    const name = headers[i]!;
-    const ref = findSentinels(detector, name)[0] ?? findSentinels(detector, headers[i + 1]!)[0];
+    const name = headers[i];
+    const ref = findSentinels(detector, name)[0] ?? findSentinels(detector, headers[i + 1])[0];
     const lower = name.toLowerCase();
     if (ref) return { ref, where: lower === 'cookie' ? 'a cookie' : `the ${displayHeader(lower)} header`, header: lower };
   }
@@ -276,7 +276,7 @@ function findIn(detector: Redactor | undefined, target: string, headers: readonl
  * segments, encoded slashes, backslashes): a path rule must judge the path the server acts on.
  */
 function getPathname(target: string): string | undefined {
-  const raw = target.split('?')[0]!;
+  const raw = target.split('?')[0];
   if (/%2f|%5c|%2e|\\/i.test(raw)) return undefined;
   let normalized: string;
   try {

@@ -37,12 +37,12 @@ import { connect as tlsConnect, TLSSocket, type SecureContext } from 'node:tls';
 import { ExecgateError } from '../errors';
 import { getRuntimeBase } from '../fs/runtime-dir';
 import { Redactor } from '../redact';
-import { getAddressRefusal, resolveAllowed, systemResolver, type Resolver } from './address';
+import { resolveAllowed, systemResolver, type Resolver } from './address';
 import { canonicalHost, formatAuthority, parseAuthority } from './authority';
 import { createEgressCa, type EgressCa } from './ca';
 import { matchesHost } from './hosts';
 import { BodyScan, canScanEncoding, getSwaps, ScanEncoded, SentinelInBody, SwapStream } from './inject';
-import { createSentinelDetector, findSentinels, placeInjections, refuse } from './placement';
+import { createSentinelDetector, placeInjections, refuse } from './placement';
 import type { BoundInjection, Injection } from './plan';
 import { clip, isRefusal, readRequest, type Refusal } from './reading';
 import { getReason } from './reasons';
@@ -671,7 +671,7 @@ export class EgressProxy {
     this.#ca = ca;
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     if (head.length > 0) client.unshift(head);
-    const tls = new TLSSocket(client as Socket, {
+    const tls = new TLSSocket(client, {
       isServer: true,
       secureContext: ca.getSecureContext(decision.host),
       ALPNProtocols: ['http/1.1'],
@@ -799,7 +799,7 @@ export class EgressProxy {
       if (error instanceof SentinelInBody) {
         refused(refuse(error.ref, 'the body', injections, placementRequest, redirected));
       } else if (!answered && !res.headersSent) {
-        this.#deny(context, res, { ...decision, allowed: false, method, rule: 'request-body-failed', reason: `the request body could not be read (${(error as NodeJS.ErrnoException).code ?? error.message})` }, 400);
+        this.#deny(context, res, { ...decision, allowed: false, method, rule: 'request-body-failed', reason: `the request body could not be read (${(error).code ?? error.message})` }, 400);
       }
     });
   }
@@ -814,7 +814,7 @@ export class EgressProxy {
         createConnection: (_options: unknown, callback: (error: Error | null, socket?: Socket) => void) => {
           const socket = this.#limitConnect(netConnect({ host: parent.host, port: parent.port, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
           socket.once('connect', () => callback(null, socket));
-          socket.once('error', (error) => callback(error));
+          socket.once('error', (error: Error) => callback(error));
           return undefined;
         },
       } as never);
@@ -837,7 +837,7 @@ export class EgressProxy {
           ALPNProtocols: ['http/1.1'],
         }));
         socket.once('secureConnect', () => callback(null, socket));
-        socket.once('error', (error) => callback(error));
+        socket.once('error', (error: Error) => callback(error));
       };
       if (parent) this.#openTcp(context, decision, (error, socket) => (error ? callback(error) : secure(socket)));
       else secure();
@@ -907,7 +907,7 @@ function getBasicCredentials(req: IncomingMessage): ProxyCredentials | undefined
   const header = req.headers['proxy-authorization'];
   const basic = typeof header === 'string' ? /^\s*basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header) : null;
   if (!basic) return undefined;
-  const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+  const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
   return colon >= 0 ? { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) } : undefined;
 }
@@ -926,28 +926,28 @@ function safeEqual(given: string, expected: string): boolean {
 }
 
 function toHeaderObject(raw: readonly string[]): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = Object.create(null);
+  const out = Object.create(null) as Record<string, string | string[]>;
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!;
+    const name = raw[i];
     const existing = out[name];
-    out[name] = existing === undefined ? raw[i + 1]! : [...(Array.isArray(existing) ? existing : [existing]), raw[i + 1]!];
+    out[name] = existing === undefined ? raw[i + 1] : [...(Array.isArray(existing) ? existing : [existing]), raw[i + 1]];
   }
   return out;
 }
 
 function stripHopByHop(raw: readonly string[]): string[] {
   const out: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) if (!HOP_BY_HOP.has(raw[i]!.toLowerCase())) out.push(raw[i]!, raw[i + 1]!);
+  for (let i = 0; i + 1 < raw.length; i += 2) if (!HOP_BY_HOP.has(raw[i].toLowerCase())) out.push(raw[i], raw[i + 1]);
   return out;
 }
 
 function getHeader(raw: readonly string[], lower: string): string | undefined {
-  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i]!.toLowerCase() === lower) return raw[i + 1];
+  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i].toLowerCase() === lower) return raw[i + 1];
   return undefined;
 }
 
 /** Replace every `lower` header with one (or none, for undefined). */
 function setHeader(raw: string[], lower: string, value: string | undefined): void {
-  for (let i = raw.length - 2; i >= 0; i -= 2) if (raw[i]!.toLowerCase() === lower) raw.splice(i, 2);
+  for (let i = raw.length - 2; i >= 0; i -= 2) if (raw[i].toLowerCase() === lower) raw.splice(i, 2);
   if (value !== undefined) raw.push(lower, value);
 }

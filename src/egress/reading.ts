@@ -51,17 +51,17 @@ export function readRequest(req: IncomingMessage, to: Destination): Reading | Re
   let codings: string | undefined;
   const raw = req.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    if (name === 'host') hosts.push(raw[i + 1]!);
+    const name = raw[i].toLowerCase();
+    if (name === 'host') hosts.push(raw[i + 1]);
     else if (name === 'content-length') lengths += 1;
-    else if (name === 'transfer-encoding') codings = codings === undefined ? raw[i + 1]! : `${codings}, ${raw[i + 1]!}`;
+    else if (name === 'transfer-encoding') codings = codings === undefined ? raw[i + 1] : `${codings}, ${raw[i + 1]}`;
   }
   if (hosts.length > 1) return { rule: 'host-duplicate', reason: `the request has ${hosts.length} Host headers; exactly one is allowed` };
   if (hosts.length === 0 && req.httpVersion !== '1.0') return { rule: 'host-missing', reason: 'the request has no Host header' };
   if (hosts.length === 1) {
-    const host = parseAuthority(hosts[0]!, defaultPort);
+    const host = parseAuthority(hosts[0], defaultPort);
     if (!host || host.host !== to.host || host.port !== to.port) {
-      return { rule: 'host-mismatch', reason: `the Host header \`${clip(hosts[0]!)}\` does not name ${where}${to.tls ? ', the host this tunnel was opened to' : ', the host of the request URL'}` };
+      return { rule: 'host-mismatch', reason: `the Host header \`${clip(hosts[0])}\` does not name ${where}${to.tls ? ', the host this tunnel was opened to' : ', the host of the request URL'}` };
     }
   }
   if (lengths > 1) return { rule: 'framing', reason: 'the request has more than one Content-Length header' };
@@ -96,7 +96,7 @@ export function readRequest(req: IncomingMessage, to: Destination): Reading | Re
 
 /** Text from a request, cut short and made printable for a reason (a header or target can be anything). */
 export function clip(text: string): string {
-  // eslint-disable-next-line no-control-regex
+   
   const printable = text.replace(/[^\x20-\x7e]/g, '?');
   return printable.length > 80 ? `${printable.slice(0, 77)}...` : printable;
 }

@@ -34,7 +34,7 @@ export function getAcceptedEncodings(given: string | undefined, identityOnly: bo
   if (identityOnly) return 'identity';
   if (given === undefined) return undefined;
   const kept = given.split(',').map((part) => part.trim()).filter((part) => {
-    const name = part.split(';')[0]!.trim().toLowerCase();
+    const name = part.split(';')[0].trim().toLowerCase();
     return name === 'identity' || name in CODECS;
   });
   return kept.length > 0 ? kept.join(', ') : 'identity';
@@ -43,9 +43,9 @@ export function getAcceptedEncodings(given: string | undefined, identityOnly: bo
 export function redactHeaders(rawHeaders: readonly string[], redactor: Redactor, drop: ReadonlySet<string>): string[] {
   const out: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!;
+    const name = rawHeaders[i];
     if (drop.has(name.toLowerCase())) continue;
-    out.push(name, redactor.redactString(rawHeaders[i + 1]!).text);
+    out.push(name, redactor.redactString(rawHeaders[i + 1]).text);
   }
   return out;
 }
@@ -144,7 +144,7 @@ export class WrapGate extends Transform {
         this.push(this.#pending.subarray(0, cut));
         this.#pending = this.#pending.subarray(cut);
         this.#fed = Math.max(0, this.#fed - cut);
-        for (let i = 0; i < this.#runs.length; i += 2) this.#runs[i] = this.#runs[i]! - cut;
+        for (let i = 0; i < this.#runs.length; i += 2) this.#runs[i] = this.#runs[i] - cut;
       }
     }
     const base = this.#pending.length;
@@ -197,7 +197,7 @@ export class WrapGate extends Transform {
       if (cr !== -1 && cr < at) cr = chunk.indexOf(0x0d, at);
       if (bs !== -1 && bs < at) bs = chunk.indexOf(0x5c, at);
     }
-    const view = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+    const view = parts.length === 1 ? parts[0] : Buffer.concat(parts);
     const out = view.length > 0 ? this.#stream.push(view) : EMPTY;
     if (this.#stream.count > 0) return callback(new WrappedValue(labelIn(out)));
     this.#release(decided + out.length, callback);
@@ -243,24 +243,24 @@ export class WrapGate extends Transform {
     let drop = 0;
     let left = decided;
     while (left > 0 && drop < runs.length) {
-      const length = runs[drop + 1]!;
+      const length = runs[drop + 1];
       if (length <= left) {
         left -= length;
         drop += 2;
       } else {
-        runs[drop] = runs[drop]! + left;
+        runs[drop] = runs[drop] + left;
         runs[drop + 1] = length - left;
         left = 0;
       }
     }
     if (drop > 0) runs.splice(0, drop);
     // Held: from the first undecided view byte on, or a trailing backslash that may begin an escape.
-    const holdFrom = runs.length > 0 ? runs[0]! : this.#escape ? this.#pending.length - 1 : this.#pending.length;
+    const holdFrom = runs.length > 0 ? runs[0] : this.#escape ? this.#pending.length - 1 : this.#pending.length;
     if (holdFrom === 0) return callback();
     const out = this.#pending.subarray(0, holdFrom);
     this.#pending = holdFrom === this.#pending.length ? EMPTY : Buffer.from(this.#pending.subarray(holdFrom));
     this.#fed -= holdFrom;
-    for (let i = 0; i < runs.length; i += 2) runs[i] = runs[i]! - holdFrom;
+    for (let i = 0; i < runs.length; i += 2) runs[i] = runs[i] - holdFrom;
     callback(null, out);
   }
 }

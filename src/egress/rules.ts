@@ -135,7 +135,7 @@ function normalizeUpstream(input: unknown): UpstreamPolicy {
     throw upstreamInvalid(`Expected \`${where}.ca\` to be a list of absolute paths of PEM files, got ${describeValue(ca)}.`);
   }
   return Object.freeze({
-    ...(proxy !== undefined ? { proxy: proxy as string } : {}),
+    ...(proxy !== undefined ? { proxy: proxy } : {}),
     ...(noProxy !== undefined ? { noProxy: Object.freeze([...(noProxy as string[])]) } : {}),
     ca: Object.freeze([...(ca as string[])]),
   });

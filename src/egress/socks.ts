@@ -24,7 +24,7 @@ export async function handleSocks(socket: Socket, handlers: SocksHandlers): Prom
   const { authenticate, onAuthFailed } = handlers;
   try {
     const greeting = await readBytes(socket, 2);
-    const methods = await readBytes(socket, greeting[1]!);
+    const methods = await readBytes(socket, greeting[1]);
     const method = authenticate ? 0x02 : 0x00;
     if (greeting[0] !== 0x05 || !methods.includes(method)) {
       if (authenticate) onAuthFailed?.();
@@ -34,8 +34,8 @@ export async function handleSocks(socket: Socket, handlers: SocksHandlers): Prom
     socket.write(Buffer.from([0x05, method]));
     if (authenticate) {
       const version = await readBytes(socket, 1);
-      const username = (await readBytes(socket, (await readBytes(socket, 1))[0]!)).toString('utf8');
-      const password = (await readBytes(socket, (await readBytes(socket, 1))[0]!)).toString('utf8');
+      const username = (await readBytes(socket, (await readBytes(socket, 1))[0])).toString('utf8');
+      const password = (await readBytes(socket, (await readBytes(socket, 1))[0])).toString('utf8');
       const ok = version[0] === 0x01 && authenticate(username, password);
       if (!ok) {
         onAuthFailed?.();
@@ -49,7 +49,7 @@ export async function handleSocks(socket: Socket, handlers: SocksHandlers): Prom
     let host: string;
     if (head[3] === 0x01) host = [...(await readBytes(socket, 4))].join('.');
     // A domain is read by the one host parser like every other name: `0x7f.1` is an address here too.
-    else if (head[3] === 0x03) host = (await readBytes(socket, (await readBytes(socket, 1))[0]!)).toString('latin1');
+    else if (head[3] === 0x03) host = (await readBytes(socket, (await readBytes(socket, 1))[0])).toString('latin1');
     else if (head[3] === 0x04) host = `[${((await readBytes(socket, 16)).toString('hex').match(/..../g) ?? []).join(':')}]`;
     else return void reply(socket, REPLY.addressNotSupported, true);
     const port = (await readBytes(socket, 2)).readUInt16BE(0);

@@ -124,7 +124,7 @@ export function sanitizeEnv(options: SanitizeEnvOptions): SanitizedEnv {
   const normalized = normalizeOptions(options);
   const input = mergeSources(normalized);
 
-  const env: Record<string, string> = Object.create(null);
+  const env = Object.create(null) as Record<string, string>;
   const removed: string[] = [];
   const withheld: string[] = [];
   const reported: string[] = [];
@@ -220,8 +220,8 @@ function sortedKeys(map: Map<string, unknown>): string[] {
 
 /** Name order, except that JS objects always list integer-like names (`"2"`, `"10"`) first, numerically. */
 function sortEnv(env: Record<string, string>): Record<string, string> {
-  const sorted: Record<string, string> = Object.create(null);
-  for (const name of Object.keys(env).sort(compareNames)) sorted[name] = env[name] as string;
+  const sorted = Object.create(null) as Record<string, string>;
+  for (const name of Object.keys(env).sort(compareNames)) sorted[name] = env[name];
   return sorted;
 }
 
@@ -287,7 +287,7 @@ function getPatterns(option: string, value: unknown): RegExp[] {
   if (!Array.isArray(value) || !value.every((entry) => entry instanceof RegExp)) {
     fail(option, 'an array of regular expressions', value);
   }
-  return (value as RegExp[]).map((pattern) => new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, '')));
+  return (value).map((pattern) => new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, '')));
 }
 
 function getSet(value: unknown): Array<[string, string]> {

@@ -80,7 +80,7 @@ export class ProgressReporter {
     this.#partial = (parts.pop() ?? '').slice(-4096);
     this.#lines += parts.length;
     for (let index = parts.length - 1; index >= 0; index -= 1) {
-      const line = parts[index]!.replace(/\r$/, '');
+      const line = parts[index].replace(/\r$/, '');
       if (line.trim() === '' || (this.#hidden !== undefined && line.includes(this.#hidden))) continue;
       this.#lastLine = line;
       break;
@@ -126,6 +126,5 @@ function truncate(line: string): string {
 
 /** Terminal escapes and other control characters are noise in a client's status line. */
 function stripControls(line: string): string {
-  // eslint-disable-next-line no-control-regex
   return line.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, '').replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '');
 }

@@ -158,11 +158,11 @@ export class ExecgateStdioTransport implements Transport {
         const id = (item as { id?: unknown } | null)?.id;
         return { jsonrpc: '2.0', id: isId(id) ? id : null, error: { code: INVALID_REQUEST, message } };
       });
-    if (answers.length > 0) this.#write(`${JSON.stringify(answers)}\n`);
+    if (answers.length > 0) void this.#write(`${JSON.stringify(answers)}\n`);
   }
 
   #reply(id: Id, code: number, message: string): void {
-    this.#write(`${JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } })}\n`);
+    void this.#write(`${JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } })}\n`);
   }
 
   #write(text: string): Promise<void> {

@@ -8,7 +8,7 @@ function withEgressBinds(launch: SandboxLaunch, bwrapArgs: readonly string[]): S
   const binds = [...launch.check.binds];
   for (let i = 0; i < bwrapArgs.length; i++) {
     if (bwrapArgs[i] === '--ro-bind' || bwrapArgs[i] === '--bind') {
-      binds.push({ source: bwrapArgs[i + 1] as string, dest: bwrapArgs[i + 2] as string });
+      binds.push({ source: bwrapArgs[i + 1], dest: bwrapArgs[i + 2] });
       i += 2;
     }
   }

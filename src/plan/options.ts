@@ -99,7 +99,7 @@ export function normalizeRequest(request: unknown, defaults: OptionDefaults): No
   }
   // Copy own enumerable properties to a null-prototype object so prototype tricks cannot
   // smuggle options in.
-  const options: Record<string, unknown> = Object.create(null);
+  const options = Object.create(null) as Record<string, unknown>;
   for (const [key, value] of Object.entries(request)) options[key] = value;
 
   for (const key of Object.keys(options)) {
@@ -234,7 +234,7 @@ function normalizeEnum<T extends string>(name: string, value: unknown, allowed: 
 }
 
 function normalizeEnv(env: unknown): Readonly<Record<string, string>> {
-  const result: Record<string, string> = Object.create(null);
+  const result = Object.create(null) as Record<string, string>;
   if (env === undefined) return Object.freeze(result);
   if (env === null || typeof env !== 'object' || Array.isArray(env)) {
     throw new ExecgateError(

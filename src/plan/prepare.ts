@@ -184,8 +184,8 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   let egress: RunEgress | undefined;
   if (proxied) {
     const values = new Map<string, string>();
-    for (const { ref, index } of indexed) values.set(`${ref.kind}:${ref.id}`, injected[`${REF_ENV_PREFIX}${index}`]!);
-    egress = await openRunEgress(egressProxy!, {
+    for (const { ref, index } of indexed) values.set(`${ref.kind}:${ref.id}`, injected[`${REF_ENV_PREFIX}${index}`]);
+    egress = await openRunEgress(egressProxy, {
       runId, network: policy.network, check: egressCheck, values, shared: sandboxed.shared,
       ownSocket: context.handsOver?.(request.mode) === true, minLength: policy.secrets.minLength,
     });
@@ -221,7 +221,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     runId,
     request,
     displayCommand: request.command,
-    shell: program[0] as string,
+    shell: program[0],
     args: Object.freeze(program.slice(1)),
     env: Object.freeze(env),
     cwd: request.cwd,
@@ -250,7 +250,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       sandboxed: sandboxed.report.sandboxed,
       proxied,
       shared: sandboxed.report.sandboxed && sandboxed.report.network.shared,
-      ...(proxied ? { parent: egressProxy!.getParentFor(policy.network) } : {}),
+      ...(proxied ? { parent: egressProxy.getParentFor(policy.network) } : {}),
     }),
     ...(launch ? { launch } : {}),
     limits: Object.freeze({

@@ -15,7 +15,7 @@ export /** "Did you mean" for each reference no source knew, as `<<kind:name>>` 
 async function getSuggestions(refs: RefStore, resolved: ReadonlyArray<{ kind: RefKind; id: string; ref: string; found: boolean }>): Promise<Map<string, readonly string[]>> {
   const unknown = resolved.filter((each) => !each.found);
   const suggested = await Promise.all(unknown.map((each) => refs.suggest(each.kind, each.id)));
-  return new Map(unknown.map((each, index) => [each.ref, Object.freeze(suggested[index]!.map((name) => `<<${each.kind}:${name}>>`))]));
+  return new Map(unknown.map((each, index) => [each.ref, Object.freeze(suggested[index].map((name) => `<<${each.kind}:${name}>>`))]));
 }
 
 /**

@@ -3,7 +3,7 @@
  * `execgate policy show` prints. The result validates against the schema and loads to the same
  * policy, so it can be saved and used as a flattened policy file.
  */
-import type { EffectivePolicy, ExecMode } from './effective';
+import type { EffectivePolicy } from './effective';
 import { EXEC_MODES } from './effective';
 import type { CommandMatch } from './match';
 import { formatDuration, formatSize } from './units';
@@ -20,7 +20,7 @@ function matchToDocument(match: CommandMatch): Record<string, unknown> {
 
 export function policyToDocument(policy: EffectivePolicy): Record<string, unknown> {
   const modes: Record<string, unknown> = {};
-  for (const mode of EXEC_MODES as readonly ExecMode[]) {
+  for (const mode of EXEC_MODES) {
     const limits = policy.modes[mode];
     modes[mode] = { allowed: limits.allowed, timeout: formatDuration(limits.defaultTimeout), maxTimeout: formatDuration(limits.maxTimeout) };
   }

@@ -163,7 +163,7 @@ export interface EffectivePolicy {
 
 /** Freezes plain objects and arrays; compiled patterns (RegExp, RE2) keep their own state. */
 function deepFreeze<T>(value: T): T {
-  const prototype = value && typeof value === 'object' ? Object.getPrototypeOf(value) : undefined;
+  const prototype = value && typeof value === 'object' ? (Object.getPrototypeOf(value) as unknown) : undefined;
   const plain = prototype === Object.prototype || prototype === Array.prototype || prototype === null;
   if (plain && !Object.isFrozen(value)) {
     for (const key of Object.keys(value as object)) deepFreeze((value as Record<string, unknown>)[key]);

@@ -171,7 +171,7 @@ class Loader {
   #resolveTarget(target: string, from: PolicySource, via: Via): { display: string; absolute: string } | undefined {
     const shipped = /^execgate:(.*)$/.exec(target);
     if (shipped) {
-      const name = shipped[1] as string;
+      const name = shipped[1];
       const available = listShippedPolicies();
       if (!available.includes(name)) {
         this.problems.push(this.#at(via, 'EXECGATE_ERR_POLICY_NOT_FOUND', `no policy named \`${target}\` ships with execgate; shipped: ${available.map((n) => `\`execgate:${n}\``).join(', ')}`));
@@ -451,7 +451,7 @@ function checkConflicts(merged: Doc, origins: Map<string, FileEntry>, items: Map
     for (const item of list) {
       const origin = items.get(item) as ItemOrigin;
       const id = getItemId(item, origin, key);
-      const path: PathSegment[] = [prefix, key.split('.')[1] as string, origin.index, ...(item.id !== undefined ? ['id'] : [])];
+      const path: PathSegment[] = [prefix, key.split('.')[1], origin.index, ...(item.id !== undefined ? ['id'] : [])];
       const previous = ids.get(id);
       if (previous) {
         const where = previous.entry === origin.entry ? 'earlier in this file' : `in ${previous.entry.source.file}`;

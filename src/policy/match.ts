@@ -33,7 +33,7 @@ export function toCommandWords(value: string | readonly string[]): string[][] {
 function wordsMatch(words: readonly Word[], expected: readonly string[], loose: boolean): boolean {
   if (expected.length > words.length) return false;
   return expected.every((text, offset) => {
-    const word = words[offset] as Word;
+    const word = words[offset];
     if (word.dynamic) return false;
     if (word.text === text) return true;
     return loose && offset === 0 && !text.includes('/') && baseName(word.text) === text;
@@ -50,14 +50,14 @@ function hasFlags(words: readonly Word[], from: number, flags: readonly string[]
   const found = new Set<string>();
   let anything = false;
   for (let index = from; index < words.length; index += 1) {
-    const word = words[index] as Word;
+    const word = words[index];
     if (word.dynamic) {
       if (!/^[^-\0]/.test(word.text)) anything = true;
       continue;
     }
     if (word.text === '--') break;
     if (word.text.startsWith('--')) {
-      const name = word.text.slice(2).split('=')[0] as string;
+      const name = word.text.slice(2).split('=')[0];
       found.add(`--${name.toLowerCase()}`);
       found.add((name[0] ?? '').toLowerCase());
     } else if (word.text.startsWith('-')) {

@@ -41,7 +41,7 @@ export function formatProblem(problem: PolicyProblem): string {
 
 /** One error for a policy that did not load, carrying every problem found. */
 export function createPolicyError(file: string, problems: readonly PolicyProblem[]): ExecgateError {
-  const first = problems[0] as PolicyProblem;
+  const first = problems[0];
   const lines = problems.map(formatProblem);
   const more = problems.length > 1 ? ` (and ${problems.length - 1} more; \`execgate policy check ${file}\` lists them all)` : '';
   return new ExecgateError(first.code, `The policy ${file} was not loaded: ${lines[0]}${more}`, {
@@ -94,10 +94,10 @@ function editDistance(a: string, b: string): number {
   for (let i = 1; i < rows; i++) {
     for (let j = 1; j < cols; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let value = Math.min((d[i - 1] as number[])[j]! + 1, (d[i] as number[])[j - 1]! + 1, (d[i - 1] as number[])[j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) value = Math.min(value, (d[i - 2] as number[])[j - 2]! + 1);
-      (d[i] as number[])[j] = value;
+      let value = Math.min((d[i - 1])[j] + 1, (d[i])[j - 1] + 1, (d[i - 1])[j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) value = Math.min(value, (d[i - 2])[j - 2] + 1);
+      (d[i])[j] = value;
     }
   }
-  return (d[rows - 1] as number[])[cols - 1] as number;
+  return (d[rows - 1])[cols - 1];
 }

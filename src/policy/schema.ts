@@ -166,13 +166,13 @@ function pickBranch(node: Schema, value: unknown): Schema {
 function parentSchemaOf(error: SchemaError, root: unknown): Schema {
   const parts = error.schemaPath.replace(/^#/, '').split('/').slice(1);
   const parentParts = parts.slice(0, -1);
-  const keyword = parts[parts.length - 1] as string;
+  const keyword = parts[parts.length - 1];
   // For anyOf/oneOf the keyword sits on the schema itself, before a branch is picked.
   const picked = error.keyword !== 'anyOf' && error.keyword !== 'oneOf';
   const chain = schemasAlong(parsePointer(error.instancePath), root, picked);
   for (let i = chain.length - 1; i >= 0; i--) {
     const local = walk(chain[i], parentParts);
-    if (local !== null && typeof local === 'object' && keyword in (local as object)) return local as Schema;
+    if (local !== null && typeof local === 'object' && keyword in (local)) return local as Schema;
   }
   return (walk(getSchema(), parentParts) ?? {}) as Schema;
 }
@@ -181,7 +181,7 @@ function parentSchemaOf(error: SchemaError, root: unknown): Schema {
 function resolveRef(node: Schema): Schema {
   let current = node;
   for (let i = 0; i < 8 && typeof current.$ref === 'string'; i++) {
-    const ref = current.$ref as string;
+    const ref = current.$ref;
     const parts = ref.replace(/^#/, '').split('/').slice(1);
     let next: unknown = getSchema();
     for (const part of parts) next = (next as Record<string, unknown>)?.[part];
@@ -274,7 +274,7 @@ function toProblem(error: SchemaError, source: PolicySource): PolicyProblem {
   switch (error.keyword) {
     case 'additionalProperties': {
       const key = String(error.params.additionalProperty);
-      const known = Object.keys((parent.properties ?? {}) as object).filter((name) => name !== '$schema');
+      const known = Object.keys((parent.properties ?? {})).filter((name) => name !== '$schema');
       const hint = suggest(key, known);
       const tail = hint ? `did you mean \`${hint}\`?` : `expected one of ${known.map((name) => `\`${name}\``).join(', ')}`;
       return make(`unknown key; ${tail}`, path, key);
@@ -305,9 +305,9 @@ function toProblem(error: SchemaError, source: PolicySource): PolicyProblem {
       return make(`expected ${expected(parent, 'a value of another form')}, got ${describeJson(value)}`);
     case 'oneOf': {
       const branches = (parent.oneOf ?? []) as Schema[];
-      const keys = branches.flatMap((branch) => (Array.isArray(branch.required) ? branch.required : [])) as string[];
+      const keys = branches.flatMap((branch) => (Array.isArray(branch.required) ? (branch.required as string[]) : []));
       if (keys.length === branches.length) {
-        const present = keys.filter((key) => value !== null && typeof value === 'object' && key in (value as object));
+        const present = keys.filter((key) => value !== null && typeof value === 'object' && key in (value));
         const list = keys.map((key) => `\`${key}\``).join(', ');
         return present.length === 0 ? make(`give one of ${list}: what the entry matches`) : make(`give only one of ${list}, not ${present.map((key) => `\`${key}\``).join(' and ')}`);
       }

@@ -150,7 +150,7 @@ function readKeyAt(text: string, offset: number): string {
       return match[1];
     }
   }
-  return match[2] !== undefined ? match[2].replace(/''/g, "'") : (match[3] as string);
+  return match[2] !== undefined ? match[2].replace(/''/g, "'") : (match[3]);
 }
 
 /** Read at most MAX_POLICY_BYTES + 1 bytes, so a huge file is refused without reading it whole. */
@@ -226,7 +226,7 @@ function findJsonErrorOffset(text: string): number {
 export function pathAtOffset(document: Document.Parsed, offset: number): PathSegment[] {
   const { isMap, isSeq, isScalar } = getYaml();
   const path: PathSegment[] = [];
-  let node: YamlNode | null = document.contents as YamlNode | null;
+  let node: YamlNode | null = document.contents;
   for (;;) {
     if (isMap(node)) {
       let next: YamlNode | null = null;
@@ -269,11 +269,11 @@ export interface Located {
  */
 export function locate(source: PolicySource, path: readonly PathSegment[], key?: string): Located {
   const { isMap, isSeq, isScalar } = getYaml();
-  let node: YamlNode | null = source.document.contents as YamlNode | null;
+  let node: YamlNode | null = source.document.contents;
   let fallback = node?.range?.[0] ?? 0;
   const steps: PathSegment[] = key === undefined ? [...path] : [...path, key];
   for (let i = 0; i < steps.length; i++) {
-    const step = steps[i] as PathSegment;
+    const step = steps[i];
     const wantKey = key !== undefined && i === steps.length - 1;
     let found: { keyStart?: number; value: YamlNode | null } | undefined;
     if (isMap(node)) {

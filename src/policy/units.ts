@@ -19,7 +19,7 @@ export function parseDuration(value: number | string): number | undefined {
   if (typeof value === 'number') return value;
   const match = DURATION.exec(value);
   if (!match) return undefined;
-  return Math.round(Number(match[1]) * (DURATION_UNITS[match[2] as string] as number));
+  return Math.round(Number(match[1]) * (DURATION_UNITS[match[2]]));
 }
 
 /** Bytes for a schema-valid size, or undefined when the text has no valid form. */
@@ -27,14 +27,14 @@ export function parseSize(value: number | string): number | undefined {
   if (typeof value === 'number') return value;
   const match = SIZE.exec(value);
   if (!match) return undefined;
-  return Math.round(Number(match[1]) * (SIZE_UNITS[match[2] as string] as number));
+  return Math.round(Number(match[1]) * (SIZE_UNITS[match[2]]));
 }
 
 /** The shortest exact spelling of a duration (`120000` -> `2m`); 0 stays 0. */
 export function formatDuration(ms: number): number | string {
   if (ms === 0) return 0;
   for (const unit of ['d', 'h', 'm', 's'] as const) {
-    const size = DURATION_UNITS[unit] as number;
+    const size = DURATION_UNITS[unit];
     if (ms % size === 0) return `${ms / size}${unit}`;
   }
   return `${ms}ms`;
@@ -44,7 +44,7 @@ export function formatDuration(ms: number): number | string {
 export function formatSize(bytes: number): number | string {
   if (bytes === 0) return 0;
   for (const unit of ['GiB', 'MiB', 'KiB'] as const) {
-    const size = SIZE_UNITS[unit] as number;
+    const size = SIZE_UNITS[unit];
     if (bytes % size === 0) return `${bytes / size}${unit}`;
   }
   return bytes;

@@ -53,7 +53,7 @@ export function hasInheritedDescriptors(): boolean {
       continue; // closed since the listing (the listing's own descriptor, among others)
     }
     const flags = /^flags:\s*([0-7]+)/m.exec(buffer.toString('latin1', 0, length));
-    if (!flags || (parseInt(flags[1]!, 8) & O_CLOEXEC) === 0) return true;
+    if (!flags || (parseInt(flags[1], 8) & O_CLOEXEC) === 0) return true;
   }
   return false;
 }

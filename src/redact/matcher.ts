@@ -99,7 +99,7 @@ export class Matcher {
       if (this.#tolerant[index] === 1 && pattern.length > this.#maxTolerantLength) this.#maxTolerantLength = pattern.length;
       let hash = 0;
       for (let length = 1; length < pattern.length; length++) {
-        hash = prefixStep(hash, pattern[length - 1] as number);
+        hash = prefixStep(hash, pattern[length - 1]);
         this.#prefixes.add(prefixKey(hash, length));
         if (this.#tolerant[index] === 1) this.#tolerantPrefixes.add(prefixKey(hash, length));
       }
@@ -156,7 +156,7 @@ export class Matcher {
     let power = 1;
     let hold = length;
     for (let start = length - 1; start >= from; start--) {
-      hash = (hash + Math.imul(buffer[start] as number, power)) | 0;
+      hash = (hash + Math.imul(buffer[start], power)) | 0;
       power = Math.imul(power, PREFIX_BASE);
       const key = prefixKey(hash, length - start);
       if (prefixes.mayHave(key) && prefixes.has(key)) hold = start;
@@ -183,7 +183,7 @@ export class Matcher {
     let characters = 0;
     let hold = length;
     for (let start = length - 1; start >= 0 && characters < this.#maxTolerantLength - 1; start--) {
-      const byte = buffer[start] as number;
+      const byte = buffer[start];
       if (byte === LF || byte === CR) continue;
       hash = (hash + Math.imul(byte, power)) | 0;
       power = Math.imul(power, PREFIX_BASE);
@@ -220,14 +220,14 @@ export class Matcher {
     const shift = this.#hashShift;
     const joins = this.#tolerantWindows.size > 0;
     for (let index = 0; index < end; index += stride) {
-      const word = words[index] as number;
+      const word = words[index];
       const hash = Math.imul(word, HASH_MULTIPLIER) >>> shift;
       // A word that may hold a line break is looked up joined too (see the header).
       if (joins) {
         const lf = word ^ LFS;
         if (((lf - ONES) & ~lf & HIGHS) !== 0 || ((word >>> LAST_BYTE) & 0xff) === CR) this.#verifyJoined(buffer, padding + index * 4, lastStart, matches);
       }
-      if ((bitmap[hash >>> 5]! & (1 << (hash & 31))) === 0) continue;
+      if ((bitmap[hash >>> 5] & (1 << (hash & 31))) === 0) continue;
       this.#verify(buffer, word, padding + index * 4, lastStart, matches);
     }
   }
@@ -239,7 +239,7 @@ export class Matcher {
     let count = 0;
     let at = position;
     for (; count < 4 && at < length; at++) {
-      const byte = buffer[at] as number;
+      const byte = buffer[at];
       if (byte === LF || byte === CR) continue;
       word = LITTLE_ENDIAN ? word | (byte << (8 * count)) : (word << 8) | byte;
       count++;
@@ -247,10 +247,10 @@ export class Matcher {
     // Without a break among them these are the word itself, looked up already.
     if (count < 4 || at === position + 4) return;
     const hash = Math.imul(word, HASH_MULTIPLIER) >>> this.#hashShift;
-    if ((this.#bitmap[hash >>> 5]! & (1 << (hash & 31))) === 0) return;
+    if ((this.#bitmap[hash >>> 5] & (1 << (hash & 31))) === 0) return;
     const candidates = this.#tolerantWindows.get(word);
     if (candidates === undefined) return;
-    for (let index = 0; index < candidates.length; index += 2) this.#verifyAcrossBreaks(buffer, candidates[index]!, position, candidates[index + 1]!, lastStart, matches);
+    for (let index = 0; index < candidates.length; index += 2) this.#verifyAcrossBreaks(buffer, candidates[index], position, candidates[index + 1], lastStart, matches);
   }
 
   #verify(buffer: Buffer, word: number, position: number, lastStart: number, matches: Match[]): void {
@@ -283,7 +283,7 @@ export class Matcher {
     let start = position;
     for (let left = before; left > 0; ) {
       if (--start < 0) return;
-      const byte = buffer[start] as number;
+      const byte = buffer[start];
       if (byte !== 10 && byte !== 13) left--;
     }
     while (start < buffer.length && (buffer[start] === 10 || buffer[start] === 13)) start++;
@@ -380,7 +380,7 @@ class KeySet {
 
   mayHave(key: number): boolean {
     const hash = Math.imul(key, HASH_MULTIPLIER) >>> this.#shift;
-    return (this.#bitmap[hash >>> 5]! & (1 << (hash & 31))) !== 0;
+    return (this.#bitmap[hash >>> 5] & (1 << (hash & 31))) !== 0;
   }
 
   has(key: number): boolean {

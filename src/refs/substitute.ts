@@ -63,7 +63,7 @@ export function substituteTokens(command: string, replacements: readonly Replace
   const reading = analysis && sameTokens(analysis, command, sorted) ? analysis : readShell(command, sorted.map(({ token }) => token));
   const placements = getPlacements(reading, sorted);
   sorted.forEach((replacement, index) => {
-    const placement = placements[index] as Placement;
+    const placement = placements[index];
     if (placement.kind === 'refuse') throw unsafeContextError(replacement.token, placement.context, placement.reason);
   });
 
@@ -71,7 +71,7 @@ export function substituteTokens(command: string, replacements: readonly Replace
   let cursor = 0;
   sorted.forEach((replacement, index) => {
     const { token } = replacement;
-    const placement = placements[index] as Placement;
+    const placement = placements[index];
     script += command.slice(cursor, token.start);
     if (placement.kind !== 'expand') script += token.raw;
     else if ('envName' in replacement) script += expansionFor(placement.context, replacement.envName);
@@ -126,8 +126,8 @@ function validateReplacements(command: string, replacements: readonly Replacemen
   sorted.forEach((replacement, index) => validateReplacement(command, replacement, index));
   sorted.sort((a, b) => a.token.start - b.token.start);
   for (let index = 1; index < sorted.length; index += 1) {
-    const previous = (sorted[index - 1] as Replacement).token;
-    const current = (sorted[index] as Replacement).token;
+    const previous = (sorted[index - 1]).token;
+    const current = (sorted[index]).token;
     if (current.start < previous.end) {
       throw invalid(
         `Expected replacements for non-overlapping tokens, got \`${previous.raw}\` at offset ${previous.start} and \`${current.raw}\` at offset ${current.start}.`,

@@ -7,19 +7,19 @@
 
 function getEditDistance(a: string, b: string): number {
   const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) (d[0] as number[])[j] = j;
+  for (let j = 1; j <= b.length; j++) (d[0])[j] = j;
   for (let i = 1; i <= a.length; i++) {
-    const row = d[i] as number[];
-    const above = d[i - 1] as number[];
+    const row = d[i];
+    const above = d[i - 1];
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      row[j] = Math.min(above[j] as number + 1, row[j - 1] as number + 1, above[j - 1] as number + cost);
+      row[j] = Math.min(above[j] + 1, row[j - 1] + 1, above[j - 1] + cost);
       if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        row[j] = Math.min(row[j] as number, (d[i - 2] as number[])[j - 2] as number + 1);
+        row[j] = Math.min(row[j], (d[i - 2])[j - 2] + 1);
       }
     }
   }
-  return (d[a.length] as number[])[b.length] as number;
+  return (d[a.length])[b.length];
 }
 
 /** Known names within a small distance of `name`, closest first (at most three). */

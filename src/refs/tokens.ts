@@ -54,7 +54,7 @@ export function scanTokens(command: string, options: ScanOptions = {}): RefToken
   for (const match of command.matchAll(pattern)) {
     const isAlias = match[1] === undefined;
     const kind = (isAlias ? match[3] : match[1]) as RefKind;
-    const id = (isAlias ? match[4] : match[2]) as string;
+    const id = (isAlias ? match[4] : match[2]);
     const start = match.index;
     tokens.push(
       Object.freeze({ kind, id, raw: match[0], start, end: start + match[0].length, alias: isAlias }),

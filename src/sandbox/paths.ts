@@ -147,7 +147,7 @@ function getDependencyDirs(root: string): string[] {
   const visit = (dir: string): void => {
     let manifest: { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> };
     try {
-      manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+      manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as typeof manifest;
     } catch {
       return;
     }
@@ -237,7 +237,7 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   for (const path of bus.paths) hiddenWanted.add(path);
   for (const name of ['XDG_RUNTIME_DIR', 'SSH_AUTH_SOCK', 'GNOME_KEYRING_CONTROL', 'GPG_AGENT_INFO']) {
     const value = env[name];
-    if (value && value.startsWith('/')) hiddenWanted.add(value.split(':')[0] as string);
+    if (value && value.startsWith('/')) hiddenWanted.add(value.split(':')[0]);
   }
   // All of /run: the session buses and agents under /run/user, the system bus (which a gateway
   // running as root would let a run ask systemd to start anything on the host), container
@@ -281,7 +281,7 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
     }
     if (seen.has(path) || path === '/') continue;
     seen.add(path);
-    let directory = false;
+    let directory: boolean;
     try {
       directory = statSync(path).isDirectory();
     } catch {
@@ -336,7 +336,7 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   // A writable path inside another is carried by the outer bind (bubblewrap binds recursively);
   // binding it again would mount by name below a root that runs can rename in.
   for (let i = writable.length - 1; i >= 0; i--) {
-    const path = writable[i] as string;
+    const path = writable[i];
     if (writable.some((other) => other !== path && isInside(path, other))) writable.splice(i, 1);
   }
   const readOnly: string[] = [];

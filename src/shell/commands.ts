@@ -240,12 +240,12 @@ function readsScriptFrom(word: CommandWord, name: string, report: CommandReport,
 /** Read one simple command (its words in order, assignments and redirections' targets left out of nothing). */
 export function readCommand(words: readonly CommandWord[], report: CommandReport): void {
   let index = 0;
-  for (; index < words.length && words[index]!.assignment !== null; index += 1) readAssignment(words, index, report, false, 'assignment');
+  for (; index < words.length && words[index].assignment !== null; index += 1) readAssignment(words, index, report, false, 'assignment');
   readFrom(words, index, words.length, report, undefined, 0);
 }
 
 function readAssignment(words: readonly CommandWord[], index: number, report: CommandReport, declaration: boolean, how: string): void {
-  const word = words[index]!;
+  const word = words[index];
   const name = word.assignment as string;
   report.variable(name, word, how);
   if (CODE_VARIABLES.test(name)) {
@@ -268,7 +268,7 @@ function readAssignment(words: readonly CommandWord[], index: number, report: Co
 
 function readFrom(words: readonly CommandWord[], from: number, to: number, report: CommandReport, via: string | undefined, hops: number): void {
   if (from >= to) return;
-  const first = words[from]!;
+  const first = words[from];
   if (first.text === null) {
     report.uncertain('the command name is known only at run time', first);
     report.sink('a command whose name is known only at run time could be `eval` or a shell', first);
@@ -298,7 +298,7 @@ type OnOption = (option: string, value: CommandWord | string | null, at: number)
 function skipOptions(words: readonly CommandWord[], index: number, to: number, valued: readonly string[], onOption: OnOption = () => {}, plus = false): number {
   let i = index;
   for (; i < to; i += 1) {
-    const text = words[i]!.text;
+    const text = words[i].text;
     // A dynamic word ends the options: the caller decides what an operand known only at run
     // time means (a builtin's operand, a wrapper's command: uncertain). A shell also takes
     // `+o name`, `+O name`, `+ex` (`plus`).
@@ -342,7 +342,7 @@ function skipOptions(words: readonly CommandWord[], index: number, to: number, v
 /** A word (or an option's value) that `via` runs as code: refused, and read again when static. */
 function codeValue(value: CommandWord | string | null, at: number, words: readonly CommandWord[], report: CommandReport, via: string, context: Evaluation['context'] = 'shell-script'): void {
   if (value === null) return;
-  const word = words[Math.min(at, words.length - 1)]!;
+  const word = words[Math.min(at, words.length - 1)];
   report.refuse(at, at + 1, { context, reason: `\`${via}\` runs this word as shell code` });
   const text = typeof value === 'string' ? value : value.text;
   if (text === null) {
@@ -361,7 +361,7 @@ function codeWords(words: readonly CommandWord[], from: number, to: number, repo
   if (operands.some((word) => word.text === null)) {
     report.sink(dynamic, at);
     if (unsure) report.uncertain(dynamic, at);
-  } else if (operands.length > 0 && via !== null) report.code(operands.map((word) => word.text).join(' '), operands[0]!, 'script', via);
+  } else if (operands.length > 0 && via !== null) report.code(operands.map((word) => word.text).join(' '), operands[0], 'script', via);
 }
 
 function readShellCommand(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string): void {
@@ -372,21 +372,21 @@ function readShellCommand(words: readonly CommandWord[], from: number, to: numbe
     stdin ||= option === '-s' || option === '-i';
   }, true);
   const input: Evaluation = { context: 'shell-script', reason: `\`${name}\` reads its script from this input` };
-  if (operands < to && words[operands]!.text === null && !script) {
+  if (operands < to && words[operands].text === null && !script) {
     // `bash "$x" ...`: the word could be `-c`, which would make the next word a script.
     report.refuse(operands, to, { context: 'uncertain', reason: `\`${name}\` gets an option or script file known only at run time` });
-    report.uncertain(`\`${name}\` gets an option or script file known only at run time`, words[operands]!);
+    report.uncertain(`\`${name}\` gets an option or script file known only at run time`, words[operands]);
     // `bash <(...)`: the script is what a process writes; `bash "$f"` may name /dev/stdin.
-    readsScriptFrom(words[operands]!, name, report, input);
+    readsScriptFrom(words[operands], name, report, input);
   } else if (script) {
-    if (operands < to) codeValue(words[operands]!, operands, words, report, `${name} -c`);
-  } else if (stdin || operands >= to || (words[operands]!.text === '-' && operands + 1 >= to)) {
+    if (operands < to) codeValue(words[operands], operands, words, report, `${name} -c`);
+  } else if (stdin || operands >= to || (words[operands].text === '-' && operands + 1 >= to)) {
     // (A lone `-` ends the options: `sh -` reads its input.)
     report.input(input);
-    report.uncertain(`\`${name}\` reads its script from its input`, words[from]!);
+    report.uncertain(`\`${name}\` reads its script from its input`, words[from]);
   } else {
     // `bash /dev/stdin`, `sh /dev/fd/3`: a script file that is an input of the command.
-    readsScriptFrom(words[operands]!.text === '-' ? words[operands + 1]! : words[operands]!, name, report, input);
+    readsScriptFrom(words[operands].text === '-' ? words[operands + 1] : words[operands], name, report, input);
   }
 }
 
@@ -404,7 +404,7 @@ function readInterpreter(words: readonly CommandWord[], from: number, to: number
     interactive ||= spec.interactive?.includes(option) === true;
   };
   for (; i < to; i += 1) {
-    const text = words[i]!.text;
+    const text = words[i].text;
     if (text === null) {
       // An option known only at run time could be anything; `-` among them.
       report.input(evaluation);
@@ -437,7 +437,7 @@ function readInterpreter(words: readonly CommandWord[], from: number, to: number
     report.input(evaluation);
     return;
   }
-  readsScriptFrom(words[i]!, name, report, evaluation);
+  readsScriptFrom(words[i], name, report, evaluation);
 }
 
 interface ParsedOption {
@@ -461,7 +461,7 @@ interface Parsed {
 function resolveLong(written: string, longs: readonly string[]): string | null {
   if (longs.includes(written)) return written;
   const candidates = longs.filter((option) => option.startsWith(written));
-  if (candidates.length === 1) return candidates[0]!;
+  if (candidates.length === 1) return candidates[0];
   return candidates.length === 0 ? written : null;
 }
 
@@ -476,7 +476,7 @@ function parseOptions(words: readonly CommandWord[], from: number, to: number, s
   let ambiguous: string | null = null;
   let i = from;
   for (; i < to; i += 1) {
-    const text = words[i]!.text;
+    const text = words[i].text;
     if (text === null || !text.startsWith('-') || text === '-') {
       if (text === null && dynamic < 0) dynamic = i;
       if (!spec.permute) break;
@@ -539,7 +539,7 @@ interface View {
   readonly map: number[];
 }
 
-const viewOf = (words: readonly CommandWord[], indices: readonly number[]): View => ({ words: indices.map((index) => words[index]!), map: [...indices] });
+const viewOf = (words: readonly CommandWord[], indices: readonly number[]): View => ({ words: indices.map((index) => words[index]), map: [...indices] });
 
 /** A word that a program fills in when it runs (an input item, a file name). */
 const runTimeWord = (at: CommandWord, raw: string): CommandWord => ({ text: null, start: at.start, end: at.end, assignment: null, raw });
@@ -551,13 +551,13 @@ function readView(view: View, report: CommandReport, via: string, hops: number):
 /** Refuse everything from `index` on: an option known only at run time may change how the rest is read. */
 function unsureFrom(words: readonly CommandWord[], index: number, to: number, report: CommandReport, name: string): void {
   const reason = `\`${name}\` gets an option or operand known only at run time, which may change what the rest of its arguments are`;
-  report.uncertain(reason, words[index]!);
-  report.sink(reason, words[index]!);
+  report.uncertain(reason, words[index]);
+  report.sink(reason, words[index]);
   report.refuse(index, to, { context: 'uncertain', reason });
 }
 
 function readWrapper(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string, spec: Wrapper, hops: number): void {
-  const first = words[from]!;
+  const first = words[from];
   const parsed = parseOptions(words, from + 1, to, spec);
   if (parsed.ambiguous !== null) report.uncertain(`\`${name}\` gets \`${parsed.ambiguous}\`, an abbreviation of several of its options`, first);
   const { operands } = parsed;
@@ -590,7 +590,7 @@ function readWrapper(words: readonly CommandWord[], from: number, to: number, re
       return readFlock(words, to, operands, report, code, hops);
     case 'watch':
       if (parsed.options.some(({ option }) => option === '-x' || option === '--exec')) return readView(viewOf(words, operands), report, name, hops);
-      if (operands.length > 0) codeWords(words, operands[0]!, to, report, { context: 'shell-script', reason: '`watch` runs its arguments through `sh -c`' }, name, '`watch` runs a command line known only at run time', first, true);
+      if (operands.length > 0) codeWords(words, operands[0], to, report, { context: 'shell-script', reason: '`watch` runs its arguments through `sh -c`' }, name, '`watch` runs a command line known only at run time', first, true);
       return;
     case 'ssh':
       return readSsh(words, from, to, parsed, report, spec);
@@ -601,7 +601,7 @@ function readWrapper(words: readonly CommandWord[], from: number, to: number, re
   if (shellFlag) {
     // `sudo -s CMD` / `doas -s`: the words go to a shell as one command line; none, an interactive shell.
     if (operands.length === 0) report.input({ context: 'shell-script', reason: `\`${name}\` starts a shell that reads this input` });
-    else codeWords(words, operands[0]!, to, report, { context: 'shell-script', reason: `\`${name} -s\` / \`-i\` hands its command to a shell` }, name, `\`${name} -s\` runs a command line known only at run time`, first, false);
+    else codeWords(words, operands[0], to, report, { context: 'shell-script', reason: `\`${name} -s\` / \`-i\` hands its command to a shell` }, name, `\`${name} -s\` runs a command line known only at run time`, first, false);
     return;
   }
   if (code) return;
@@ -620,7 +620,7 @@ function readWrapper(words: readonly CommandWord[], from: number, to: number, re
     if (spec.form === 'shell-when-empty') report.input({ context: 'shell-script', reason: `\`${name}\` without a command starts a shell that reads this input` });
     return;
   }
-  let start = operands[positional]!;
+  let start = operands[positional];
   // `sudo NAME=value CMD` sets NAME for the command, as env does.
   if (spec.assignments) {
     for (let variable = envName(words[start]); start < to && variable !== null; variable = envName(words[start])) {
@@ -644,19 +644,19 @@ function readEnv(words: readonly CommandWord[], from: number, to: number, parsed
     const text = typeof split.value === 'string' ? split.value : split.value.text;
     const parts = text === null ? null : splitEnvString(text);
     if (parts === null) return unsureFrom(words, split.at, to, report, 'env -S');
-    const at = words[split.at]!;
+    const at = words[split.at];
     const view: View = {
-      words: [words[from]!, ...parts.map((part): CommandWord => ({ text: part, start: at.start, end: at.end, assignment: null, raw: part })), ...words.slice(split.at + 1, to)],
+      words: [words[from], ...parts.map((part): CommandWord => ({ text: part, start: at.start, end: at.end, assignment: null, raw: part })), ...words.slice(split.at + 1, to)],
       map: [from, ...parts.map(() => split.at), ...Array.from({ length: to - split.at - 1 }, (_, k) => split.at + 1 + k)],
     };
     if (hops >= MAX_HOPS) return report.uncertain(`more than ${MAX_HOPS} wrappers in one command`, at);
     return readWrapper(view.words, 0, view.words.length, mapReport(report, view.map), 'env', spec, hops + 1);
   }
   for (const { option, value, at } of parsed.options) {
-    if (option === '-u' || option === '--unset') report.variable(typeof value === 'string' ? value : value?.text ?? null, words[at]!, 'env -u');
+    if (option === '-u' || option === '--unset') report.variable(typeof value === 'string' ? value : value?.text ?? null, words[at], 'env -u');
   }
   let index = parsed.operands[0] ?? to;
-  while (index < to && words[index]!.text === '-') index += 1;
+  while (index < to && words[index].text === '-') index += 1;
   for (let variable = envName(words[index]); index < to && variable !== null; variable = envName(words[index])) {
     readAssignment(words.map((word, at) => (at === index ? { ...word, assignment: variable } : word)), index, report, true, 'env');
     index += 1;
@@ -666,7 +666,7 @@ function readEnv(words: readonly CommandWord[], from: number, to: number, parsed
 
 function envName(word: CommandWord | undefined): string | null {
   const match = word && /^([^=]+)=/.exec(word.text ?? word.raw.replace(/['"\\]/g, ''));
-  return match && !match[1]!.startsWith('-') ? match[1]! : null;
+  return match && !match[1].startsWith('-') ? match[1] : null;
 }
 
 /** ENV_SPLIT_ESCAPES: what a backslash pair means in `env -S` (coreutils), outside single quotes. */
@@ -682,10 +682,10 @@ export function splitEnvString(text: string): string[] | null {
   let word: string | null = null;
   let quote = '';
   for (let i = 0; i < text.length; i += 1) {
-    const c = text[i]!;
+    const c = text[i];
     if (quote === "'") {
       if (c === "'") quote = '';
-      else if (c === '\\' && (text[i + 1] === '\\' || text[i + 1] === "'")) word += text[(i += 1)]!;
+      else if (c === '\\' && (text[i + 1] === '\\' || text[i + 1] === "'")) word += text[(i += 1)];
       else word += c;
       continue;
     }
@@ -729,7 +729,7 @@ function readXargs(words: readonly CommandWord[], parsed: Parsed, report: Comman
   let replace: string | null = null;
   for (const { option, value, at } of parsed.options) {
     // Each child gets this variable, set to its slot number.
-    if (option === '--process-slot-var') report.variable(typeof value === 'string' ? value : value?.text ?? null, words[at]!, 'xargs --process-slot-var');
+    if (option === '--process-slot-var') report.variable(typeof value === 'string' ? value : value?.text ?? null, words[at], 'xargs --process-slot-var');
     if (option !== '-I' && option !== '-i' && option !== '--replace') continue;
     const text = value === null ? '{}' : typeof value === 'string' ? value : value.text;
     if (text === null) return unsureFrom(words, parsed.operands[0] ?? words.length - 1, words.length, report, 'xargs');
@@ -743,7 +743,7 @@ function readXargs(words: readonly CommandWord[], parsed: Parsed, report: Comman
       if (word.text !== null && word.text.includes(marker)) view.words[index] = runTimeWord(word, word.raw);
     });
   } else {
-    view.words.push(runTimeWord(view.words[view.words.length - 1]!, '(xargs input)'));
+    view.words.push(runTimeWord(view.words[view.words.length - 1], '(xargs input)'));
     view.map.push(-1);
   }
   // Items that reach a place where the command parses them (`xargs sh` gets `-c CODE` as
@@ -766,7 +766,7 @@ function readXargs(words: readonly CommandWord[], parsed: Parsed, report: Comman
       mapped.sink(reason, at);
     },
   };
-  if (hops >= MAX_HOPS) return report.uncertain(`more than ${MAX_HOPS} wrappers in one command`, view.words[0]!);
+  if (hops >= MAX_HOPS) return report.uncertain(`more than ${MAX_HOPS} wrappers in one command`, view.words[0]);
   readFrom(view.words, 0, view.words.length, tracking, 'xargs', hops + 1);
   if (code) report.input({ context: 'shell-script', reason: '`xargs` hands what it reads to a command that runs it as code' });
 }
@@ -780,24 +780,24 @@ function readSu(words: readonly CommandWord[], parsed: Parsed, report: CommandRe
   if (parsed.options.some(({ option }) => option === '-u' || option === '--user')) return readView(viewOf(words, parsed.operands), report, name, hops);
   if (code) return;
   const operands = [...parsed.operands];
-  if (operands.length > 0 && words[operands[0]!]!.text === '-') operands.shift();
+  if (operands.length > 0 && words[operands[0]].text === '-') operands.shift();
   const args = operands.slice(1);
   if (args.length === 0) {
     report.input({ context: 'shell-script', reason: `\`${name}\` starts a shell that reads this input` });
     return;
   }
-  const at = words[args[0]!]!;
-  const view: View = { words: [{ text: 'sh', start: at.start, end: at.start, assignment: null, raw: 'sh' }, ...args.map((index) => words[index]!)], map: [-1, ...args] };
+  const at = words[args[0]];
+  const view: View = { words: [{ text: 'sh', start: at.start, end: at.start, assignment: null, raw: 'sh' }, ...args.map((index) => words[index])], map: [-1, ...args] };
   readShellCommand(view.words, 0, view.words.length, mapReport(report, view.map), `${name} USER`);
 }
 
 /** `flock [options] FILE COMMAND...`, `flock FILE -c SCRIPT`, `flock -c SCRIPT FILE`. */
 function readFlock(words: readonly CommandWord[], to: number, operands: readonly number[], report: CommandReport, code: boolean, hops: number): void {
   if (code || operands.length < 2) return;
-  const second = operands[1]!;
-  const text = words[second]!.text;
+  const second = operands[1];
+  const text = words[second].text;
   if (text === '-c' || text === '--command') {
-    if (operands.length > 2) codeValue(words[operands[2]!]!, operands[2]!, words, report, `flock ${text}`);
+    if (operands.length > 2) codeValue(words[operands[2]], operands[2], words, report, `flock ${text}`);
     return;
   }
   readFrom(words, second, to, report, 'flock', hops + 1);
@@ -813,10 +813,10 @@ const SSH_LOCAL_COMMANDS = new Set(['proxycommand', 'localcommand', 'knownhostsc
 function readSsh(words: readonly CommandWord[], from: number, to: number, parsed: Parsed, report: CommandReport, spec: Wrapper): void {
   const options = [...parsed.options];
   let rest = (parsed.operands[0] ?? to) + 1;
-  while (rest < to && words[rest]!.text !== null && words[rest]!.text!.startsWith('-') && words[rest]!.text !== '-') {
+  while (rest < to && words[rest].text !== null && words[rest].text!.startsWith('-') && words[rest].text !== '-') {
     const again = parseOptions(words, rest, to, spec);
     options.push(...again.options);
-    if (words[rest]!.text === '--' || again.operands.length === 0) {
+    if (words[rest].text === '--' || again.operands.length === 0) {
       rest = again.operands[0] ?? to;
       break;
     }
@@ -829,12 +829,12 @@ function readSsh(words: readonly CommandWord[], from: number, to: number, parsed
     if (key !== undefined && !SSH_LOCAL_COMMANDS.has(key) && key !== 'remotecommand') continue;
     const script = written === null ? null : written.replace(/^\s*[A-Za-z]+\s*=?\s*/, '');
     if (key === 'remotecommand') report.refuse(at, at + 1, { context: 'remote-command', reason: 'ssh hands `RemoteCommand` to the remote shell, which parses it' });
-    else codeValue(script === null ? { ...words[at]!, text: null } : script, at, words, report, `ssh -o ${key ?? 'option'}`);
+    else codeValue(script === null ? { ...words[at], text: null } : script, at, words, report, `ssh -o ${key ?? 'option'}`);
   }
   report.refuse(rest, to, { context: 'remote-command', reason: 'ssh hands its command line to the remote shell, which parses it' });
   // Without a command the remote login shell reads the input as code; with one, that command reads it.
   report.input({ context: 'remote-command', reason: 'ssh may hand its input to the remote shell, which parses it' }, rest >= to);
-  if (rest < to) report.uncertain('ssh runs a command on another host, which the policy cannot see', words[from]!);
+  if (rest < to) report.uncertain('ssh runs a command on another host, which the policy cannot see', words[from]);
 }
 
 /**
@@ -844,21 +844,21 @@ function readSsh(words: readonly CommandWord[], from: number, to: number, parsed
 function readParallel(words: readonly CommandWord[], to: number, operands: readonly number[], report: CommandReport, first: CommandWord): void {
   const start = operands[0] ?? to;
   let end = start;
-  while (end < to && !/^:::[:+]*$/.test(words[end]!.text ?? '')) end += 1;
+  while (end < to && !/^:::[:+]*$/.test(words[end].text ?? '')) end += 1;
   report.refuse(start, to, { context: 'shell-script', reason: '`parallel` pastes input items into a command line that a shell runs' });
   report.input({ context: 'shell-script', reason: '`parallel` pastes its input into a command line that a shell runs' });
   report.uncertain('`parallel` runs a command line built at run time from its input', first);
   report.sink('`parallel` runs a command line built at run time from its input', first);
   const line = words.slice(start, end);
-  if (line.length > 0 && line.every((word) => word.text !== null)) report.code(line.map((word) => word.text).join(' '), line[0]!, 'script', 'parallel');
+  if (line.length > 0 && line.every((word) => word.text !== null)) report.code(line.map((word) => word.text).join(' '), line[0], 'script', 'parallel');
 }
 
 /** `find ... -exec CMD ... ;` (or `+`): `{}` in a word is a file name, known only at run time. */
 function readFind(words: readonly CommandWord[], from: number, to: number, report: CommandReport, hops: number): void {
   for (let i = from + 1; i < to; i += 1) {
-    if (!FIND_EXEC.includes(words[i]!.text ?? '')) continue;
+    if (!FIND_EXEC.includes(words[i].text ?? '')) continue;
     let end = i + 1;
-    while (end < to && words[end]!.text !== ';' && words[end]!.text !== '+') end += 1;
+    while (end < to && words[end].text !== ';' && words[end].text !== '+') end += 1;
     const view = viewOf(words, Array.from({ length: end - i - 1 }, (_, k) => i + 1 + k));
     view.words.forEach((word, index) => {
       if (word.text !== null && word.text.includes('{}')) view.words[index] = runTimeWord(word, word.raw);
@@ -878,14 +878,14 @@ const NAME_OPTIONS: Readonly<Record<string, { valued: string[]; option: string; 
 };
 
 function readBuiltin(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string): void {
-  const at = words[from]!;
+  const at = words[from];
   /** Words that name variables; `sets`: the builtin assigns (or unsets) them. */
   const names = (start: number, end: number, sets = true): void => {
     report.refuse(start, end, { context: 'variable-name', reason: `\`${name}\` takes this word as a variable name` });
     for (let i = start; i < end; i += 1) {
-      const text = words[i]!.text;
-      if (sets) report.variable(text, words[i]!, name);
-      if (text === null) report.sink(`\`${name}\` takes a variable name known only at run time`, words[i]!);
+      const text = words[i].text;
+      if (sets) report.variable(text, words[i], name);
+      if (text === null) report.sink(`\`${name}\` takes a variable name known only at run time`, words[i]);
       else report.taint(text);
     }
   };
@@ -905,7 +905,7 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
     case 'trap': {
       const start = skipOptions(words, from + 1, to, []);
       report.refuse(start, to, { context: 'evaluated', reason: '`trap` runs its action as shell code' });
-      if (start < to) codeValue(words[start]!, start, words, report, 'trap', 'evaluated');
+      if (start < to) codeValue(words[start], start, words, report, 'trap', 'evaluated');
       return;
     }
     case 'let':
@@ -930,7 +930,7 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
       return;
     case 'test':
     case '[':
-      for (let i = from + 1; i + 1 < to; i += 1) if (words[i]!.text === '-v' || words[i]!.text === '-R') names(i + 1, i + 2, false);
+      for (let i = from + 1; i + 1 < to; i += 1) if (words[i].text === '-v' || words[i].text === '-R') names(i + 1, i + 2, false);
       return;
     case 'alias':
       report.refuse(from + 1, to, { context: 'evaluated', reason: 'an alias is shell code that bash parses where it is used' });
@@ -943,7 +943,7 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
     case '.': {
       // `source FILE`: the file is shell code; `/dev/stdin` or `<(...)` make it the text's own input.
       const start = skipOptions(words, from + 1, to, ['-p']);
-      if (start < to) readsScriptFrom(words[start]!, name, report, { context: 'shell-script', reason: `\`${name}\` runs this input as shell code` });
+      if (start < to) readsScriptFrom(words[start], name, report, { context: 'shell-script', reason: `\`${name}\` runs this input as shell code` });
       return;
     }
     case 'shopt':
@@ -962,7 +962,7 @@ function readDeclaration(words: readonly CommandWord[], from: number, to: number
   const attribute = flags.has('-i') ? 'integer' : flags.has('-n') ? 'reference' : flags.has('-a') || flags.has('-A') ? 'array' : null;
   if (flags.has('-f') || flags.has('-F')) return;
   for (let i = start; i < to; i += 1) {
-    const word = words[i]!;
+    const word = words[i];
     const assigned = word.assignment;
     const varName = assigned ?? (word.text !== null && /^[A-Za-z_][A-Za-z0-9_]*$/.test(word.text) ? word.text : null);
     report.variable(varName, word, name);

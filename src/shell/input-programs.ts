@@ -78,7 +78,7 @@ const KNOWN_COMMANDS = /^(?:env|nice|nohup|timeout|stdbuf|setsid|sudo|doas|su|ru
 function options(words: readonly CommandWord[], from: number, to: number, valued: readonly string[], onOption: (option: string, value: string | null) => void): number | null {
   let i = from;
   for (; i < to; i += 1) {
-    const text = words[i]!.text;
+    const text = words[i].text;
     if (text === null) return null;
     if (!text.startsWith('-') || text === '-') return i;
     if (text === '--') return i + 1;
@@ -88,7 +88,7 @@ function options(words: readonly CommandWord[], from: number, to: number, valued
       if (equals >= 0) onOption(option, text.slice(equals + 1));
       else if (valued.includes(option)) {
         i += 1;
-        onOption(option, i < to ? words[i]!.text : null);
+        onOption(option, i < to ? words[i].text : null);
       } else onOption(option, '');
       continue;
     }
@@ -101,7 +101,7 @@ function options(words: readonly CommandWord[], from: number, to: number, valued
       if (k + 1 < text.length) onOption(option, text.slice(k + 1));
       else {
         i += 1;
-        onOption(option, i < to ? words[i]!.text : null);
+        onOption(option, i < to ? words[i].text : null);
       }
       break;
     }
@@ -139,7 +139,7 @@ function readAwk(words: readonly CommandWord[], from: number, to: number, name: 
   if (first === null) return { reason: `\`${name}\` gets an option or program known only at run time` };
   if (runs !== null) return { reason: runs };
   if (program || first >= to) return null;
-  const text = words[first]!.text;
+  const text = words[first].text;
   if (text === null || awkRuns(text)) return { reason: `\`${name}\` runs a program that may hand what it reads to a shell` };
   return null;
 }
@@ -150,7 +150,7 @@ function sedRuns(script: string): boolean {
   const substitutions = /s([^\s\\\n;{}a-zA-Z0-9])((?:\\.|(?!\1)[^\\])*)\1((?:\\.|(?!\1)[^\\])*)\1([a-zA-Z0-9]*)/gs;
   let rest = script;
   for (const match of script.matchAll(substitutions)) {
-    if (match[4]!.includes('e')) return true;
+    if (match[4].includes('e')) return true;
     rest = rest.replace(match[0], ';');
   }
   // Addresses (`/re/`, `\%re%`) removed; then an `e` where a command starts.
@@ -177,14 +177,14 @@ function readSed(words: readonly CommandWord[], from: number, to: number, name: 
   if (sandbox) return null;
   if (runs !== null) return { reason: runs };
   if (script || first >= to) return null;
-  const text = words[first]!.text;
+  const text = words[first].text;
   if (text === null || sedRuns(text)) return { reason: `\`${name}\` runs a script that may hand what it reads to a shell` };
   return null;
 }
 
 function readRuntime(words: readonly CommandWord[], from: number, to: number, name: string, code: readonly string[]): InputProgram {
   for (let i = from + 1; i < to; i += 1) {
-    const text = words[i]!.text;
+    const text = words[i].text;
     if (text === null) break;
     const option = text.includes('=') && text.startsWith('-') ? text.slice(0, text.indexOf('=')) : text;
     if (code.includes(option)) return null;
@@ -198,7 +198,7 @@ function readRuntime(words: readonly CommandWord[], from: number, to: number, na
 
 function readContainer(words: readonly CommandWord[], from: number, to: number, name: string): InputProgram {
   for (let i = from + 1; i < to; i += 1) {
-    const text = words[i]!.text;
+    const text = words[i].text;
     if (text === null) continue;
     const base = baseName(text);
     if (SHELLS.test(base) || INTERPRETER_NAMES.test(base)) return { reason: `\`${name}\` starts \`${base}\` with this input attached, which may read it as code` };
@@ -224,7 +224,7 @@ export function inputProgram(words: readonly CommandWord[], from: number, to: nu
   if (CONTAINERS.test(name)) return readContainer(words, from, to, name);
   if (LOOSE_WRAPPERS.has(name)) {
     for (let i = from + 1; i < to; i += 1) {
-      const text = words[i]!.text;
+      const text = words[i].text;
       if (text === null) continue;
       const base = baseName(text);
       if (SHELLS.test(base) || INTERPRETER_NAMES.test(base) || KNOWN_COMMANDS.test(base) || COMMAND_LANGUAGES.has(base) || AWKS.test(base) || SEDS.test(base)) return { command: i };

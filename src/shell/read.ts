@@ -122,7 +122,8 @@ class Shared {
     assigned: (name, word, declaration) => {
       const settling = this.settling!;
       if (settling.byWord === null) {
-        const byWord = (settling.byWord = new Map());
+        const byWord = new Map<Outer['word'], RefToken[]>();
+        settling.byWord = byWord;
         for (const entry of settling.cmd.tokens) (byWord.get(entry.word) ?? byWord.set(entry.word, []).get(entry.word))!.push(entry.token);
       }
       if (settling.byWord.has(word)) this.assignments.push({ name, declaration, tokens: settling.byWord.get(word)! });
@@ -145,7 +146,7 @@ class Shared {
     this.#variableKeys.add(key);
     if (this.variables.length < MAX_VARIABLES) this.variables.push(Object.freeze({ name, offset, how }));
     // Past the bound the list says "any variable": a policy reading it fails closed.
-    else if (this.variables[this.variables.length - 1]!.name !== null) this.variables.push(Object.freeze({ name: null, offset, how: 'more than the reader lists' }));
+    else if (this.variables[this.variables.length - 1].name !== null) this.variables.push(Object.freeze({ name: null, offset, how: 'more than the reader lists' }));
   }
 
   /** A reader of code whose input a process of the run writes: a sink for any value. */
@@ -364,7 +365,7 @@ function toSource(text: string, map: Int32Array, shared: Shared, root = false): 
   // The command's tokens sit at their own offsets. Static code read again maps every character
   // to one offset, so no token registers there.
   if (root) for (const [start, token] of shared.byStart) add(start, token);
-  else if (shared.byStart.size > 0) for (let index = 0; index < text.length; index += 1) if (shared.isStart[map[index] as number] === 1) add(index, shared.byStart.get(map[index] as number));
+  else if (shared.byStart.size > 0) for (let index = 0; index < text.length; index += 1) if (shared.isStart[map[index]] === 1) add(index, shared.byStart.get(map[index]));
   return { text, map, starts, marks };
 }
 
@@ -414,11 +415,11 @@ class Lexer {
 
   private peek(index: number): string {
     if (index >= this.end) return '';
-    return this.marks[index] === 1 ? TOKEN : (this.text[index] as string);
+    return this.marks[index] === 1 ? TOKEN : (this.text[index]);
   }
 
   private top(): Frame {
-    return this.stack[this.stack.length - 1] as Frame;
+    return this.stack[this.stack.length - 1];
   }
 
   /** Open `frame`; reading goes on at `next`. */
@@ -442,12 +443,12 @@ class Lexer {
   }
 
   private origin(index: number): number {
-    return index < this.end ? (this.map[index] as number) : (this.map[this.end - 1] ?? -1) + 1;
+    return index < this.end ? (this.map[index]) : (this.map[this.end - 1] ?? -1) + 1;
   }
 
   private inArithmetic(): Placement | null {
     if (this.inherited) return this.inherited;
-    for (let k = this.stack.length - 1; k >= 0; k -= 1) if ((this.stack[k] as Frame).kind === 'arith') return { kind: 'refuse', context: 'arithmetic' };
+    for (let k = this.stack.length - 1; k >= 0; k -= 1) if ((this.stack[k]).kind === 'arith') return { kind: 'refuse', context: 'arithmetic' };
     return null;
   }
 
@@ -492,7 +493,7 @@ class Lexer {
 
   /** The innermost level: where the current command is. */
   private level(frame: CommandFrame): Level {
-    return frame.levels[frame.levels.length - 1] as Level;
+    return frame.levels[frame.levels.length - 1];
   }
 
   /** A compound command opens (`{`, `if`, `while`, `for`, `case`): its body is a level of its own. */
@@ -567,7 +568,7 @@ class Lexer {
 
   private step(i: number): number {
     const frame = this.top();
-    const c = this.text[i] as string;
+    const c = this.text[i];
     if (c === '\n' && (frame.kind === 'param' || frame.kind === 'arith') && this.stack.some((each) => each.kind === 'cmd' && each.pending.length > 0)) {
       this.poison('a line break inside an expansion before a heredoc body', i);
     }
@@ -784,7 +785,7 @@ class Lexer {
     const places = this.places();
     if (cmd.reads) this.reader(cmd, cmd.reads, places);
     // `exec < <(...)` (no command): every later command's input is what a process writes.
-    if (cmd.runtimeInput && cmd.words.length === 1 && cmd.words[0]!.text === 'exec') this.shared.execInput ??= { reason: 'exec', offset: cmd.words[0]!.start };
+    if (cmd.runtimeInput && cmd.words.length === 1 && cmd.words[0].text === 'exec') this.shared.execInput ??= { reason: 'exec', offset: cmd.words[0].start };
     for (const args of settling.codes) this.readCode(...args, places);
   }
 
@@ -809,7 +810,7 @@ class Lexer {
 
   private parserLevel(): CommandFrame {
     for (let k = this.stack.length - 1; k >= 0; k -= 1) {
-      const frame = this.stack[k] as Frame;
+      const frame = this.stack[k];
       if (frame.kind === 'cmd' && frame.origin !== 'subshell' && frame.origin !== 'array') return frame;
     }
     return this.stack[0] as CommandFrame;
@@ -873,7 +874,7 @@ class Lexer {
     if (parent.kind === 'cmd' && frame.origin === 'subshell') {
       parent.wordStart = true;
       parent.commandStart = true;
-      const reads = frame.levels[0]!.reads;
+      const reads = frame.levels[0].reads;
       if (reads) readsFromGroup(parent.cmd, reads);
     }
   }
@@ -1214,7 +1215,7 @@ class Lexer {
       const escapes = next === '$' || next === '`' || next === '\\' || (quotes === 'strip' && next === '"');
       if (this.text[j] === '\\' && escapes) j += 1;
       body += this.text[j];
-      map.push(this.map[j] as number);
+      map.push(this.map[j]);
       j += 1;
     }
     if (j >= this.end) return this.fail('the command ends inside a backquoted command substitution', i);
@@ -1243,14 +1244,14 @@ class Lexer {
 
   private finish(): void {
     if (this.shared.problem) return;
-    const root = this.stack[0] as Frame;
+    const root = this.stack[0];
     if (root.kind === 'cmd') {
       if (this.stack.length === 1) this.endCommand(root);
       if (root.condition) this.shared.settleCondition(root.condition);
       if (root.pending.length > 0) this.poison('a heredoc whose body never started', this.end);
     }
     if (this.stack.length > 1) {
-      const open = this.stack[this.stack.length - 1] as Frame;
+      const open = this.stack[this.stack.length - 1];
       const name = open.kind === 'cmd' && open.origin === 'substitution' ? '`$(...)`, `<(...)` or `>(...)`' : FRAME_NAMES[open.kind];
       this.fail(`the command ends inside an unterminated ${name}`, open.start);
     }
@@ -1330,7 +1331,7 @@ const ANSI_SIMPLE: Record<string, string> = { a: '\x07', b: '\b', e: '\x1b', E: 
 /** The value of a `$'...'` body, as bash decodes it. */
 function decodeAnsiC(body: string): string {
   return body.replace(/\\(?:([abeEfnrtv\\'"?])|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})|c(.))/g, (all, simple, hex, u, bigU, octal, control) => {
-    if (simple) return ANSI_SIMPLE[simple as string] as string;
+    if (simple) return ANSI_SIMPLE[simple as string];
     if (hex) return String.fromCharCode(parseInt(hex as string, 16));
     if (u || bigU) {
       const code = parseInt((u ?? bigU) as string, 16);

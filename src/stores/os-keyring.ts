@@ -55,9 +55,9 @@ export function classifyKeyringError(error: unknown): KeyringUnavailableError | 
   const raw = typeof (error as { message?: unknown } | null)?.message === 'string' ? (error as { message: string }).message : String(error);
   const message = raw.replace(/^(?:Error: )+/, '');
   const noBus = /^Platform failure: (DBus error: .*)$/s.exec(message);
-  if (noBus) return new KeyringUnavailableError(noBus[1]!.trim(), { cause: error });
+  if (noBus) return new KeyringUnavailableError(noBus[1].trim(), { cause: error });
   const storage = /^Couldn't access platform storage: (.*)$/s.exec(message);
-  return new KeyringFailedError((storage ? storage[1]! : message).trim(), { cause: error });
+  return new KeyringFailedError((storage ? storage[1] : message).trim(), { cause: error });
 }
 
 export interface KeyringClientOptions {

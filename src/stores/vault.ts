@@ -11,7 +11,6 @@
  * Nothing is trusted before the file MAC verifies under the right key: a lookup of a name the
  * vault does not hold still fails closed when the vault cannot be verified.
  */
-import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { ExecgateError, isExecgateError } from '../errors';
 import { ensureDir } from '../home';

@@ -92,9 +92,9 @@ function forwardTo(port: number): Record<string, unknown> {
 }
 
 async function runSome(home: string, port: number, tag: string): Promise<void> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+   
   const { createGateway } = require('../../src/gateway') as typeof import('../../src/gateway');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+   
   const { DEFAULT_POLICY } = require('../../src/policy/effective') as typeof import('../../src/policy/effective');
   const policy = {
     ...DEFAULT_POLICY,
@@ -116,7 +116,7 @@ async function runSome(home: string, port: number, tag: string): Promise<void> {
 }
 
 if (skipReason !== undefined) {
-  // eslint-disable-next-line no-console
+   
   console.warn(`SKIPPED collector test: ${skipReason}`);
   test.skip(`forward to a real rsyslog [SKIPPED: ${skipReason}]`, () => undefined);
 } else {
@@ -166,9 +166,9 @@ if (skipReason !== undefined) {
     const copy = join(tmp.dir, 'collector', 'execgate-audit.log');
     rsyslog = new Rsyslog(tmp.dir, await getFreePort(), copy);
     await rsyslog.start();
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+     
     const { createGateway } = require('../../src/gateway') as typeof import('../../src/gateway');
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+     
     const { DEFAULT_POLICY } = require('../../src/policy/effective') as typeof import('../../src/policy/effective');
     const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' as const } };
     const gateway = createGateway({ home, env: gatewayEnv(home), cwd: home, policy, audit: { forward: forwardTo(rsyslog.port) as never } });

@@ -112,9 +112,9 @@ test('show: the whole story of one run; unknown run id is a coded error', () => 
   expect(result.stdout).toContain(`run       ${scenario.ok}`);
   expect(result.stdout).toContain('actor     mcp:claude/session-1');
   expect(result.stdout).toContain('decision  allowed (rule rules.default)');
-  expect(result.stdout).toMatch(/ref       <<secret:x>> from env, value hmac-sha256:[0-9a-f]{32}/);
+  expect(result.stdout).toMatch(/ref {7}<<secret:x>> from env, value hmac-sha256:[0-9a-f]{32}/);
   expect(result.stdout).toContain('withheld  EXECGATE_SECRET_X');
-  expect(result.stdout).toMatch(/exec\.request\n.*exec\.started\n.*exec\.finished  exitCode=0/);
+  expect(result.stdout).toMatch(/exec\.request\n.*exec\.started\n.*exec\.finished {2}exitCode=0/);
   const denied = cli(['audit', 'show', scenario.denied]);
   expect(denied.stdout).toContain('decision  denied (rule no-network): network tools are not allowed');
   const json = cli(['audit', 'show', '--json', scenario.timedOut]);
@@ -135,8 +135,8 @@ test('stats: counts by event, decision and exit status, top commands, secrets by
   expect(stats.secrets).toEqual([expect.objectContaining({ ref: '<<secret:x>>', name: 'x', runs: 3, denied: 1, found: 2, sources: { env: 2 }, fingerprints: 1 })]);
   expect(stats.topCommands).toHaveLength(7);
   const text = cli(['audit', 'stats', '--since', '1d']);
-  expect(text.stdout).toMatch(/by decision:\n\s+5  allowed\n\s+1  denied\n\s+1  rejected/);
-  expect(text.stdout).toMatch(/secrets used \(by name\):\n\s+3  <<secret:x>>  found 2, not found 0, denied 1, rejected 0, from env 2, 1 distinct value\(s\)/);
+  expect(text.stdout).toMatch(/by decision:\n\s+5 {2}allowed\n\s+1 {2}denied\n\s+1 {2}rejected/);
+  expect(text.stdout).toMatch(/secrets used \(by name\):\n\s+3 {2}<<secret:x>> {2}found 2, not found 0, denied 1, rejected 0, from env 2, 1 distinct value\(s\)/);
 });
 
 test('report: a self-contained page with every run embedded, the chain verdict, everything from the log escaped', () => {

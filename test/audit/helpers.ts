@@ -92,9 +92,9 @@ export interface BackgroundScenario {
 
 /** Background runs that end three ways (exit 0 with a secret, exit 5, killed), and a rejected request naming a secret. */
 export async function runBackgroundScenario(home: string): Promise<BackgroundScenario> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+   
   const { createGateway } = require('../../src/gateway') as typeof import('../../src/gateway');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+   
   const { DEFAULT_POLICY } = require('../../src/policy/effective') as typeof import('../../src/policy/effective');
   // Runs in the state directory itself, which a sandbox hides (as runScenario).
   const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' as const } };

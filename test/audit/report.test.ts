@@ -10,7 +10,7 @@
  * Set EXECGATE_TEST_ARTIFACTS to a directory to keep the screenshots.
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { makeTempDir } from '../helpers/tmp';

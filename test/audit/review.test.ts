@@ -131,7 +131,7 @@ describe('review of real runs', () => {
 });
 
 test('members the reader does not interpret (sandbox, egress) are shown as recorded, in show and in the report', async () => {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+   
   const { AuditLog } = require('../../src/audit/log') as typeof import('../../src/audit/log');
   const tmp = makeTempDir('execgate-audit-extra-');
   try {

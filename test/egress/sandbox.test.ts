@@ -4,7 +4,6 @@
  * which receives the real value of an injected secret while the sandbox only ever holds its
  * sentinel; an "attacker" service gets no connection, or only the sentinel.
  */
-import { gunzipSync } from 'node:zlib';
 import { makeTempDir } from '../helpers/tmp';
 import { EgressProxy, type EgressDecision, type EgressRun } from '../../src/egress/proxy';
 import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';

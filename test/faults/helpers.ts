@@ -125,7 +125,7 @@ export function verifyAudit(home: string, cwd: string): { ok: boolean; text: str
 }
 
 export function readAudit(home: string): Array<Record<string, unknown>> {
-  let text = '';
+  let text: string;
   try {
     text = readFileSync(join(home, 'audit.log'), 'utf8');
   } catch {

@@ -65,7 +65,7 @@ export function describeSandboxed(name: string, fn: () => void): void {
     describe(name, fn);
     return;
   }
-  // eslint-disable-next-line no-console
+   
   console.warn(`SKIPPED sandbox tests "${name}": ${platform.reason}`);
   describe.skip(`${name} [SKIPPED: ${platform.reason}]`, fn);
 }

@@ -36,7 +36,7 @@ const RACE_RUNS = Number(process.env.EXECGATE_RACE_RUNS ?? 150);
 
 const reason = whyNot();
 if (reason) {
-  // eslint-disable-next-line no-console
+   
   console.warn(`SKIPPED unprivileged gateway test: ${reason}`);
 }
 const maybe = reason ? describe.skip : describe;

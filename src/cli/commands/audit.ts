@@ -136,7 +136,7 @@ function printVerify(io: CliIo, result: VerifyResult, vouched: boolean): void {
   }
   if (result.breakCount === 0) return;
   const [first, ...rest] = result.breaks;
-  out(`BROKEN: ${where(first!)}: ${first!.reason}`);
+  out(`BROKEN: ${where(first)}: ${first.reason}`);
   if (result.breakCount > 1) out(`${result.breakCount - 1} more break(s) after it${rest.length < result.breakCount - 1 ? `, the next ${rest.length} listed` : ''}:`);
   for (const problem of rest) out(`  ${where(problem)}: ${problem.reason}`);
 }

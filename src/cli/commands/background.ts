@@ -48,8 +48,8 @@ export function registerBackgroundCommands(program: Command, io: CliIo): void {
         return [record.id, status, String(record.pid), record.startedAt.replace('T', ' ').slice(0, 19), formatDuration(end - Date.parse(record.startedAt)), record.command.replace(/\s+/g, ' ').slice(0, 80)];
       });
       const header = ['ID', 'STATE', 'PID', 'STARTED', 'RUNTIME', 'COMMAND'];
-      const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => (row[i] as string).length)));
-      for (const row of [header, ...rows]) io.stdout.write(`${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] as number))).join('  ')}\n`);
+      const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => (row[i]).length)));
+      for (const row of [header, ...rows]) io.stdout.write(`${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ')}\n`);
     });
 
   program

@@ -35,7 +35,7 @@ async function demoAction(io: CliIo): Promise<void> {
     env[variable] = `demo-${randomBytes(12).toString('base64url')}`;
     generated = true;
   }
-  const expected = createHash('sha256').update(env[variable] as string).digest('hex');
+  const expected = createHash('sha256').update(env[variable]).digest('hex');
   const gateway = createGateway({ env, cwd: io.cwd });
   const command = `echo "the shell received: <<secret:${DEMO_SECRET}>>"; printf %s <<secret:${DEMO_SECRET}>> | sha256sum`;
   const say = (line = ''): void => { io.stdout.write(`${line}\n`); };

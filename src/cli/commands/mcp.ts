@@ -106,7 +106,7 @@ function parseNumber(flag: string, text: string | undefined, minimum: number, in
 
 function resolveWorkdir(base: string, dir: string | undefined): string {
   const workdir = resolve(base, dir ?? '.');
-  let isDirectory = false;
+  let isDirectory: boolean;
   try {
     isDirectory = statSync(workdir).isDirectory();
   } catch {

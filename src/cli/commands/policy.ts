@@ -6,7 +6,6 @@ import type { Command } from 'commander';
 import { isAbsolute, relative } from 'node:path';
 import { describeRunNetwork, formatRunNetwork, type RunNetwork } from '../../egress/describe';
 import { getEnvironmentRoute, getRunRoute } from '../../egress/upstream';
-import { ExecgateError } from '../../errors';
 import { getDefaultShell, normalizeRequest } from '../../plan/options';
 import { decideRequest } from '../../policy/decide';
 import { policyToDocument } from '../../policy/document';
@@ -148,7 +147,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
           `reason:     ${decision.reason ?? '-'}`,
           `policy:     ${source}`,
           `mode, cwd:  ${request.mode}, ${request.cwd}`,
-          `commands:   ${commands.length > 0 ? analysis.commands.map((simple, index) => `${commands[index]!.join(' ')}${simple.via ? ` (via ${simple.via})` : ''}`).join(' | ') : '-'}`,
+          `commands:   ${commands.length > 0 ? analysis.commands.map((simple, index) => `${commands[index].join(' ')}${simple.via ? ` (via ${simple.via})` : ''}`).join(' | ') : '-'}`,
           ...(tokens.length > 0 ? [`references: ${tokens.map((token) => token.raw).join(' ')}`] : []),
           ...contexts.map((each) => `  ${each.reference} at ${each.offset}: ${each.refused ? 'refused' : 'substituted'}, ${each.context}${each.reason ? ` (${each.reason})` : ''}`),
           ...(analysis.uncertain.length > 0

@@ -214,10 +214,10 @@ function splitRef(ref: string): [RefKind, string] {
 /** " (did you mean <<secret:github-token>>?)" from the names the stores list, or nothing. */
 async function getSuggestion(ref: string, io: CliIo): Promise<string> {
   const [kind, name] = splitRef(ref);
-  /* eslint-disable @typescript-eslint/no-require-imports */
+   
   const { getKnownRefNames } = require('../known-refs') as typeof import('../known-refs');
   const { suggestNames } = require('../../refs/suggest') as typeof import('../../refs/suggest');
-  /* eslint-enable @typescript-eslint/no-require-imports */
+   
   const close = suggestNames(name, await getKnownRefNames(io, kind));
   return close.length === 0 ? '' : ` (did you mean ${close.map((n) => `<<${kind}:${n}>>`).join(' or ')}?)`;
 }

@@ -56,7 +56,7 @@ function readHidden(stdin: TtyInput, io: CliIo, prompt: string): Promise<Buffer>
         if (byte === 0x0d || byte === 0x0a || byte === 0x04) return finish();
         if (byte === 0x7f || byte === 0x08) {
           // Drop one whole UTF-8 character: its continuation bytes, then its lead byte.
-          while (bytes.length > 0 && (bytes[bytes.length - 1]! & 0xc0) === 0x80) bytes.pop();
+          while (bytes.length > 0 && (bytes[bytes.length - 1] & 0xc0) === 0x80) bytes.pop();
           bytes.pop();
         } else bytes.push(byte);
       }

@@ -23,7 +23,7 @@ function describeLocation(location: SecretLocation): string {
 }
 
 function storeOption(): Option {
-  return new Option('--store <store>', 'keyring or vault').choices(STORE_NAMES as string[]);
+  return new Option('--store <store>', 'keyring or vault').choices(STORE_NAMES);
 }
 
 interface ListedEntry {

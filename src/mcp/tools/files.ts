@@ -26,7 +26,7 @@ class RegistryTool implements McpTool {
     this.#registry = registry;
     this.name = name;
     this.#description = description;
-    this.inputSchema = { ...parameters, type: 'object' } as Tool['inputSchema'];
+    this.inputSchema = { ...parameters, type: 'object' };
   }
 
   describe(_session: McpSession): Tool {

@@ -44,7 +44,7 @@ export function helperFailed(text: string, cwd: string): ExecgateError {
   const line = text.split('\n').map((l) => l.trim()).find((l) => l !== '') ?? '';
   const shown = line.replace(/[^\x20-\x7e]/g, '?').slice(0, 300);
   const moved = /^execgate: (.*) changed while its sandbox was being set up$/.exec(line);
-  if (moved) return changed(moved[1] as string);
+  if (moved) return changed(moved[1]);
   const chdir = /^bwrap: Can't chdir to (.*): (.*)$/.exec(line);
   if (chdir) {
     return new ExecgateError(
@@ -55,7 +55,7 @@ export function helperFailed(text: string, cwd: string): ExecgateError {
   }
   // A path of the plan that is gone or not what it was when bubblewrap came to mount it.
   const source = /^bwrap: Can't (?:find source path|get type of source|bind mount|mount tmpfs on|create file at|mkdir|open source|stat) ([^:]*)/.exec(line);
-  if (source) return changed(source[1] as string);
+  if (source) return changed(source[1]);
   return new ExecgateError(
     'EXECGATE_ERR_SANDBOX_FAILED',
     'The sandbox helper (bubblewrap) could not set the sandbox up for this run; `details.helper` has its own words. Nothing was run; run the command again, and if it keeps failing, see SECURITY.md for what the sandbox needs (user and network namespaces, bubblewrap).',
@@ -166,7 +166,7 @@ export type SandboxedRequest = SpawnRequest & { readonly sandbox: SandboxLaunch 
 export async function startGated(spawner: Spawner, request: SandboxedRequest): Promise<SpawnedProcess> {
   const keep = request.stdin === 'pipe';
   const program = getGateProgram([request.shell, ...request.args], keep);
-  const child = await spawner.spawn({ ...request, shell: program[0] as string, args: program.slice(1), stdin: 'pipe' });
+  const child = await spawner.spawn({ ...request, shell: program[0], args: program.slice(1), stdin: 'pipe' });
   const stderr = new PassThrough();
   stderr.once('close', () => child.stderr.destroy());
   const stdout = relay(child.stdout);

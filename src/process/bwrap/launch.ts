@@ -97,7 +97,7 @@ export function renderSandboxLaunch(fs: typeof import('node:fs'), launch: { laun
     throw error;
   }
   const data = Buffer.from(out.map((arg) => `${arg}\0`).join(''), 'utf8');
-  return { file: launch.launcher[0] as string, args: [...launch.launcher.slice(1), '--args', String(first), '--', ...program], data, fds, sources };
+  return { file: launch.launcher[0], args: [...launch.launcher.slice(1), '--args', String(first), '--', ...program], data, fds, sources };
 }
 
 /** renderSandboxLaunch in this process, with a coded error for a path that changed. */

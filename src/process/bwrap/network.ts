@@ -138,7 +138,7 @@ export class SharedNetwork {
     const [program, ...prefix] = this.#describe().prefix;
     const cookie = { name: 'EXECGATE_RUN_ID', value: `bridge_${randomBytes(8).toString('hex')}` };
     const unwatch = this.#watch?.(cookie);
-    const child = spawn(program as string, [...prefix, ...args], {
+    const child = spawn(program, [...prefix, ...args], {
       stdio: ['pipe', 'pipe', 'ignore'],
       env: { PATH: '/usr/bin:/bin', [cookie.name]: cookie.value },
     });
@@ -219,7 +219,7 @@ export class SharedNetwork {
     // Entering is tried once: where it is refused (a user namespace nsenter may not join), runs
     // fall back to a network namespace each rather than failing.
     const join = this.#describe();
-    const probe = spawnSync(join.prefix[0] as string, [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
+    const probe = spawnSync(join.prefix[0], [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
       stdio: 'ignore', timeout: START_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' },
     });
     if (probe.status !== 0) {

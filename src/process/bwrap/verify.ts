@@ -64,7 +64,7 @@ export function parseMountinfo(text: string): MountEntry[] {
     const fields = line.split(' ');
     const dash = fields.indexOf('-', 6);
     if (fields.length < 7 || dash < 0) continue;
-    entries.push({ dev: fields[2] as string, root: unescape(fields[3] as string), mountpoint: unescape(fields[4] as string), fstype: fields[dash + 1] ?? '', readOnly: (fields[5] ?? '').split(',').includes('ro') });
+    entries.push({ dev: fields[2], root: unescape(fields[3]), mountpoint: unescape(fields[4]), fstype: fields[dash + 1] ?? '', readOnly: (fields[5] ?? '').split(',').includes('ro') });
   }
   return entries;
 }

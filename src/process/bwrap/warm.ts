@@ -28,7 +28,7 @@
  *     closes (bubblewrap's --die-with-parent ends them with the gateway's process as well).
  * Only sync runs whose stdin is /dev/null are warm; PTY and background runs always start cold.
  */
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { ExecgateError } from '../../errors';
 import { CLOSE_FDS } from '../inherited-fds';
 import type { SpawnedProcess, Spawner, SpawnRequest } from '../spawner/types';
@@ -82,7 +82,7 @@ function getWarmKey(launch: SandboxLaunch): string {
   const options: string[] = [];
   for (let i = 0; i < launch.options.length; i++) {
     if (launch.options[i] === '--chdir') i += 1;
-    else options.push(launch.options[i] as string);
+    else options.push(launch.options[i]);
   }
   return JSON.stringify([launch.launcher, options]);
 }
@@ -238,7 +238,7 @@ export class WarmSandboxes implements Spawner {
     stderr.once('close', () => child.stderr.destroy());
     const stdout = relay(child.stdout);
     // Set up, and matching its plan, or not at all.
-    const ready = readMark(child.stderr as Readable, READY, stderr).then((mark) => {
+    const ready = readMark(child.stderr, READY, stderr).then((mark) => {
       if (mark !== true) return false;
       child.stderr.pipe(stderr);
       try {
@@ -262,7 +262,7 @@ export class WarmSandboxes implements Spawner {
       return;
     }
     this.#entries.push(entry);
-    while (this.#entries.length > this.#size) this.#discard(this.#entries[0]!);
+    while (this.#entries.length > this.#size) this.#discard(this.#entries[0]);
   }
 
   #discard(entry: WarmEntry): void {

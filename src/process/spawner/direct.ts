@@ -20,7 +20,7 @@ export function spawnDirect(request: SpawnRequest): Promise<SpawnedProcess> {
       ? spawn(launch.file, launch.args, { cwd: '/', env: request.env, detached: true, stdio: [request.stdin, 'pipe', 'pipe', 'pipe', ...launch.fds] })
       : spawn(request.shell, request.args as string[], { cwd: request.cwd, env: request.env, detached: true, stdio: [request.stdin, 'pipe', 'pipe'] });
   } catch (error) {
-    return Promise.reject(error);
+    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
   } finally {
     // The child holds its own copies from the fork on; bubblewrap closes them once mounted.
     if (launch) closeFds(launch.fds);

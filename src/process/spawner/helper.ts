@@ -25,7 +25,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { PassThrough, type Readable, type Writable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import { ExecgateError } from '../../errors';
 import { getRuntimeBase } from '../../fs/runtime-dir';
 import { changed } from '../bwrap/launch';
@@ -175,7 +175,6 @@ export class HelperSpawner implements Spawner {
     });
     child.unref();
     child.stdin?.on('error', () => { /* reported through exit */ });
-    let helper!: Helper;
     const ready = new Promise<void>((resolve, reject) => {
       const fail = (error: ExecgateError): void => {
         clearTimeout(timer);
@@ -196,8 +195,9 @@ export class HelperSpawner implements Spawner {
       child.once('error', (error) => fail(helperFailed(`The spawn helper could not be started: ${error.message}`, error)));
       child.once('exit', (code, signal) => fail(helperFailed(`The spawn helper exited (${signal ?? `code ${code}`}) before it was ready.`)));
     });
+    // Declared after `ready`, whose handlers only run once the helper exists.
+    const helper: Helper = { child, server, dir, ready, key };
     ready.then(() => this.#idleChannel(helper), () => { /* each spawn awaits it */ });
-    helper = { child, server, dir, ready, key };
     child.on('message', (message: HelperMessage) => this.#onMessage(message));
     const gone = (): void => this.#stop(helper, helperFailed('The spawn helper exited while the command ran; its end cannot be known, so the run was stopped.'));
     child.once('exit', gone);

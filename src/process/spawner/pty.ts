@@ -93,7 +93,7 @@ export function spawnPty(request: SpawnRequest): SpawnedProcess {
       cwd: request.cwd,
       env,
       encoding: null,
-    } as Parameters<typeof pty.spawn>[2]);
+    });
   } catch (error) {
     closeFds(program.fds);
     throw new ExecgateError(
@@ -170,7 +170,7 @@ export function spawnPty(request: SpawnRequest): SpawnedProcess {
  */
 async function startSandboxedPty(request: SpawnRequest & { readonly sandbox: SandboxLaunch }): Promise<SpawnedProcess> {
   const gate = getGateProgram(request);
-  const child = spawnPty({ ...request, shell: gate[0] as string, args: gate.slice(1) });
+  const child = spawnPty({ ...request, shell: gate[0], args: gate.slice(1) });
   const stdout = new PassThrough();
   // While the sandbox is set up, bubblewrap's exit (a sandbox it could not set up) ends the
   // wait: the master stays open after the process ends (see `exited` above), so without this
@@ -205,7 +205,7 @@ export const ptySpawner: Spawner = Object.freeze({
     try {
       return Promise.resolve(spawnPty(request));
     } catch (error) {
-      return Promise.reject(error);
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
   },
   startSandboxed: startSandboxedPty,

@@ -110,10 +110,10 @@ export function getMarkupForms(value: string): EncodedForm[] {
   if (!/[&<>"'\t\n\r]/.test(value)) return [];
   const forms: EncodedForm[] = QUOTE_STYLES.map(([form, dquote, squote]) => ({
     form,
-    text: value.replace(MARKUP, (char) => (char === '"' ? dquote ?? char : char === "'" ? squote ?? char : named[char]!)),
+    text: value.replace(MARKUP, (char) => (char === '"' ? dquote ?? char : char === "'" ? squote ?? char : named[char])),
   }));
   for (const [form, spell] of NUMERIC_STYLES) forms.push({ form, text: value.replace(MARKUP, (char) => spell(char.charCodeAt(0))) });
-  forms.push({ form: 'xml-go', text: value.replace(/[&<>"'\t\n\r]/g, (char) => GO_XML[char]!) });
+  forms.push({ form: 'xml-go', text: value.replace(/[&<>"'\t\n\r]/g, (char) => GO_XML[char]) });
   return forms;
 }
 

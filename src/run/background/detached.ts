@@ -55,12 +55,12 @@ export function launchDetached(
       reject(new ExecgateError('EXECGATE_ERR_SPAWN_FAILED', `The background supervisor could not start the command: ${message}`));
     };
     child.once('error', (error) => fail(error.message));
-    child.stdout!.setEncoding('utf8');
-    child.stdout!.on('data', (text: string) => {
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (text: string) => {
       reply += text;
       const newline = reply.indexOf('\n');
       if (newline === -1) return;
-      child.stdout!.destroy();
+      child.stdout.destroy();
       child.unref();
       try {
         const message = JSON.parse(reply.slice(0, newline)) as { started?: BackgroundProcess; error?: { code: string; message: string } };
@@ -73,7 +73,7 @@ export function launchDetached(
     child.once('exit', (code) => {
       if (!reply.includes('\n')) fail(`the supervisor exited with status ${code} before it replied`);
     });
-    child.stdin!.on('error', () => { /* reported through exit */ });
-    child.stdin!.end(JSON.stringify(input));
+    child.stdin.on('error', () => { /* reported through exit */ });
+    child.stdin.end(JSON.stringify(input));
   });
 }

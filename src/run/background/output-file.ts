@@ -107,7 +107,7 @@ const DEFAULT_TAIL = 4 * 1024;
 const MAX_READ = 1024 * 1024;
 
 export function readOutputSlice(path: string, options: { offset?: number; length?: number; ended: boolean }): OutputSlice {
-  let totalBytes = 0;
+  let totalBytes: number;
   try {
     totalBytes = statSync(path).size;
   } catch {

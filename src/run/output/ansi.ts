@@ -32,7 +32,7 @@ export class AnsiStripper {
     const out = Buffer.allocUnsafe(chunk.length + 1);
     let n = 0;
     for (let i = 0; i < chunk.length; i++) {
-      const byte = chunk[i] as number;
+      const byte = chunk[i];
       switch (this.#state) {
         case State.Text:
           if (byte === ESC) this.#state = State.Escape;

@@ -54,7 +54,7 @@ export function createGlobMatcher(pattern: string): (relativePath: string) => bo
 function expandBraces(pattern: string): string[] {
   const chars = Array.from(pattern);
   for (let i = 0; i < chars.length; i += 1) {
-    const char = chars[i]!;
+    const char = chars[i];
     if (char === '\\') {
       i += 1;
     } else if (char === '[') {
@@ -85,7 +85,7 @@ function splitBraces(chars: string[], start: number): { alternatives: string[]; 
   let depth = 0;
   let current = '';
   for (let i = start + 1; i < chars.length; i += 1) {
-    const char = chars[i]!;
+    const char = chars[i];
     if (char === '\\' && i + 1 < chars.length) {
       current += char + chars[i + 1];
       i += 1;
@@ -126,7 +126,7 @@ function tokenize(pattern: string): Token[] {
   const tokens: Token[] = [];
   let i = 0;
   while (i < chars.length) {
-    const char = chars[i]!;
+    const char = chars[i];
     if (char === '\\') {
       tokens.push({ kind: 'char', char: chars[i + 1] ?? '\\' });
       i += 2;
@@ -172,21 +172,21 @@ function parseClass(body: string[]): Token {
   const literal: boolean[] = [];
   for (; i < body.length; i += 1) {
     if (body[i] === '\\' && i + 1 < body.length) {
-      items.push(body[i + 1]!);
+      items.push(body[i + 1]);
       literal.push(true);
       i += 1;
     } else {
-      items.push(body[i]!);
+      items.push(body[i]);
       literal.push(false);
     }
   }
   const ranges: Array<readonly [string, string]> = [];
   for (let k = 0; k < items.length; k += 1) {
     if (k + 2 < items.length && items[k + 1] === '-' && !literal[k + 1]) {
-      ranges.push([items[k]!, items[k + 2]!]);
+      ranges.push([items[k], items[k + 2]]);
       k += 2;
     } else {
-      ranges.push([items[k]!, items[k]!]);
+      ranges.push([items[k], items[k]]);
     }
   }
   return { kind: 'class', negated, ranges };
@@ -212,7 +212,7 @@ function run(tokens: Token[], path: string): boolean {
     if (set[i * 2 + sub]) return;
     set[i * 2 + sub] = 1;
     if (i === n) return;
-    const kind = tokens[i]!.kind;
+    const kind = tokens[i].kind;
     // Tokens that may match nothing let the next token start here.
     if (sub === 0 && (kind === 'star' || kind === 'dirs' || kind === 'rest' || kind === 'all')) add(set, i + 1, 0);
     if (sub === 1 && kind === 'rest') add(set, i + 1, 0);
@@ -225,7 +225,7 @@ function run(tokens: Token[], path: string): boolean {
     for (let i = 0; i < n; i += 1) {
       for (let sub = 0; sub < 2; sub += 1) {
         if (!current[i * 2 + sub]) continue;
-        const token = tokens[i]!;
+        const token = tokens[i];
         alive = true;
         switch (token.kind) {
           case 'char':

@@ -43,7 +43,7 @@ export class FileRoots {
       throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', 'Expected `roots` to be a non-empty list of directory paths for the file tools.', { option: 'roots' });
     }
     this.roots = Object.freeze(roots.map((root) => resolve(root)));
-    this.base = resolve(base ?? this.roots[0]!);
+    this.base = resolve(base ?? this.roots[0]);
   }
 
   /** Real paths of the roots that exist. */

@@ -105,7 +105,7 @@ export class SearchTextTool extends FileTool {
       if (hits.length > 0) filesWithMatches += 1;
       const shown = roots.display(file.path);
       for (const index of hits) {
-        const line = lines[index]!;
+        const line = lines[index];
         const text = line.length > SHOWN_LINE_CHARS ? `${line.slice(0, SHOWN_LINE_CHARS)}[... ${line.length - SHOWN_LINE_CHARS} more characters]` : line;
         results.push(`${shown}:${index + 1}: ${text}`);
       }

@@ -52,6 +52,6 @@ export async function* walk(base: string, maxEntries: number, state: WalkState):
       }
     }
     // Push in reverse so the first subdirectory is walked first.
-    for (let i = subdirs.length - 1; i >= 0; i -= 1) stack.push(subdirs[i]!);
+    for (let i = subdirs.length - 1; i >= 0; i -= 1) stack.push(subdirs[i]);
   }
 }
