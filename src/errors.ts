@@ -196,3 +196,25 @@ export function getErrorCode(error: unknown, fallback: ErrorCode = 'EXECGATE_ERR
 export function getErrorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * `error` with `mask` applied to its message and to the strings of its details (the same error
+ * when nothing changed): for errors that leave the gateway naming a path a run may have named
+ * after a resolved value.
+ */
+export function maskError(error: unknown, mask: (text: string) => string): unknown {
+  if (!isExecgateError(error)) {
+    if (!(error instanceof Error)) return error;
+    const message = mask(error.message);
+    return message === error.message ? error : new Error(message);
+  }
+  let changed = false;
+  const details: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(error.details)) {
+    details[key] = typeof value === 'string' ? mask(value) : value;
+    if (details[key] !== value) changed = true;
+  }
+  const message = mask(error.message);
+  if (!changed && message === error.message) return error;
+  return new ExecgateError(error.code, message, details);
+}

@@ -10,7 +10,7 @@ import { setMaxListeners } from 'node:events';
 import os from 'node:os';
 import { createAudit, recordPolicyRejected } from './audit/from-policy';
 import { AuditLog, type AuditSink } from './audit/log';
-import { ExecgateError } from './errors';
+import { ExecgateError, maskError } from './errors';
 import { RunRecords } from './run/audit-records';
 import type { BackgroundManager } from './run/background/manager';
 import type { BackgroundProcess } from './run/background/types';
@@ -35,6 +35,7 @@ import { describeUnknownRefs, getUnknownRefs } from './policy/unknown-refs';
 import type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-options';
 import { createDefaultSources } from './refs/default-sources';
 import { RefStore } from './refs/store';
+import { maskStrings } from './redact/deep';
 import { createGatewaySandbox, type GatewaySandbox } from './plan/sandbox-context';
 import { checkSandboxCwd, planSandbox } from './sandbox';
 import { checkAuditPlacement } from './sandbox/paths';
@@ -98,6 +99,8 @@ export class Gateway {
       ? validateSpawnerKind(options.spawner, 'spawner')
       : validateSpawnerKind(this.#env.EXECGATE_SPAWNER || 'auto', 'EXECGATE_SPAWNER');
     this.#audit = createAudit(options.audit, this.home, this.policy.audit, this.#env);
+    // A record names paths a run may have named after a value: masked like a run's output.
+    if (this.#audit instanceof AuditLog) this.#audit.mask = (text) => this.maskKnown(text);
     if (this.#audit instanceof AuditLog && this.policy.sandbox.mode !== 'off') {
       try {
         checkAuditPlacement({ auditPath: this.#audit.path, roots: this.policy.cwd.roots, workspace: this.#cwd, writable: this.policy.sandbox.filesystem.writable, env: this.#env, userHome: os.homedir() });
@@ -198,8 +201,14 @@ export class Gateway {
     // (which then refuses to start) instead of returning while it goes on to spawn unrecorded.
     const run = this.#execute(request, options);
     this.#running.add(run);
+    // What the gateway reports about a run (the sandbox's places, an error's message) can name a
+    // path a run made out of a value: masked like the run's output.
+    const mask = (text: string): string => this.maskKnown(text);
     try {
-      return await run;
+      const result = await run;
+      return 'sandbox' in result ? { ...result, sandbox: maskStrings(result.sandbox, mask) } : result;
+    } catch (error) {
+      throw maskError(error, mask);
     } finally {
       this.#running.delete(run);
     }

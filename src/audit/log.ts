@@ -37,6 +37,7 @@ import {
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
+import { maskStrings } from '../redact/deep';
 import { ExecgateError, isExecgateError } from '../errors';
 import { ensureDir, getHome } from '../home';
 import { RESERVED_KEYS } from './canonical';
@@ -423,11 +424,17 @@ export class AuditLog implements AuditSink {
     }
   }
 
+  /**
+   * Applied to every string of a record before it is sealed: the gateway masks the values it
+   * knows, so a path a run named after a resolved value is recorded masked.
+   */
+  mask: ((text: string) => string) | undefined;
+
   /** Seal and write one record; returns its place in the chain once it is written. */
   write(event: string, fields: AuditFields = {}): WrittenRecord {
     if (this.#closed) throw new ExecgateError('EXECGATE_ERR_AUDIT_IO', `The audit log \`${this.path}\` is closed.`, { path: this.path });
     try {
-      return this.#write(event, fields);
+      return this.#write(event, this.mask ? maskStrings(fields, this.mask) : fields);
     } catch (error) {
       throw isExecgateError(error) ? error : ioError(this.path, 'write', error);
     }

@@ -23,6 +23,7 @@ import { BashTool } from './tools/bash';
 import { createFileTools } from './tools/files';
 import { createProcessTools } from './tools/process';
 import { errorResult, type McpTool } from './tools/types';
+import { maskStrings } from '../redact/deep';
 
 const { version } = require('../../package.json') as { version: string };
 
@@ -144,13 +145,15 @@ export class ExecgateMcpServer {
         : new ProgressReporter((notification) => extra.sendNotification(notification), { ...(token !== undefined ? { token } : {}), log }, this.#progressInterval, `${name} running`);
       session.beginCall();
       try {
-        return await tool.call(args, {
+        // Every result leaves masked with the values the gateway knows (a run's output already
+        // is; a message can still name a path a run made out of a value).
+        return maskStrings(await tool.call(args, {
           signal: extra.signal,
           gateway: this.gateway,
           session,
           notifyToolsChanged: () => extra.sendNotification({ method: 'notifications/tools/list_changed' }),
           ...(progress ? { progress } : {}),
-        });
+        }), (text) => this.gateway.maskKnown(text));
       } finally {
         progress?.stop();
         session.endCall();

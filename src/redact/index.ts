@@ -6,3 +6,4 @@ export { Redactor, type AddOptions, type RedactorOptions } from './redactor';
 export { MaskMemory } from './memory';
 export type { RedactStream } from './stream';
 export { getEncodedForms, quoteLikePrintf, type EncodedForm, type EncodedFormsOptions } from './encoders';
+export { maskStrings } from './deep';

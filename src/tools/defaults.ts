@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { createGateway, type Gateway, type GatewayOptions } from '../gateway';
-import { ExecgateError, isExecgateError } from '../errors';
+import { maskError } from '../errors';
 import { getHome } from '../home';
 import { DEFAULT_POLICY } from '../policy/effective';
 import { createFileToolContext, type FileHost, type FileToolLimits } from './files/context';
@@ -118,12 +118,4 @@ export function createDefaultToolRegistry(options: DefaultToolRegistryOptions = 
   registry.register(new RunBashTool({ gateway: getGateway, ownsGateway: false, cwd: workdir }));
   for (const name of DISABLED_BY_DEFAULT) registry.disableTool(name);
   return registry;
-}
-
-/** An error with `mask` applied to its message and to the strings of its details. */
-function maskError(error: unknown, mask: (text: string) => string): unknown {
-  if (!isExecgateError(error)) return error instanceof Error ? new Error(mask(error.message)) : error;
-  const details: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(error.details)) details[key] = typeof value === 'string' ? mask(value) : value;
-  return new ExecgateError(error.code, mask(error.message), details);
 }

@@ -1,0 +1,65 @@
+/*
+ * A run can name a path after a resolved value (`mkdir "d-<<secret:FOO>>"`), and the gateway
+ * reports paths: a refusal's message names the directory a session's cwd leads to, the audit
+ * records name the run's working directory and the places the sandbox hid. Those must not carry
+ * the value: every MCP result and every audit record is masked with the values the gateway knows.
+ * Over the real MCP server (stdio, default policy: sandboxed where the platform allows).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createGateway } from '../../src/gateway';
+import { makeTempDir } from '../helpers/tmp';
+import { serverEnv, startStdio, type StdioServer } from './helpers';
+
+const SECRET = 'S3cretValue-Zq9XwLmN4pRt';
+
+describe('paths named after a value', () => {
+  const { dir, cleanup } = makeTempDir('execgate-pathnames-');
+  const work = join(dir, 'work');
+  const home = join(dir, 'state');
+  let server: StdioServer;
+
+  beforeAll(async () => {
+    require('node:fs').mkdirSync(work);
+    server = await startStdio({ args: ['--workdir', work], cwd: work, env: serverEnv(home, { HOME: work, EXECGATE_SECRET_FOO: SECRET }) });
+  });
+  afterAll(async () => {
+    await server?.close();
+    cleanup();
+  });
+
+  it('reach neither the MCP results nor the audit log', async () => {
+    // A directory named after the value, a session cwd through a link into it, then a credential
+    // path pointed at it (so the sandbox plan names it among the places it hides or skips).
+    await server.bash('mkdir "d-$(printf %s <<secret:FOO>>)" && ln -s "d-$(printf %s <<secret:FOO>>)" link && cd link && pwd');
+    await server.bash('ln -s "$HOME/d-$(printf %s <<secret:FOO>>)" "$HOME/.aws"; echo planted');
+    await server.bash('echo hello; pwd');
+    await server.bash('cd "$HOME/link" && pwd; ls "$HOME"');
+    await server.call('process_list');
+    const seen = server.seen.join('\n');
+    expect(seen).toContain('d-[REDACTED:');
+    expect(seen).not.toContain(SECRET);
+    let audit = '';
+    for (const name of readdirSync(home)) if (name.startsWith('audit.log')) audit += readFileSync(join(home, name), 'utf8');
+    expect(audit).toContain('"event":"exec.started"');
+    expect(audit).not.toContain(SECRET);
+  }, 120_000);
+
+  it('reach neither a library result nor a library error', async () => {
+    const libWork = join(dir, 'lib');
+    require('node:fs').mkdirSync(libWork);
+    const gateway = createGateway({ cwd: libWork, home: join(dir, 'lib-state'), env: { ...serverEnv(join(dir, 'lib-state'), { HOME: libWork, EXECGATE_SECRET_FOO: SECRET }) } });
+    try {
+      await gateway.exec({ command: 'mkdir "d-$(printf %s <<secret:FOO>>)" && ln -s "d-$(printf %s <<secret:FOO>>)" link && ln -s "$HOME/d-$(printf %s <<secret:FOO>>)" "$HOME/.aws"' });
+      const result = await gateway.exec({ command: 'ls "$HOME"' });
+      expect(JSON.stringify(result)).not.toContain(SECRET);
+      const refused = await gateway.exec({ command: 'pwd', cwd: join(libWork, 'link') }).then((ran) => JSON.stringify(ran), (error: Error) => `${error.message} ${JSON.stringify(error)}`);
+      expect(refused).not.toContain(SECRET);
+    } finally {
+      await gateway.close();
+    }
+    let audit = '';
+    for (const name of readdirSync(join(dir, 'lib-state'))) if (name.startsWith('audit.log')) audit += readFileSync(join(dir, 'lib-state', name), 'utf8');
+    expect(audit).not.toContain(SECRET);
+  }, 120_000);
+});
