@@ -266,12 +266,32 @@ describeSandboxed('warm sandboxes', () => {
     // Every bubblewrap below this process, and everything below those: the waiting sandbox, the network namespace's holder.
     const below = (pid: number): number[] => readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(' ').filter(Boolean).flatMap((c) => [Number(c), ...below(Number(c))]);
     const bwraps = below(process.pid).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')[0]!.endsWith('bwrap'));
-    const pids = bwraps.flatMap((pid) => [pid, ...below(pid)]);
-    expect(pids.length).toBeGreaterThanOrEqual(3);
-    expect(pids.every(isAlive)).toBe(true);
+    // Each process by pid and start time: on a busy machine a pid that ended can be reused by an
+    // unrelated process within the wait, which must not count as a survivor.
+    const startOf = (pid: number): string | undefined => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+        return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+      } catch {
+        return undefined;
+      }
+    };
+    const processes = bwraps.flatMap((pid) => [pid, ...below(pid)]).map((pid) => ({ pid, start: startOf(pid) }));
+    const running = (): string[] => processes
+      .filter(({ pid, start }) => isAlive(pid) && startOf(pid) === start)
+      .map(({ pid }) => {
+        try {
+          return `${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'latin1').replace(/\0/g, ' ').slice(0, 120)}`;
+        } catch {
+          return `${pid}: (ended while read)`;
+        }
+      });
+    expect(processes.length).toBeGreaterThanOrEqual(3);
+    expect(running()).toHaveLength(processes.length);
     await gateway.close();
     // close() waited for bubblewrap; the sandbox's own init follows it by its parent-death signal.
-    expect(await waitFor(() => pids.filter(isAlive).length === 0, 30_000)).toBe(true);
+    await waitFor(() => running().length === 0, 30_000);
+    expect(running()).toEqual([]);
     expect(gateway.warmSandboxes!.waiting).toBe(0);
   });
 
