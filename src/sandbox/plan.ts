@@ -172,7 +172,8 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
     namespaces: Object.freeze(settings.network === 'none' ? [...NAMESPACES, 'net'] : [...NAMESPACES]),
     network: Object.freeze({ mode: settings.network, shared: join !== undefined, ...(join ? { namespace: join.namespace } : {}) }),
     hidden: Object.freeze(view.hidden.map((h) => h.path)),
-    writable: Object.freeze(['/tmp (private)', ...view.writable]),
+    // Each private temp directory (/tmp, /var/tmp, the gateway's own) by name, then the writable roots.
+    writable: Object.freeze([...view.privateTmp.map((path) => `${path} (private)`), ...view.writable]),
     readOnly: Object.freeze(view.readOnly),
     skipped: view.skipped,
     exposed: Object.freeze(exposed),
