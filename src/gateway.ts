@@ -121,13 +121,6 @@ export class Gateway {
       policyFiles: () => this.#policy.files,
       warn: (obj, msg) => this.#warn(obj, msg),
     });
-    if (this.policy.sandbox.mode !== 'off') {
-      const roots = [...(this.policy.cwd.roots.length > 0 ? this.policy.cwd.roots : [this.#cwd]), ...this.policy.sandbox.filesystem.writable];
-      for (const file of this.#policy.files) {
-        const root = roots.find((r) => isInside(file, r));
-        if (root !== undefined) this.#warn({ file, root }, `The policy file ${file} lies in ${root}, where sandboxed runs may write. It is read-only inside each run, but replacing it by rename (an editor's save) while a run is alive lets that run write it; such a change is refused (EXECGATE_ERR_POLICY_WRITTEN_BY_RUN). Keep the policy outside the workspace.`);
-      }
-    }
     // Every run in progress listens on the shutdown signal until it ends: many at once is normal, not a leak.
     setMaxListeners(0, this.#shutdown.signal);
     // Last: a helper process is started only for a gateway that did start.
@@ -161,8 +154,23 @@ export class Gateway {
    * close() stops it too.
    */
   watchPolicy(options: WatchPolicyOptions = {}): () => void {
+    this.#warnWritablePolicy();
     return this.#policy.watch(options);
   }
+  /**
+   * Said once when a watched policy file lies where sandboxed runs may write: hot reload is when
+   * a run could have rewritten it (after the host replaced it by rename), and such a change is
+   * refused.
+   */
+  #warnWritablePolicy(): void {
+    if (this.policy.sandbox.mode === 'off') return;
+    const roots = [...(this.policy.cwd.roots.length > 0 ? this.policy.cwd.roots : [this.#cwd]), ...this.policy.sandbox.filesystem.writable];
+    for (const file of this.#policy.files) {
+      const root = roots.find((r) => isInside(file, r));
+      if (root !== undefined) this.#warn({ file, root }, `The policy file ${file} lies in ${root}, where sandboxed runs may write. It is read-only inside each run, but replacing it by rename (an editor's save) while a run is alive lets that run write it; such a change is refused (EXECGATE_ERR_POLICY_WRITTEN_BY_RUN). Keep the policy outside the workspace.`);
+    }
+  }
+
 
   /** Background processes started through this gateway (`mode: 'background'`). */
   get background(): BackgroundManager {

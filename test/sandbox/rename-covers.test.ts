@@ -12,8 +12,8 @@
  *   4. a PTY run whose sandbox cannot be set up (its working directory renamed away meanwhile)
  *      answers with the setup error, not after the 60 s set-up bound.
  */
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { baseEnv } from '../helpers/tmp';
@@ -22,10 +22,24 @@ import { describeSandboxed, sandboxPolicy } from './helpers';
 const ROUNDS = Number(process.env.EXECGATE_RENAME_ROUNDS ?? 25);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Outside the temp directory: every run has a private /tmp, where nothing of the host's is. */
+/**
+ * Outside the temp directories: every run has a private /tmp and /var/tmp, where nothing of the
+ * host's is. The user's home, else this checkout, else a directory of the system (as root); a CI
+ * machine's home can itself be a temp directory.
+ */
 function makeHome(): { dir: string; cleanup: () => void } {
-  const dir = mkdtempSync(join(homedir(), '.execgate-rename-test-'));
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  const temps = ['/tmp', '/var/tmp', tmpdir()].map((path) => realpathSync(path));
+  const inTemp = (path: string): boolean => temps.some((t) => path === t || path.startsWith(`${t}/`));
+  for (const base of [homedir(), join(__dirname, '..', '..'), '/srv', '/opt', '/var/lib']) {
+    try {
+      if (inTemp(realpathSync(base))) continue;
+      const dir = mkdtempSync(join(base, '.execgate-rename-test-'));
+      return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+    } catch {
+      // not there, or not writable: the next place
+    }
+  }
+  throw new Error('rename-covers: no writable directory outside the temp directories for a test home');
 }
 
 /** Replaces `file` as git's credential store and editors do: a new file, renamed over it. */
@@ -120,6 +134,8 @@ describeSandboxed('host renames do not uncover what runs must not see or write',
     const warnings: string[] = [];
     const logger = { info: () => undefined, warn: (_obj: object, msg: string) => warnings.push(msg), error: () => undefined, debug: () => undefined };
     gateway = createGateway({ policyFile: file, home: join(h, 'state'), cwd: ws, env: baseEnv({ HOME: h }), logger } as Parameters<typeof createGateway>[0]);
+    // Watching such a file says so (the reloads below are explicit, so the watcher stops at once).
+    gateway.watchPolicy({ signal: false, debounceMs: 60_000 })();
     expect(warnings.join('\n')).toContain('policy.yaml');
     const bg = await gateway.exec({ mode: 'background', command: 'while :; do echo loop; printf "version: 1\\nsandbox: { mode: off }\\n" > policy.yaml 2>/dev/null && echo REWROTE; sleep 0.01; done' });
     let refused = 0;
