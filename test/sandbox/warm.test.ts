@@ -260,12 +260,16 @@ describeSandboxed('warm sandboxes', () => {
   });
 
   test('close ends every waiting sandbox', async () => {
+    // Processes this worker already had (another test file's sandboxed file server, say) are
+    // not this gateway's.
+    const children = (pid: number): number[] => readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(' ').filter(Boolean).flatMap((c) => [Number(c), ...children(Number(c))]);
+    const earlier = new Set(children(process.pid));
     const gateway = gatewayWith(1);
     await gateway.exec({ command: 'true' });
     await untilWaiting(gateway);
     // Every bubblewrap below this process, and everything below those: the waiting sandbox, the network namespace's holder.
     const below = (pid: number): number[] => readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(' ').filter(Boolean).flatMap((c) => [Number(c), ...below(Number(c))]);
-    const bwraps = below(process.pid).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')[0]!.endsWith('bwrap'));
+    const bwraps = below(process.pid).filter((pid) => !earlier.has(pid) && readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')[0]!.endsWith('bwrap'));
     // Each process by pid and start time: on a busy machine a pid that ended can be reused by an
     // unrelated process within the wait, which must not count as a survivor.
     const startOf = (pid: number): string | undefined => {
