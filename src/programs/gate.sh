@@ -12,11 +12,18 @@
 # program's own output. After SOH it waits for one more line on stdin, which the gateway sends
 # once it has read the SOH: a program writing at once would otherwise find stderr still marked
 # readable by the SOH, and the gateway would read its stderr first whatever came first.
+#
+# The program's environment is this shell's: the one variable the gate reads into, `g`, is put back
+# as it came (its value, or unset) before the exec, so a run may have a `g` of its own. (Kept in the
+# positional parameters: any other name would be one more the run could not have.)
+set -- "${g-}" "${g+set}" "$@"
 printf '\000' >&2
 IFS= read -r g || exit 125
 [ "$g" = go ] || exit 125
 printf '\001' >&2
 IFS= read -r g || exit 125
+if [ "$2" = set ]; then g=$1; else unset g; fi
+shift 2
 [ "$1" = keep ] || exec </dev/null
 shift
 exec "$@"

@@ -2,10 +2,14 @@
  * The programs execgate starts are real files (src/programs/): shellcheck reads the shell ones,
  * node parses the others, and the seccomp filters are exactly what scripts/generate-seccomp.py makes from its
  * list with libseccomp (so the list in that script is the one place the filter is written).
+ * A gate hands its program the environment it was started with: the variables the gate itself
+ * uses are a run's to have as well.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { getBashGateScript, getGateScript, getPtyGateScript } from '../../src/process/programs';
+import { CLOSE_FDS } from '../../src/process/inherited-fds';
 import { makeTempDir } from '../helpers/tmp';
 
 const PROGRAMS = join(__dirname, '..', '..', 'src', 'programs');
@@ -47,6 +51,51 @@ describe('the programs of a sandboxed run', () => {
       }
     } finally {
       tmp.cleanup();
+    }
+  });
+
+  /*
+   * Every name a script assigns (NAME=, read [-opts] NAME, for NAME in), with values the shell could
+   * trim or split, beside the names a shell sets itself; the program (env -0) must see them all as
+   * given. sh adds PWD (the directory it is in, as bubblewrap sets it); dash resets IFS, OPTIND and
+   * PPID, which the run's bash resets anyway.
+   */
+  const gates: Array<{ name: string; argv: string[]; input: string }> = [
+    { name: 'gate.sh as sh', argv: ['/bin/sh', '-c', getGateScript(), 'execgate-gate', 'null'], input: 'go\n\n' },
+    { name: 'gate.sh as bash (closing descriptors)', argv: ['/bin/bash', '--norc', '--noprofile', '-c', getBashGateScript(CLOSE_FDS), 'execgate-gate', 'null'], input: 'go\n\n' },
+    { name: 'pty-gate.bash', argv: ['/bin/bash', '--norc', '--noprofile', '-c', getPtyGateScript(CLOSE_FDS), 'execgate-gate'], input: 'g' },
+  ];
+  const used = (text: string): string[] => {
+    const names = new Set<string>();
+    for (const m of text.matchAll(/(?:^|[\s;(])([A-Za-z_][A-Za-z0-9_]*)=/g)) names.add(m[1]);
+    for (const m of text.matchAll(/\bread\s+(?:-\S+\s+(?:\d+\s+)?)*([A-Za-z_][A-Za-z0-9_]*)/g)) names.add(m[1]);
+    for (const m of text.matchAll(/\bfor\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\b/g)) names.add(m[1]);
+    names.delete('IFS'); // (only ever a prefix of `read`)
+    return [...names];
+  };
+  test.each(gates)('$name hands its program the environment it was given, its own variables included', ({ argv, input }) => {
+    const names = used(argv[argv.indexOf('-c') + 1]);
+    expect(names).toContain('g');
+    const dir = makeTempDir('execgate-gate-env-');
+    try {
+      for (const value of ['', ' ', ' v  w ', 'go', 'g', 'a\nb', '*']) {
+        const env: Record<string, string> = { PATH: '/usr/bin:/bin', REPLY: value, SHLVL: '4', _: '/x' };
+        for (const name of names) env[name] = value;
+        const result = spawnSync(argv[0], [...argv.slice(1), '/usr/bin/env', '-0'], { env, cwd: dir.dir, input, encoding: 'utf8' });
+        expect(result.status).toBe(0);
+        // (the terminal gate's marks, NUL and SOH, come first on its stdout)
+        const out = result.stdout.startsWith('\0\x01') ? result.stdout.slice(2) : result.stdout;
+        const seen = Object.fromEntries(out.split('\0').slice(0, -1).map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
+        for (const name of ['IFS', 'OPTIND', 'PPID']) delete seen[name];
+        if (seen.PWD !== undefined) expect(seen.PWD).toBe(dir.dir);
+        delete seen.PWD;
+        expect(seen).toEqual(env);
+      }
+      // Unset stays unset.
+      const bare = spawnSync(argv[0], [...argv.slice(1), '/usr/bin/env', '-0'], { env: { PATH: '/usr/bin:/bin' }, cwd: dir.dir, input, encoding: 'utf8' });
+      expect(bare.stdout.split('\0').filter((entry) => names.some((name) => entry.startsWith(`${name}=`)))).toEqual([]);
+    } finally {
+      dir.cleanup();
     }
   });
 });
