@@ -72,6 +72,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_SANDBOX_PATH: 'The working directory lies inside a path the sandbox hides; nothing was run.',
   EXECGATE_ERR_SANDBOX_MISMATCH: 'The sandbox, once set up, did not match its plan (a mount differed), so the command was not started; nothing was run.',
   EXECGATE_ERR_SANDBOX_FAILED: 'The sandbox could not be set up for this run; nothing was run.',
+  EXECGATE_ERR_WORKSPACE_HOLDS_HOME: 'A writable workspace is the home directory or holds it; runs may not write beside the credential files.',
 
   // --- policy ---
   EXECGATE_ERR_POLICY_WRITTEN_BY_RUN: 'A policy file changed while a sandboxed run that could write it was running; it was not loaded.',

@@ -38,7 +38,8 @@ import { RefStore } from './refs/store';
 import { maskStrings } from './redact/deep';
 import { createGatewaySandbox, type GatewaySandbox } from './plan/sandbox-context';
 import { checkSandboxCwd, planSandbox } from './sandbox';
-import { checkAuditPlacement } from './sandbox/paths';
+import { checkPlatform } from './sandbox/detect';
+import { checkAuditPlacement, checkWorkspacePlacement } from './sandbox/paths';
 import { isInside } from './fs/paths';
 import type { SandboxLaunch } from './process/bwrap/launch';
 
@@ -101,9 +102,13 @@ export class Gateway {
     this.#audit = createAudit(options.audit, this.home, this.policy.audit, this.#env);
     // A record names paths a run may have named after a value: masked like a run's output.
     if (this.#audit instanceof AuditLog) this.#audit.mask = (text) => this.maskKnown(text);
-    if (this.#audit instanceof AuditLog && this.policy.sandbox.mode !== 'off') {
+    // Where the sandbox will be used (required, or auto on a platform that has it).
+    const { sandbox } = this.policy;
+    if (sandbox.mode === 'required' || (sandbox.mode === 'auto' && checkPlatform(sandbox.helper).ok)) {
+      const placement = { roots: this.policy.cwd.roots, workspace: this.#cwd, writable: this.policy.sandbox.filesystem.writable, env: this.#env, userHome: os.homedir() };
       try {
-        checkAuditPlacement({ auditPath: this.#audit.path, roots: this.policy.cwd.roots, workspace: this.#cwd, writable: this.policy.sandbox.filesystem.writable, env: this.#env, userHome: os.homedir() });
+        checkWorkspacePlacement(placement);
+        if (this.#audit instanceof AuditLog) checkAuditPlacement({ ...placement, auditPath: this.#audit.path });
       } catch (error) {
         this.#audit.close();
         throw error;

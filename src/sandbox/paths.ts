@@ -323,9 +323,9 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   const writable: string[] = [];
   // /var/tmp as /tmp: sockets live there too (tmux with TMUX_TMPDIR, editors' servers), and a
   // read-only bind would not stop a run connecting to one.
-  const privateTmp = [...new Set(['/tmp', real('/var/tmp'), real(tmpdir())].filter((t): t is string => t !== undefined && t !== '/'))];
-  const workspace = input.roots.length > 0 ? [] : [input.workspace].filter((w) => !privateTmp.includes(real(w) ?? w));
-  for (const wanted of [...input.roots, ...workspace, ...settings.filesystem.writable.map((p) => expand(p, userHome))]) {
+  const privateTmp = getPrivateTmp();
+  checkWorkspacePlacement({ roots: input.roots, workspace: input.workspace, writable: settings.filesystem.writable, env, userHome: input.userHome });
+  for (const wanted of getWantedWritable(input.roots, input.workspace, settings.filesystem.writable, userHome)) {
     const path = real(wanted);
     if (path === undefined) {
       skipped.push(wanted);
@@ -518,9 +518,7 @@ export function checkAuditPlacement(input: { auditPath: string; roots: readonly 
   const userHome = input.env.HOME || input.userHome;
   const dir = dirname(input.auditPath);
   const where = real(dir) ?? resolve(dir);
-  const privateTmp = ['/tmp', real(tmpdir())].filter((t): t is string => t !== undefined);
-  const workspace = input.roots.length > 0 ? [] : [input.workspace].filter((w) => !privateTmp.includes(real(w) ?? w));
-  for (const wanted of [...input.roots, ...workspace, ...input.writable.map((p) => expand(p, userHome))]) {
+  for (const wanted of getWantedWritable(input.roots, input.workspace, input.writable, userHome)) {
     const root = real(wanted) ?? resolve(wanted);
     if (where === root || isInside(root, where)) {
       throw new ExecgateError(
@@ -529,6 +527,47 @@ export function checkAuditPlacement(input: { auditPath: string; roots: readonly 
         { path: input.auditPath, root: wanted },
       );
     }
+  }
+}
+
+/** The temp directories every run gets a private, empty copy of. */
+function getPrivateTmp(): string[] {
+  return [...new Set(['/tmp', real('/var/tmp'), real(tmpdir())].filter((t): t is string => t !== undefined && t !== '/'))];
+}
+
+/**
+ * The writable paths as named: `cwd.roots`, else the workspace (none when it is a temp directory,
+ * which every run gets a private copy of), and `sandbox.filesystem.writable`.
+ */
+function getWantedWritable(roots: readonly string[], workspace: string, writable: readonly string[], userHome: string): string[] {
+  const privateTmp = getPrivateTmp();
+  const own = roots.length > 0 ? [] : [workspace].filter((w) => !privateTmp.includes(real(w) ?? w));
+  return [...roots, ...own, ...writable.map((p) => expand(p, userHome))];
+}
+
+/**
+ * Refuses a writable path that is the home directory or holds it. The credential paths live
+ * there, and a run that may write beside them outlasts what hides them: it can make a credential
+ * path that does not exist yet a symlink into the workspace (`~/.ssh -> ~`), so that what the user
+ * later writes there (`ssh-keygen`, `npm login`) lands where every run reads it; it can point one
+ * at a system directory (`~/.aws -> /usr`), which every later run would then hide; and a
+ * credential file the host replaces by rename while a run lasts (`git credential approve`) is no
+ * longer covered in that run, since the home directory cannot be made a directory of the run's
+ * own while the run must write in it. Checked when the gateway starts and for every run (a
+ * reloaded policy may name new roots).
+ */
+export function checkWorkspacePlacement(input: { roots: readonly string[]; workspace: string; writable: readonly string[]; env: Readonly<Record<string, string | undefined>>; userHome: string }): void {
+  const homes = [...new Set([input.env.HOME, input.userHome].filter((h): h is string => typeof h === 'string' && h.startsWith('/')).map((h) => real(h) ?? resolve(h)))];
+  for (const wanted of getWantedWritable(input.roots, input.workspace, input.writable, input.env.HOME || input.userHome)) {
+    const root = real(wanted) ?? resolve(wanted);
+    const home = homes.find((h) => h === root || isInside(h, root));
+    if (home === undefined) continue;
+    const what = wanted === input.workspace && input.roots.length === 0 ? `The workspace ${wanted} (the gateway's working directory)` : `The writable path ${wanted}`;
+    throw new ExecgateError(
+      'EXECGATE_ERR_WORKSPACE_HOLDS_HOME',
+      `${what} ${home === root ? 'is' : 'holds'} the home directory ${home}, where credential files live (~/.ssh, ~/.aws, ~/.git-credentials, ~/.npmrc, ...): a run allowed to write there could plant a symlink at a credential path, or read a credential file replaced while it runs. Use a project directory as the workspace (\`execgate mcp --workdir ~/project\`, \`cd ~/project\` before \`execgate run\`, the \`cwd\` option) or name one in \`cwd.roots\`. Nothing was run.`,
+      { path: wanted, home },
+    );
   }
 }
 
