@@ -102,18 +102,13 @@ export class Gateway {
     this.#audit = createAudit(options.audit, this.home, this.policy.audit, this.#env);
     // A record names paths a run may have named after a value: masked like a run's output.
     if (this.#audit instanceof AuditLog) this.#audit.mask = (text) => this.maskKnown(text);
-    // Where the sandbox will be used (required, or auto on a platform that has it).
-    const { sandbox } = this.policy;
-    if (sandbox.mode === 'required' || (sandbox.mode === 'auto' && checkPlatform(sandbox.helper).ok)) {
-      const placement = { roots: this.policy.cwd.roots, workspace: this.#cwd, writable: this.policy.sandbox.filesystem.writable, env: this.#env, userHome: os.homedir() };
-      try {
-        checkWorkspacePlacement(placement);
-        if (this.#audit instanceof AuditLog) checkAuditPlacement({ ...placement, auditPath: this.#audit.path });
-      } catch (error) {
-        this.#audit.close();
-        throw error;
-      }
+    try {
+      this.#checkPlacement(this.policy);
+    } catch (error) {
+      this.#audit.close();
+      throw error;
     }
+    this.#policy.check = (policy) => this.#checkPlacement(policy);
     this.#policy.record = (event, fields) => this.#audit.write(event, fields);
     this.#policy.warn = (obj, msg) => this.#warn(obj, msg);
     this.#audit.write('gateway.started', { pid: process.pid, policy: this.policy.source, sources: this.refs.sourceNames });
@@ -130,6 +125,19 @@ export class Gateway {
     setMaxListeners(0, this.#shutdown.signal);
     // Last: a helper process is started only for a gateway that did start.
     ({ spawner: this.#spawner, warm: this.#warm } = withWarmSandboxes(createSpawner(spawner), warm));
+  }
+
+  /**
+   * Where runs may write, for a policy about to be in force: never beside the credential files
+   * (the home directory) nor where the audit log lies. Only where the sandbox will be used
+   * (`required`, or `auto` on a platform that has it).
+   */
+  #checkPlacement(policy: EffectivePolicy): void {
+    const { sandbox } = policy;
+    if (!(sandbox.mode === 'required' || (sandbox.mode === 'auto' && checkPlatform(sandbox.helper).ok))) return;
+    const placement = { roots: policy.cwd.roots, workspace: this.#cwd, writable: sandbox.filesystem.writable, env: this.#env, userHome: os.homedir() };
+    checkWorkspacePlacement(placement);
+    if (this.#audit instanceof AuditLog) checkAuditPlacement({ ...placement, auditPath: this.#audit.path });
   }
 
   /** How sandboxed sync runs started: in a warm sandbox or cold (undefined when warm sandboxes are off). */

@@ -56,6 +56,8 @@ export class PolicyHolder {
   /** Set once the host's audit log exists. */
   record: Record = () => undefined;
   warn: (obj: object, msg: string) => void = () => undefined;
+  /** The host's own checks of a reloaded policy (where it may write); throws to refuse it. */
+  check: (policy: EffectivePolicy) => void = () => undefined;
   /** What the first load produced, for the host's `policy.loaded` record. */
   readonly loaded: LoadedPolicy | undefined;
 
@@ -83,6 +85,7 @@ export class PolicyHolder {
     const { loadPolicyFile } = require('./load') as typeof import('./load');
     const loaded = loadPolicyFile(file, { cwd: this.#options.cwd, homeDir: this.#options.homeDir });
     checkPolicyWriters(loaded.files);
+    this.check(loaded.policy);
     this.#files = loaded.files;
     this.#digest = loaded.digest;
     return loaded;

@@ -18,7 +18,8 @@ const HI_RESULT = '{"stdout":"hi\\n","stderr":"","exit_code":0}';
 
 beforeEach(() => {
   tmp = makeTempDir('execgate-agent-');
-  gateway = createGateway({ home: join(tmp.dir, 'home'), env: { PATH: process.env.PATH, HOME: tmp.dir, EXECGATE_KEYRING: 'off' }, cwd: tmp.dir });
+  // (HOME is the runner's: a workspace may not hold the home directory)
+  gateway = createGateway({ home: join(tmp.dir, 'home'), env: { PATH: process.env.PATH, HOME: process.env.HOME ?? '/root', EXECGATE_KEYRING: 'off' }, cwd: tmp.dir });
   registry = createDefaultToolRegistry({ gateway, workdir: tmp.dir });
 });
 afterEach(async () => {

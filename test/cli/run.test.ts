@@ -47,19 +47,20 @@ describe('execgate run', () => {
   });
 
   test('--json prints one object with the documented fields and exits 0 on command failure', () => {
-    const result = execgate(['run', '--json', '--cwd', '/', '--env', 'A=1', '--env', 'B=two=2', '--', 'echo "$A $B"; pwd; exit 7']);
+    // (`/` holds the home directory: refused as a workspace, EXECGATE_ERR_WORKSPACE_HOLDS_HOME)
+    const result = execgate(['run', '--json', '--cwd', '/usr', '--env', 'A=1', '--env', 'B=two=2', '--', 'echo "$A $B"; pwd; exit 7']);
     expect(result.status).toBe(0);
     const json = JSON.parse(result.stdout);
     expect(json).toMatchObject({
-      stdout: '1 two=2\n/\n',
+      stdout: '1 two=2\n/usr\n',
       stderr: '',
-      output: '1 two=2\n/\n',
+      output: '1 two=2\n/usr\n',
       exit_code: 7,
       signal: null,
       timed_out: false,
       truncated: { stdout: false, stderr: false, output: false },
       redactions: 0,
-      cwd: '/',
+      cwd: '/usr',
       command: 'echo "$A $B"; pwd; exit 7',
     });
     for (const key of ['duration_ms', 'env_removed', 'env_withheld']) expect(json).toHaveProperty(key);

@@ -127,8 +127,9 @@ describe('host prologue and epilogue', () => {
 
 describe('start-up files', () => {
   test("bash never sources the user's ~/.bashrc, not even with a socket on stdin (background) or SSH_CLIENT set", async () => {
-    const home = join(tmp.dir, 'userhome');
-    mkdirSync(home);
+    // The home directory apart from the workspace (which may not hold it), the marker in the workspace.
+    const userHome = makeTempDir('execgate-userhome-');
+    const home = userHome.dir;
     writeFileSync(join(home, '.bashrc'), `touch ${join(tmp.dir, 'bashrc-ran')}\n`);
     const gw = createGateway({ home: join(tmp.dir, 'h4'), env: baseEnv({ HOME: home, SSH_CLIENT: '10.0.0.1 5000 22' }), cwd: tmp.dir });
     try {
@@ -137,6 +138,7 @@ describe('start-up files', () => {
       await gw.background.wait(bg.id, 30_000);
     } finally {
       await gw.close();
+      userHome.cleanup();
     }
     expect(() => readFileSync(join(tmp.dir, 'bashrc-ran'))).toThrow();
   });

@@ -1,7 +1,8 @@
 /*
  * Real MCP clients (the official SDK's) against the built `execgate mcp`.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -13,11 +14,26 @@ export function requireBuild(): void {
   if (!existsSync(CLI)) throw new Error('dist/cli/main.js is missing: run `npm run build` before the MCP tests.');
 }
 
+let userHome: string | undefined;
+
+/**
+ * The servers' home directory: one of their own, apart from every workspace and state directory
+ * (a workspace may not hold the home directory: EXECGATE_ERR_WORKSPACE_HOLDS_HOME).
+ */
+export function getUserHome(): string {
+  if (userHome === undefined) {
+    const made = mkdtempSync(join(tmpdir(), 'execgate-mcp-user-'));
+    process.on('exit', () => rmSync(made, { recursive: true, force: true }));
+    userHome = made;
+  }
+  return userHome;
+}
+
 /** PATH of the system plus node's own directory; nothing else from the test runner's env. */
 export function serverEnv(home: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
     PATH: `/usr/bin:/bin:${dirname(process.execPath)}`,
-    HOME: home,
+    HOME: getUserHome(),
     LANG: 'C.UTF-8',
     EXECGATE_HOME: home,
     EXECGATE_KEYRING: 'off',

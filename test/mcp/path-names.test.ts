@@ -5,9 +5,10 @@
  * the value: every MCP result and every audit record is masked with the values the gateway knows.
  * Over the real MCP server (stdio, default policy: sandboxed where the platform allows).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway } from '../../src/gateway';
+import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { makeTempDir } from '../helpers/tmp';
 import { serverEnv, startStdio, type StdioServer } from './helpers';
 
@@ -21,7 +22,11 @@ describe('paths named after a value', () => {
 
   beforeAll(async () => {
     require('node:fs').mkdirSync(work);
-    server = await startStdio({ args: ['--workdir', work], cwd: work, env: serverEnv(home, { HOME: work, EXECGATE_SECRET_FOO: SECRET }) });
+    // A path the policy hides inside the workspace (the home directory's credential paths are
+    // never where a run writes): a run can point it at a directory named after the value.
+    const policy = join(dir, 'policy.yaml');
+    writeFileSync(policy, `version: 1\nsandbox:\n  filesystem:\n    hidden: ['~/.ssh', '${join(work, '.secrets')}']\n`);
+    server = await startStdio({ args: ['--workdir', work, '--policy', policy], cwd: work, env: serverEnv(home, { EXECGATE_SECRET_FOO: SECRET }) });
   });
   afterAll(async () => {
     await server?.close();
@@ -32,9 +37,9 @@ describe('paths named after a value', () => {
     // A directory named after the value, a session cwd through a link into it, then a credential
     // path pointed at it (so the sandbox plan names it among the places it hides or skips).
     await server.bash('mkdir "d-$(printf %s <<secret:FOO>>)" && ln -s "d-$(printf %s <<secret:FOO>>)" link && cd link && pwd');
-    await server.bash('ln -s "$HOME/d-$(printf %s <<secret:FOO>>)" "$HOME/.aws"; echo planted');
+    await server.bash(`ln -s "${work}/d-$(printf %s <<secret:FOO>>)" "${work}/.secrets"; echo planted`);
     await server.bash('echo hello; pwd');
-    await server.bash('cd "$HOME/link" && pwd; ls "$HOME"');
+    await server.bash(`cd "${work}/link" && pwd; ls "${work}"`);
     await server.call('process_list');
     const seen = server.seen.join('\n');
     expect(seen).toContain('d-[REDACTED:');
@@ -48,10 +53,12 @@ describe('paths named after a value', () => {
   it('reach neither a library result nor a library error', async () => {
     const libWork = join(dir, 'lib');
     require('node:fs').mkdirSync(libWork);
-    const gateway = createGateway({ cwd: libWork, home: join(dir, 'lib-state'), env: { ...serverEnv(join(dir, 'lib-state'), { HOME: libWork, EXECGATE_SECRET_FOO: SECRET }) } });
+    const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, filesystem: { ...DEFAULT_POLICY.sandbox.filesystem, hidden: [...DEFAULT_POLICY.sandbox.filesystem.hidden, join(libWork, '.secrets')] } } };
+    const gateway = createGateway({ policy, cwd: libWork, home: join(dir, 'lib-state'), env: { ...serverEnv(join(dir, 'lib-state'), { EXECGATE_SECRET_FOO: SECRET }) } });
     try {
-      await gateway.exec({ command: 'mkdir "d-$(printf %s <<secret:FOO>>)" && ln -s "d-$(printf %s <<secret:FOO>>)" link && ln -s "$HOME/d-$(printf %s <<secret:FOO>>)" "$HOME/.aws"' });
-      const result = await gateway.exec({ command: 'ls "$HOME"' });
+      await gateway.exec({ command: 'mkdir "d-$(printf %s <<secret:FOO>>)" && ln -s "d-$(printf %s <<secret:FOO>>)" link && ln -s "$PWD/d-$(printf %s <<secret:FOO>>)" .secrets' });
+      const result = await gateway.exec({ command: 'ls -A' });
+      expect(result.stdout).toContain('.secrets');
       expect(JSON.stringify(result)).not.toContain(SECRET);
       const refused = await gateway.exec({ command: 'pwd', cwd: join(libWork, 'link') }).then((ran) => JSON.stringify(ran), (error: Error) => `${error.message} ${JSON.stringify(error)}`);
       expect(refused).not.toContain(SECRET);

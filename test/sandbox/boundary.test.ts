@@ -25,11 +25,15 @@ const PROBE = join(__dirname, 'fixtures', 'probe.py');
 let tmp: ReturnType<typeof makeTempDir>;
 let work: string;
 let state: string;
+// The user's home directory, beside the workspace (a workspace may not hold it).
+let userHome: string;
 beforeEach(() => {
   tmp = makeTempDir('execgate-boundary-');
   work = join(tmp.dir, 'work');
   state = join(work, '.execgate');
+  userHome = join(tmp.dir, 'home');
   mkdirSync(work);
+  mkdirSync(userHome);
 });
 afterEach(() => {
   setSandboxOptionsHookForTests(undefined);
@@ -37,7 +41,7 @@ afterEach(() => {
 });
 
 function gateway(extra: Parameters<typeof makeGateway>[0] = {}): ReturnType<typeof makeGateway> {
-  return makeGateway({ home: state, cwd: work, env: baseEnv({ HOME: work }), sandbox: { network: 'none' }, ...extra });
+  return makeGateway({ home: state, cwd: work, env: baseEnv({ HOME: userHome }), sandbox: { network: 'none' }, ...extra });
 }
 
 function auditRecords(): Array<Record<string, unknown>> {
@@ -141,26 +145,29 @@ describeSandboxed('the mount check before the program starts', () => {
     }
   });
 
-  test('a credential path a run replaced with a symlink to /proc/self, /, /dev/null or the workspace does not stop later runs', async () => {
-    const g = gateway();
+  test('a hidden path in the workspace that a run replaced with a symlink to /proc/self, /, /dev/null or the workspace does not stop later runs', async () => {
+    // Paths the policy hides inside the workspace (the built-in credential paths, in the home
+    // directory, are never where a run writes).
+    const names = ['.aws', '.ssh', '.netrc', '.kube', '.gnupg'];
+    const g = gateway({ sandbox: { network: 'none', filesystem: { hidden: names.map((name) => join(work, name)), writable: [], readOnly: [] } } });
     try {
-      const plant = 'ln -s /proc/self ~/.aws; ln -s / ~/.ssh; ln -s /dev/null ~/.netrc; ln -s ~ ~/.kube; ln -s ~/.. ~/.gnupg; echo planted';
+      const plant = 'ln -s /proc/self .aws; ln -s / .ssh; ln -s /dev/null .netrc; ln -s "$PWD" .kube; ln -s .. .gnupg; echo planted';
       expect((await g.exec({ command: plant })).stdout).toBe('planted\n');
       for (const mode of MODES) {
         const next = await runIn(g, mode, 'echo next-run');
         expect(next.output).toContain('next-run');
       }
       const started = auditRecords().filter((r) => r.event === 'exec.started').at(-1) as { sandbox: { skipped: string[]; hidden: string[] } };
-      for (const name of ['.aws', '.ssh', '.netrc', '.kube', '.gnupg']) {
+      for (const name of names) {
         expect(started.sandbox.skipped).toContainEqual(expect.stringContaining(`${join(work, name)} (a symlink to `));
       }
       // What stays hidden still is: the state directory.
       expect(started.sandbox.hidden).toContain(state);
-      // A real credential directory in the same place is hidden as before.
-      await g.exec({ command: 'rm ~/.aws' });
+      // A real directory in the same place is hidden as before.
+      await g.exec({ command: 'rm .aws' });
       mkdirSync(join(work, '.aws'));
       writeFileSync(join(work, '.aws', 'credentials'), 'aws-key-material\n');
-      const hidden = await g.exec({ command: 'cat ~/.aws/credentials 2>&1; ls -A ~/.aws | wc -l' });
+      const hidden = await g.exec({ command: 'cat .aws/credentials 2>&1; ls -A .aws | wc -l' });
       expect(hidden.stdout).not.toContain('aws-key-material');
       expect(hidden.stdout).toMatch(/No such file or directory\n0\n$/);
     } finally {
@@ -170,14 +177,14 @@ describeSandboxed('the mount check before the program starts', () => {
 
   test('an audit log whose directory is the workspace refuses the start; one in a directory inside it is hidden whole, rotated files and lock included', async () => {
     const log = join(work, 'audit.log');
-    expect(() => createGateway({ home: state, cwd: work, env: baseEnv({ HOME: work }), policy: sandboxPolicy({ network: 'none' }, { audit: { enabled: true, fingerprints: true, env: true, path: log } }) }))
+    expect(() => createGateway({ home: state, cwd: work, env: baseEnv({ HOME: userHome }), policy: sandboxPolicy({ network: 'none' }, { audit: { enabled: true, fingerprints: true, env: true, path: log } }) }))
       .toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_AUDIT_IN_WORKSPACE' }));
     const inner = join(work, 'logs');
     mkdirSync(inner);
     writeFileSync(join(inner, 'audit.log.20250105T102030123Z'), 'rotated-record-text\n');
     writeFileSync(join(inner, 'other.txt'), 'inner-text\n');
     writeFileSync(join(work, 'notes.txt'), 'notes-text\n');
-    const g = createGateway({ home: state, cwd: work, env: baseEnv({ HOME: work }), policy: sandboxPolicy({ network: 'none' }, { audit: { enabled: true, fingerprints: true, env: true, path: join(inner, 'audit.log') } }) });
+    const g = createGateway({ home: state, cwd: work, env: baseEnv({ HOME: userHome }), policy: sandboxPolicy({ network: 'none' }, { audit: { enabled: true, fingerprints: true, env: true, path: join(inner, 'audit.log') } }) });
     try {
       await g.exec({ command: 'true' });
       const seen = await g.exec({ command: 'cat logs/* 2>&1; ls -A logs | wc -l; cat notes.txt; echo new > mine.txt && cat mine.txt' });
@@ -193,7 +200,7 @@ describeSandboxed('the mount check before the program starts', () => {
     const secrets = join(work, 'secrets');
     mkdirSync(secrets);
     writeFileSync(join(secrets, 'token'), 'x');
-    const g = makeGateway({ home: state, cwd: work, env: baseEnv({ HOME: work }), sandbox: { network: 'none', filesystem: { hidden: [secrets], writable: [], readOnly: [] } } });
+    const g = makeGateway({ home: state, cwd: work, env: baseEnv({ HOME: userHome }), sandbox: { network: 'none', filesystem: { hidden: [secrets], writable: [], readOnly: [] } } });
     try {
       // bubblewrap is told to cover it, then to bind it back over the cover.
       setSandboxOptionsHookForTests((options) => [...options, '--bind', secrets, secrets]);
@@ -207,7 +214,7 @@ describeSandboxed('the mount check before the program starts', () => {
     const gone = join(work, 'gone');
     mkdirSync(gone);
     const plan = await preparePlan({
-      refs: new RefStore([]), policy: sandboxPolicy({ network: 'none' }), env: baseEnv({ HOME: work }), cwd: work, shell: '/bin/bash',
+      refs: new RefStore([]), policy: sandboxPolicy({ network: 'none' }), env: baseEnv({ HOME: userHome }), cwd: work, shell: '/bin/bash',
       supportedModes: new Set(['sync']), sandbox: { home: state },
     }, { command: 'echo should-not-run', cwd: gone });
     rmdirSync(gone);
@@ -272,7 +279,7 @@ describeSandboxed('a small kernel surface', () => {
 describeSandboxed('the command learns nothing of the gateway', () => {
   test.each(MODES)('%s: /proc/1/cmdline and the environment name no hidden path; a nested execgate finds an empty state', async (mode) => {
     // The gateway's own environment names its state directory; the run's does not.
-    const g = gateway({ env: baseEnv({ HOME: work, EXECGATE_HOME: state, EXECGATE_POLICY: join(work, 'policy.yaml') }) });
+    const g = gateway({ env: baseEnv({ HOME: userHome, EXECGATE_HOME: state, EXECGATE_POLICY: join(work, 'policy.yaml') }) });
     try {
       // Something in the state directory for a nested execgate to find if it could.
       await g.exec({ command: 'true' });

@@ -123,7 +123,8 @@ describeSandboxed('hardening', () => {
     mkdirSync(join(userHome, '.config', 'gh'), { recursive: true });
     writeFileSync(join(userHome, '.config', 'gh', 'hosts.yml'), 'oauth_token: GH-TOKEN-7777');
     mkdirSync(join(tmp.dir, 'audit'));
-    const gateway = makeGateway({ home: state, env: baseEnv({ HOME: userHome }), cwd: work, audit: { path: join(tmp.dir, 'audit', 'audit.log') }, sandbox: { filesystem: { hidden: ['~/.config/gh'], writable: [], readOnly: [] } } });
+    // (listed by its path: a workspace may not hold the home directory itself)
+    const gateway = makeGateway({ home: state, env: baseEnv(), cwd: work, audit: { path: join(tmp.dir, 'audit', 'audit.log') }, sandbox: { filesystem: { hidden: [join(userHome, '.config', 'gh')], writable: [], readOnly: [] } } });
     try {
       writeFileSync(join(state, 'vault.key'), 'VAULT-KEY-MATERIAL-5151');
       const moved = await runIn(gateway, mode, 'mv sub sub2 2>&1; echo mv=$?; mv home/.config home/cfg 2>&1; echo mv2=$?');

@@ -2,7 +2,9 @@
  * Gateways with a given sandbox policy, and one way to run a command in each of the three modes
  * and get its (redacted) output back, so that every attack is tried in sync, PTY and background.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway';
 import { DEFAULT_POLICY, type EffectivePolicy, type SandboxSettings } from '../../src/policy/effective';
 import { checkPlatform } from '../../src/sandbox';
@@ -68,4 +70,23 @@ export function describeSandboxed(name: string, fn: () => void): void {
    
   console.warn(`SKIPPED sandbox tests "${name}": ${platform.reason}`);
   describe.skip(`${name} [SKIPPED: ${platform.reason}]`, fn);
+}
+
+/**
+ * A directory to stand for a home directory outside every temp directory (each run gets a private,
+ * empty /tmp, so a home there would be the run's own and prove nothing about the host's).
+ */
+export function makeHome(): { dir: string; cleanup: () => void } {
+  const temps = ['/tmp', '/var/tmp', tmpdir()].map((path) => realpathSync(path));
+  const inTemp = (path: string): boolean => temps.some((t) => path === t || path.startsWith(`${t}/`));
+  for (const base of [homedir(), join(__dirname, '..', '..'), '/srv', '/opt', '/var/lib']) {
+    try {
+      if (inTemp(realpathSync(base))) continue;
+      const dir = mkdtempSync(join(base, '.execgate-rename-test-'));
+      return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+    } catch {
+      // not there, or not writable: the next place
+    }
+  }
+  throw new Error('no writable directory outside the temp directories for a test home');
 }

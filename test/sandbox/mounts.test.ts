@@ -22,7 +22,7 @@ beforeEach(() => { tmp = makeTempDir('execgate-mnt-'); });
 afterEach(() => rmSync(tmp.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 }));
 
 function gateway(extra: { warmSandboxes?: number } = {}): ReturnType<typeof createGateway> {
-  return makeGateway({ home: join(tmp.dir, 'state'), env: baseEnv({ HOME: join(tmp.dir, 'user') }), cwd: tmp.dir, sandbox: { network: 'none' }, ...extra });
+  return makeGateway({ home: join(tmp.dir, 'state'), env: baseEnv(), cwd: tmp.dir, sandbox: { network: 'none' }, ...extra });
 }
 
 describeSandboxed('a working directory cannot bring the host back', () => {
@@ -196,7 +196,7 @@ describeSandboxed('host services on UNIX sockets', () => {
       const server = net.createServer((socket) => socket.end('ANSWERED\n'));
       server.listen(path, () => resolveServer(server));
     })));
-    const g = makeGateway({ home: join(tmp.dir, 'state'), env: baseEnv({ HOME: join(tmp.dir, 'user') }), cwd: tmp.dir, sandbox: { network: 'none', filesystem: { hidden: [...DEFAULT_HIDDEN_PATHS, listed], writable: [], readOnly: [] } } });
+    const g = makeGateway({ home: join(tmp.dir, 'state'), env: baseEnv(), cwd: tmp.dir, sandbox: { network: 'none', filesystem: { hidden: [...DEFAULT_HIDDEN_PATHS, listed], writable: [], readOnly: [] } } });
     try {
       const probe = (path: string): string => `python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(sys.argv[2], s.recv(64).decode().strip())' ${path} ${path === unlisted ? 'unlisted' : 'hidden'} 2>/dev/null || echo "refused ${path}"`;
       const run = await runIn(g, 'sync', paths.map(probe).join('\n'), { cwd: join(tmp.dir) });

@@ -1,8 +1,8 @@
 /*
  * The working-directory race, run from inside execgate as an agent would run it, on every
  * surface: library (cold and warm), PTY, the MCP bash tool, separate `execgate run` processes,
- * and the MCP file tools. The state directory sits inside the workspace (`~/.execgate` with the
- * workspace at `~`, as a new user has it). Background runs of the same gateway swap an ancestor
+ * and the MCP file tools. The state directory sits inside the workspace (`EXECGATE_HOME` in the
+ * project; a workspace may not be the home directory itself, EXECGATE_ERR_WORKSPACE_HOLDS_HOME). Background runs of the same gateway swap an ancestor
  * of the victims' working directory between a directory and a symlink, as fast as
  * renameat2(RENAME_EXCHANGE) allows (500 µs one way, 50 µs the other): one symlink leads straight
  * to the state directory, one to a directory under the host's /tmp holding a symlink to it
@@ -35,8 +35,10 @@ const REFUSALS = new Set(['EXECGATE_ERR_SANDBOX_MISMATCH', 'EXECGATE_ERR_SANDBOX
 
 interface Scene {
   readonly dir: string;
-  /** The workspace: the gateway's working directory, `~` of the runs. */
+  /** The workspace: the gateway's working directory. */
   readonly home: string;
+  /** The runs' `~`, beside the workspace. */
+  readonly user: string;
   /** The state directory, inside the workspace. */
   readonly state: string;
   /** What must never come back. */
@@ -83,6 +85,8 @@ function makeScene(): Scene {
   const home = join(tmp.dir, 'home');
   const state = join(home, '.execgate');
   mkdirSync(state, { recursive: true, mode: 0o700 });
+  const user = join(tmp.dir, 'user');
+  mkdirSync(user);
   const marker = randomBytes(24).toString('hex');
   writeFileSync(join(state, 'marker.key'), `${marker}\n`, { mode: 0o600 });
   // A directory under the host's /tmp with a symlink to the state directory in it.
@@ -100,6 +104,7 @@ function makeScene(): Scene {
     flipper,
     dir: tmp.dir,
     home,
+    user,
     state,
     secrets: [marker],
     planted,
@@ -158,7 +163,7 @@ function libraryGateway(scene: Scene, warmSandboxes: number): Gateway {
     policy: sandboxPolicy({ network: 'none' }),
     home: scene.state,
     cwd: scene.home,
-    env: baseEnv({ HOME: scene.home }),
+    env: baseEnv({ HOME: scene.user }),
     warmSandboxes,
   });
 }
@@ -182,7 +187,7 @@ describeSandboxed('the working-directory race, from inside execgate', () => {
   });
 
   test('the victims would see the state directory if anything let them (the control: no sandbox)', async () => {
-    const gateway = createGateway({ policy: sandboxPolicy({ mode: 'off' }), home: scene.state, cwd: scene.home, env: baseEnv({ HOME: scene.home }) });
+    const gateway = createGateway({ policy: sandboxPolicy({ mode: 'off' }), home: scene.state, cwd: scene.home, env: baseEnv({ HOME: scene.user }) });
     try {
       for (const cwd of scene.victims) {
         const result = await gateway.exec({ command: victimCommand(scene), cwd });
@@ -233,7 +238,7 @@ describeSandboxed('the working-directory race, from inside execgate', () => {
   }, TIMEOUT);
 
   test('the MCP bash tool: 0 reads', async () => {
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: scene.home, LANG: 'C.UTF-8', EXECGATE_KEYRING: 'off' };
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: scene.user, EXECGATE_HOME: scene.state, LANG: 'C.UTF-8', EXECGATE_KEYRING: 'off' };
     const server: StdioServer = await startStdio({ args: ['--workdir', scene.home], cwd: scene.home, env });
     try {
       addStateKeys(scene);
@@ -262,7 +267,7 @@ describeSandboxed('the working-directory race, from inside execgate', () => {
   }, TIMEOUT);
 
   test('separate `execgate run` processes: 0 reads', async () => {
-    const env = { EXECGATE_HOME: scene.state, HOME: scene.home };
+    const env = { EXECGATE_HOME: scene.state, HOME: scene.user };
     // The flippers: detached background runs of one CLI process, in the workspace.
     for (let index = 0; index < scene.flips.length; index++) {
       const started = await execgateAsync(['run', '--mode', 'background', '--', flipCommand(scene, index)], { cwd: scene.home, env });
@@ -300,7 +305,7 @@ describeSandboxed('the working-directory race, from inside execgate', () => {
   }, TIMEOUT);
 
   test('the MCP file tools, with a flipper beside them: 0 reads or writes', async () => {
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: scene.home, LANG: 'C.UTF-8', EXECGATE_KEYRING: 'off' };
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: scene.user, EXECGATE_HOME: scene.state, LANG: 'C.UTF-8', EXECGATE_KEYRING: 'off' };
     const server: StdioServer = await startStdio({ args: ['--workdir', scene.home, '--tools', 'files'], cwd: scene.home, env });
     try {
       addStateKeys(scene);

@@ -12,12 +12,11 @@
  *   4. a PTY run whose sandbox cannot be set up (its working directory renamed away meanwhile)
  *      answers with the setup error, not after the 60 s set-up bound.
  */
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { baseEnv } from '../helpers/tmp';
-import { describeSandboxed, sandboxPolicy } from './helpers';
+import { describeSandboxed, makeHome, sandboxPolicy } from './helpers';
 
 const ROUNDS = Number(process.env.EXECGATE_RENAME_ROUNDS ?? 25);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -27,21 +26,6 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * host's is. The user's home, else this checkout, else a directory of the system (as root); a CI
  * machine's home can itself be a temp directory.
  */
-function makeHome(): { dir: string; cleanup: () => void } {
-  const temps = ['/tmp', '/var/tmp', tmpdir()].map((path) => realpathSync(path));
-  const inTemp = (path: string): boolean => temps.some((t) => path === t || path.startsWith(`${t}/`));
-  for (const base of [homedir(), join(__dirname, '..', '..'), '/srv', '/opt', '/var/lib']) {
-    try {
-      if (inTemp(realpathSync(base))) continue;
-      const dir = mkdtempSync(join(base, '.execgate-rename-test-'));
-      return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
-    } catch {
-      // not there, or not writable: the next place
-    }
-  }
-  throw new Error('rename-covers: no writable directory outside the temp directories for a test home');
-}
-
 /** Replaces `file` as git's credential store and editors do: a new file, renamed over it. */
 function replace(file: string, text: string): void {
   writeFileSync(`${file}.tmp-save`, text, { mode: 0o600 });

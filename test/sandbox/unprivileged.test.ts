@@ -105,7 +105,7 @@ const started = (home) => readFileSync(home + '/audit.log', 'utf8').trim().split
   const victim = 'cat marker.key ../marker.key 2>/dev/null; cat ' + state + '/marker.key ' + dir + '/planted/b/marker.key ' + race + '/w/l/b/marker.key ' + race + '/w/s/marker.key 2>/dev/null; for f in /tmp/*/marker.key /tmp/*/*/marker.key /tmp/*/*/*/marker.key; do cat "$f" 2>/dev/null; done; echo victim-done';
   out.race = {};
   for (const warmSandboxes of [0, 1]) {
-    const gateway = createGateway({ home: state, cwd: race, policyFile: policy, warmSandboxes, env: { PATH: '/usr/bin:/bin', HOME: race, LANG: 'C.UTF-8', EXECGATE_KEYRING: 'off' } });
+    const gateway = createGateway({ home: state, cwd: race, policyFile: policy, warmSandboxes, env: { PATH: '/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8', EXECGATE_KEYRING: 'off' } });
     const tally = { ran: 0, refused: 0, leaked: 0, other: [], flipping: [] };
     try {
       if (warmSandboxes === 0) out.probe = (await gateway.exec({ command: 'python3 ' + race + '/probe.py 2>&1; unshare -Urm true 2>/dev/null && echo "unshare-Urm: ok" || echo "unshare-Urm: refused"; bwrap --ro-bind / / true 2>/dev/null && echo "bwrap: ok" || echo "bwrap: refused"' })).stdout;

@@ -18,7 +18,7 @@ import { RefStore } from '../../src/refs/store';
 import { checkPlatform } from '../../src/sandbox';
 import { encodeFrame, isWarmableEnv, WarmSandboxes } from '../../src/process/bwrap/warm';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
-import { describeSandboxed, findProcesses, sandboxPolicy } from './helpers';
+import { describeSandboxed, findProcesses, makeHome, sandboxPolicy } from './helpers';
 
 jest.setTimeout(120_000);
 
@@ -26,6 +26,7 @@ let tmp: ReturnType<typeof makeTempDir>;
 let work: string;
 let home: string;
 const open: Gateway[] = [];
+const cleanups: Array<() => void> = [];
 
 // Loopback only: no per-run proxy credentials in the environment to tell two runs apart.
 const OFFLINE = sandboxPolicy({ mode: 'required' }, { network: { ...DEFAULT_POLICY.network, mode: 'none', allow: [], deny: [] } });
@@ -50,6 +51,7 @@ beforeEach(() => {
 });
 afterEach(async () => {
   await Promise.all(open.splice(0).map((gateway) => gateway.close()));
+  for (const cleanup of cleanups.splice(0)) cleanup();
   rmSync(tmp.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
 });
 
@@ -193,8 +195,11 @@ describeSandboxed('warm sandboxes', () => {
   });
 
   test('a hidden directory replaced after the sandbox was set up stays hidden', async () => {
-    // Under the bound working directory: the sandbox's own /tmp would hide a home under /tmp anyway.
-    const home = join(work, 'home');
+    // Outside the temp directories (the sandbox's own /tmp would hide a home under /tmp anyway)
+    // and outside the workspace (which may not hold the home directory).
+    const outside = makeHome();
+    cleanups.push(outside.cleanup);
+    const home = outside.dir;
     mkdirSync(join(home, '.ssh'), { recursive: true });
     writeFileSync(join(home, '.ssh', 'id_old'), 'OLD-KEY-MATERIAL');
     const gateway = gatewayWith(1, home);

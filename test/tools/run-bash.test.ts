@@ -11,7 +11,8 @@ let gateway: Gateway;
 let registry: ToolRegistry;
 
 function gatewayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: tmp.dir, EXECGATE_KEYRING: 'off', ...extra };
+  // (HOME is the runner's: a workspace may not hold the home directory)
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', EXECGATE_KEYRING: 'off', ...extra };
 }
 
 beforeEach(() => {
