@@ -25,9 +25,14 @@
  * next word; a CR elsewhere is a break only with its LF beside it) is also looked up joined: its bytes from the sampled
  * position with breaks left out, read on to 4 characters. A hit is verified by walking back over
  * the characters before it and comparing forward, skipping breaks. No extra windows are
- * registered: an earlier version listed every word a wrapped window can look like (LF at four
- * places, CRLF at three, a cut CRLF; nine words per window), which tripled the windows in the
- * bitmap every sample tests and cost figure 4 up to 19 % with 1,000 secrets (see bench/redact.js).
+ * registered for large sets: listing every word a wrapped window can look like (LF at four
+ * places, CRLF at three, a cut CRLF; nine words per window) tripled the windows in the bitmap
+ * every sample tests and cost figure 4 up to 19 % with 1,000 secrets (see bench/redact.js). For a
+ * few secrets it is the other way round: the bitmap stays small whatever is in it, and the joined
+ * reading of every sample that holds a break (most log lines put one in a sampled word every few
+ * samples) cost up to 40 % of the scan with one secret. So while the wrapped words of the
+ * line-tolerant windows fit in VARIANT_BUDGET they are registered as windows of their own, and no
+ * sample is read joined; past it, the joined reading above.
  *
  * Redaction only needs the union of all occurrences and, where a region of that union starts, the
  * longest pattern starting there. Output that repeats a secret's own bytes (a run of `a` against
@@ -57,10 +62,17 @@ const MAX_STRIDE = 8;
 // 40,000 distinct windows, 1.2 % of samples pass the bitmap) and redacts log text and random
 // bytes 1.1-1.4x as fast; 2^18 (a stride of four) was no faster again.
 const WINDOW_BUDGET = 1 << 17;
+// Wrapped words (8 per line-tolerant window) registered instead of reading samples joined, at
+// most this many: one secret's base64 spellings need about 1,800 at the longest stride; measured
+// with bench/redact.js, registering them is faster up to a few dozen secrets.
+const VARIANT_BUDGET = 1 << 15;
 const HASH_MULTIPLIER = 0x9e3779b1;
 // About 256 bits per window keeps false hits well under 1 % while the bitmap stays in L2.
 const BITS_PER_WINDOW = 256;
 const MAX_BITMAP_BITS = 22;
+// 32 KiB: an L1 data cache.
+const L1_BITMAP_BITS = 18;
+const MIN_BITS_PER_WINDOW = 64;
 // SWAR: a word w holds a zero byte exactly when ((w - ONES) & ~w & HIGHS) !== 0; w ^ LFS has
 // one where w has an LF.
 const ONES = 0x01010101;
@@ -108,6 +120,11 @@ export class Matcher {
     this.#tolerantPrefixes.seal();
     this.#stride = chooseStride(patterns);
     const windows = 4 * this.#stride;
+    let tolerantWindows = 0;
+    patterns.forEach((pattern, index) => {
+      if (pattern.length >= MIN_WINDOWED_LENGTH && this.#tolerant[index] === 1) tolerantWindows += windows;
+    });
+    const variants = tolerantWindows * WRAPPED_SHAPES.length <= VARIANT_BUDGET;
     patterns.forEach((pattern, index) => {
       if (pattern.length < MIN_WINDOWED_LENGTH) {
         if (pattern.length > 0) this.#short.push(index);
@@ -115,10 +132,21 @@ export class Matcher {
       }
       for (let offset = 0; offset < windows; offset++) {
         this.#addWindow(this.#windows, readWord(pattern, offset), index, offset);
-        if (this.#tolerant[index] === 1) this.#addWindow(this.#tolerantWindows, readWord(pattern, offset), index, offset);
+        if (this.#tolerant[index] !== 1) continue;
+        if (!variants) {
+          this.#addWindow(this.#tolerantWindows, readWord(pattern, offset), index, offset);
+          continue;
+        }
+        for (const shape of WRAPPED_SHAPES) this.#addWindow(this.#windows, wrappedWord(pattern, offset, shape), index, offset);
       }
     });
-    const bits = Math.min(MAX_BITMAP_BITS, Math.max(10, Math.ceil(Math.log2(this.#windows.size * BITS_PER_WINDOW + 1))));
+    // A bitmap that fits the L1 cache, where 64 bits a window still do: a few secrets' wrapped
+    // words would otherwise ask for 128 KiB, read at every sample from L2.
+    const bits = Math.min(
+      MAX_BITMAP_BITS,
+      Math.max(10, Math.ceil(Math.log2(this.#windows.size * BITS_PER_WINDOW + 1))),
+      Math.max(L1_BITMAP_BITS, Math.ceil(Math.log2(this.#windows.size * MIN_BITS_PER_WINDOW + 1))),
+    );
     this.#hashShift = 32 - bits;
     this.#bitmap = new Int32Array(1 << (bits - 5));
     for (const [word, list] of this.#windows) {
@@ -131,6 +159,11 @@ export class Matcher {
   /** Words (of 4 bytes) from one sampled word to the next (see the header). */
   get stride(): number {
     return this.#stride;
+  }
+
+  /** Whether sampled words with a line break are read joined (many line-tolerant windows) rather than looked up as registered wrapped words (see the header). */
+  get readsJoined(): boolean {
+    return this.#tolerantWindows.size > 0;
   }
 
   /**
@@ -308,6 +341,24 @@ export class Matcher {
 
 const LF = 0x0a;
 const CR = 0x0d;
+
+/*
+ * The words a window's first characters make with a line break among them (lines of 4 or more
+ * characters hold at most one break in any 4 bytes): each shape lists what stands at the word's
+ * 4 places, a character of the window (its index) or a break byte.
+ */
+const WRAPPED_SHAPES: ReadonlyArray<readonly number[]> = [
+  [-LF, 0, 1, 2], [0, -LF, 1, 2], [0, 1, -LF, 2], [0, 1, 2, -LF],
+  [-CR, -LF, 0, 1], [0, -CR, -LF, 1], [0, 1, -CR, -LF],
+  // a CRLF cut after its CR (the LF begins the next word: the first shape)
+  [0, 1, 2, -CR],
+];
+
+function wrappedWord(pattern: Buffer, offset: number, shape: readonly number[]): number {
+  const bytes = Buffer.alloc(4);
+  shape.forEach((place, at) => { bytes[at] = place < 0 ? -place : pattern[offset + place]; });
+  return readWord(bytes, 0);
+}
 
 /**
  * Where `bytes` ends when it occurs at `start` as a wrapping encoder writes it, or -1: its

@@ -8,6 +8,8 @@
  */
 import fc from 'fast-check';
 import { quoteLikePrintf, Redactor } from '../../src/redact';
+import { getEncodedForms } from '../../src/redact/encoders';
+import { Matcher } from '../../src/redact/matcher';
 
 const RUNS = Number(process.env.EXECGATE_FUZZ_RUNS ?? 0) > 0 ? Number(process.env.EXECGATE_FUZZ_RUNS) : 1500;
 
@@ -77,26 +79,42 @@ function streamThrough(redactor: Redactor, input: Buffer, points: number[]): { t
   return { text: Buffer.concat(out).toString('latin1'), count: stream.count };
 }
 
-function masker(secret: string): Redactor {
+/*
+ * The matcher finds wrapped base64 two ways (src/redact/matcher.ts): with a few secrets the words
+ * a line break makes are registered, with many each sampled word that holds a break is read
+ * joined. Each property runs both ways: the value alone, and among DECOYS other secrets (fewer
+ * cases: each compiles a matcher of some 400 patterns).
+ */
+const DECOYS = Array.from({ length: 24 }, (_, index) => `decoy-${index}-${'Zq8'.repeat(12)}-${index * 7919}`);
+const CROWDS = [['alone', [] as string[], RUNS], ['among 24 other secrets', DECOYS, Math.ceil(RUNS / 4)]] as const;
+
+function masker(secret: string, crowd: readonly string[] = []): Redactor {
   const redactor = new Redactor();
+  crowd.forEach((decoy, index) => redactor.add(decoy, `decoy:${index}`));
   redactor.add(secret, 'secret:v');
   return redactor;
 }
 
-test('every claimed text spelling, between random text, in random chunks, is masked', () => {
+test.each(CROWDS)('the two ways are both used: %s', (name, crowd) => {
+  const forms = [...crowd, 'S3cret-value-of-forty-characters-abcdefg'].flatMap((value) => getEncodedForms(value, { minLength: 8, encodings: true }));
+  const matcher = new Matcher(forms.map((form) => Buffer.from(form.text, 'utf8')), forms.flatMap((form, index) => (form.wraps ? [index] : [])));
+  expect(matcher.readsJoined).toBe(name !== 'alone');
+});
+
+test.each(CROWDS)('every claimed text spelling, between random text, in random chunks, is masked (%s)', (_name, crowd, runs) => {
   fc.assert(
     fc.property(fc.nat(CLAIMED.length - 1), value, around, around, cuts, (index, secret, before, after, points) => {
       const [, encode] = CLAIMED[index]!;
       const encoded = Buffer.from(encode(secret), 'utf8').toString('latin1');
-      const { text, count } = streamThrough(masker(secret), Buffer.from(`${before}${encode(secret)}${after}`, 'utf8'), points);
+      const { text, count } = streamThrough(masker(secret, crowd), Buffer.from(`${before}${encode(secret)}${after}`, 'utf8'), points);
       expect(count).toBeGreaterThan(0);
       expect(text.includes(encoded)).toBe(false);
     }),
-    { numRuns: RUNS },
+    { numRuns: runs },
   );
 });
 
-test('base64 at any offset, standard or URL-safe, padded or not, wrapped at any width with LF or CRLF, in random chunks, is masked', () => {
+test.each(CROWDS)('base64 at any offset, standard or URL-safe, padded or not, wrapped at any width with LF or CRLF, in random chunks, is masked (%s)', (_name, crowd, runs) => {
   const layout = fc.record({
     head: fc.uint8Array({ maxLength: 60 }),
     tail: fc.uint8Array({ maxLength: 10 }),
@@ -116,10 +134,10 @@ test('base64 at any offset, standard or URL-safe, padded or not, wrapped at any 
       const written = width === null ? encoded : encoded.replace(new RegExp(`.{${width}}`, 'g'), `$&${eol}`);
       // The characters whose six bits all come from the value.
       const core = encoded.slice(Math.ceil((head.length * 8) / 6), Math.floor(((head.length + bytes.length) * 8) / 6));
-      const { text, count } = streamThrough(masker(secret), Buffer.from(`${before}\n${written}${eol}${after}`, 'latin1'), points);
+      const { text, count } = streamThrough(masker(secret, crowd), Buffer.from(`${before}\n${written}${eol}${after}`, 'latin1'), points);
       expect(count).toBeGreaterThan(0);
       expect(text.replace(/[\r\n]/g, '').includes(core)).toBe(false);
     }),
-    { numRuns: RUNS },
+    { numRuns: runs },
   );
 });
