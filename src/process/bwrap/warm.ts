@@ -131,6 +131,8 @@ export class WarmSandboxes implements Spawner {
   readonly #entries: WarmEntry[] = [];
   readonly #starting = new Set<string>();
   #closed = false;
+  /** Starts in progress (a spawn not yet answered). */
+  readonly #pending = new Set<Promise<void>>();
   #warm = 0;
   #cold = 0;
   #discarded = 0;
@@ -212,7 +214,11 @@ export class WarmSandboxes implements Spawner {
     if (this.#starting.has(key)) return;
     this.#starting.add(key);
     setImmediate(() => {
-      void this.#start(key, launch).finally(() => this.#starting.delete(key));
+      const started = this.#start(key, launch).finally(() => {
+        this.#starting.delete(key);
+        this.#pending.delete(started);
+      });
+      this.#pending.add(started);
     });
   }
 
@@ -258,7 +264,10 @@ export class WarmSandboxes implements Spawner {
     };
     child.exit.then(gone, gone);
     if (this.#closed) {
+      // Closed while it was being spawned: close() waits for this too, so that no bubblewrap of
+      // this gateway is still setting up (and making mount points) once close() has resolved.
       this.#end(entry);
+      await child.exit.catch(() => undefined);
       return;
     }
     this.#entries.push(entry);
@@ -285,6 +294,8 @@ export class WarmSandboxes implements Spawner {
 
   async close(): Promise<void> {
     this.#closed = true;
+    // Sandboxes being spawned end as soon as they are (see #start).
+    await Promise.all([...this.#pending]);
     const waiting = this.#entries.splice(0);
     for (const entry of waiting) this.#end(entry);
     await Promise.all(waiting.map((entry) => entry.process.exit.catch(() => undefined)));
