@@ -72,7 +72,7 @@ const HASH_MULTIPLIER_2 = 0x85ebca77;
 const BITS_PER_WINDOW = 256;
 const MAX_BITMAP_BITS = 22;
 // 32 KiB: an L1 data cache. With one secret (2,100 windows, 64 bits each: 2^18 bits) the scan
-// measured 10-15 % faster than with the 2^20 bits that 256 bits a window ask (bench/redact.js).
+// measured faster than with the 2^20 bits that 256 bits a window ask (bench/redact.js).
 const L1_BITMAP_BITS = 18;
 const MIN_BITS_PER_WINDOW = 64;
 // SWAR: a word w holds a zero byte exactly when ((w - ONES) & ~w & HIGHS) !== 0; w ^ LFS has
@@ -96,8 +96,8 @@ export class Matcher {
   readonly #bitmap: Int32Array;
   // The same windows under a second hash: a sample that passes the first bitmap is looked up only
   // if it passes this one too (a two-hash Bloom filter: with one secret's 2,100 windows in 2^18
-  // bits, 0.8 % of samples pass the first and under 0.01 % both; each lookup that finds nothing costs a
-  // hash-table probe, which showed as 15 % of the scan on base64 text).
+  // bits, 0.8 % of samples pass the first and under 0.01 % both; each lookup that finds nothing
+  // costs a hash-table probe, which showed as some 10 % of the scan on base64 text).
   readonly #bitmap2: Int32Array;
   readonly #hashShift: number;
   /** Words (of 4 bytes) between two sampled words. */
