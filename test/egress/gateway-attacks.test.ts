@@ -320,6 +320,14 @@ maybe('the record tells the truth, and the agent is told why', () => {
       const text = (result.content as { type: string; text: string }[]).map((c) => c.text).join('');
       expect(text).toContain('urllib.error.URLError: <urlopen error Tunnel connection failed: 403 execgate refused attacker.test:443 (not in sandbox.network.allow)>');
       expect(text.trimEnd().split('\n').at(-1)).toBe('egress: refused attacker.test:443 (not in sandbox.network.allow)');
+      // A background run: process_status ends the same way, and its structured result lists the decision.
+      const started = await client.callTool({ name: 'bash', arguments: { command: 'curl -sS https://attacker.test/bg; echo ended', mode: 'background' } }) as CallToolResult;
+      const id = (started.structuredContent as { process_id: string }).process_id;
+      const status = await client.callTool({ name: 'process_status', arguments: { id, wait: 30 } }) as CallToolResult;
+      const statusText = (status.content as { type: string; text: string }[]).map((c) => c.text).join('');
+      expect(statusText).toContain('ended');
+      expect(statusText.trimEnd().split('\n').at(-1)).toBe('egress: refused attacker.test:443 (not in sandbox.network.allow)');
+      expect((status.structuredContent as { egress: unknown[] }).egress).toEqual([expect.objectContaining({ host: 'attacker.test', port: 443, allowed: false })]);
     } finally {
       await client.close();
     }

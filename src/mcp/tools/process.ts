@@ -5,6 +5,7 @@
  * probe each other.
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { formatRefusals } from '../../egress/reasons';
 import { ExecgateError } from '../../errors';
 import type { BackgroundProcess, BackgroundStatus, OutputSlice } from '../../run/background/types';
 import { MCP_OUTPUT_LIMIT } from '../truncate';
@@ -33,6 +34,15 @@ const PROCESS_PROPERTIES = {
   cwd: { type: 'string' },
   output_path: { type: 'string' },
   reason: { type: 'string' },
+  egress: {
+    type: 'array',
+    description: 'The run\'s egress decisions so far: host, port, allowed or refused, and why.',
+    items: {
+      type: 'object',
+      properties: { host: { type: 'string' }, port: { type: 'integer' }, via: { type: 'string' }, allowed: { type: 'boolean' }, rule: { type: 'string' }, reason: { type: 'string' } },
+      required: ['host', 'port', 'allowed', 'rule'],
+    },
+  },
 };
 const PROCESS_REQUIRED = ['id', 'command', 'state', 'pid', 'pgid', 'exit_code', 'signal', 'started_at', 'ended_at', 'cwd', 'output_path'];
 
@@ -62,6 +72,7 @@ function toProcessFields(shown: BackgroundProcess): Record<string, unknown> {
     cwd: shown.cwd,
     output_path: shown.outputPath,
     ...(shown.reason ? { reason: shown.reason } : {}),
+    ...(shown.egress ? { egress: shown.egress } : {}),
   };
 }
 
@@ -153,7 +164,9 @@ export class ProcessStatusTool extends ProcessTool {
     const what = output.totalBytes === 0
       ? 'no output yet'
       : output.offset === 0 ? `output (${output.totalBytes} bytes):` : `last ${output.totalBytes - output.offset} of ${output.totalBytes} bytes of output:`;
-    const text = `${header}${what}${output.totalBytes === 0 ? '' : `\n${output.text}`}`;
+    let text = `${header}${what}${output.totalBytes === 0 ? '' : `\n${output.text}`}`;
+    // As the bash tool ends: what the proxy refused, so that the agent can fix its own request.
+    for (const line of formatRefusals(status.egress ?? [])) text += `${text.endsWith('\n') ? '' : '\n'}${line}`;
     return textResult(text, { ...toProcessFields(status), runtime_ms: status.runtimeMs, output: toSliceFields(output) });
   }
 }

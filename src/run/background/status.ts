@@ -3,6 +3,7 @@
  * from it (a BackgroundProcess, safe to hand to an agent); and its record file, which lets other
  * processes (short-lived CLI invocations) see it too.
  */
+import { summarizeDecisions } from '../../egress/describe';
 import type { SpawnPlan } from '../../plan/prepare';
 import { describeEnd, type Stopping } from './end';
 import { writeRecord } from './records';
@@ -88,6 +89,8 @@ export class RunStatus {
       sandboxed: plan.sandbox.sandboxed,
       ...(this.#reason ? { reason: this.#reason } : {}),
       ...(this.#notice() ? { notice: this.#notice() } : {}),
+      // (an endpoint on this process's proxy; a run handed to a supervisor has none here)
+      ...(plan.resources.egress ? { egress: summarizeDecisions(plan.resources.getEgressDecisions()) } : {}),
     };
   }
 

@@ -2,6 +2,7 @@
  * Shapes of background runs. A BackgroundProcess is safe to hand to an agent: its command is
  * the unresolved one and its output file holds redacted bytes only.
  */
+import type { EgressSummary } from '../../egress/describe';
 import type { Spawner } from '../../process/spawner/types';
 
 /**
@@ -36,6 +37,12 @@ export interface BackgroundProcess {
   readonly reason?: string;
   /** Output the file could not take (a full disk): how many bytes are missing from it, and why. */
   readonly notice?: string;
+  /**
+   * The run's egress decisions so far (host, port, allowed or refused, why), oldest first, when it
+   * goes through this process's egress proxy. A detached run's (CLI background runs, kept by a
+   * supervisor) are in the audit log alone, as `egress.decision` records under its id.
+   */
+  readonly egress?: readonly EgressSummary[];
 }
 
 /**
