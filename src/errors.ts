@@ -176,6 +176,17 @@ export function isExecgateError(value: unknown): value is ExecgateError {
 }
 
 /** Describe a value for an error message without echoing long or secret-bearing input. */
+/**
+ * EXECGATE_ERR_INVALID_OPTION for an option of the wrong shape, in the one wording every option
+ * uses: "Expected the [OF ]`NAME` option to be EXPECTED, got WHAT IT WAS.[ THEN]" (`of`: whose
+ * option, such as `audit` or `kill`; `then`: what did not happen). `details.option` names it.
+ */
+export function invalidOption(option: string, value: unknown, expected: string, words: { of?: string; then?: string } = {}): ExecgateError {
+  const of = words.of ? `${words.of} ` : '';
+  const then = words.then ? ` ${words.then}` : '';
+  return new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the ${of}\`${option}\` option to be ${expected}, got ${describeValue(value)}.${then}`, { option });
+}
+
 export function describeValue(value: unknown): string {
   if (value === null) return '`null`';
   if (Array.isArray(value)) return 'an array';

@@ -15,7 +15,7 @@ import type {
   ChatCompletionMessageFunctionToolCall,
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
-import { ExecgateError, describeValue } from '../errors';
+import { ExecgateError, describeValue, invalidOption } from '../errors';
 import { createDefaultToolRegistry } from '../tools/defaults';
 import type { ToolRegistry } from '../tools/registry';
 import { isContextAware } from '../tools/session-context';
@@ -89,11 +89,11 @@ export class Agent {
       throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the Agent options to be an object, got ${describeValue(options)}.`, { option: 'options' });
     }
     if (typeof options.model !== 'string' || options.model === '') {
-      throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the \`model\` option to be a non-empty string, got ${describeValue(options.model)}.`, { option: 'model' });
+      throw invalidOption('model', options.model, `a non-empty string`);
     }
     const maxIterations = options.maxIterations ?? DEFAULT_MAX_ITERATIONS;
     if (!Number.isInteger(maxIterations) || maxIterations < 1) {
-      throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the \`maxIterations\` option to be a positive integer, got ${describeValue(maxIterations)}.`, { option: 'maxIterations' });
+      throw invalidOption('maxIterations', maxIterations, `a positive integer`);
     }
     this.model = options.model;
     this.#maxIterations = maxIterations;

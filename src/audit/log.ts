@@ -38,7 +38,7 @@ import {
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { maskStrings } from '../redact/deep';
-import { ExecgateError, isExecgateError } from '../errors';
+import { ExecgateError, invalidOption, isExecgateError } from '../errors';
 import { ensureDir, getHome } from '../home';
 import { RESERVED_KEYS } from './canonical';
 import { EMPTY_CHAIN, GENESIS_HASH, RECORD_VERSION, sealRecord, type ChainState, type SealedRecord } from './chain';
@@ -112,8 +112,8 @@ export const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
 const MAX_LINE_BYTES = 512 * 1024;
 const LONG_STRING = 16 * 1024;
 
-function invalidOption(name: string, expected: string, value: unknown): ExecgateError {
-  return new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the audit \`${name}\` option to be ${expected}, got ${JSON.stringify(value) ?? typeof value}.`, { option: name });
+function invalidAuditOption(name: string, expected: string, value: unknown): ExecgateError {
+  return invalidOption(name, value, expected, { of: 'audit' });
 }
 
 function ioError(path: string, doing: string, error: unknown): ExecgateError {
@@ -388,14 +388,14 @@ export class AuditLog implements AuditSink {
     const home = options.home ?? (options.path !== undefined ? dirname(options.path) : getHome(env));
     this.path = options.path ?? join(home, 'audit.log');
     const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw invalidOption('maxBytes', 'a non-negative integer', maxBytes);
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw invalidAuditOption('maxBytes', 'a non-negative integer', maxBytes);
     const maxFiles = options.maxFiles ?? 0;
-    if (!Number.isSafeInteger(maxFiles) || maxFiles < 0) throw invalidOption('maxFiles', 'a non-negative integer', maxFiles);
+    if (!Number.isSafeInteger(maxFiles) || maxFiles < 0) throw invalidAuditOption('maxFiles', 'a non-negative integer', maxFiles);
     this.#fsync = options.fsync ?? 'before-spawn';
-    if (!['always', 'before-spawn', 'never'].includes(this.#fsync)) throw invalidOption('fsync', '`always`, `before-spawn` or `never`', options.fsync);
+    if (!['always', 'before-spawn', 'never'].includes(this.#fsync)) throw invalidAuditOption('fsync', '`always`, `before-spawn` or `never`', options.fsync);
     const destination = options.destination ?? 'file';
     if (destination !== 'file' && destination !== 'stdout' && !isAuditStream(destination) && !isAuditTransport(destination)) {
-      throw invalidOption('destination', '`file`, `stdout`, a pino transport ({target}, {targets} or {pipeline}) or a stream', destination);
+      throw invalidAuditOption('destination', '`file`, `stdout`, a pino transport ({target}, {targets} or {pipeline}) or a stream', destination);
     }
     ensureDir(home);
     this.#keys = loadAuditKeys({ key: options.key, env, keyPath: options.keyPath ?? getAuditKeyPath(home), create: true });
@@ -413,7 +413,7 @@ export class AuditLog implements AuditSink {
     if (options.forward !== undefined) {
       const forward = options.forward;
       if (forward !== 'stdout' && !isAuditStream(forward) && !isAuditTransport(forward)) {
-        throw invalidOption('forward', '`stdout`, a pino transport or a stream', forward);
+        throw invalidAuditOption('forward', '`stdout`, a pino transport or a stream', forward);
       }
       this.#forward = { stream: openAuditStream(forward), owned: !isAuditStream(forward) && forward !== 'stdout' };
       // The copy is best effort: a collector that is down or a transport that died must never

@@ -38,7 +38,7 @@
  * child_process.spawn.
  */
 
-import { describeValue, ExecgateError } from '../errors';
+import { describeValue, ExecgateError, invalidOption } from '../errors';
 import {
   compileNameList,
   isHazardName,
@@ -310,11 +310,7 @@ function getSet(value: unknown): Array<[string, string]> {
 }
 
 function fail(option: string, expected: string, value: unknown): never {
-  throw new ExecgateError(
-    'EXECGATE_ERR_INVALID_OPTION',
-    `Expected the \`${option}\` option to be ${expected}, got ${describeValue(value)}.`,
-    { option },
-  );
+  throw invalidOption(option, value, expected);
 }
 
 const PORTABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -5,7 +5,7 @@
  */
 import { accessSync, constants, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { ExecgateError, describeValue } from '../errors';
+import { ExecgateError, describeValue, invalidOption } from '../errors';
 import { EXEC_MODES, type EffectivePolicy, type ExecMode } from '../policy/effective';
 import { validateRequestEnvSize } from './arg-limits';
 
@@ -200,11 +200,7 @@ function normalizeTimeout(timeout: unknown, fallback: number, max: number): numb
 function normalizeNonNegative(name: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new ExecgateError(
-      'EXECGATE_ERR_INVALID_OPTION',
-      `Expected the \`${name}\` option to be a non-negative finite number of milliseconds, got ${describeValue(value)}.`,
-      { option: name },
-    );
+    throw invalidOption(name, value, `a non-negative finite number of milliseconds`);
   }
   return Math.ceil(value);
 }
@@ -212,11 +208,7 @@ function normalizeNonNegative(name: string, value: unknown, fallback: number): n
 function normalizeMaxOutput(value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1024) {
-    throw new ExecgateError(
-      'EXECGATE_ERR_INVALID_OPTION',
-      `Expected the \`maxOutput\` option to be an integer of at least 1024 bytes, got ${describeValue(value)}.`,
-      { option: 'maxOutput' },
-    );
+    throw invalidOption('maxOutput', value, `an integer of at least 1024 bytes`);
   }
   return value;
 }
@@ -224,11 +216,7 @@ function normalizeMaxOutput(value: unknown, fallback: number): number {
 function normalizeEnum<T extends string>(name: string, value: unknown, allowed: readonly T[], fallback: T): T {
   if (value === undefined) return fallback;
   if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
-    throw new ExecgateError(
-      'EXECGATE_ERR_INVALID_OPTION',
-      `Expected the \`${name}\` option to be one of ${allowed.map((a) => `\`${a}\``).join(', ')}, got ${describeValue(value)}.`,
-      { option: name },
-    );
+    throw invalidOption(name, value, `one of ${allowed.map((a) => `\`${a}\``).join(', ')}`);
   }
   return value as T;
 }
@@ -324,11 +312,7 @@ function normalizeCwd(cwd: unknown, fallback: string): string {
 function normalizeTerminalSize(name: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 10_000) {
-    throw new ExecgateError(
-      'EXECGATE_ERR_INVALID_OPTION',
-      `Expected the \`${name}\` option to be an integer from 1 to 10000, got ${describeValue(value)}.`,
-      { option: name },
-    );
+    throw invalidOption(name, value, `an integer from 1 to 10000`);
   }
   return value;
 }
@@ -336,7 +320,7 @@ function normalizeTerminalSize(name: string, value: unknown, fallback: number): 
 function normalizeBoolean(name: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;
   if (typeof value !== 'boolean') {
-    throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the \`${name}\` option to be a boolean, got ${describeValue(value)}.`, { option: name });
+    throw invalidOption(name, value, `a boolean`);
   }
   return value;
 }
@@ -344,11 +328,7 @@ function normalizeBoolean(name: string, value: unknown, fallback: boolean): bool
 function normalizeScriptPart(name: string, value: unknown): string {
   if (value === undefined) return '';
   if (typeof value !== 'string' || value.includes('\0')) {
-    throw new ExecgateError(
-      'EXECGATE_ERR_INVALID_OPTION',
-      `Expected the \`${name}\` option to be a string without NUL bytes, got ${describeValue(value)}.`,
-      { option: name },
-    );
+    throw invalidOption(name, value, `a string without NUL bytes`);
   }
   return value;
 }
@@ -356,11 +336,7 @@ function normalizeScriptPart(name: string, value: unknown): string {
 function normalizeActor(actor: unknown): string {
   if (actor === undefined) return 'library';
   if (typeof actor !== 'string' || actor.length === 0 || actor.length > 200) {
-    throw new ExecgateError(
-      'EXECGATE_ERR_INVALID_OPTION',
-      `Expected the \`actor\` option to be a string of 1 to 200 characters, got ${describeValue(actor)}.`,
-      { option: 'actor' },
-    );
+    throw invalidOption('actor', actor, `a string of 1 to 200 characters`);
   }
   return actor;
 }

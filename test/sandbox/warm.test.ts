@@ -354,6 +354,6 @@ describeSandboxed('warm sandboxes', () => {
 
   test('warmSandboxes out of range is a coded error', () => {
     expect(() => gatewayWith(9)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_INVALID_OPTION' }));
-    expect(() => gatewayWith(1.5)).toThrow(/whole number from 0 to 4, got 1.5/);
+    expect(() => gatewayWith(1.5)).toThrow(/whole number from 0 to 4, got `1.5` \(number\)/);
   });
 });

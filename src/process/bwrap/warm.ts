@@ -29,7 +29,7 @@
  * Only sync runs whose stdin is /dev/null are warm; PTY and background runs always start cold.
  */
 import { PassThrough } from 'node:stream';
-import { ExecgateError } from '../../errors';
+import { invalidOption } from '../../errors';
 import { CLOSE_FDS } from '../inherited-fds';
 import type { SpawnedProcess, Spawner, SpawnRequest } from '../spawner/types';
 import { abandon, afterNextPoll, checkSandbox, helperFailed, readMark, READY, relay, startGated, STARTED, type SandboxedRequest } from './gate';
@@ -309,8 +309,7 @@ const MAX_WARM_SANDBOXES = 4;
 export function validateWarmSandboxes(value: unknown): number {
   if (value === undefined) return 1;
   if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_WARM_SANDBOXES) return value;
-  const shown = typeof value === 'number' ? String(value) : `${String(value).slice(0, 40)} (${typeof value})`;
-  throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the \`warmSandboxes\` option to be a whole number from 0 to ${MAX_WARM_SANDBOXES}, got ${shown}.`, { option: 'warmSandboxes' });
+  throw invalidOption('warmSandboxes', value, `a whole number from 0 to ${MAX_WARM_SANDBOXES}`);
 }
 
 /** The spawner a gateway's runs use: `base`, behind warm sandboxes when there are any. */

@@ -6,7 +6,7 @@
  * starts the helper and keeps using it. docs/performance.md has the measurements behind
  * the threshold.
  */
-import { ExecgateError } from '../../errors';
+import { ExecgateError, invalidOption } from '../../errors';
 import { directSpawner, spawnDirect } from './direct';
 import type { HelperSpawner } from './helper';
 import type { SpawnedProcess, Spawner, SpawnerKind, SpawnRequest } from './types';
@@ -21,8 +21,7 @@ const KINDS: readonly SpawnerKind[] = ['direct', 'helper', 'auto'];
 
 export function validateSpawnerKind(value: unknown, option: string): SpawnerKind {
   if (typeof value === 'string' && (KINDS as readonly string[]).includes(value)) return value as SpawnerKind;
-  const shown = typeof value === 'string' ? `\`${value.slice(0, 40)}\`` : `\`${String(value)}\` (${typeof value})`;
-  throw new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the \`${option}\` option to be \`direct\`, \`helper\` or \`auto\`, got ${shown}.`, { option });
+  throw invalidOption(option, value, '`direct`, `helper` or `auto`');
 }
 
 function helperClosed(): ExecgateError {

@@ -6,7 +6,7 @@
 import { rmSync } from 'node:fs';
 import { ensureDir } from '../../home';
 import { constants as osConstants } from 'node:os';
-import { ExecgateError, describeValue } from '../../errors';
+import { ExecgateError, describeValue, invalidOption } from '../../errors';
 import type { EffectivePolicy } from '../../policy/effective';
 import type { SpawnPlan } from '../../plan/prepare';
 import type { DetachedAudit } from './detached';
@@ -212,29 +212,17 @@ function validateStatusOptions(options: StatusOptions): void {
     const value = options[name];
     if (value === undefined) continue;
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < (name === 'length' ? 1 : 0)) {
-      throw new ExecgateError(
-        'EXECGATE_ERR_INVALID_OPTION',
-        `Expected the status \`${name}\` option to be ${name === 'length' ? 'a positive' : 'a non-negative'} integer number of bytes, got ${describeValue(value)}.`,
-        { option: name },
-      );
+      throw invalidOption(name, value, `${name === 'length' ? 'a positive' : 'a non-negative'} integer number of bytes`, { of: 'status' });
     }
   }
 }
 
 function validateKillOptions(options: KillOptions): void {
   if (options.signal !== undefined && (typeof options.signal !== 'string' || !(options.signal in osConstants.signals))) {
-    throw new ExecgateError(
-      'EXECGATE_ERR_INVALID_OPTION',
-      `Expected the kill \`signal\` option to be a signal name such as \`SIGTERM\` or \`SIGINT\`, got ${describeValue(options.signal)}. Nothing was signalled.`,
-      { option: 'signal' },
-    );
+    throw invalidOption('signal', options.signal, 'a signal name such as `SIGTERM` or `SIGINT`', { of: 'kill', then: 'Nothing was signalled.' });
   }
   if (options.grace !== undefined && (typeof options.grace !== 'number' || !Number.isFinite(options.grace) || options.grace < 0)) {
-    throw new ExecgateError(
-      'EXECGATE_ERR_INVALID_OPTION',
-      `Expected the kill \`grace\` option to be a non-negative finite number of milliseconds, got ${describeValue(options.grace)}. Nothing was signalled.`,
-      { option: 'grace' },
-    );
+    throw invalidOption('grace', options.grace, 'a non-negative finite number of milliseconds', { of: 'kill', then: 'Nothing was signalled.' });
   }
 }
 
