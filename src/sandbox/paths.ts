@@ -31,7 +31,7 @@
  * reason: a run must not rewrite the policy a watching gateway reloads.
  */
 import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { ExecgateError } from '../errors';
 import { DEFAULT_HIDDEN_PATHS, type SandboxSettings } from '../policy/effective';
@@ -207,7 +207,7 @@ function getBusPaths(address: string | undefined): { paths: string[]; abstract: 
 
 export function getFilesystemView(input: FilesystemInput): FilesystemView {
   const { settings, env } = input;
-  const userHome = env.HOME || input.userHome;
+  const userHome = getUserHome(env, input.userHome);
   const skipped: string[] = [];
 
   checkStateDir(input.home, input.stateIdentity);
@@ -226,7 +226,7 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   // The default state directory too, when it is not this gateway's: another gateway or the CLI
   // keeps its vault there, and a nested `execgate` in a run (no EXECGATE_HOME reaches a run)
   // looks for it there.
-  const hiddenWanted = new Set<string>([input.home, join(userHome, '.execgate')]);
+  const hiddenWanted = new Set<string>([input.home, ...getHomes(env, input.userHome).map((home) => join(home, '.execgate'))]);
   // The log's directory (its rotated files, chain state and lock) is hidden whole, wherever it
   // lies: a tmpfs over the directory, as for the state directory. (A cover on each file's name
   // would be undone for every run already started when the log rotates, by rename, and the lock
@@ -244,7 +244,9 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   // engines' sockets, a terminal multiplexer's sockets (screen keeps them in /run/screen). A
   // read-only view does not stop connect(2) on a socket, so nothing of /run is shown at all.
   hiddenWanted.add('/run');
-  for (const path of settings.filesystem.hidden) hiddenWanted.add(expand(path, userHome));
+  // `~` is every home the run's programs may take for it: $HOME, and the account's home in the
+  // password database (ssh and others read that one whatever $HOME says).
+  for (const path of settings.filesystem.hidden) for (const home of getHomes(env, input.userHome)) hiddenWanted.add(expand(path, home));
 
   const hidden: HiddenPath[] = [];
   const seen = new Set<string>();
@@ -256,7 +258,7 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   // there is nothing of the user's there to hide. The gateway's own state and audit log are
   // never skipped.
   const kept = new Set([input.home, ...(input.auditPath ? [input.auditPath, dirname(input.auditPath)] : [])]);
-  const workAreas = [...input.roots, ...(input.roots.length > 0 ? [] : [input.workspace])].map((w) => real(w) ?? w);
+  const workAreas = [...input.roots, ...(input.roots.length > 0 ? [] : [input.workspace]), ...settings.filesystem.writable.map((p) => expand(p, userHome))].map((w) => real(w) ?? w);
   const plantedTarget = (wanted: string, path: string): boolean => {
     if (kept.has(wanted) || (path !== '/' && !['/proc', '/sys', '/dev'].some((root) => isInside(path, root)) && !workAreas.some((w) => isInside(w, path)))) return false;
     // A symlink a run could have made: the name itself is one, in a directory a run can write.
@@ -515,7 +517,7 @@ function getCoveredDirs(
  * hiding the directory would hide the workspace. Checked when the gateway starts.
  */
 export function checkAuditPlacement(input: { auditPath: string; roots: readonly string[]; workspace: string; writable: readonly string[]; env: Readonly<Record<string, string | undefined>>; userHome: string }): void {
-  const userHome = input.env.HOME || input.userHome;
+  const userHome = getUserHome(input.env, input.userHome);
   const dir = dirname(input.auditPath);
   const where = real(dir) ?? resolve(dir);
   for (const wanted of getWantedWritable(input.roots, input.workspace, input.writable, userHome)) {
@@ -546,27 +548,67 @@ function getWantedWritable(roots: readonly string[], workspace: string, writable
 }
 
 /**
- * Refuses a writable path that is the home directory or holds it. The credential paths live
- * there, and a run that may write beside them outlasts what hides them: it can make a credential
- * path that does not exist yet a symlink into the workspace (`~/.ssh -> ~`), so that what the user
- * later writes there (`ssh-keygen`, `npm login`) lands where every run reads it; it can point one
- * at a system directory (`~/.aws -> /usr`), which every later run would then hide; and a
- * credential file the host replaces by rename while a run lasts (`git credential approve`) is no
- * longer covered in that run, since the home directory cannot be made a directory of the run's
- * own while the run must write in it. Checked when the gateway starts and for every run (a
- * reloaded policy may name new roots).
+ * The home directory `~` stands for: $HOME when it is an absolute path, else the account's home
+ * in the password database, else `fallback` (os.homedir()). An empty or relative HOME is no home.
+ */
+export function getUserHome(env: Readonly<Record<string, string | undefined>>, fallback: string): string {
+  if (env.HOME?.startsWith('/')) return env.HOME;
+  return getAccountHome() ?? fallback;
+}
+
+/** Every home directory a run's programs may take for `~`, real paths: $HOME, the account's, os.homedir(). */
+function getHomes(env: Readonly<Record<string, string | undefined>>, fallback: string): string[] {
+  const named = [env.HOME, getAccountHome(), fallback].filter((h): h is string => typeof h === 'string' && h.startsWith('/'));
+  return [...new Set(named.map((h) => real(h) ?? resolve(h)))];
+}
+
+function getAccountHome(): string | undefined {
+  try {
+    const home = userInfo().homedir;
+    return home.startsWith('/') ? home : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Refuses a writable path that is the home directory or holds it, or that holds the directory of
+ * a built-in credential path (`~/.cargo` for `~/.cargo/credentials.toml`, `~/.config` for
+ * `~/.config/gh`). A run that may write beside a credential path outlasts what hides it: it can
+ * make one that does not exist yet a symlink into the workspace (`~/.ssh -> ~`), so that what the
+ * user later writes there (`ssh-keygen`, `cargo login`) lands where every run reads it; it can
+ * point one at a system directory (`~/.aws -> /usr`), which every later run would then hide; and
+ * a credential file the host replaces by rename while a run lasts (`git credential approve`) is no
+ * longer covered in that run, since a directory the run must write in cannot be made a directory
+ * of the run's own. Every home counts ($HOME, the account's, os.homedir()). Checked when the
+ * gateway starts and for every run (a reloaded policy may name new roots).
  */
 export function checkWorkspacePlacement(input: { roots: readonly string[]; workspace: string; writable: readonly string[]; env: Readonly<Record<string, string | undefined>>; userHome: string }): void {
-  const homes = [...new Set([input.env.HOME, input.userHome].filter((h): h is string => typeof h === 'string' && h.startsWith('/')).map((h) => real(h) ?? resolve(h)))];
-  for (const wanted of getWantedWritable(input.roots, input.workspace, input.writable, input.env.HOME || input.userHome)) {
+  const homes = getHomes(input.env, input.userHome);
+  // The directories that hold a built-in credential path, under every home: a home itself among them.
+  const holders = new Map<string, string>();
+  for (const home of homes) {
+    holders.set(home, home);
+    for (const path of DEFAULT_HIDDEN_PATHS) {
+      if (!path.startsWith('~/')) continue;
+      const credential = join(home, path.slice(2));
+      const parent = dirname(credential);
+      if (parent !== home && !holders.has(real(parent) ?? parent)) holders.set(real(parent) ?? parent, credential);
+    }
+  }
+  for (const wanted of getWantedWritable(input.roots, input.workspace, input.writable, getUserHome(input.env, input.userHome))) {
     const root = real(wanted) ?? resolve(wanted);
-    const home = homes.find((h) => h === root || isInside(h, root));
-    if (home === undefined) continue;
+    const held = [...holders.keys()].find((dir) => dir === root || isInside(dir, root));
+    if (held === undefined) continue;
     const what = wanted === input.workspace && input.roots.length === 0 ? `The workspace ${wanted} (the gateway's working directory)` : `The writable path ${wanted}`;
+    const home = homes.find((h) => h === held);
+    const why = home !== undefined
+      ? `${home === root ? 'is' : 'holds'} the home directory ${home}, where credential files live (~/.ssh, ~/.aws, ~/.git-credentials, ~/.npmrc, ...)`
+      : `${held === root ? 'is' : 'holds'} ${held}, the directory of the credential path ${holders.get(held)}`;
     throw new ExecgateError(
       'EXECGATE_ERR_WORKSPACE_HOLDS_HOME',
-      `${what} ${home === root ? 'is' : 'holds'} the home directory ${home}, where credential files live (~/.ssh, ~/.aws, ~/.git-credentials, ~/.npmrc, ...): a run allowed to write there could plant a symlink at a credential path, or read a credential file replaced while it runs. Use a project directory as the workspace (\`execgate mcp --workdir ~/project\`, \`cd ~/project\` before \`execgate run\`, the \`cwd\` option) or name one in \`cwd.roots\`. Nothing was run.`,
-      { path: wanted, home },
+      `${what} ${why}: a run allowed to write there could plant a symlink at a credential path, or read a credential file replaced while it runs. Use a project directory as the workspace (\`execgate mcp --workdir ~/project\`, \`cd ~/project\` before \`execgate run\`, the \`cwd\` option) or name one in \`cwd.roots\`, and no directory of the home directory's credential paths in \`sandbox.filesystem.writable\`. Nothing was run.`,
+      { path: wanted, home: home ?? homes.find((h) => isInside(held, h)) ?? held, holds: held },
     );
   }
 }

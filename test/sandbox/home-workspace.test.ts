@@ -6,7 +6,8 @@
  * path (`~/.ssh -> ~`), nor see a credential file the host replaces while it runs.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { baseEnv, waitFor } from '../helpers/tmp';
@@ -56,6 +57,34 @@ describeSandboxed('a writable workspace that is or holds the home directory', ()
     }
     expect(thrown).toMatchObject({ code: 'EXECGATE_ERR_WORKSPACE_HOLDS_HOME', details: { home } });
     expect((thrown as Error).message).toMatch(/credential files live .*project directory.*cwd\.roots.*Nothing was run\.$/s);
+  });
+
+  test.each([
+    ['~/.cargo', '.cargo', '.cargo/credentials.toml'],
+    ['~/.config', '.config', '.config/gcloud'],
+    ['~/.docker/', '.docker', '.docker/config.json'],
+  ])('a sandbox.filesystem.writable entry %s that holds the directory of a credential path is refused', (entry, dir, credential) => {
+    mkdirSync(join(home, dir), { recursive: true });
+    const base = sandboxPolicy({ network: 'none' });
+    const policy = { ...base, sandbox: { ...base.sandbox, filesystem: { ...base.sandbox.filesystem, writable: [entry] } } };
+    expect(() => start(project, policy)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_WORKSPACE_HOLDS_HOME', details: expect.objectContaining({ holds: join(home, dir) }) }));
+    expect(() => start(project, policy)).toThrow(new RegExp(`the credential path ${join(home, credential).replace(/[.]/g, '\\.')}`));
+    // A directory below it that holds none is fine.
+    mkdirSync(join(home, dir, 'cache'), { recursive: true });
+    const below = { ...base, sandbox: { ...base.sandbox, filesystem: { ...base.sandbox.filesystem, writable: [join(home, dir, 'cache')] } } };
+    expect(() => start(project, below)).not.toThrow();
+  });
+
+  test.each([['empty', ''], ['relative', 'rel/home'], ['another directory', '/srv/not-this-account']])('with HOME %s, the account\'s own home directory still counts', (_what, value) => {
+    const account = userInfo().homedir;
+    let thrown: unknown;
+    try {
+      const g = createGateway({ policy: sandboxPolicy({ network: 'none' }), home: join(tmp.dir, 'state'), cwd: account, env: { ...baseEnv(), HOME: value }, audit: false });
+      open.push(g);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toMatchObject({ code: 'EXECGATE_ERR_WORKSPACE_HOLDS_HOME', details: { home: realpathSync(account) } });
   });
 
   test('the CLI from the home directory refuses before anything runs; from a project directory it runs', () => {
