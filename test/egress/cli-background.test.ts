@@ -116,6 +116,12 @@ maybe('egress of background runs started from the CLI (served by the detached su
     expect(environ).toMatch(/EXECGATE_REF_\d+=[^\0]{38}\0/);
 
     expect(await waitForAsync(async () => JSON.parse((await execgate(['ps', '--json'])).stdout)[0]?.state === 'exited', 30_000)).toBe(true);
+    // The run's record carries its decisions too, as the supervisor's proxy made them.
+    const listed = JSON.parse((await execgate(['ps', '--json'])).stdout) as Array<{ id: string; egress?: Array<{ host: string; port: number; allowed: boolean }> }>;
+    expect(listed.find((p) => p.id === id)?.egress).toEqual([
+      expect.objectContaining({ host: '127.0.0.1', port: allowed.port, allowed: true }),
+      expect.objectContaining({ host: '127.0.0.1', port: attacker.port, allowed: false }),
+    ]);
     const logs = (await execgate(['logs', id])).stdout;
     expect(logs).toContain('reached [REDACTED:secret:gh]\n 200\n');
     expect(logs).toMatch(/ 403\n/);

@@ -28,7 +28,7 @@ export class BackgroundRun {
     this.plan = plan;
     this.#options = options;
     this.#sink = new BackgroundSink(options.home, plan.runId, options);
-    this.status = new RunStatus(plan, options.home, this.#sink.path, () => this.#sink.notice);
+    this.status = new RunStatus(plan, options.home, this.#sink.path, () => this.#sink.notice, options.egressDecisions);
   }
 
   /** Start the command; rejects (nothing left running) if it cannot be started. */

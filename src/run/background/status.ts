@@ -4,6 +4,7 @@
  * processes (short-lived CLI invocations) see it too.
  */
 import { summarizeDecisions } from '../../egress/describe';
+import type { EgressDecision } from '../../egress/proxy';
 import type { SpawnPlan } from '../../plan/prepare';
 import { describeEnd, type Stopping } from './end';
 import { writeRecord } from './records';
@@ -29,11 +30,15 @@ export class RunStatus {
   /** Why the record file could not be written the last time (it is written again at the next chance). */
   #unrecorded: string | undefined;
 
-  constructor(plan: SpawnPlan, home: string, outputPath: string, notice: () => string | undefined = () => undefined) {
+  readonly #decisions: (() => readonly EgressDecision[]) | undefined;
+
+  /** `decisions`: the run's egress decisions where another proxy than the plan's serves it. */
+  constructor(plan: SpawnPlan, home: string, outputPath: string, notice: () => string | undefined = () => undefined, decisions?: () => readonly EgressDecision[]) {
     this.#plan = plan;
     this.#home = home;
     this.#outputPath = outputPath;
     this.#notice = notice;
+    this.#decisions = decisions ?? (plan.resources.egress ? () => plan.resources.getEgressDecisions() : undefined);
     this.done = new Promise((resolve) => { this.#resolveDone = resolve; });
   }
 
@@ -89,8 +94,7 @@ export class RunStatus {
       sandboxed: plan.sandbox.sandboxed,
       ...(this.#reason ? { reason: this.#reason } : {}),
       ...(this.#notice() ? { notice: this.#notice() } : {}),
-      // (an endpoint on this process's proxy; a run handed to a supervisor has none here)
-      ...(plan.resources.egress ? { egress: summarizeDecisions(plan.resources.getEgressDecisions()) } : {}),
+      ...(this.#decisions ? { egress: summarizeDecisions(this.#decisions()) } : {}),
     };
   }
 

@@ -6,7 +6,7 @@
  */
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { EgressProxy } from '../../egress/proxy';
+import type { EgressDecision, EgressProxy } from '../../egress/proxy';
 import { Redactor } from '../../redact';
 import { getErrorCode } from '../../errors';
 import type { SpawnPlan } from '../../plan/prepare';
@@ -39,6 +39,7 @@ async function main(): Promise<void> {
       ringBytes: input.ringBytes,
       maxFileBytes: input.maxFileBytes,
       maxRuntime: plan.limits.timeout,
+      ...(input.egress ? { egressDecisions: () => seen } : {}),
     });
     // The run's egress endpoint is served here before the run starts (it connects from its start on).
     if (input.egress) egress = await serveEgress(input);
@@ -86,6 +87,9 @@ async function settleEnd(input: SupervisorInput, run: BackgroundRun, ended: Back
 }
 
 let decisions: import('../../audit/log').AuditLog | undefined;
+/** The run's decisions for its record, the latest MAX_SEEN (the audit log has them all). */
+const seen: EgressDecision[] = [];
+const MAX_SEEN = 500;
 
 /** The run's egress proxy (as a gateway's, with its own CA); its decisions go to the run's audit log. */
 async function serveEgress(input: SupervisorInput): Promise<EgressProxy> {
@@ -96,6 +100,8 @@ async function serveEgress(input: SupervisorInput): Promise<EgressProxy> {
     // Beside the handed-over directory (the CLI's runtime directory), not in the supervisor's cwd.
     runtimeDir: dirname(dirname(handed.dir)),
     onDecision: (decision) => {
+      seen.push(decision);
+      if (seen.length > MAX_SEEN) seen.shift();
       try {
         decisions ??= openAudit(input);
         decisions?.write('egress.decision', getEgressAuditFields(decision));

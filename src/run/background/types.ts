@@ -3,6 +3,7 @@
  * the unresolved one and its output file holds redacted bytes only.
  */
 import type { EgressSummary } from '../../egress/describe';
+import type { EgressDecision } from '../../egress/proxy';
 import type { Spawner } from '../../process/spawner/types';
 
 /**
@@ -39,8 +40,9 @@ export interface BackgroundProcess {
   readonly notice?: string;
   /**
    * The run's egress decisions so far (host, port, allowed or refused, why), oldest first, when it
-   * goes through this process's egress proxy. A detached run's (CLI background runs, kept by a
-   * supervisor) are in the audit log alone, as `egress.decision` records under its id.
+   * goes through an egress proxy. A detached run (a CLI background run, kept by its supervisor)
+   * has them as of its record's last writing, at its start and at its end; the audit log has
+   * each as it happens (`egress.decision` under the run's id).
    */
   readonly egress?: readonly EgressSummary[];
 }
@@ -99,4 +101,6 @@ export interface BackgroundRunOptions {
   readonly maxRuntime: number;
   /** What starts pipe runs; default this process. */
   readonly spawner?: Spawner;
+  /** The run's egress decisions, where a proxy other than the plan's serves it (a supervisor's own). */
+  readonly egressDecisions?: () => readonly EgressDecision[];
 }
