@@ -175,7 +175,6 @@ export function isExecgateError(value: unknown): value is ExecgateError {
   return value instanceof ExecgateError;
 }
 
-/** Describe a value for an error message without echoing long or secret-bearing input. */
 /**
  * EXECGATE_ERR_INVALID_OPTION for an option of the wrong shape, in the one wording every option
  * uses: "Expected the [OF ]`NAME` option to be EXPECTED, got WHAT IT WAS.[ THEN]" (`of`: whose
@@ -187,6 +186,18 @@ export function invalidOption(option: string, value: unknown, expected: string, 
   return new ExecgateError('EXECGATE_ERR_INVALID_OPTION', `Expected the ${of}\`${option}\` option to be ${expected}, got ${describeValue(value)}.${then}`, { option });
 }
 
+/**
+ * EXECGATE_ERR_SPAWN_FAILED in the one wording every way of starting a process uses (direct,
+ * spawn helper, terminal, the run's lifecycle, the background supervisor): "Could not start
+ * WHAT: WHY.[ THEN]" (`then`: what to check or do). Nothing of the command's text is in it
+ * beyond what the caller names (a shell path, a directory).
+ */
+export function spawnFailed(what: string, reason: string, options: { then?: string; details?: Record<string, unknown>; cause?: unknown } = {}): ExecgateError {
+  const then = options.then ? ` ${options.then}` : '';
+  return new ExecgateError('EXECGATE_ERR_SPAWN_FAILED', `Could not start ${what}: ${reason}.${then}`, options.details ?? {}, options.cause === undefined ? undefined : { cause: options.cause });
+}
+
+/** Describe a value for an error message without echoing long or secret-bearing input. */
 export function describeValue(value: unknown): string {
   if (value === null) return '`null`';
   if (Array.isArray(value)) return 'an array';

@@ -30,6 +30,7 @@ import { readFileSync } from 'node:fs';
 import { ExecgateError } from '../errors';
 import { getDescriptorCloser } from '../process/inherited-fds';
 import { getRunBridgeSource, getSharedBridgeSource } from '../process/programs';
+import type { BwrapMount } from '../process/bwrap/spec';
 import type { HostPattern } from './hosts';
 import type { EgressRun } from './proxy';
 
@@ -45,8 +46,8 @@ const START_TIMEOUT_MS = 10_000;
 // The bridges' programs: src/programs/egress-run-bridge.js and egress-shared-bridge.js.
 
 export interface SandboxEgress {
-  /** bubblewrap arguments: the proxy's files (and, for a bridge of its own, its socket) bound in. Append after the /tmp tmpfs. */
-  readonly bwrapArgs: readonly string[];
+  /** The proxy's files (and, for a bridge of its own, its socket) bound in. Mounted after the /tmp tmpfs. */
+  readonly mounts: readonly BwrapMount[];
   /** Variables for the child (proxy, CA trust); with a bridge of its own the bridge sets the proxy ones. */
   readonly env: Readonly<Record<string, string>>;
   /** To add to the child's NODE_OPTIONS (the fetch preload). */
@@ -79,19 +80,19 @@ export function getSandboxEgress(run: EgressRun, options: { port?: number; nodeP
   }
   // Read-only: connect(2) on a socket still works, while the CA bundle and the Node preload
   // (shared by every run of the gateway) cannot be rewritten from inside.
-  const files = ['--ro-bind', run.dir, EGRESS_MOUNT];
+  const files: BwrapMount[] = [{ kind: 'bind', source: run.dir, dest: EGRESS_MOUNT, readOnly: true }];
   if (options.sharedPort !== undefined) {
     const at = `${auth ? `${auth}@` : ''}127.0.0.1:${options.sharedPort}`;
     for (const name of ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy']) env[name] = `http://${at}`;
     for (const name of ['ALL_PROXY', 'all_proxy']) env[name] = `socks5h://${at}`;
-    return Object.freeze({ bwrapArgs: Object.freeze(files), env: Object.freeze(env), nodeOptions, wrap: (argv: readonly string[]) => [...argv] });
+    return Object.freeze({ mounts: Object.freeze(files), env: Object.freeze(env), nodeOptions, wrap: (argv: readonly string[]) => [...argv] });
   }
   // The run's own bridge sets HTTP(S)_PROXY / ALL_PROXY (it alone knows the port it got).
   if (auth) env.EXECGATE_EGRESS_AUTH = auth;
   env.EXECGATE_EGRESS_NODE_OPTIONS = nodeOptions;
   const port = options.port ?? DEFAULT_BRIDGE_PORT;
   return Object.freeze({
-    bwrapArgs: Object.freeze([...files, '--ro-bind', run.socketPath, SOCKET_MOUNT]),
+    mounts: Object.freeze([...files, { kind: 'bind', source: run.socketPath, dest: SOCKET_MOUNT, readOnly: true } satisfies BwrapMount]),
     env: Object.freeze(env),
     nodeOptions: '',
     wrap: (argv: readonly string[]) => [nodePath, '-e', getRunBridgeSource(), '--', SOCKET_MOUNT, String(port), ...argv],

@@ -207,7 +207,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // A run with a bridge of its own has the bridge run the shell (see egress/bridge.ts); the
   // proxy's files are bound in after the sandbox's own mounts.
   const program = egress ? egress.sandbox.wrap(inner) : inner;
-  const launch = sandboxed.launch && egress ? withEgressBinds(sandboxed.launch, egress.sandbox.bwrapArgs) : sandboxed.launch;
+  const launch = sandboxed.launch && egress ? withEgressBinds(sandboxed.launch, egress.sandbox.mounts) : sandboxed.launch;
   // The whole exec as the kernel will see it (values resolved, variables inherited): one coded
   // error for cold and warm runs alike, not E2BIG somewhere in the spawn chain.
   try {

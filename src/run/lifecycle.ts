@@ -15,7 +15,7 @@
  * Sinks (sync collector, background file + ring) receive redacted bytes through `onData`.
  */
 import { registerLiveRun } from '../process/live-runs';
-import { ExecgateError, isExecgateError } from '../errors';
+import { isExecgateError, spawnFailed, type ExecgateError } from '../errors';
 import { startGated } from '../process/bwrap/gate';
 import { AnsiStripper } from './output/ansi';
 import type { SpawnPlan } from '../plan/prepare';
@@ -53,15 +53,15 @@ export interface RunEnd {
   readonly complete: boolean;
 }
 
-export function spawnFailed(plan: SpawnPlan, error: unknown): ExecgateError {
+/** A coded error for a run that could not start: its own when it has one. */
+function startFailed(plan: SpawnPlan, error: unknown): ExecgateError {
   if (isExecgateError(error)) return error;
   const code = (error as NodeJS.ErrnoException)?.code ?? 'unknown';
-  return new ExecgateError(
-    'EXECGATE_ERR_SPAWN_FAILED',
-    `Could not start \`${plan.shell}\` in \`${plan.cwd}\` (${code}). Check that the shell exists and is executable.`,
-    { shell: plan.shell, errno: code },
-    { cause: error },
-  );
+  return spawnFailed(`\`${plan.shell}\` in \`${plan.cwd}\``, `the system said ${code}`, {
+    then: 'Check that the shell exists and is executable.',
+    details: { shell: plan.shell, errno: code },
+    cause: error,
+  });
 }
 
 /** Start the plan; rejects with a coded error (nothing left running) if it cannot start. */
@@ -94,7 +94,7 @@ export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Prom
   } catch (error) {
     unwatch();
     await plan.resources.release();
-    throw spawnFailed(plan, error);
+    throw startFailed(plan, error);
   }
   return new Run(plan, child, options, unwatch);
 }
@@ -190,7 +190,7 @@ export class Run {
       await this.stop('shutdown');
       child.stdout.destroy();
       child.stderr.destroy();
-      throw spawnFailed(plan, error);
+      throw startFailed(plan, error);
     }
     if (this.#timer) clearTimeout(this.#timer);
     // The shell is gone. Whatever it left behind (its group, or escaped by setsid) is ended

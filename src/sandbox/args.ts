@@ -1,11 +1,12 @@
 /*
- * The bubblewrap command line of one run. Mount order is the security argument: later mounts
+ * What bubblewrap is told for one run (a BwrapSpec, process/bwrap/spec.ts), and the mount check
+ * made from the same lists. Mount order is the security argument: later mounts
  * cover earlier ones, so the file system goes in read-only first, then what is writable (with
  * the private temp directories), then what is read-only again inside it, then the kernel's own
  * file systems, and the hidden paths last, so that nothing a policy or a request's cwd makes
  * writable can uncover a hidden path, the host's /proc or its temp directory.
  *
- * Nothing secret is ever on this argv: paths and flags only. Resolved values travel in the
+ * Nothing secret is ever in the spec: paths and flags only. Resolved values travel in the
  * child's environment, which bubblewrap passes through to the shell unchanged.
  *
  *  - `--die-with-parent`: bubblewrap's init (PID 1 of the run's PID namespace) gets SIGKILL when
@@ -32,6 +33,7 @@
 import { existsSync, statSync } from 'node:fs';
 import type { FilesystemView } from './paths';
 import type { SandboxCheck } from '../process/bwrap/verify';
+import type { BwrapMount, BwrapNamespace, BwrapSpec } from '../process/bwrap/spec';
 import { isInside } from '../fs/paths';
 
 export interface BwrapInput {
@@ -45,9 +47,9 @@ export interface BwrapInput {
   readonly seccomp?: string;
 }
 
-export interface BwrapSpec {
-  /** bubblewrap's options, in order (no `--` and no program). */
-  readonly options: readonly string[];
+export interface SandboxSpec {
+  /** What bubblewrap is told. */
+  readonly spec: BwrapSpec;
   /** What the sandbox must look like once set up (verify.ts), made from the same lists. */
   readonly check: SandboxCheck;
 }
@@ -63,18 +65,22 @@ export const PROC_MASKED: readonly string[] = Object.freeze([
   '/proc/config.gz', '/sys/firmware', '/sys/devices/virtual/powercap',
 ]);
 
-let procMounts: { args: string[]; tmpfs: string[]; nullCovers: string[] } | undefined;
+interface KernelMounts { readonly mounts: readonly BwrapMount[]; readonly tmpfs: readonly string[]; readonly nullCovers: readonly string[] }
+let kernelMounts: KernelMounts | undefined;
+
+const roBind = (source: string, dest = source): BwrapMount => ({ kind: 'bind', source, dest, readOnly: true });
+const bind = (path: string): BwrapMount => ({ kind: 'bind', source: path, dest: path, readOnly: false });
 
 /**
  * The /proc and /sys mounts for this kernel. Only what exists can be a mount point (bubblewrap
  * cannot create a file in proc), and the kernel is the same for every run: computed once.
  */
-function getKernelMounts(): { args: string[]; tmpfs: string[]; nullCovers: string[] } {
-  if (procMounts) return procMounts;
-  const args: string[] = [];
+export function getKernelMounts(): KernelMounts {
+  if (kernelMounts) return kernelMounts;
+  const mounts: BwrapMount[] = [];
   const tmpfs: string[] = [];
   const nullCovers: string[] = [];
-  for (const path of PROC_READ_ONLY) if (existsSync(path)) args.push('--ro-bind', path, path);
+  for (const path of PROC_READ_ONLY) if (existsSync(path)) mounts.push(roBind(path));
   for (const path of PROC_MASKED) {
     let directory: boolean;
     try {
@@ -83,28 +89,20 @@ function getKernelMounts(): { args: string[]; tmpfs: string[]; nullCovers: strin
       continue;
     }
     if (directory) {
-      args.push('--tmpfs', path, '--remount-ro', path);
+      mounts.push({ kind: 'tmpfs', path }, { kind: 'remount-ro', path });
       tmpfs.push(path);
     } else {
-      args.push('--ro-bind', '/dev/null', path);
+      mounts.push(roBind('/dev/null', path));
       nullCovers.push(path);
     }
   }
-  procMounts = { args, tmpfs, nullCovers };
-  return procMounts;
+  kernelMounts = Object.freeze({ mounts: Object.freeze(mounts), tmpfs: Object.freeze(tmpfs), nullCovers: Object.freeze(nullCovers) });
+  return kernelMounts;
 }
 
-export function getProcMounts(): readonly string[] {
-  return getKernelMounts().args;
-}
-
-export function getBwrapArgs(input: BwrapInput): string[] {
-  return [...getBwrapSpec(input).options];
-}
-
-export function getBwrapSpec(input: BwrapInput): BwrapSpec {
+export function getSandboxSpec(input: BwrapInput): SandboxSpec {
   const { view } = input;
-  const args = ['--ro-bind', '/', '/'];
+  const mounts: BwrapMount[] = [roBind('/')];
   const kernel = getKernelMounts();
   const tmpfs: string[] = ['/dev', ...kernel.tmpfs];
   const hiddenDirs: string[] = [];
@@ -117,59 +115,65 @@ export function getBwrapSpec(input: BwrapInput): BwrapSpec {
   const coveredBinds: string[] = [];
   const absent = new Set(covered.flatMap((c) => c.absent));
   for (const cover of covered) {
-    args.push('--perms', cover.mode.toString(8).padStart(4, '0'), '--tmpfs', cover.path);
+    mounts.push({ kind: 'tmpfs', path: cover.path, mode: cover.mode });
     tmpfs.push(cover.path);
     for (const path of cover.binds) {
-      args.push('--ro-bind', path, path);
+      mounts.push(roBind(path));
       coveredBinds.push(path);
     }
-    for (const { path, target } of cover.symlinks) args.push('--symlink', target, path);
+    for (const { path, target } of cover.symlinks) mounts.push({ kind: 'symlink', target, path });
   }
   // The writable roots, parents first; a temp directory gets its private tmpfs right after the
   // roots that hold it (`cwd: /`) and before the roots inside it (a project under /tmp), so
   // that no run sees the host's temp directory: every gateway's runtime sockets live there, and
   // a run could swap one for its own listener.
-  const mounts = [
+  const roots = [
     ...view.writable.map((path) => ({ path, tmpfs: false })),
     ...view.privateTmp.map((path) => ({ path, tmpfs: true })),
   ];
   const depth = (path: string): number => (path === '/' ? 0 : path.split('/').length - 1);
-  mounts.sort((a, b) => depth(a.path) - depth(b.path) || Number(a.tmpfs) - Number(b.tmpfs));
-  for (const { path, tmpfs: own } of mounts) {
+  roots.sort((a, b) => depth(a.path) - depth(b.path) || Number(a.tmpfs) - Number(b.tmpfs));
+  for (const { path, tmpfs: own } of roots) {
     if (own) {
-      args.push('--tmpfs', path);
+      mounts.push({ kind: 'tmpfs', path });
       tmpfs.push(path);
-    } else args.push('--bind', path, path);
+    } else mounts.push(bind(path));
   }
   // Ancestors of hidden and read-only paths inside a writable root: a mount point cannot be
   // renamed, so the names the later mounts cover stay the names of the real directories.
-  for (const path of view.pinned) args.push('--bind', path, path);
-  for (const path of view.readOnly) args.push('--ro-bind', path, path);
+  for (const path of view.pinned) mounts.push(bind(path));
+  for (const path of view.readOnly) mounts.push(roBind(path));
   // The kernel's file systems after every bind: a writable root that holds them (`cwd: /`) or
   // lies inside them (`cwd: /proc/sys/kernel`) would otherwise bring the host's /proc, /sys
   // or /dev back, writable.
-  if (view.writable.some((w) => isInside('/sys', w) || isInside(w, '/sys'))) args.push('--ro-bind', '/sys', '/sys');
-  args.push('--dev', '/dev', '--proc', '/proc', ...kernel.args);
+  if (view.writable.some((w) => isInside('/sys', w) || isInside(w, '/sys'))) mounts.push(roBind('/sys'));
+  mounts.push({ kind: 'dev', path: '/dev' }, { kind: 'proc', path: '/proc' }, ...kernel.mounts);
   for (const { path, directory } of view.hidden) {
     if (absent.has(path)) continue;
     // In a private temp directory and outside every writable root inside it: already out of sight.
     if (view.privateTmp.some((t) => isInside(path, t) && !view.writable.some((w) => w !== t && isInside(w, t) && isInside(path, w)))) continue;
     if (directory) {
-      args.push('--tmpfs', path);
+      mounts.push({ kind: 'tmpfs', path });
       tmpfs.push(path);
       hiddenDirs.push(path);
     } else {
-      args.push('--ro-bind', '/dev/null', path);
+      mounts.push(roBind('/dev/null', path));
       nullCovers.push(path);
     }
   }
-  for (const cover of covered) args.push('--remount-ro', cover.path);
-  args.push('--chdir', input.cwd);
-  args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--unshare-user', '--disable-userns');
-  if (input.unshareNet) args.push('--unshare-net');
-  args.push('--die-with-parent', '--cap-drop', 'ALL');
-  if (!input.pty) args.push('--new-session');
-  if (input.seccomp !== undefined) args.push('--seccomp', input.seccomp);
+  for (const cover of covered) mounts.push({ kind: 'remount-ro', path: cover.path });
+  const unshare: BwrapNamespace[] = ['pid', 'ipc', 'uts', 'cgroup-try', 'user'];
+  if (input.unshareNet) unshare.push('net');
+  const spec: BwrapSpec = {
+    mounts: Object.freeze(mounts.map((mount) => Object.freeze(mount))),
+    unshare: Object.freeze(unshare),
+    disableUserns: true,
+    chdir: input.cwd,
+    dieWithParent: true,
+    dropCapabilities: true,
+    newSession: !input.pty,
+    ...(input.seccomp !== undefined ? { seccomp: input.seccomp } : {}),
+  };
   let writable: Array<{ path: string; id: string }> = [];
   try {
     writable = view.writable.map((path) => {
@@ -180,7 +184,7 @@ export function getBwrapSpec(input: BwrapInput): BwrapSpec {
     // Gone since the view was made: bubblewrap fails to bind it, and says so.
   }
   return Object.freeze({
-    options: Object.freeze(args),
+    spec: Object.freeze(spec),
     check: Object.freeze({
       hiddenDirs: Object.freeze(hiddenDirs),
       nullCovers: Object.freeze(nullCovers),

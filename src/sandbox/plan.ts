@@ -1,7 +1,7 @@
 /*
  * The sandbox step of the one path (plan/prepare.ts calls it once per run): decide whether the
  * run is sandboxed, how, or why not, and describe how its sandbox is started (a SandboxLaunch:
- * bubblewrap's launcher, its options, and the mount check the gate applies before the program
+ * bubblewrap's launcher, its spec, and the mount check the gate applies before the program
  * may start; gate.ts). Sync, PTY and background runs (the detached supervisor included) all
  * start their program through that one launch.
  *
@@ -12,11 +12,12 @@
 import { homedir } from 'node:os';
 import { ExecgateError } from '../errors';
 import type { SandboxSettings } from '../policy/effective';
-import { getBwrapSpec, NAMESPACES } from './args';
+import { getSandboxSpec, NAMESPACES } from './args';
 import { checkPlatform } from './detect';
 import type { SandboxLaunch } from '../process/bwrap/launch';
+import type { BwrapSpec } from '../process/bwrap/spec';
 import type { SharedNetwork } from '../process/bwrap/network';
-import { getFilesystemView } from './paths';
+import { getFilesystemView, type FilesystemView } from './paths';
 import { getSeccompFilterPath } from '../process/programs';
 
 /**
@@ -88,13 +89,13 @@ export interface SandboxedCommand {
 }
 
 /*
- * Tests only: change bubblewrap's options after the plan (and its mount check) is made, so that
- * a test can make a sandbox differ from its plan and see the gate refuse it.
+ * Tests only: change what bubblewrap is told after the plan (and its mount check) is made, so
+ * that a test can make a sandbox differ from its plan and see the gate refuse it.
  */
-let optionsHook: ((options: readonly string[]) => readonly string[]) | undefined;
+let specHook: ((spec: BwrapSpec) => BwrapSpec) | undefined;
 
-export function setSandboxOptionsHookForTests(hook: ((options: readonly string[]) => readonly string[]) | undefined): void {
-  optionsHook = hook;
+export function setSandboxSpecHookForTests(hook: ((spec: BwrapSpec) => BwrapSpec) | undefined): void {
+  specHook = hook;
 }
 
 function unavailable(reason: string): ExecgateError {
@@ -112,7 +113,12 @@ function unavailable(reason: string): ExecgateError {
  */
 export function checkSandboxCwd(input: Omit<SandboxInput, 'pty' | 'ownNetwork'>): void {
   if (input.settings.mode === 'off') return;
-  getFilesystemView({
+  getView(input);
+}
+
+/** The file-system view of a run in `input.cwd` (sandbox/paths.ts), with the gateway's protected files. */
+function getView(input: Omit<SandboxInput, 'pty' | 'ownNetwork'>, protectedFiles?: readonly string[]): FilesystemView {
+  return getFilesystemView({
     settings: input.settings,
     home: input.context.home,
     auditPath: input.context.auditPath,
@@ -122,6 +128,7 @@ export function checkSandboxCwd(input: Omit<SandboxInput, 'pty' | 'ownNetwork'>)
     env: input.env,
     userHome: homedir(),
     stateIdentity: input.context.stateIdentity,
+    ...(protectedFiles ? { protectedFiles } : {}),
   });
 }
 
@@ -136,18 +143,7 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
     input.context.onUnsandboxed?.(platform.reason);
     return { report: Object.freeze({ sandboxed: false, mode: 'auto', reason: platform.reason }) };
   }
-  const view = getFilesystemView({
-    settings,
-    home: input.context.home,
-    auditPath: input.context.auditPath,
-    cwd: input.cwd,
-    roots: input.roots,
-    workspace: input.workspace,
-    env: input.env,
-    userHome: homedir(),
-    stateIdentity: input.context.stateIdentity,
-    protectedFiles: input.context.policyFiles?.() ?? [],
-  });
+  const view = getView(input, input.context.policyFiles?.() ?? []);
   const exposed: string[] = [];
   let join;
   let shared: SharedNetwork | undefined;
@@ -159,11 +155,11 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
     exposed.push('the D-Bus session bus is an abstract socket, reachable with the host network (sandbox.network: open in a policy built in code)');
   }
   const seccomp = getSeccompFilterPath();
-  const spec = getBwrapSpec({ view, cwd: view.cwd, unshareNet: settings.network === 'none' && join === undefined, pty: input.pty, ...(seccomp ? { seccomp } : {}) });
+  const { spec, check } = getSandboxSpec({ view, cwd: view.cwd, unshareNet: settings.network === 'none' && join === undefined, pty: input.pty, ...(seccomp ? { seccomp } : {}) });
   const launch: SandboxLaunch = Object.freeze({
     launcher: Object.freeze(join ? [...join.prefix] : [platform.helper]),
-    options: optionsHook ? Object.freeze([...optionsHook(spec.options)]) : spec.options,
-    check: spec.check,
+    spec: specHook ? Object.freeze(specHook(spec)) : spec,
+    check,
   });
   const report: SandboxReport = {
     sandboxed: true,

@@ -49,7 +49,7 @@ maybe('a run with a network namespace of its own', () => {
     }, { command: 'curl -sS --max-time 20 http://service.test/own; echo; echo "$HTTP_PROXY" > proxy-url' });
     expect(plan.sandbox).toMatchObject({ sandboxed: true, network: { mode: 'open', shared: false } });
     expect(plan.network).toMatchObject({ mode: 'open', namespace: 'own', proxy: 'egress' });
-    expect(plan.launch!.options).toContain('--unshare-net');
+    expect(plan.launch!.spec.unshare).toContain('net');
     // Started as every sandboxed run is: behind the gate, its mounts checked first.
     const child = await startGated(directSpawner, { shell: plan.shell, args: plan.args, env: plan.env, cwd: plan.cwd, stdin: 'ignore', sandbox: plan.launch! });
     let output = '';

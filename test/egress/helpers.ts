@@ -12,6 +12,7 @@ import { join, normalize } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { createEgressCa } from '../../src/egress/ca';
 import { getSandboxEgress } from '../../src/egress/bridge';
+import { renderMounts } from '../../src/process/bwrap/spec';
 import type { EgressRun } from '../../src/egress/proxy';
 
 export interface Seen {
@@ -187,7 +188,7 @@ export function runSandboxed(run: EgressRun | undefined, script: string, env: Re
     '--ro-bind', REPO, REPO,
     '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent', '--new-session',
     ...(cwd ? ['--bind', cwd, cwd, '--chdir', cwd] : []),
-    '--unshare-net', ...(egress ? egress.bwrapArgs : []),
+    '--unshare-net', ...(egress ? renderMounts(egress.mounts) : []),
     '--', ...(egress ? egress.wrap(argv) : argv),
   ];
   const childEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', ...egress?.env, ...env };

@@ -1,11 +1,21 @@
 /*
- * The bubblewrap argv, checked as data: mount order (later mounts cover earlier ones, so hidden
+ * What bubblewrap is told for a run (sandbox/args.ts: the spec, rendered by process/bwrap/spec.ts),
+ * checked as exact argv and as data: mount order (later mounts cover earlier ones, so hidden
  * paths go last), what a PTY run keeps, and property tests that no path list can put a hidden
  * path before a writable one that contains it.
  */
 import fc from 'fast-check';
-import { getBwrapArgs, getProcMounts } from '../../src/sandbox/args';
+import { getKernelMounts, getSandboxSpec, type BwrapInput } from '../../src/sandbox/args';
 import type { FilesystemView } from '../../src/sandbox/paths';
+import { renderBwrapOptions, renderMounts } from '../../src/process/bwrap/spec';
+
+function getBwrapArgs(input: BwrapInput): string[] {
+  return renderBwrapOptions(getSandboxSpec(input).spec);
+}
+
+function getProcMounts(): string[] {
+  return renderMounts(getKernelMounts().mounts);
+}
 
 function view(partial: Partial<FilesystemView>): FilesystemView {
   return { hidden: [], writable: [], readOnly: [], pinned: [], privateTmp: ['/tmp'], skipped: [], abstractBus: false, cwd: '/', cwdWritable: false, ...partial };
@@ -34,7 +44,45 @@ function parseMounts(args: string[]): Array<{ kind: 'grant' | 'hide' | 'base'; p
   return mounts;
 }
 
-describe('getBwrapArgs', () => {
+describe('the sandbox spec of a run, rendered', () => {
+  test('exact argv: root, covered directory, private temp, writable, pinned, read-only, kernel, hidden, covers sealed, then the global options', () => {
+    const args = getBwrapArgs({
+      view: view({
+        writable: ['/srv/proj'],
+        pinned: ['/srv/proj/.git'],
+        readOnly: ['/srv/proj/.git/hooks'],
+        hidden: [{ path: '/srv/proj/.env.d', directory: true }, { path: '/home/u/.netrc', directory: false }, { path: '/home/u/.aws/credentials', directory: false }],
+        privateTmp: ['/tmp', '/var/tmp'],
+        covered: [{ path: '/home/u/.aws', mode: 0o755, binds: ['/home/u/.aws/config'], symlinks: [{ path: '/home/u/.aws/sso', target: '/nowhere' }], absent: ['/home/u/.aws/credentials'], names: ['config', 'sso'] }],
+      }),
+      cwd: '/srv/proj',
+      unshareNet: true,
+      pty: false,
+      seccomp: '/opt/execgate/seccomp.bpf',
+    });
+    expect(args).toEqual([
+      '--ro-bind', '/', '/',
+      '--perms', '0755', '--tmpfs', '/home/u/.aws', '--ro-bind', '/home/u/.aws/config', '/home/u/.aws/config', '--symlink', '/nowhere', '/home/u/.aws/sso',
+      '--tmpfs', '/tmp', '--bind', '/srv/proj', '/srv/proj', '--tmpfs', '/var/tmp',
+      '--bind', '/srv/proj/.git', '/srv/proj/.git',
+      '--ro-bind', '/srv/proj/.git/hooks', '/srv/proj/.git/hooks',
+      '--dev', '/dev', '--proc', '/proc', ...getProcMounts(),
+      '--tmpfs', '/srv/proj/.env.d', '--ro-bind', '/dev/null', '/home/u/.netrc',
+      '--remount-ro', '/home/u/.aws',
+      '--chdir', '/srv/proj',
+      '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--unshare-user', '--unshare-net', '--disable-userns',
+      '--die-with-parent', '--cap-drop', 'ALL', '--new-session', '--seccomp', '/opt/execgate/seccomp.bpf',
+    ]);
+  });
+
+  test('exact argv: a PTY run on a shared network with no filter', () => {
+    expect(getBwrapArgs({ view: view({ writable: ['/w'], privateTmp: [] }), cwd: '/w/sub', unshareNet: false, pty: true })).toEqual([
+      '--ro-bind', '/', '/', '--bind', '/w', '/w', '--dev', '/dev', '--proc', '/proc', ...getProcMounts(),
+      '--chdir', '/w/sub', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--unshare-user', '--disable-userns',
+      '--die-with-parent', '--cap-drop', 'ALL',
+    ]);
+  });
+
   test('read-only root, private /tmp, writable, read-only again, the kernel file systems, hidden last; namespaces; cwd', () => {
     const args = getBwrapArgs({
       view: view({

@@ -14,7 +14,7 @@ import { preparePlan } from '../../src/plan/prepare';
 import { startRun } from '../../src/run/lifecycle';
 import { loadPolicyFile } from '../../src/policy/load';
 import { RefStore } from '../../src/refs/store';
-import { setSandboxOptionsHookForTests } from '../../src/sandbox/plan';
+import { setSandboxSpecHookForTests } from '../../src/sandbox/plan';
 import { baseEnv, makeTempDir, waitFor } from '../helpers/tmp';
 import { createGateway } from '../../src/gateway';
 import { describeSandboxed, makeGateway, MODES, runIn, sandboxPolicy } from './helpers';
@@ -36,7 +36,7 @@ beforeEach(() => {
   mkdirSync(userHome);
 });
 afterEach(() => {
-  setSandboxOptionsHookForTests(undefined);
+  setSandboxSpecHookForTests(undefined);
   tmp.cleanup();
 });
 
@@ -128,7 +128,7 @@ describeSandboxed('the mount check before the program starts', () => {
     writeFileSync(join(state, 'vault.key'), 'not-for-runs\n');
     try {
       // A sandbox that differs from its plan: the state directory also shows up under /tmp.
-      setSandboxOptionsHookForTests((options) => [...options, '--ro-bind', state, '/tmp/leak']);
+      setSandboxSpecHookForTests((spec) => ({ ...spec, mounts: [...spec.mounts, { kind: 'bind', source: state, dest: '/tmp/leak', readOnly: true }] }));
       const marker = join(work, 'ran');
       await expect(g.exec({ command: `touch ${marker}; cat /tmp/leak/vault.key`, mode })).rejects.toMatchObject({
         code: 'EXECGATE_ERR_SANDBOX_MISMATCH',
@@ -138,7 +138,7 @@ describeSandboxed('the mount check before the program starts', () => {
       const failed = auditRecords().filter((r) => r.event === 'exec.failed');
       expect(failed).toEqual([expect.objectContaining({ code: 'EXECGATE_ERR_SANDBOX_MISMATCH', reason: expect.stringContaining('did not match its plan') })]);
       // The same gateway runs the next command once nothing changes the plan.
-      setSandboxOptionsHookForTests(undefined);
+      setSandboxSpecHookForTests(undefined);
       expect((await g.exec({ command: 'echo fine' })).stdout).toBe('fine\n');
     } finally {
       await g.close();
@@ -203,7 +203,7 @@ describeSandboxed('the mount check before the program starts', () => {
     const g = makeGateway({ home: state, cwd: work, env: baseEnv({ HOME: userHome }), sandbox: { network: 'none', filesystem: { hidden: [secrets], writable: [], readOnly: [] } } });
     try {
       // bubblewrap is told to cover it, then to bind it back over the cover.
-      setSandboxOptionsHookForTests((options) => [...options, '--bind', secrets, secrets]);
+      setSandboxSpecHookForTests((spec) => ({ ...spec, mounts: [...spec.mounts, { kind: 'bind', source: secrets, dest: secrets, readOnly: false }] }));
       await expect(g.exec({ command: 'cat secrets/token' })).rejects.toMatchObject({ code: 'EXECGATE_ERR_SANDBOX_MISMATCH' });
     } finally {
       await g.close();

@@ -79,7 +79,10 @@ export function describeSandboxed(name: string, fn: () => void): void {
 export function makeHome(): { dir: string; cleanup: () => void } {
   const temps = ['/tmp', '/var/tmp', tmpdir()].map((path) => realpathSync(path));
   const inTemp = (path: string): boolean => temps.some((t) => path === t || path.startsWith(`${t}/`));
-  for (const base of [homedir(), join(__dirname, '..', '..'), '/srv', '/opt', '/var/lib']) {
+  // The real home last: it is a covered directory in every sandboxed run (it holds credential
+  // files), so each of its entries is bound into every run, and one that comes and goes while
+  // other tests' runs are set up makes them fail (EXECGATE_ERR_SANDBOX_PATH).
+  for (const base of ['/var/lib', '/srv', '/opt', join(__dirname, '..', '..'), homedir()]) {
     try {
       if (inTemp(realpathSync(base))) continue;
       const dir = mkdtempSync(join(base, '.execgate-rename-test-'));

@@ -12,6 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { createGateway } from '../../src/gateway';
 import { DEFAULT_HIDDEN_PATHS } from '../../src/policy/effective';
 import { renderLaunch } from '../../src/process/bwrap/launch';
+import type { BwrapMount } from '../../src/process/bwrap/spec';
 import { baseEnv, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, MODES, runIn, sandboxPolicy } from './helpers';
 
@@ -110,12 +111,23 @@ describeSandboxed('the working directory\'s name cannot be swapped between the c
     mkdirSync(real);
     const link = join(tmp.dir, 'link');
     symlinkSync(real, link);
-    const launch = (options: string[]) => ({ launcher: ['/usr/bin/bwrap'], options, check: { hiddenDirs: [], nullCovers: [], tmpfs: [], mounted: [], writable: [], binds: [] } });
-    expect(() => renderLaunch(launch(['--bind', link, link]), ['true'])).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_SANDBOX_PATH' }));
-    const opened = renderLaunch(launch(['--ro-bind', '/', '/', '--bind', real, real, '--ro-bind', '/dev/null', '/x']), ['true']);
+    const launch = (mounts: BwrapMount[]) => ({
+      launcher: ['/usr/bin/bwrap'],
+      spec: { mounts, unshare: [], disableUserns: false, chdir: '/', dieWithParent: false, dropCapabilities: false, newSession: false },
+      check: { hiddenDirs: [], nullCovers: [], tmpfs: [], mounted: [], writable: [], binds: [] },
+    });
+    const bind = (source: string, dest: string, readOnly: boolean): BwrapMount => ({ kind: 'bind', source, dest, readOnly });
+    expect(() => renderLaunch(launch([bind(link, link, false)]), ['true'])).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_SANDBOX_PATH' }));
+    // Gone since the plan saw it (an entry of a covered home directory removed meanwhile), or a
+    // component that is no longer a directory: changed too, never a failure to start the shell.
+    for (const gone of [join(tmp.dir, 'removed'), join(link, 'x', 'y'), join(tmp.dir, 'file', 'x')]) {
+      writeFileSync(join(tmp.dir, 'file'), '');
+      expect(() => renderLaunch(launch([bind(gone, gone, true)]), ['true'])).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_SANDBOX_PATH', details: { path: gone } }));
+    }
+    const opened = renderLaunch(launch([bind('/', '/', true), bind(real, real, false), bind('/dev/null', '/x', true)]), ['true']);
     // The options travel on descriptor 3; the source is descriptor 4, checked by its name.
     expect(opened.args).toEqual(['--args', '3', '--', 'true']);
-    expect(opened.data.toString().split('\0')).toEqual(['--ro-bind', '/', '/', '--bind-fd', '4', real, '--ro-bind', '/dev/null', '/x', '']);
+    expect(opened.data.toString().split('\0')).toEqual(['--ro-bind', '/', '/', '--bind-fd', '4', real, '--ro-bind', '/dev/null', '/x', '--chdir', '/', '']);
     expect(opened.sources).toEqual([{ path: real, kind: 'bind' }]);
     for (const fd of opened.fds) require('node:fs').closeSync(fd);
   });

@@ -20,12 +20,13 @@
 import * as fs from 'node:fs';
 import { ExecgateError } from '../../errors';
 import type { SandboxCheck } from './verify';
+import { renderBwrapOptions, type BwrapSpec } from './spec';
 
 export interface SandboxLaunch {
   /** What starts bubblewrap: `[bwrap]`, or `[nsenter, ...its options, '--', bwrap]` for the shared network. */
   readonly launcher: readonly string[];
-  /** bubblewrap's options (paths and flags, never a value), handed over with `--args`. */
-  readonly options: readonly string[];
+  /** What bubblewrap is told (paths and flags, never a value), rendered and handed over with `--args`. */
+  readonly spec: BwrapSpec;
   /** What the gateway checks once the sandbox is set up, before the program may start. */
   readonly check: SandboxCheck;
 }
@@ -47,45 +48,52 @@ export interface RenderedLaunch {
 export const ARGS_FD = 3;
 
 /**
- * The whole step, with nothing from outside but `fs`: the spawn helper (a separate Node process,
- * src/programs/spawn-helper.js) requires this compiled module and runs it too.
+ * The whole step, with nothing from outside but `fs` and the spec's renderer: the spawn helper
+ * (a separate Node process, src/programs/spawn-helper.js) requires this compiled module and runs
+ * it too, on the launch it was sent as JSON.
  * Throws an Error with `code` EXECGATE_ERR_SANDBOX_PATH and `path` when a path changed.
  */
-export function renderSandboxLaunch(fs: typeof import('node:fs'), launch: { launcher: readonly string[]; options: readonly string[] }, program: readonly string[]): RenderedLaunch {
+export function renderSandboxLaunch(fs: typeof import('node:fs'), launch: { launcher: readonly string[]; spec: BwrapSpec }, program: readonly string[]): RenderedLaunch {
   // O_PATH (Linux; Node's constants do not list it), and the kernel's own file systems, which
   // no run can rename.
   const oPath = 0o10000000;
-  const first = 3;
+  const first = ARGS_FD;
   const fixed = /^\/(proc|sys|dev)(\/|$)/;
-  const out = [...launch.options];
   const fds: number[] = [];
   const sources: Array<{ path: string; kind: 'bind' | 'file' }> = [];
+  let options: string[];
   try {
-    for (let i = 0; i < out.length; i++) {
-      const option = out[i];
-      const source = out[i + 1];
-      if (option === '--seccomp' && source !== undefined) {
-        fds.push(fs.openSync(source, 'r'));
-        sources.push({ path: source, kind: 'file' });
-        out[i + 1] = String(first + fds.length);
-        i += 1;
-        continue;
-      }
-      if ((option !== '--bind' && option !== '--ro-bind') || source === undefined || source !== out[i + 2] || source === '/' || fixed.test(source)) continue;
-      const fd = fs.openSync(source, oPath);
-      fds.push(fd);
-      sources.push({ path: source, kind: 'bind' });
-      let name;
-      try {
-        name = fs.readlinkSync(`/proc/self/fd/${fd}`);
-      } catch {
-        name = undefined;
-      }
-      if (name !== source) throw Object.assign(new Error(`${source} changed while its sandbox was being set up`), { code: 'EXECGATE_ERR_SANDBOX_PATH', path: source });
-      out[i] = option === '--bind' ? '--bind-fd' : '--ro-bind-fd';
-      out[i + 1] = String(first + fds.length);
-      i += 2;
-    }
+    options = renderBwrapOptions(launch.spec, {
+      seccomp(path) {
+        fds.push(fs.openSync(path, 'r'));
+        sources.push({ path, kind: 'file' });
+        return first + fds.length;
+      },
+      bind({ source, dest }) {
+        if (source !== dest || source === '/' || fixed.test(source)) return undefined;
+        const moved = (): Error => Object.assign(new Error(`${source} changed while its sandbox was being set up`), { code: 'EXECGATE_ERR_SANDBOX_PATH', path: source });
+        let fd: number;
+        try {
+          fd = fs.openSync(source, oPath);
+        } catch (error) {
+          // Gone, or a component is no longer a directory, since the plan saw it: it changed
+          // (a run renaming things, a file of a covered home directory removed meanwhile).
+          const code = (error as { code?: unknown }).code;
+          if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') throw moved();
+          throw error;
+        }
+        fds.push(fd);
+        sources.push({ path: source, kind: 'bind' });
+        let name;
+        try {
+          name = fs.readlinkSync(`/proc/self/fd/${fd}`);
+        } catch {
+          name = undefined;
+        }
+        if (name !== source) throw moved();
+        return first + fds.length;
+      },
+    });
   } catch (error) {
     for (const fd of fds) {
       try {
@@ -96,7 +104,7 @@ export function renderSandboxLaunch(fs: typeof import('node:fs'), launch: { laun
     }
     throw error;
   }
-  const data = Buffer.from(out.map((arg) => `${arg}\0`).join(''), 'utf8');
+  const data = Buffer.from(options.map((arg) => `${arg}\0`).join(''), 'utf8');
   return { file: launch.launcher[0], args: [...launch.launcher.slice(1), '--args', String(first), '--', ...program], data, fds, sources };
 }
 

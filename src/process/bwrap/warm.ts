@@ -34,6 +34,7 @@ import { CLOSE_FDS } from '../inherited-fds';
 import type { SpawnedProcess, Spawner, SpawnRequest } from '../spawner/types';
 import { abandon, afterNextPoll, checkSandbox, helperFailed, readMark, READY, relay, startGated, STARTED, type SandboxedRequest } from './gate';
 import type { SandboxLaunch } from './launch';
+import { getSpecKey } from './spec';
 import { getWarmStubScript } from '../programs';
 import { verifySandbox } from './verify';
 
@@ -79,12 +80,7 @@ export function encodeFrame(cwd: string, program: readonly string[], env: Readon
 
 /** The launch without its working directory (entered by the waiting bash): what a warm sandbox is kept by. */
 function getWarmKey(launch: SandboxLaunch): string {
-  const options: string[] = [];
-  for (let i = 0; i < launch.options.length; i++) {
-    if (launch.options[i] === '--chdir') i += 1;
-    else options.push(launch.options[i]);
-  }
-  return JSON.stringify([launch.launcher, options]);
+  return getSpecKey(launch.launcher, launch.spec, { withoutChdir: true });
 }
 
 interface WarmEntry {

@@ -26,7 +26,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
-import { ExecgateError } from '../../errors';
+import { spawnFailed, type ExecgateError } from '../../errors';
 import { getRuntimeBase } from '../../fs/runtime-dir';
 import { changed } from '../bwrap/launch';
 import { getProgramFile } from '../programs';
@@ -86,8 +86,9 @@ interface Entry {
   readonly exit: Promise<ProcessExit>;
 }
 
-export function helperFailed(message: string, cause?: unknown): ExecgateError {
-  return new ExecgateError('EXECGATE_ERR_SPAWN_FAILED', message, {}, cause === undefined ? undefined : { cause });
+/** Why a command could not be started through the spawn helper. */
+export function helperFailed(reason: string, cause?: unknown): ExecgateError {
+  return spawnFailed('the command through the spawn helper', reason, cause === undefined ? {} : { cause });
 }
 
 export class HelperSpawner implements Spawner {
@@ -110,15 +111,15 @@ export class HelperSpawner implements Spawner {
 
   /** Start the helper now rather than on the first spawn. */
   async start(): Promise<void> {
-    if (this.#closed) throw helperFailed('The spawn helper is closed.');
+    if (this.#closed) throw helperFailed('the spawn helper is closed (its gateway was closed)');
     await this.#getHelper().ready;
   }
 
   async spawn(request: SpawnRequest): Promise<SpawnedProcess> {
-    if (this.#closed) throw helperFailed('The spawn helper is closed.');
+    if (this.#closed) throw helperFailed('the spawn helper is closed (its gateway was closed)');
     const helper = this.#getHelper();
     await helper.ready;
-    if (helper !== this.#helper) throw helperFailed('The spawn helper exited before the command could be started.');
+    if (helper !== this.#helper) throw helperFailed('the spawn helper exited before the command could be started');
     const id = String(++this.#nextId);
     return new Promise<SpawnedProcess>((resolve, reject) => {
       let resolveExit!: (exit: ProcessExit) => void;
@@ -131,9 +132,9 @@ export class HelperSpawner implements Spawner {
       };
       this.#entries.set(id, entry);
       helper.child.channel?.ref();
-      const sandbox = request.sandbox ? { launcher: request.sandbox.launcher, options: request.sandbox.options } : undefined;
+      const sandbox = request.sandbox ? { launcher: request.sandbox.launcher, spec: request.sandbox.spec } : undefined;
       helper.child.send({ t: 'spawn', id, shell: request.shell, args: request.args, env: request.env, cwd: request.cwd, stdin: entry.stdin, sandbox }, (error) => {
-        if (error) this.#fail(entry, helperFailed(`Could not reach the spawn helper: ${error.message}`, error));
+        if (error) this.#fail(entry, helperFailed(`the spawn helper could not be reached (${error.message})`, error));
       });
     });
   }
@@ -142,7 +143,7 @@ export class HelperSpawner implements Spawner {
     this.#closed = true;
     const helper = this.#helper;
     if (!helper) return;
-    this.#stop(helper, helperFailed('The spawn helper was closed while the command ran.'));
+    this.#stop(helper, helperFailed('the spawn helper was closed while the command ran'));
     if (helper.child.exitCode === null && helper.child.signalCode === null) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => { helper.child.kill('SIGKILL'); resolve(); }, 2000);
@@ -181,9 +182,9 @@ export class HelperSpawner implements Spawner {
         reject(error);
         this.#stop(helper, error);
       };
-      const timer = setTimeout(() => fail(helperFailed(`The spawn helper did not start within ${START_TIMEOUT_MS} ms.`)), START_TIMEOUT_MS);
+      const timer = setTimeout(() => fail(helperFailed(`the spawn helper did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
       timer.unref();
-      server.once('error', (error) => fail(helperFailed(`The spawn helper's socket could not be opened: ${error.message}`, error)));
+      server.once('error', (error) => fail(helperFailed(`the spawn helper's socket could not be opened (${error.message})`, error)));
       // Listening (bound) before the helper runs, so its first connections find the socket.
       server.listen(socketPath, () => child.stdin?.end(key));
       child.on('message', function onReady(message: HelperMessage) {
@@ -192,8 +193,8 @@ export class HelperSpawner implements Spawner {
         child.removeListener('message', onReady);
         resolve();
       });
-      child.once('error', (error) => fail(helperFailed(`The spawn helper could not be started: ${error.message}`, error)));
-      child.once('exit', (code, signal) => fail(helperFailed(`The spawn helper exited (${signal ?? `code ${code}`}) before it was ready.`)));
+      child.once('error', (error) => fail(helperFailed(`the spawn helper itself could not be started (${error.message})`, error)));
+      child.once('exit', (code, signal) => fail(helperFailed(`the spawn helper exited (${signal ?? `code ${code}`}) before it was ready`)));
     });
     // Declared after `ready`, whose handlers only run once the helper exists.
     const helper: Helper = { child, server, dir, ready, key };

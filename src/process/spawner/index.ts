@@ -6,7 +6,7 @@
  * starts the helper and keeps using it. docs/performance.md has the measurements behind
  * the threshold.
  */
-import { ExecgateError, invalidOption } from '../../errors';
+import { invalidOption, spawnFailed, type ExecgateError } from '../../errors';
 import { directSpawner, spawnDirect } from './direct';
 import type { HelperSpawner } from './helper';
 import type { SpawnedProcess, Spawner, SpawnerKind, SpawnRequest } from './types';
@@ -25,7 +25,7 @@ export function validateSpawnerKind(value: unknown, option: string): SpawnerKind
 }
 
 function helperClosed(): ExecgateError {
-  return new ExecgateError('EXECGATE_ERR_SPAWN_FAILED', 'The spawn helper is closed.');
+  return spawnFailed('the command', 'the spawn helper is closed (its gateway was closed)');
 }
 
 /** The helper's code is loaded only by a process that uses it. */

@@ -17,7 +17,7 @@ import { readSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import type { IPty } from '@lydell/node-pty';
-import { ExecgateError } from '../../errors';
+import { ExecgateError, spawnFailed } from '../../errors';
 import { abandon, checkSandbox, helperFailed, readMark, READY, STARTED } from '../bwrap/gate';
 import { closeFds, renderLaunch, type SandboxLaunch } from '../bwrap/launch';
 import { getPtyGateScript, getPtyLaunchScript } from '../programs';
@@ -96,12 +96,7 @@ export function spawnPty(request: SpawnRequest): SpawnedProcess {
     });
   } catch (error) {
     closeFds(program.fds);
-    throw new ExecgateError(
-      'EXECGATE_ERR_SPAWN_FAILED',
-      `Could not start \`${request.shell}\` on a pseudo-terminal in \`${request.cwd}\`: ${(error as Error).message}.`,
-      { shell: request.shell },
-      { cause: error },
-    );
+    throw spawnFailed(`\`${request.shell}\` on a pseudo-terminal in \`${request.cwd}\``, (error as Error).message, { details: { shell: request.shell }, cause: error });
   }
   const { _socket: master, _fd: fd } = term as unknown as PtyInternals;
   const destroy = master.destroy.bind(master);

@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ExecgateError } from '../../errors';
+import { ExecgateError, spawnFailed } from '../../errors';
 import type { HandedOffRun } from '../../egress/proxy';
 import type { SpawnPlan } from '../../plan/prepare';
 import type { BackgroundProcess } from './types';
@@ -52,7 +52,7 @@ export function launchDetached(
     const fail = (message: string): void => {
       // A supervisor that never started leaves the run's egress directory behind otherwise.
       if (egress) rmSync(egress.dir, { recursive: true, force: true });
-      reject(new ExecgateError('EXECGATE_ERR_SPAWN_FAILED', `The background supervisor could not start the command: ${message}`));
+      reject(spawnFailed('the command\'s background supervisor', message));
     };
     child.once('error', (error) => fail(error.message));
     child.stdout.setEncoding('utf8');

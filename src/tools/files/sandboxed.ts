@@ -20,6 +20,7 @@ import type { SpawnedProcess } from '../../process/spawner/types';
 import { directSpawner } from '../../process/spawner/direct';
 import { abandon, startGated } from '../../process/bwrap/gate';
 import type { SandboxLaunch } from '../../process/bwrap/launch';
+import { getSpecKey } from '../../process/bwrap/spec';
 import { verifySandbox } from '../../process/bwrap/verify';
 import type { FileTool } from './base';
 import { createFileToolContext, type FileHost, type FileToolLimits } from './context';
@@ -47,7 +48,7 @@ function getServerPath(): string {
 }
 
 function getLaunchKey(launch: SandboxLaunch): string {
-  return JSON.stringify([launch.launcher, launch.options]);
+  return getSpecKey(launch.launcher, launch.spec);
 }
 
 interface Server {
