@@ -39,7 +39,7 @@ import { maskStrings } from './redact/deep';
 import { createGatewaySandbox, type GatewaySandbox } from './plan/sandbox-context';
 import { checkSandboxCwd, planSandbox } from './sandbox';
 import { checkPlatform } from './sandbox/detect';
-import { checkAuditPlacement, checkWorkspacePlacement } from './sandbox/paths';
+import { checkAuditPlacement, checkWorkspacePlacement } from './sandbox/placement';
 import { isInside } from './fs/paths';
 import type { SandboxLaunch } from './process/bwrap/launch';
 

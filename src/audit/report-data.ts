@@ -11,101 +11,20 @@
  *
  * Strings repeat heavily (actors, commands, reference names, fingerprints), so embedded runs
  * refer to one string table by index.
+ *
+ * The timeline is counted in report-timeline.ts and the embedded runs are chosen in
+ * report-sample.ts; this file keeps the per-secret and per-actor aggregates and puts the model
+ * together.
  */
 import { formatEgressEntry } from './egress';
-import { getExtra, isFailed, type RunSummary } from './runs';
+import { Sample } from './report-sample';
+import { getOutcome, TimelineCounter, type Outcome, type Timeline } from './report-timeline';
+import { getExtra, type RunSummary } from './runs';
 import { getExitLabel } from './stats';
 
-/** Bucket widths the timeline may use, finest first: it picks the finest that gives at most MAX_BARS bars. */
-export const BUCKETS: readonly { ms: number; label: string }[] = [
-  { ms: 1000, label: 'second' },
-  { ms: 5000, label: '5 seconds' },
-  { ms: 15_000, label: '15 seconds' },
-  { ms: 60_000, label: 'minute' },
-  { ms: 5 * 60_000, label: '5 minutes' },
-  { ms: 15 * 60_000, label: '15 minutes' },
-  { ms: 3_600_000, label: 'hour' },
-  { ms: 3 * 3_600_000, label: '3 hours' },
-  { ms: 6 * 3_600_000, label: '6 hours' },
-  { ms: 86_400_000, label: 'day' },
-  { ms: 7 * 86_400_000, label: 'week' },
-  { ms: 30 * 86_400_000, label: '30 days' },
-  { ms: 365 * 86_400_000, label: '365 days' },
-];
-export const MAX_BARS = 120;
-/** Base resolutions counted during the pass; each bucket width is a multiple of one of them. */
-const BASES = [1000, 60_000, 3_600_000, 86_400_000] as const;
-/** A base map that grows past this many keys covers too long a period to need that resolution. */
-const MAX_BASE_KEYS = 200_000;
 const TOP = 10;
 const MAX_TRACKED = 5000;
 const MAX_ROTATIONS = 50;
-
-/** 0 allowed, 1 denied, 2 failed (rejected counts as failed: execgate refused it as invalid). */
-export type Outcome = 0 | 1 | 2;
-
-export function getOutcome(summary: RunSummary): Outcome {
-  if (summary.decision === 'denied') return 1;
-  return isFailed(summary) ? 2 : 0;
-}
-
-export interface Timeline {
-  readonly start: number;
-  readonly bucketMs: number;
-  readonly label: string;
-  /** [allowed, denied, failed] per bucket. */
-  readonly bars: readonly (readonly [number, number, number])[];
-}
-
-class TimelineCounter {
-  readonly #maps: (Map<number, [number, number, number]> | undefined)[] = BASES.map(() => new Map());
-  #first = Infinity;
-  #last = -Infinity;
-
-  add(time: number, outcome: Outcome): void {
-    if (!Number.isFinite(time)) return;
-    if (time < this.#first) this.#first = time;
-    if (time > this.#last) this.#last = time;
-    for (let index = 0; index < BASES.length; index++) {
-      const map = this.#maps[index];
-      if (map === undefined) continue;
-      const key = Math.floor(time / BASES[index]);
-      let counts = map.get(key);
-      if (counts === undefined) {
-        if (map.size >= MAX_BASE_KEYS) {
-          this.#maps[index] = undefined;
-          continue;
-        }
-        counts = [0, 0, 0];
-        map.set(key, counts);
-      }
-      counts[outcome]++;
-    }
-  }
-
-  result(): Timeline | undefined {
-    if (this.#first === Infinity) return undefined;
-    const span = this.#last - this.#first;
-    for (const bucket of BUCKETS) {
-      if (span / bucket.ms + 1 > MAX_BARS && bucket !== BUCKETS[BUCKETS.length - 1]) continue;
-      const baseIndex = BASES.reduce((found, base, index) => (bucket.ms % base === 0 && this.#maps[index] !== undefined ? index : found), -1);
-      if (baseIndex < 0) continue;
-      const base = BASES[baseIndex];
-      const start = Math.floor(this.#first / bucket.ms) * bucket.ms;
-      const count = Math.floor((this.#last - start) / bucket.ms) + 1;
-      const bars: [number, number, number][] = Array.from({ length: count }, () => [0, 0, 0]);
-      for (const [key, counts] of this.#maps[baseIndex]!) {
-        const bar = bars[Math.floor((key * base - start) / bucket.ms)];
-        if (bar === undefined) continue;
-        bar[0] += counts[0];
-        bar[1] += counts[1];
-        bar[2] += counts[2];
-      }
-      return { start, bucketMs: bucket.ms, label: bucket.label, bars };
-    }
-    return undefined;
-  }
-}
 
 /** Counts with a bound on distinct keys (the rarest dropped past it). */
 class Tally<K extends string | number = string> {
@@ -208,84 +127,6 @@ export interface EmbeddedRun {
   extra?: Record<string, unknown>;
   /** egress decisions: [decision text, count] (identical ones counted), total, past the kept ones */
   eg?: { d: [number, number][]; n: number; more: number };
-}
-
-/** The newest `size` items pushed, in a fixed array (no copying as items come and go). */
-class Ring<T> {
-  readonly #items: T[] = [];
-  #next = 0;
-  constructor(readonly size: number) {}
-  push(item: T): void {
-    if (this.#items.length < this.size) this.#items.push(item);
-    else this.#items[this.#next] = item;
-    this.#next = (this.#next + 1) % this.size;
-  }
-  toArray(): T[] {
-    return this.#items.length < this.size ? [...this.#items] : [...this.#items.slice(this.#next), ...this.#items.slice(0, this.#next)];
-  }
-}
-
-/*
- * Which runs the page embeds once there are more than `limit`: the latest (40%), the latest
- * denied / rejected / failed (40%: what a reviewer looks for first), and a uniform sample of
- * the whole period (20%, reservoir sampling with a fixed seed, so a log always gives the same page).
- */
-class Sample {
-  readonly #all: RunSummary[] = [];
-  #overflow = false;
-  readonly #latest: Ring<RunSummary>;
-  readonly #flagged: Ring<RunSummary>;
-  readonly #sample: RunSummary[] = [];
-  readonly #sampleSize: number;
-  #seen = 0;
-  #seed = 0x9e3779b9;
-
-  constructor(readonly limit: number) {
-    this.#latest = new Ring(Math.max(1, Math.floor(limit * 0.4)));
-    this.#flagged = new Ring(Math.max(1, Math.floor(limit * 0.4)));
-    this.#sampleSize = Math.max(1, limit - this.#latest.size - this.#flagged.size);
-  }
-
-  #random(): number {
-    // xorshift32
-    let x = this.#seed;
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    this.#seed = x >>> 0;
-    return this.#seed / 0x1_0000_0000;
-  }
-
-  add(summary: RunSummary, outcome: Outcome): void {
-    this.#seen++;
-    if (!this.#overflow) {
-      this.#all.push(summary);
-      if (this.#all.length <= this.limit) return;
-      this.#overflow = true;
-      const all = this.#all.splice(0);
-      all.forEach((item, index) => this.#place(item, getOutcome(item), index + 1));
-      return;
-    }
-    this.#place(summary, outcome, this.#seen);
-  }
-
-  /** `ordinal`: this run's 1-based position among all runs (for the reservoir). */
-  #place(summary: RunSummary, outcome: Outcome, ordinal: number): void {
-    this.#latest.push(summary);
-    if (outcome !== 0) this.#flagged.push(summary);
-    if (this.#sample.length < this.#sampleSize) this.#sample.push(summary);
-    else {
-      const slot = Math.floor(this.#random() * ordinal);
-      if (slot < this.#sampleSize) this.#sample[slot] = summary;
-    }
-  }
-
-  result(): { runs: RunSummary[]; sampled: boolean } {
-    if (!this.#overflow) return { runs: this.#all, sampled: false };
-    const byId = new Map<string, RunSummary>();
-    for (const run of [...this.#sample, ...this.#flagged.toArray(), ...this.#latest.toArray()]) byId.set(run.runId ?? '', run);
-    return { runs: [...byId.values()].sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0)), sampled: true };
-  }
 }
 
 export interface ReportModel {

@@ -21,7 +21,8 @@ import { StatsCollector, type AuditStats } from './stats';
 import type { VerifyResult } from './verify';
 import { ChainVerifier } from './verify';
 import type { AuditKeys } from './key';
-import { BUCKETS, MAX_BARS, ReportCollector, type ReportModel } from './report-data';
+import { ReportCollector, type ReportModel } from './report-data';
+import { BUCKETS, MAX_BARS } from './report-timeline';
 import { REPORT_SCRIPT, REPORT_STYLE } from './report-client';
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };

@@ -39,7 +39,13 @@
  * values like `aaaaaaaa`, `aaaaaaaaa`, ...) holds an occurrence at every position; keeping each
  * one would cost memory and a sort per byte. So an occurrence that starts inside (or right after)
  * the last recorded one is folded into it, and a candidate it already covers is not even verified.
+ *
+ * What is built once per pattern set (the stride, the windows) is in windows.ts; where a stream
+ * holds bytes back, in prefixes.ts. The scan and its constants stay here, in one module, so that
+ * its loops read nothing through another module's exports.
  */
+import { PrefixIndex } from './prefixes';
+import { chooseStride, MIN_WINDOWED_LENGTH, readWord, sortByReach, VARIANT_BUDGET, wrappedWord, WRAPPED_SHAPES } from './windows';
 
 /** A run of overlapping or touching occurrences: `pattern` is the longest one starting at `start`. */
 export interface Match {
@@ -51,21 +57,6 @@ export interface Match {
   patternEnd: number;
 }
 
-// A pattern of this length contains a whole aligned word wherever it starts.
-const MIN_WINDOWED_LENGTH = 7;
-// At most 32 bytes between sampled words: past that the windows per pattern (4 * stride) grow
-// faster than the scan shrinks.
-const MAX_STRIDE = 8;
-// Windows (pattern x offset) the stride may grow to; beyond this a longer stride would fill the
-// bitmap (capped at 2^22 bits) and make false hits common. Measured with 1,000 secrets (16,000
-// patterns, bench/redact.js): 2^15 kept them at a stride of one word; 2^17 allows two (about
-// 40,000 distinct windows, 1.2 % of samples pass the bitmap) and redacts log text and random
-// bytes 1.1-1.4x as fast; 2^18 (a stride of four) was no faster again.
-const WINDOW_BUDGET = 1 << 17;
-// Wrapped words (8 per line-tolerant window) registered instead of reading samples joined, at
-// most this many: one secret's base64 spellings need about 1,800 at the longest stride; measured
-// with bench/redact.js, registering them is faster up to a few dozen secrets.
-const VARIANT_BUDGET = 1 << 15;
 const HASH_MULTIPLIER = 0x9e3779b1;
 const HASH_MULTIPLIER_2 = 0x85ebca77;
 // About 256 bits per window keeps false hits well under 1 % while the bitmap stays in L2.
@@ -102,11 +93,7 @@ export class Matcher {
   readonly #hashShift: number;
   /** Words (of 4 bytes) between two sampled words. */
   readonly #stride: number;
-  // Hashes of every proper prefix of every pattern, keyed with the prefix length (see holdStart);
-  // the same for the line-tolerant patterns alone (see holdJoined).
-  readonly #prefixes = new KeySet();
-  readonly #tolerantPrefixes = new KeySet();
-  #maxTolerantLength = 0;
+  readonly #hold: PrefixIndex;
 
   /** `tolerant`: indexes of the patterns that also match across line breaks (see the header). */
   constructor(patterns: readonly Buffer[], tolerant: Iterable<number> = []) {
@@ -114,17 +101,7 @@ export class Matcher {
     this.#tolerant = new Uint8Array(patterns.length);
     for (const index of tolerant) if (index >= 0 && index < patterns.length) this.#tolerant[index] = 1;
     this.maxLength = patterns.reduce((max, pattern) => Math.max(max, pattern.length), 0);
-    patterns.forEach((pattern, index) => {
-      if (this.#tolerant[index] === 1 && pattern.length > this.#maxTolerantLength) this.#maxTolerantLength = pattern.length;
-      let hash = 0;
-      for (let length = 1; length < pattern.length; length++) {
-        hash = prefixStep(hash, pattern[length - 1]);
-        this.#prefixes.add(prefixKey(hash, length));
-        if (this.#tolerant[index] === 1) this.#tolerantPrefixes.add(prefixKey(hash, length));
-      }
-    });
-    this.#prefixes.seal();
-    this.#tolerantPrefixes.seal();
+    this.#hold = new PrefixIndex(patterns, this.#tolerant, this.maxLength);
     this.#stride = chooseStride(patterns);
     const windows = 4 * this.#stride;
     let tolerantWindows = 0;
@@ -185,56 +162,7 @@ export class Matcher {
    * timing window. A hash collision can only make the hold longer, never shorter.
    */
   holdStart(buffer: Buffer): number {
-    return Math.min(this.#holdRaw(buffer), this.#holdJoined(buffer));
-  }
-
-  #holdRaw(buffer: Buffer): number {
-    const length = buffer.length;
-    if (this.#prefixes.size === 0) return length;
-    const from = Math.max(0, length - this.maxLength + 1);
-    const prefixes = this.#prefixes;
-    // Polynomial hashes, so each suffix's hash extends the next one's by one byte at the front:
-    // H(b[p..n)) = b[p] * B^(n-1-p) + H(b[p+1..n)). One pass from the end; the leftmost hit wins.
-    let hash = 0;
-    let power = 1;
-    let hold = length;
-    for (let start = length - 1; start >= from; start--) {
-      hash = (hash + Math.imul(buffer[start], power)) | 0;
-      power = Math.imul(power, PREFIX_BASE);
-      const key = prefixKey(hash, length - start);
-      if (prefixes.mayHave(key) && prefixes.has(key)) hold = start;
-    }
-    return hold;
-  }
-
-  /**
-   * The same for line-tolerant patterns read with the buffer's line breaks left out: where a
-   * suffix of the buffer, breaks skipped, is a proper prefix of one. Only a tail that holds a
-   * break can differ from the raw reading, so a buffer without one near its end costs one search.
-   */
-  #holdJoined(buffer: Buffer): number {
-    const length = buffer.length;
-    const prefixes = this.#tolerantPrefixes;
-    if (prefixes.size === 0) return length;
-    const from = Math.max(0, length - this.#maxTolerantLength + 1);
-    // Only the tail is searched (lastIndexOf would read a buffer without breaks to its start).
-    let broken = false;
-    for (let at = length - 1; at >= from && !broken; at--) broken = buffer[at] === LF || buffer[at] === CR;
-    if (!broken) return length;
-    let hash = 0;
-    let power = 1;
-    let characters = 0;
-    let hold = length;
-    for (let start = length - 1; start >= 0 && characters < this.#maxTolerantLength - 1; start--) {
-      const byte = buffer[start];
-      if (byte === LF || byte === CR) continue;
-      hash = (hash + Math.imul(byte, power)) | 0;
-      power = Math.imul(power, PREFIX_BASE);
-      characters++;
-      const key = prefixKey(hash, characters);
-      if (prefixes.mayHave(key) && prefixes.has(key)) hold = start;
-    }
-    return hold;
+    return this.#hold.holdStart(buffer);
   }
 
   /**
@@ -364,24 +292,6 @@ export class Matcher {
 const LF = 0x0a;
 const CR = 0x0d;
 
-/*
- * The words a window's first characters make with a line break among them (lines of 4 or more
- * characters hold at most one break in any 4 bytes): each shape lists what stands at the word's
- * 4 places, a character of the window (its index) or a break byte.
- */
-const WRAPPED_SHAPES: ReadonlyArray<readonly number[]> = [
-  [-LF, 0, 1, 2], [0, -LF, 1, 2], [0, 1, -LF, 2], [0, 1, 2, -LF],
-  [-CR, -LF, 0, 1], [0, -CR, -LF, 1], [0, 1, -CR, -LF],
-  // a CRLF cut after its CR (the LF begins the next word: the first shape)
-  [0, 1, 2, -CR],
-];
-
-function wrappedWord(pattern: Buffer, offset: number, shape: readonly number[]): number {
-  const bytes = Buffer.alloc(4);
-  shape.forEach((place, at) => { bytes[at] = place < 0 ? -place : pattern[offset + place]; });
-  return readWord(bytes, 0);
-}
-
 /**
  * Where `bytes` ends when it occurs at `start` as a wrapping encoder writes it, or -1: its
  * characters with an LF or a CRLF between some of them, and 4 characters or more between two
@@ -405,81 +315,6 @@ export function endAcrossBreaks(buffer: Buffer, start: number, bytes: Buffer): n
   return at;
 }
 
-/**
- * The longest stride every windowed pattern allows (4 * stride + 3 <= its length), within
- * MAX_STRIDE and the window budget.
- */
-function chooseStride(patterns: readonly Buffer[]): number {
-  let shortest = Infinity;
-  let windowed = 0;
-  patterns.forEach((pattern) => {
-    if (pattern.length < MIN_WINDOWED_LENGTH) return;
-    windowed += 1;
-    if (pattern.length < shortest) shortest = pattern.length;
-  });
-  if (windowed === 0) return 1;
-  let stride = Math.min(MAX_STRIDE, Math.floor((shortest - 3) / 4));
-  while (stride > 1 && windowed * 4 * stride > WINDOW_BUDGET) stride--;
-  return stride;
-}
-
-/**
- * A set of int32 keys with a bitmap in front: most lookups (a buffer's suffixes that begin no
- * pattern) end at one bit test instead of a hash-table probe.
- */
-class KeySet {
-  readonly #keys = new Set<number>();
-  #bitmap = new Int32Array(1);
-  #shift = 32;
-
-  get size(): number {
-    return this.#keys.size;
-  }
-
-  add(key: number): void {
-    this.#keys.add(key);
-  }
-
-  /** Size the bitmap once every key is in: about 16 bits a key. */
-  seal(): void {
-    const bits = Math.min(24, Math.max(10, Math.ceil(Math.log2(this.#keys.size * 16 + 1))));
-    this.#shift = 32 - bits;
-    this.#bitmap = new Int32Array(1 << (bits - 5));
-    for (const key of this.#keys) {
-      const hash = Math.imul(key, HASH_MULTIPLIER) >>> this.#shift;
-      this.#bitmap[hash >>> 5] |= 1 << (hash & 31);
-    }
-  }
-
-  mayHave(key: number): boolean {
-    const hash = Math.imul(key, HASH_MULTIPLIER) >>> this.#shift;
-    return (this.#bitmap[hash >>> 5] & (1 << (hash & 31))) !== 0;
-  }
-
-  has(key: number): boolean {
-    return this.#keys.has(key);
-  }
-}
-
-const PREFIX_BASE = 0x01000193;
-
-function prefixStep(hash: number, byte: number): number {
-  return (Math.imul(hash, PREFIX_BASE) + byte) | 0;
-}
-
-function prefixKey(hash: number, length: number): number {
-  return (Math.imul(hash, 0x2545f491) ^ Math.imul(length, 0x9e3779b1)) | 0;
-}
-
-/** (pattern, offset) pairs ordered by how far past the window the pattern reaches, farthest first. */
-function sortByReach(list: number[], patterns: readonly Buffer[]): number[] {
-  const pairs: Array<[number, number]> = [];
-  for (let index = 0; index < list.length; index += 2) pairs.push([list[index], list[index + 1]]);
-  const reach = ([pattern, offset]: [number, number]) => patterns[pattern].length - offset;
-  pairs.sort((a, b) => reach(b) - reach(a) || a[0] - b[0] || a[1] - b[1]);
-  return pairs.flat();
-}
-
 /** True when recording this occurrence would change nothing: the last run already covers it. */
 function isCovered(matches: Match[], start: number, end: number, pattern: number): boolean {
   const last = matches[matches.length - 1];
@@ -498,11 +333,6 @@ function record(matches: Match[], start: number, end: number, pattern: number): 
     last.patternEnd = end;
   }
   if (end > last.end) last.end = end;
-}
-
-/** The 4 bytes at `offset` as the platform's Int32Array would read them. */
-function readWord(bytes: Buffer, offset: number): number {
-  return LITTLE_ENDIAN ? bytes.readInt32LE(offset) : bytes.readInt32BE(offset);
 }
 
 function equalsAt(buffer: Buffer, start: number, bytes: Buffer): boolean {

@@ -18,10 +18,7 @@
  *
  * A path that does not exist is skipped (there is nothing to hide, or to make writable) and
  * reported as such. The state directory is the exception: it is created (0700) when missing,
- * because a run that could create it could plant a vault key the gateway would later trust.
- * Once a gateway has seen it, it is never created again: a state directory that vanished or
- * was replaced (another device and inode) was moved by someone, and re-creating an empty one
- * would leave the real one, under its new name, outside everything hidden.
+ * and never again once a gateway has seen it (state-dir.ts says why).
  *
  * Hidden and read-only paths are mounted by name, so a run that could rename one of their
  * ancestors (one that lies inside a writable root) would carry the real directory to a name
@@ -29,17 +26,22 @@
  * a mount point cannot be renamed (EBUSY), and without CAP_SYS_ADMIN it cannot be unmounted.
  * The policy files in force (and their `extends` chain) are read-only inside for the same
  * reason: a run must not rewrite the policy a watching gateway reloads.
+ *
+ * This file assembles the view. Beside it: how policy names become host paths (host-paths.ts),
+ * the writable roots refused outright (placement.ts), the code no run may write (own-code.ts),
+ * the directories whose hidden files are absent (covered.ts) and the state directory's checks
+ * (state-dir.ts).
  */
-import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
-import { basename, dirname, join, resolve, sep } from 'node:path';
+import { lstatSync, statSync } from 'node:fs';
+import { dirname, join, sep } from 'node:path';
 import { ExecgateError } from '../errors';
 import { DEFAULT_HIDDEN_PATHS, type SandboxSettings } from '../policy/effective';
 import { isInside } from '../fs/paths';
-
-const PACKAGE_ROOT = resolve(__dirname, '..', '..');
-/** The package's root, or the node_modules it was installed into (its dependencies live there). */
-const OWN_FILES = basename(dirname(PACKAGE_ROOT)) === 'node_modules' ? dirname(PACKAGE_ROOT) : PACKAGE_ROOT;
+import { getCoveredDirs } from './covered';
+import { expand, getHomes, getPrivateTmp, getUserHome, getWantedWritable, real } from './host-paths';
+import { getProtectedCode, OWN_FILES } from './own-code';
+import { checkWorkspacePlacement } from './placement';
+import { ensureStateDir } from './state-dir';
 
 export interface FilesystemInput {
   readonly settings: SandboxSettings;
@@ -115,81 +117,8 @@ export interface FilesystemView {
   readonly cwdWritable: boolean;
 }
 
-function expand(path: string, home: string): string {
-  if (path === '~') return home;
-  if (path.startsWith('~/')) return join(home, path.slice(2));
-  return path;
-}
-
-// realpath(3), one system call, where Node's own realpathSync lstat()s every component: a run
-// resolves a score of paths, most of which (the credential list) do not exist, and a missing one
-// is found by a stat that throws nothing (building the ENOENT error costs more than the calls).
-function real(path: string): string | undefined {
-  try {
-    if (statSync(path, { throwIfNoEntry: false }) === undefined) return undefined;
-    return realpathSync.native(path);
-  } catch {
-    return undefined;
-  }
-}
-
 /** The per-gateway runtime directories execgate creates under the temp directory. */
 const RUNTIME_DIR = /^execgate-(spawn|egress)-[A-Za-z0-9]{6}$/;
-
-/** The system's programs and libraries, and node's own installation. */
-const SYSTEM_CODE: readonly string[] = Object.freeze(['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/boot']);
-
-let protectedCode: readonly string[] | undefined;
-
-/** The real directories of execgate's runtime dependencies, transitively (package.json walk). */
-function getDependencyDirs(root: string): string[] {
-  const found = new Set<string>();
-  const visit = (dir: string): void => {
-    let manifest: { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> };
-    try {
-      manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as typeof manifest;
-    } catch {
-      return;
-    }
-    for (const name of Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies })) {
-      // Node's own lookup: node_modules/NAME in this directory and each one above it.
-      for (let base = dir; ; base = dirname(base)) {
-        const candidate = real(join(base, 'node_modules', name));
-        if (candidate !== undefined) {
-          if (!found.has(candidate)) {
-            found.add(candidate);
-            visit(candidate);
-          }
-          break;
-        }
-        if (base === dirname(base)) break;
-      }
-    }
-  };
-  visit(root);
-  return [...found];
-}
-
-/** What no run may write, wherever its writable root is: execgate's code and the system's. */
-function getProtectedCode(): readonly string[] {
-  if (protectedCode) return protectedCode;
-  // Installed as a dependency: the node_modules holding execgate and what it loads; run from its
-  // own checkout: the compiled code and the dependencies, not the rest of the checkout. Where
-  // the dependencies really are (pnpm's .pnpm store, a workspace's hoisted node_modules), the
-  // outermost node_modules holding each: one bind each (a bind per package costs a millisecond
-  // of every run's set-up per score of packages, measured), and a handful for any layout.
-  const own = OWN_FILES === PACKAGE_ROOT ? [join(PACKAGE_ROOT, 'dist'), join(PACKAGE_ROOT, 'node_modules')] : [OWN_FILES];
-  for (const dir of getDependencyDirs(PACKAGE_ROOT)) {
-    const parts = dir.split(sep);
-    const outer = parts.indexOf('node_modules');
-    if (outer > 0) own.push(parts.slice(0, outer + 1).join(sep));
-  }
-  // node's installation (a version manager keeps it under HOME): its bin directory's parent.
-  const nodeBin = dirname(realpathSync.native(process.execPath));
-  const node = basename(nodeBin) === 'bin' ? dirname(nodeBin) : nodeBin;
-  protectedCode = Object.freeze([...own, ...SYSTEM_CODE, ...(node === '/' ? [] : [node])]);
-  return protectedCode;
-}
 
 /** Socket paths in a D-Bus address (`unix:path=/x,guid=..;unix:abstract=...`). */
 function getBusPaths(address: string | undefined): { paths: string[]; abstract: boolean } {
@@ -210,18 +139,7 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   const userHome = getUserHome(env, input.userHome);
   const skipped: string[] = [];
 
-  checkStateDir(input.home, input.stateIdentity);
-  try {
-    mkdirSync(input.home, { recursive: true, mode: 0o700 });
-    if (input.stateIdentity && input.stateIdentity.id === undefined) input.stateIdentity.id = identify(statSync(input.home));
-  } catch (error) {
-    throw new ExecgateError(
-      'EXECGATE_ERR_STATE_DIR',
-      `The state directory ${input.home} could not be created (${(error as NodeJS.ErrnoException).code ?? 'error'}); the sandbox must hide it, so nothing was run.`,
-      { home: input.home },
-      { cause: error },
-    );
-  }
+  ensureStateDir(input.home, input.stateIdentity);
 
   // The default state directory too, when it is not this gateway's: another gateway or the CLI
   // keeps its vault there, and a nested `execgate` in a run (no EXECGATE_HOME reaches a run)
@@ -438,198 +356,4 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
     cwd,
     cwdWritable,
   });
-}
-
-/**
- * The directories whose hidden files are made absent (CoveredDir): the parent of each hidden
- * file, where no run can write that parent (it lies outside every writable root: inside one, a
- * run could create the name itself, so the file keeps its cover on its name) and no other
- * mount of the plan holds it (a read-only path, a private temp directory, a hidden directory, the
- * kernel's file systems), so that the tmpfs can be mounted right after the root and every other
- * mount lands on top of it, deeper, in depth order.
- */
-function getCoveredDirs(
-  hidden: readonly HiddenPath[],
-  writable: readonly string[],
-  readOnly: readonly string[],
-  pinned: readonly string[],
-  privateTmp: readonly string[],
-): CoveredDir[] {
-  const files = new Map<string, string[]>();
-  const holders = [...writable, ...readOnly, ...privateTmp, ...hidden.filter((h) => h.directory).map((h) => h.path)];
-  for (const entry of hidden) {
-    if (entry.directory) continue;
-    const dir = dirname(entry.path);
-    if (dir === '/' || dir === entry.path || ['/proc', '/sys', '/dev'].some((k) => isInside(dir, k))) continue;
-    if (holders.some((h) => isInside(dir, h))) continue;
-    const list = files.get(dir);
-    if (list) list.push(entry.path);
-    else files.set(dir, [entry.path]);
-  }
-  if (files.size === 0) return [];
-  // Places later mounts take: not bound here (the mount makes its own mount point).
-  const planned = new Set<string>([...writable, ...readOnly, ...pinned, ...privateTmp, ...hidden.filter((h) => h.directory).map((h) => h.path), ...files.keys()]);
-  const covered: CoveredDir[] = [];
-  for (const [dir, absent] of files) {
-    let mode: number;
-    let names: string[];
-    try {
-      mode = statSync(dir).mode & 0o7777;
-      names = readdirSync(dir);
-    } catch {
-      continue; // gone since: the name cover stays, and bubblewrap says so if the file went too
-    }
-    const binds: string[] = [];
-    const symlinks: Array<{ path: string; target: string }> = [];
-    const kept: string[] = [];
-    for (const name of names) {
-      const path = join(dir, name);
-      if (absent.includes(path)) continue;
-      if (planned.has(path)) {
-        kept.push(name);
-        continue;
-      }
-      let stats: Stats | undefined;
-      try {
-        stats = lstatSync(path);
-      } catch {
-        continue; // removed meanwhile: not there inside either
-      }
-      if (stats.isSymbolicLink()) {
-        let target: string;
-        try {
-          target = readlinkSync(path);
-        } catch {
-          continue;
-        }
-        symlinks.push({ path, target });
-      } else binds.push(path);
-      kept.push(name);
-    }
-    covered.push(Object.freeze({ path: dir, mode, binds: Object.freeze(binds), symlinks: Object.freeze(symlinks), absent: Object.freeze([...absent]), names: Object.freeze(kept.sort()) }));
-  }
-  return covered;
-}
-
-/**
- * Refuses an audit log that no run could be kept from: its directory is a writable root (the
- * workspace, a `cwd.roots` entry or a `sandbox.filesystem.writable` path), or holds one, so
- * hiding the directory would hide the workspace. Checked when the gateway starts.
- */
-export function checkAuditPlacement(input: { auditPath: string; roots: readonly string[]; workspace: string; writable: readonly string[]; env: Readonly<Record<string, string | undefined>>; userHome: string }): void {
-  const userHome = getUserHome(input.env, input.userHome);
-  const dir = dirname(input.auditPath);
-  const where = real(dir) ?? resolve(dir);
-  for (const wanted of getWantedWritable(input.roots, input.workspace, input.writable, userHome)) {
-    const root = real(wanted) ?? resolve(wanted);
-    if (where === root || isInside(root, where)) {
-      throw new ExecgateError(
-        'EXECGATE_ERR_AUDIT_IN_WORKSPACE',
-        `The audit log ${input.auditPath} is in ${dir}, which ${where === root ? 'is' : 'holds'} the writable ${wanted === input.workspace ? 'workspace' : 'path'} ${wanted}: sandboxed runs could read, rewrite or lock the log there, and hiding its directory would hide the workspace. Put the audit log in a directory of its own (\`audit.path\` in the policy, the \`audit.path\` option, or the default in the state directory), inside the workspace if need be (that directory is then hidden from every run). The gateway was not started.`,
-        { path: input.auditPath, root: wanted },
-      );
-    }
-  }
-}
-
-/** The temp directories every run gets a private, empty copy of. */
-function getPrivateTmp(): string[] {
-  return [...new Set(['/tmp', real('/var/tmp'), real(tmpdir())].filter((t): t is string => t !== undefined && t !== '/'))];
-}
-
-/**
- * The writable paths as named: `cwd.roots`, else the workspace (none when it is a temp directory,
- * which every run gets a private copy of), and `sandbox.filesystem.writable`.
- */
-function getWantedWritable(roots: readonly string[], workspace: string, writable: readonly string[], userHome: string): string[] {
-  const privateTmp = getPrivateTmp();
-  const own = roots.length > 0 ? [] : [workspace].filter((w) => !privateTmp.includes(real(w) ?? w));
-  return [...roots, ...own, ...writable.map((p) => expand(p, userHome))];
-}
-
-/**
- * The home directory `~` stands for: $HOME when it is an absolute path, else the account's home
- * in the password database, else `fallback` (os.homedir()). An empty or relative HOME is no home.
- */
-export function getUserHome(env: Readonly<Record<string, string | undefined>>, fallback: string): string {
-  if (env.HOME?.startsWith('/')) return env.HOME;
-  return getAccountHome() ?? fallback;
-}
-
-/** Every home directory a run's programs may take for `~`, real paths: $HOME, the account's, os.homedir(). */
-function getHomes(env: Readonly<Record<string, string | undefined>>, fallback: string): string[] {
-  const named = [env.HOME, getAccountHome(), fallback].filter((h): h is string => typeof h === 'string' && h.startsWith('/'));
-  return [...new Set(named.map((h) => real(h) ?? resolve(h)))];
-}
-
-function getAccountHome(): string | undefined {
-  try {
-    const home = userInfo().homedir;
-    return home.startsWith('/') ? home : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Refuses a writable path that is the home directory or holds it, or that holds the directory of
- * a built-in credential path (`~/.cargo` for `~/.cargo/credentials.toml`, `~/.config` for
- * `~/.config/gh`). A run that may write beside a credential path outlasts what hides it: it can
- * make one that does not exist yet a symlink into the workspace (`~/.ssh -> ~`), so that what the
- * user later writes there (`ssh-keygen`, `cargo login`) lands where every run reads it; it can
- * point one at a system directory (`~/.aws -> /usr`), which every later run would then hide; and
- * a credential file the host replaces by rename while a run lasts (`git credential approve`) is no
- * longer covered in that run, since a directory the run must write in cannot be made a directory
- * of the run's own. Every home counts ($HOME, the account's, os.homedir()). Checked when the
- * gateway starts and for every run (a reloaded policy may name new roots).
- */
-export function checkWorkspacePlacement(input: { roots: readonly string[]; workspace: string; writable: readonly string[]; env: Readonly<Record<string, string | undefined>>; userHome: string }): void {
-  const homes = getHomes(input.env, input.userHome);
-  // The directories that hold a built-in credential path, under every home: a home itself among them.
-  const holders = new Map<string, string>();
-  for (const home of homes) {
-    holders.set(home, home);
-    for (const path of DEFAULT_HIDDEN_PATHS) {
-      if (!path.startsWith('~/')) continue;
-      const credential = join(home, path.slice(2));
-      const parent = dirname(credential);
-      if (parent !== home && !holders.has(real(parent) ?? parent)) holders.set(real(parent) ?? parent, credential);
-    }
-  }
-  for (const wanted of getWantedWritable(input.roots, input.workspace, input.writable, getUserHome(input.env, input.userHome))) {
-    const root = real(wanted) ?? resolve(wanted);
-    const held = [...holders.keys()].find((dir) => dir === root || isInside(dir, root));
-    if (held === undefined) continue;
-    const what = wanted === input.workspace && input.roots.length === 0 ? `The workspace ${wanted} (the gateway's working directory)` : `The writable path ${wanted}`;
-    const home = homes.find((h) => h === held);
-    const why = home !== undefined
-      ? `${home === root ? 'is' : 'holds'} the home directory ${home}, where credential files live (~/.ssh, ~/.aws, ~/.git-credentials, ~/.npmrc, ...)`
-      : `${held === root ? 'is' : 'holds'} ${held}, the directory of the credential path ${holders.get(held)}`;
-    throw new ExecgateError(
-      'EXECGATE_ERR_WORKSPACE_HOLDS_HOME',
-      `${what} ${why}: a run allowed to write there could plant a symlink at a credential path, or read a credential file replaced while it runs. Use a project directory as the workspace (\`execgate mcp --workdir ~/project\`, \`cd ~/project\` before \`execgate run\`, the \`cwd\` option) or name one in \`cwd.roots\`, and no directory of the home directory's credential paths in \`sandbox.filesystem.writable\`. Nothing was run.`,
-      { path: wanted, home: home ?? homes.find((h) => isInside(held, h)) ?? held, holds: held },
-    );
-  }
-}
-
-function identify(stats: Stats): string {
-  return `${stats.dev}:${stats.ino}`;
-}
-
-/** A state directory this gateway saw before must still be the same directory. */
-function checkStateDir(home: string, identity: { id?: string } | undefined): void {
-  if (identity?.id === undefined) return;
-  let now: string | undefined;
-  try {
-    now = identify(statSync(home));
-  } catch {
-    now = undefined;
-  }
-  if (now === identity.id) return;
-  throw new ExecgateError(
-    'EXECGATE_ERR_STATE_DIR',
-    `The state directory ${home} ${now === undefined ? 'has vanished' : 'was replaced by another directory'} since this gateway started (it may have been moved, with the vault and keys in it). It is not re-created: find where it went, move it back or restart the gateway. Nothing was run.`,
-    { home },
-  );
 }

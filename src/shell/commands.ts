@@ -30,6 +30,15 @@
  * (`bash <(...)`, `source <(...)`) is code made at run time: a sink. Other programs that run
  * their input as commands (`awk '{system($0)}'`, `sed e`, `sqlite3`, `docker exec -i c sh`, ...)
  * and wrappers without an option table here (`gosu`, `setpriv`, ...) are in input-programs.ts.
+ *
+ * One file, though long, because it is one recursive reading rather than a table: the tables
+ * (TABLE, INTERPRETERS, NAME_OPTIONS) are about a hundred lines, the rest reads each entry's
+ * arguments, and every wrapper and form (`env -S`, `xargs`, `su`, `flock`, `find -exec`) hands
+ * the words it finds back to the one dispatcher (readFrom) or to the shell reader, all of them
+ * marking code with the same helpers (codeValue, codeWords, readAssignment). That no spelling
+ * moves a command out of sight rests on all of them doing so alike. Split by family, each family
+ * would import the dispatcher and the dispatcher each family, and that argument would have to be
+ * checked across files.
  */
 import { inputProgram, STDIN_FILE } from './input-programs';
 

@@ -10,50 +10,20 @@
  *
  * Nothing is trusted before the file MAC verifies under the right key: a lookup of a name the
  * vault does not hold still fails closed when the vault cannot be verified.
+ *
+ * This file holds the operations; how the file is read, verified and written is vault-file.ts.
  */
 import { join } from 'node:path';
-import { ExecgateError, isExecgateError } from '../errors';
+import { ExecgateError } from '../errors';
 import { ensureDir } from '../home';
 import type { RefKind } from './names';
-import { removeStaleTemps, writeFileAtomic } from '../fs/atomic';
-import { readRegularFile } from '../fs/special';
-import {
-  canOpen,
-  computeMac,
-  deriveKeys,
-  generateId,
-  generateKey,
-  openValue,
-  sealValue,
-  verifyMac,
-  wipeKeys,
-  type DerivedKeys,
-} from './crypto';
-import {
-  getMacInput,
-  parseVault,
-  serializeVault,
-  sortEntries,
-  type KeyStoreKind,
-  type VaultDocument,
-  type VaultEntry,
-  type VaultHeader,
-} from './format';
-import {
-  ENV_KEY,
-  createKey,
-  discardPendingKey,
-  hasEnvKey,
-  loadKey,
-  promotePendingKey,
-  storeKey,
-  type KeyConfig,
-  type LoadedKey,
-} from './keys';
-import { withLock } from './lock';
+import { canOpen, deriveKeys, generateId, generateKey, openValue, sealValue, wipeKeys } from './crypto';
+import type { KeyStoreKind, VaultEntry, VaultHeader } from './format';
+import { ENV_KEY, discardPendingKey, hasEnvKey, promotePendingKey, storeKey, type KeyConfig } from './keys';
 import { formatEntryRef, validateKind, validateLabel, validateSecretName, validateSecretValue } from './names';
 import { createKeyringClient } from './os-keyring';
-import { loadSodium, type Sodium } from './sodium';
+import { loadSodium } from './sodium';
+import { VaultFile } from './vault-file';
 
 export const VAULT_FILE = 'vault.json';
 export const KEY_FILE = 'vault.key';
@@ -93,13 +63,6 @@ export interface RotateResult {
   readonly keyStore: KeyStoreKind;
 }
 
-interface OpenVault {
-  readonly sodium: Sodium;
-  readonly document: VaultDocument;
-  readonly loaded: LoadedKey;
-  readonly keys: DerivedKeys;
-}
-
 /** Returns whether there is anything to write. */
 type EntryChange = (entries: Map<string, VaultEntry>, seal: (kind: RefKind, name: string, value: string, label?: string) => VaultEntry) => boolean;
 
@@ -116,10 +79,9 @@ export class Vault {
   readonly home: string;
   readonly path: string;
   readonly keyPath: string;
-  readonly #lockPath: string;
   readonly #env: NodeJS.ProcessEnv;
   readonly #keyConfig: KeyConfig;
-  readonly #lockTimeoutMs: number | undefined;
+  readonly #file: VaultFile;
 
   constructor(options: VaultOptions) {
     if (options === null || typeof options !== 'object' || typeof options.home !== 'string' || options.home === '') {
@@ -128,33 +90,32 @@ export class Vault {
     this.home = options.home;
     this.path = join(options.home, VAULT_FILE);
     this.keyPath = join(options.home, KEY_FILE);
-    this.#lockPath = `${this.path}.lock`;
     this.#env = options.env ?? process.env;
     const keyring = options.keyring === false ? undefined : createKeyringClient(options.keyring ?? {});
     this.#keyConfig = Object.freeze({ env: this.#env, keyPath: this.keyPath, keyring });
-    this.#lockTimeoutMs = options.lockTimeoutMs;
+    this.#file = new VaultFile(this.path, this.keyPath, this.#keyConfig, options.lockTimeoutMs);
   }
 
   /** Whether vault.json exists (no key or libsodium needed). */
   async exists(): Promise<boolean> {
-    return (await this.#readDocument()) !== undefined;
+    return (await this.#file.readDocument()) !== undefined;
   }
 
   /** The value of one entry, or undefined when the vault does not hold it. */
   async get(kind: RefKind, name: string): Promise<string | undefined> {
     validateKind(kind);
     validateSecretName(name, kind === 'secret' ? 'secret name' : 'blob id');
-    const open = await this.#readAndOpen();
+    const open = await this.#file.readAndOpen();
     if (open === undefined) return undefined;
     const { document } = open;
     try {
       const entry = document.entries.find((candidate) => candidate.kind === kind && candidate.name === name);
       if (entry === undefined) return undefined;
       const value = openValue(open.sodium, open.keys, { vaultId: document.vaultId, ...entry }, entry);
-      if (value === undefined) throw this.#tampered([formatEntryRef(kind, name)]);
+      if (value === undefined) throw this.#file.tampered([formatEntryRef(kind, name)]);
       return value;
     } finally {
-      this.#close(open);
+      this.#file.close(open);
     }
   }
 
@@ -162,17 +123,17 @@ export class Vault {
   async has(kind: RefKind, name: string): Promise<boolean> {
     validateKind(kind);
     validateSecretName(name, kind === 'secret' ? 'secret name' : 'blob id');
-    const open = await this.#readAndOpen();
+    const open = await this.#file.readAndOpen();
     if (open === undefined) return false;
-    this.#close(open);
+    this.#file.close(open);
     return open.document.entries.some((entry) => entry.kind === kind && entry.name === name);
   }
 
   /** Every entry's kind, name, label and dates (never a value), after verifying the vault. */
   async list(): Promise<VaultEntryInfo[]> {
-    const open = await this.#readAndOpen();
+    const open = await this.#file.readAndOpen();
     if (open === undefined) return [];
-    this.#close(open);
+    this.#file.close(open);
     return open.document.entries.map(({ kind, name, label, createdAt, updatedAt }) =>
       label === undefined ? { kind, name, createdAt, updatedAt } : { kind, name, label, createdAt, updatedAt },
     );
@@ -180,17 +141,17 @@ export class Vault {
 
   /** Decrypt every entry (values discarded): proves the key and every entry are intact. */
   async verify(): Promise<VaultStatus> {
-    const open = await this.#readAndOpen();
+    const open = await this.#file.readAndOpen();
     if (open === undefined) return { exists: false, path: this.path, entries: 0 };
     const { document } = open;
     try {
       const bad = document.entries
         .filter((entry) => !canOpen(open.sodium, open.keys, { vaultId: document.vaultId, ...entry }, entry))
         .map((entry) => formatEntryRef(entry.kind, entry.name));
-      if (bad.length > 0) throw this.#tampered(bad);
+      if (bad.length > 0) throw this.#file.tampered(bad);
       return { exists: true, path: this.path, entries: document.entries.length, keyId: document.keyId, keyStore: document.keyStore };
     } finally {
-      this.#close(open);
+      this.#file.close(open);
     }
   }
 
@@ -235,7 +196,7 @@ export class Vault {
   async remove(kind: RefKind, name: string, options: ChangeOptions<{ kind: RefKind; name: string }> = {}): Promise<boolean> {
     validateKind(kind);
     validateSecretName(name, kind === 'secret' ? 'secret name' : 'blob id');
-    if ((await this.#readDocument()) === undefined) return false;
+    if ((await this.#file.readDocument()) === undefined) return false;
     let removed = false;
     await this.#mutate((entries) => {
       removed = entries.delete(getEntryKey(kind, name));
@@ -257,14 +218,14 @@ export class Vault {
       );
     }
     ensureDir(this.home);
-    return this.#withLock(async () => {
-      const document = await this.#readDocument();
+    return this.#file.withLock(async () => {
+      const document = await this.#file.readDocument();
       if (document === undefined) return undefined;
-      const open = await this.#open(document);
+      const open = await this.#file.open(document);
       if (open.loaded.pending) {
         // Finish an interrupted rotation first: the pending slot is about to be reused.
         await promotePendingKey(open.sodium, this.#keyConfig, open.loaded, document.vaultId).catch((error: unknown) => {
-          this.#close(open);
+          this.#file.close(open);
           throw error;
         });
       }
@@ -274,7 +235,7 @@ export class Vault {
         const store = document.keyStore;
         const entries = document.entries.map((entry) => {
           const value = openValue(open.sodium, open.keys, { vaultId: document.vaultId, ...entry }, entry);
-          if (value === undefined) throw this.#tampered([formatEntryRef(entry.kind, entry.name)]);
+          if (value === undefined) throw this.#file.tampered([formatEntryRef(entry.kind, entry.name)]);
           return { ...entry, ...sealValue(open.sodium, newKeys, { vaultId: document.vaultId, ...entry }, value) };
         });
         const result = { entries: entries.length, oldKeyId: document.keyId, newKeyId: newKeys.keyId, keyStore: store };
@@ -282,7 +243,7 @@ export class Vault {
         await storeKey(open.sodium, this.#keyConfig, store, document.vaultId, newKey, true);
         const header: VaultHeader = { vaultId: document.vaultId, keyId: newKeys.keyId, keyStore: store, generation: document.generation + 1 };
         try {
-          await this.#commit(open.sodium, newKeys, header, entries);
+          await this.#file.commit(open.sodium, newKeys, header, entries);
         } catch (error) {
           // Not committed: the vault is still under the old key; the staged key is useless.
           await discardPendingKey(this.#keyConfig, store, document.vaultId).catch(() => undefined);
@@ -295,32 +256,17 @@ export class Vault {
       } finally {
         wipeKeys(open.sodium, newKeys);
         open.sodium.memzero(newKey);
-        this.#close(open);
+        this.#file.close(open);
       }
     });
   }
 
-  async #withLock<T>(fn: () => Promise<T>): Promise<T> {
-    // Loaded before the lock, not under it: compiling libsodium takes a loaded machine seconds,
-    // and every other writer would wait them out.
-    await loadSodium();
-    return withLock(
-      this.#lockPath,
-      async () => {
-        await removeStaleTemps(this.path);
-        await removeStaleTemps(this.keyPath);
-        return fn();
-      },
-      this.#lockTimeoutMs === undefined ? {} : { timeoutMs: this.#lockTimeoutMs },
-    );
-  }
-
   async #mutate(change: EntryChange, options: { createIfMissing?: boolean } = {}): Promise<void> {
     ensureDir(this.home);
-    await this.#withLock(async () => {
-      const document = await this.#readDocument();
+    await this.#file.withLock(async () => {
+      const document = await this.#file.readDocument();
       if (document === undefined && options.createIfMissing === false) return;
-      const open = document === undefined ? await this.#create() : await this.#open(document);
+      const open = document === undefined ? await this.#file.create() : await this.#file.open(document);
       try {
         if (open.loaded.pending) {
           // A rotation committed the vault but crashed before promoting its key: finish it.
@@ -341,108 +287,13 @@ export class Vault {
           keyStore: open.document.keyStore,
           generation: open.document.generation + 1,
         };
-        await this.#commit(open.sodium, open.keys, header, [...entries.values()]);
+        await this.#file.commit(open.sodium, open.keys, header, [...entries.values()]);
       } finally {
-        this.#close(open);
+        this.#file.close(open);
       }
     });
   }
 
-  async #commit(sodium: Sodium, keys: DerivedKeys, header: VaultHeader, entries: readonly VaultEntry[]): Promise<void> {
-    const sorted = sortEntries(entries);
-    const mac = computeMac(sodium, keys, getMacInput(header, sorted));
-    try {
-      await writeFileAtomic(this.path, serializeVault({ ...header, entries: sorted, mac }), 0o600);
-    } catch (error) {
-      throw new ExecgateError(
-        'EXECGATE_ERR_VAULT_IO',
-        `Cannot write the vault \`${this.path}\`: ${(error as NodeJS.ErrnoException).code ?? String(error)}. The previous vault is unchanged.`,
-        { path: this.path },
-        { cause: error },
-      );
-    }
-  }
-
-  /** A new, empty vault with a new id and key (nothing written yet). */
-  async #create(): Promise<OpenVault> {
-    const sodium = await loadSodium();
-    const vaultId = generateId(sodium);
-    const loaded = await createKey(sodium, this.#keyConfig, vaultId);
-    const keys = deriveKeys(sodium, loaded.key);
-    const document: VaultDocument = { vaultId, keyId: keys.keyId, keyStore: loaded.store, generation: 0, entries: [], mac: '' };
-    return { sodium, document, loaded, keys };
-  }
-
-  async #readDocument(): Promise<VaultDocument | undefined> {
-    let text: string;
-    try {
-      text = await readRegularFile(this.path, 'vault');
-    } catch (error) {
-      if (isExecgateError(error)) throw error;
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return undefined;
-      throw new ExecgateError('EXECGATE_ERR_VAULT_IO', `Cannot read the vault \`${this.path}\`: ${code ?? String(error)}.`, { path: this.path }, { cause: error });
-    }
-    return parseVault(text, this.path);
-  }
-
-  /**
-   * Read and verify the vault for a reader. Optimistically without the lock: a rotation
-   * committing between our read of the file and our read of the key shows up as a wrong key
-   * while the file on disk now has another key id. Rotations can follow one another faster than
-   * a slow reader (a loaded machine), so after the first such miss the reader reads once more
-   * holding the writers' lock, where no rotation can be half done: a rotation that completed
-   * while it read never surfaces as VAULT_WRONG_KEY. A wrong key with an unchanged file is a
-   * real wrong key.
-   */
-  async #readAndOpen(): Promise<OpenVault | undefined> {
-    const document = await this.#readDocument();
-    if (document === undefined) return undefined;
-    try {
-      return await this.#open(document);
-    } catch (error) {
-      if (!(error instanceof ExecgateError && error.code === 'EXECGATE_ERR_VAULT_WRONG_KEY')) throw error;
-      const current = await this.#readDocument();
-      if (current === undefined || current.keyId === document.keyId) throw error;
-    }
-    return this.#withLock(async () => {
-      const locked = await this.#readDocument();
-      return locked === undefined ? undefined : this.#open(locked);
-    });
-  }
-
-  /** Load the key and verify the whole file; on a MAC failure, name the entries that fail. */
-  async #open(document: VaultDocument): Promise<OpenVault> {
-    const sodium = await loadSodium();
-    const loaded = await loadKey(sodium, this.#keyConfig, document, this.path);
-    const keys = deriveKeys(sodium, loaded.key);
-    const open = { sodium, document, loaded, keys };
-    if (!verifyMac(sodium, keys, getMacInput(document, document.entries), document.mac)) {
-      const bad = document.entries
-        .filter((entry) => !canOpen(sodium, keys, { vaultId: document.vaultId, ...entry }, entry))
-        .map((entry) => formatEntryRef(entry.kind, entry.name));
-      this.#close(open);
-      throw this.#tampered(bad);
-    }
-    return open;
-  }
-
-  #close(open: OpenVault): void {
-    wipeKeys(open.sodium, open.keys);
-    open.sodium.memzero(open.loaded.key);
-  }
-
-  #tampered(refs: readonly string[]): ExecgateError {
-    const what =
-      refs.length > 0
-        ? `${refs.length === 1 ? 'entry' : 'entries'} ${refs.join(', ')} failed authentication (changed, or moved from another name)`
-        : 'its header or list of entries was changed (an entry removed, reordered or reverted)';
-    return new ExecgateError(
-      'EXECGATE_ERR_VAULT_TAMPERED',
-      `The vault \`${this.path}\` was modified outside execgate: ${what}. Nothing was decrypted. Restore the vault from a backup.`,
-      { path: this.path, entries: [...refs] },
-    );
-  }
 }
 
 /** A Vault for `options.home`; nothing is read until a method is called. */

@@ -4,7 +4,8 @@
  * runs at scale, and rotations seen as fingerprint changes.
  */
 import fc from 'fast-check';
-import { BUCKETS, MAX_BARS, ReportCollector } from '../../src/audit/report-data';
+import { ReportCollector } from '../../src/audit/report-data';
+import { BUCKETS, MAX_BARS } from '../../src/audit/report-timeline';
 import { RunAssembler, type RunSummary } from '../../src/audit/runs';
 
 function runsOver(times: number[], decide: (index: number) => 'ok' | 'denied' | 'fail' = () => 'ok'): RunSummary[] {

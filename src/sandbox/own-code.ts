@@ -1,0 +1,68 @@
+/*
+ * What no run may write wherever its writable roots are: execgate's compiled code and its
+ * dependencies, the system's programs and libraries, and node's installation. The gateway and
+ * its helpers load this code after a run may have ended, outside every sandbox. Found once per
+ * process (a package.json walk), apart from the view that binds it read-only (paths.ts).
+ */
+import { readFileSync, realpathSync } from 'node:fs';
+import { basename, dirname, join, resolve, sep } from 'node:path';
+import { real } from './host-paths';
+
+const PACKAGE_ROOT = resolve(__dirname, '..', '..');
+/** The package's root, or the node_modules it was installed into (its dependencies live there). */
+export const OWN_FILES = basename(dirname(PACKAGE_ROOT)) === 'node_modules' ? dirname(PACKAGE_ROOT) : PACKAGE_ROOT;
+
+/** The system's programs and libraries, and node's own installation. */
+const SYSTEM_CODE: readonly string[] = Object.freeze(['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/boot']);
+
+let protectedCode: readonly string[] | undefined;
+
+/** The real directories of execgate's runtime dependencies, transitively (package.json walk). */
+function getDependencyDirs(root: string): string[] {
+  const found = new Set<string>();
+  const visit = (dir: string): void => {
+    let manifest: { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> };
+    try {
+      manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as typeof manifest;
+    } catch {
+      return;
+    }
+    for (const name of Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies })) {
+      // Node's own lookup: node_modules/NAME in this directory and each one above it.
+      for (let base = dir; ; base = dirname(base)) {
+        const candidate = real(join(base, 'node_modules', name));
+        if (candidate !== undefined) {
+          if (!found.has(candidate)) {
+            found.add(candidate);
+            visit(candidate);
+          }
+          break;
+        }
+        if (base === dirname(base)) break;
+      }
+    }
+  };
+  visit(root);
+  return [...found];
+}
+
+/** What no run may write, wherever its writable root is: execgate's code and the system's. */
+export function getProtectedCode(): readonly string[] {
+  if (protectedCode) return protectedCode;
+  // Installed as a dependency: the node_modules holding execgate and what it loads; run from its
+  // own checkout: the compiled code and the dependencies, not the rest of the checkout. Where
+  // the dependencies really are (pnpm's .pnpm store, a workspace's hoisted node_modules), the
+  // outermost node_modules holding each: one bind each (a bind per package costs a millisecond
+  // of every run's set-up per score of packages, measured), and a handful for any layout.
+  const own = OWN_FILES === PACKAGE_ROOT ? [join(PACKAGE_ROOT, 'dist'), join(PACKAGE_ROOT, 'node_modules')] : [OWN_FILES];
+  for (const dir of getDependencyDirs(PACKAGE_ROOT)) {
+    const parts = dir.split(sep);
+    const outer = parts.indexOf('node_modules');
+    if (outer > 0) own.push(parts.slice(0, outer + 1).join(sep));
+  }
+  // node's installation (a version manager keeps it under HOME): its bin directory's parent.
+  const nodeBin = dirname(realpathSync.native(process.execPath));
+  const node = basename(nodeBin) === 'bin' ? dirname(nodeBin) : nodeBin;
+  protectedCode = Object.freeze([...own, ...SYSTEM_CODE, ...(node === '/' ? [] : [node])]);
+  return protectedCode;
+}
