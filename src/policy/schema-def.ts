@@ -529,7 +529,29 @@ export function getPolicyJsonSchema(): Record<string, unknown> {
   return orderKeywords(JSON.parse(JSON.stringify(PolicySchema))) as Record<string, unknown>;
 }
 
+const LINE_WIDTH = 120;
+
+function inline(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(inline).join(', ')}]`;
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  const entries = Object.entries(value);
+  return entries.length === 0 ? '{}' : `{ ${entries.map(([key, item]) => `${JSON.stringify(key)}: ${inline(item)}`).join(', ')} }`;
+}
+
+/* Indented JSON, with a value that fits on its line (a `$ref`, a list of names) kept on it. */
+function format(value: unknown, indent: string, lead: number): string {
+  const flat = inline(value);
+  if (value === null || typeof value !== 'object' || lead + flat.length <= LINE_WIDTH) return flat;
+  const inner = `${indent}  `;
+  if (Array.isArray(value)) return `[\n${value.map((item) => `${inner}${format(item, inner, inner.length)}`).join(',\n')}\n${indent}]`;
+  const lines = Object.entries(value).map(([key, item]) => {
+    const head = `${inner}${JSON.stringify(key)}: `;
+    return `${head}${format(item, inner, head.length)}`;
+  });
+  return `{\n${lines.join(',\n')}\n${indent}}`;
+}
+
 /** The text of policies/schema.json. */
 export function getPolicySchemaText(): string {
-  return `${JSON.stringify(getPolicyJsonSchema(), null, 2)}\n`;
+  return `${format(getPolicyJsonSchema(), '', 0)}\n`;
 }

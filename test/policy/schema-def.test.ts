@@ -1,37 +1,28 @@
 /*
- * The TypeBox definition (src/policy/schema-def.ts) says exactly what the hand-written
- * policies/schema.json says: the same JSON Schema, keyword for keyword, once key order is set
- * aside (and TypeBox's symbol-keyed markers, which JSON drops).
+ * The policy format has one definition, the TypeBox one in src/policy/schema-def.ts; the build
+ * emits policies/schema.json from it (committed for editors, shipped for `$schema` users) and
+ * compiles the validator into dist/. Both must be what the definition says now.
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { PolicySchema, getPolicyJsonSchema } from '../../src/policy/schema-def';
-import { POLICIES } from './helpers';
+import { getPolicySchemaText } from '../../src/policy/schema-def';
+import { SCHEMA_PATH, VALIDATOR_PATH } from '../../src/policy/schema';
 
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]));
-}
+// The build step is a script (scripts/), not part of the package: plain CommonJS.
+const { SCHEMA_FILE, VALIDATOR_FILE, getValidatorSource } = require('../../scripts/postbuild') as {
+  SCHEMA_FILE: string;
+  VALIDATOR_FILE: string;
+  getValidatorSource: (schemaText: string) => string;
+};
 
-const handWritten = JSON.parse(readFileSync(join(POLICIES, 'schema.json'), 'utf8')) as unknown;
-
-test('the definition emits the hand-written schema', () => {
-  expect(sortKeys(JSON.parse(JSON.stringify(PolicySchema)))).toEqual(sortKeys(handWritten));
+test('the runtime reads the files the build writes', () => {
+  expect(SCHEMA_PATH).toBe(SCHEMA_FILE);
+  expect(VALIDATOR_PATH).toBe(VALIDATOR_FILE);
 });
 
-/** The key order of every `properties`, `$defs` and `dependentRequired` mapping, by JSON pointer. */
-function nameOrders(node: unknown, path = '#', found: Record<string, string[]> = {}): Record<string, string[]> {
-  if (node === null || typeof node !== 'object') return found;
-  for (const [key, value] of Object.entries(node)) {
-    if (!Array.isArray(node) && ['properties', '$defs', 'dependentRequired'].includes(key)) found[`${path}/${key}`] = Object.keys(value as object);
-    nameOrders(value, `${path}/${key}`, found);
-  }
-  return found;
-}
+test('policies/schema.json is the schema the definition emits (regenerate: npm run build)', () => {
+  expect(readFileSync(SCHEMA_PATH, 'utf8')).toBe(getPolicySchemaText());
+});
 
-test('the emitted schema keeps the order of properties and definitions', () => {
-  const emitted = getPolicyJsonSchema();
-  expect(sortKeys(emitted)).toEqual(sortKeys(handWritten));
-  expect(nameOrders(emitted)).toEqual(nameOrders(handWritten));
+test('dist/policy/schema-validator.js is compiled from that schema (regenerate: npm run build)', () => {
+  expect(readFileSync(VALIDATOR_PATH, 'utf8')).toBe(getValidatorSource(getPolicySchemaText()));
 });
