@@ -34,7 +34,7 @@ function getValidatorSource(schemaText) {
 }
 
 function writePolicySchema() {
-  const { getPolicySchemaText } = require(path.join(dist, 'policy', 'schema-def.js'));
+  const { getPolicySchemaText } = require(path.join(dist, 'policy', 'schema-def-text.js'));
   const text = getPolicySchemaText();
   // Rewritten only when it changed, so that a build leaves a current checkout untouched.
   if (!fs.existsSync(SCHEMA_FILE) || fs.readFileSync(SCHEMA_FILE, 'utf8') !== text) fs.writeFileSync(SCHEMA_FILE, text);

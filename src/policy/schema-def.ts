@@ -2,28 +2,22 @@
  * The policy file format, written once: a TypeBox definition from which come both the JSON Schema
  * (policies/schema.json, for editors, `$schema` users and ajv) and the TypeScript types of a file
  * as read, before defaults are applied and durations, sizes and host patterns are parsed
- * (PolicyDocument and its parts, below).
+ * (PolicyDocument and its parts, below). The sections the egress proxy reads are in
+ * schema-def-egress.ts.
  *
- * Build input only: scripts/postbuild.js emits the JSON Schema from here and compiles the
- * validator from it, so the package never loads TypeBox (the runtime imports types from this
- * module, never values). The public types (effective.ts) stay plain interfaces, so that a
- * consumer's declarations do not reach TypeBox either.
+ * Build input only: scripts/postbuild.js emits the JSON Schema from here (schema-def-text.ts)
+ * and compiles the validator from it, so the package never loads TypeBox (the runtime imports
+ * types from these modules, never values, and they are left out of the package). The public
+ * types (effective.ts) stay plain interfaces, so that a consumer's declarations do not reach
+ * TypeBox either.
  *
  * `$ref`s point into `$defs` as before; `ref` gives each the type of the definition it names.
  * Keywords TypeBox has no builder for (`enum`, `const`, `dependentRequired`, `oneOf` of required
  * keys, `propertyNames`) are written as JSON Schema and typed with Type.Unsafe.
  */
-import { Type, type SchemaOptions, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox';
-
-/** A `$ref` to `$defs/NAME`, typed as `definition` (the schema stored under that name below). */
-function ref<T extends TSchema>(name: string, _definition: T, options: SchemaOptions = {}): TUnsafe<Static<T>> {
-  return Type.Unsafe<Static<T>>({ $ref: `#/$defs/${name}`, ...options });
-}
-
-/** `{enum: [...]}` (TypeBox's own unions of literals become `anyOf`, which reads worse in messages). */
-function oneOfValues<const T extends readonly string[]>(values: T, options: SchemaOptions = {}): TUnsafe<T[number]> {
-  return Type.Unsafe<T[number]>({ enum: [...values], ...options });
-}
+import { Type, type Static } from '@sinclair/typebox';
+import { oneOfValues, ref } from './schema-def-builders';
+import { HostPattern, HttpToken, Network, SecretBinding, Upstream } from './schema-def-egress';
 
 // --- shared definitions ($defs) ---------------------------------------------------------------
 
@@ -224,67 +218,6 @@ const Restriction = Type.Object({
   ...ONE_MATCH_FORM,
 });
 
-const HttpToken = Type.String({
-  title: 'an HTTP token (a header, parameter or cookie name, or a method)',
-  pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$",
-});
-
-const HostPattern = Type.String({
-  title: 'a host pattern: `api.github.com`, `*.npmjs.org`, `*`, `192.0.2.10`, `[2001:db8::1]`, each with an optional `:PORT`',
-  minLength: 1,
-  maxLength: 300,
-});
-
-const SecretBinding = Type.Object({
-  ref: Type.String({
-    title: 'one reference, `secret:NAME` or `decrypt:ID` (no `*`)',
-    pattern: '^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$',
-  }),
-  hosts: Type.Array(ref('hostPattern', HostPattern), {
-    maxItems: 256,
-    description: 'The hosts the secret is for (at least one). They also bound what the run may reach: intersected with `sandbox.network`.',
-  }),
-  delivery: Type.Optional(oneOfValues(['env', 'inject'], {
-    description: "`env` (default): the value is in the child's environment, the run gets a network namespace of its own, and every connection of the run is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value only over TLS to these hosts on their port (443 when a pattern names none), only where `headers`, `query`, `cookies`, `path` and `body` allow; a sentinel anywhere else fails the request (needs the sandbox).",
-  })),
-  headers: Type.Optional(Type.Array(ref('httpToken', HttpToken), {
-    maxItems: 64,
-    description: '`inject` only. Headers whose whole credential may be the value: bare, after `Bearer` or `token`, or as the user or password of `Basic` credentials. Default `[Authorization]`; a list replaces it (write `[Authorization, X-Api-Key]` to keep both). `Host`, `Cookie`, `Content-Length` and other headers that frame or route a request cannot be listed.',
-  })),
-  query: Type.Optional(Type.Array(ref('httpToken', HttpToken), {
-    maxItems: 64,
-    description: '`inject` only. Query parameters whose whole (decoded) value may be the value, such as `access_token`. Default none.',
-  })),
-  cookies: Type.Optional(Type.Array(ref('httpToken', HttpToken), {
-    maxItems: 64,
-    description: '`inject` only. Cookies whose whole value may be the value. Default none.',
-  })),
-  path: Type.Optional(Type.Boolean({ description: '`inject` only. The value may be anywhere in the request path. Default false.' })),
-  body: Type.Optional(Type.Boolean({
-    description: '`inject` only. The value may be anywhere in an uncompressed request body. Default false: a body is what a server stores, and a stored value can be read back.',
-  })),
-  methods: Type.Optional(Type.Array(ref('httpToken', HttpToken), {
-    minItems: 1,
-    maxItems: 32,
-    description: '`inject` only. Request methods the value is put into (`GET`, `POST`, ...). Default any.',
-  })),
-  paths: Type.Optional(Type.Array(Type.String({ pattern: '^/[^\\s?#%\\\\]*$', maxLength: 1024 }), {
-    minItems: 1,
-    maxItems: 256,
-    description: '`inject` only. Paths the value is put into: a prefix ending at a segment boundary (`/repos` covers `/repos/x`, not `/reposx`), or a glob where `*` is one segment and `**` anything. A path with dot segments or encoded slashes never matches. Default any.',
-  })),
-  http: Type.Optional(Type.Array(ref('hostPattern', HostPattern), {
-    maxItems: 64,
-    description: "`inject` only. Hosts of this binding, named exactly (no wildcard), that may receive the value over plain HTTP, on the pattern's port (80 when it names none): for a local test server. Never after a redirect that changed scheme, host or port. Default none: the value goes over TLS only.",
-  })),
-  responses: Type.Optional(oneOfValues(['decode', 'identity'], {
-    description: '`inject` only. `decode` (default): compressed responses (gzip, deflate, br) from these hosts are decoded, cleaned of the value and encoded again. `identity`: the proxy asks for uncompressed responses and refuses any encoded one. A response in an encoding the proxy cannot read is refused either way.',
-  })),
-}, {
-  title: 'a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject, headers, query, ...}`',
-  additionalProperties: false,
-});
-
 const Secrets = Type.Object({
   alias: Type.Optional(Type.Boolean({ description: 'Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text.' })),
   minLength: Type.Optional(Type.Integer({
@@ -309,42 +242,6 @@ const Secrets = Type.Object({
     description: 'Secrets bound to the hosts they are for. A run using a bound secret may send it only there; with `delivery: inject` the run never receives the value at all (the egress proxy puts it into requests to those hosts). Lists from extended policies are combined.',
   })),
 }, { additionalProperties: false, description: 'Which references may be used, by which commands, and how.' });
-
-const Upstream = Type.Object({
-  proxy: Type.Optional(Type.String({
-    maxLength: 2048,
-    description: "A parent proxy, `http://host:port` (credentials are better given in the gateway's `HTTPS_PROXY` than in a policy file), or `direct` to ignore the gateway's proxy variables. Its credentials never enter a sandbox.",
-  })),
-  noProxy: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
-    maxItems: 1024,
-    description: "Hosts reached without the parent proxy, as in `NO_PROXY`: a name covers its subdomains, `*` covers everything. Default: the gateway's `NO_PROXY`.",
-  })),
-  ca: Type.Optional(Type.Array(Type.String({ pattern: '^/', maxLength: 4096 }), {
-    maxItems: 64,
-    description: "Absolute paths of PEM files with CA certificates the proxy trusts for upstream TLS, on top of the system's (a company's private CA).",
-  })),
-}, {
-  additionalProperties: false,
-  description: "How the egress proxy's own connections leave the gateway. Default: as the gateway's own environment says (`HTTPS_PROXY` for tunnels and TLS, `HTTP_PROXY` for plain HTTP, `NO_PROXY`), with the system's CAs.",
-});
-
-const Network = Type.Object({
-  mode: Type.Optional(oneOfValues(['open', 'none', 'allowlist'], {
-    description: '`open`: every host not denied; `none`: nothing leaves the run; `allowlist`: only hosts matching `allow` (and not `deny`).',
-  })),
-  allow: Type.Optional(Type.Array(ref('hostPattern', HostPattern), {
-    maxItems: 1024,
-    description: 'Host patterns that may be reached in `allowlist` mode. An IP literal is reachable (in any mode) only when a pattern names it.',
-  })),
-  deny: Type.Optional(Type.Array(ref('hostPattern', HostPattern), {
-    maxItems: 1024,
-    description: 'Host patterns never reached; deny wins over allow. Lists from extended policies are combined.',
-  })),
-  upstream: Type.Optional(Upstream),
-}, {
-  additionalProperties: false,
-  description: "What a sandboxed run may reach. The run has no network interface but loopback in `none` and `allowlist`; traffic leaves only through the gateway's egress proxy, which decides by host name and refuses names resolving to loopback, link-local, metadata or this host's addresses.",
-});
 
 const SandboxPath = Type.String({ title: 'an absolute path, or one starting with `~/`', pattern: '^(/|~/|~$)[^\\u0000]*$' });
 
@@ -490,68 +387,3 @@ export type SecretBindingDocument = Static<typeof SecretBinding>;
 export type NetworkDocument = Static<typeof Network>;
 /** `sandbox.network.upstream`. */
 export type UpstreamDocument = Static<typeof Upstream>;
-
-// --- the JSON Schema text -----------------------------------------------------------------------
-
-/*
- * Keywords in the order a person reads them: what it is, what it says, then the constraints,
- * then what it contains. Properties and `$defs` keep the order they are written in above (it is
- * the order ajv reports them in, and that of the messages listing known keys).
- */
-const KEYWORD_ORDER = [
-  '$schema', '$id', '$ref', 'title', 'description', 'type', 'const', 'enum', 'pattern', 'minLength', 'maxLength',
-  'minimum', 'maximum', 'minItems', 'maxItems', 'uniqueItems', 'maxProperties', 'additionalProperties', 'required',
-  'propertyNames', 'items', 'anyOf', 'properties', 'dependentRequired', 'oneOf', '$defs',
-];
-/** Keywords whose value maps names (of properties, definitions) to schemas or lists. */
-const NAME_MAPS = new Set(['properties', '$defs', 'dependentRequired']);
-
-function orderKeywords(node: unknown, namesHere = false): unknown {
-  if (Array.isArray(node)) return node.map((item) => orderKeywords(item));
-  if (node === null || typeof node !== 'object') return node;
-  const entries = Object.entries(node);
-  if (!namesHere) {
-    const rank = (key: string): number => {
-      const index = KEYWORD_ORDER.indexOf(key);
-      if (index === -1) throw new Error(`The policy schema uses \`${key}\`, which has no place in KEYWORD_ORDER (schema-def.ts).`);
-      return index;
-    };
-    entries.sort(([a], [b]) => rank(a) - rank(b));
-  }
-  return Object.fromEntries(entries.map(([key, value]) => [key, orderKeywords(value, !namesHere && NAME_MAPS.has(key))]));
-}
-
-/**
- * The JSON Schema as plain JSON: TypeBox's own markers (symbol keys) dropped, keywords in a
- * fixed order. What policies/schema.json holds and the validator is compiled from.
- */
-export function getPolicyJsonSchema(): Record<string, unknown> {
-  return orderKeywords(JSON.parse(JSON.stringify(PolicySchema))) as Record<string, unknown>;
-}
-
-const LINE_WIDTH = 120;
-
-function inline(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(inline).join(', ')}]`;
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  const entries = Object.entries(value);
-  return entries.length === 0 ? '{}' : `{ ${entries.map(([key, item]) => `${JSON.stringify(key)}: ${inline(item)}`).join(', ')} }`;
-}
-
-/* Indented JSON, with a value that fits on its line (a `$ref`, a list of names) kept on it. */
-function format(value: unknown, indent: string, lead: number): string {
-  const flat = inline(value);
-  if (value === null || typeof value !== 'object' || lead + flat.length <= LINE_WIDTH) return flat;
-  const inner = `${indent}  `;
-  if (Array.isArray(value)) return `[\n${value.map((item) => `${inner}${format(item, inner, inner.length)}`).join(',\n')}\n${indent}]`;
-  const lines = Object.entries(value).map(([key, item]) => {
-    const head = `${inner}${JSON.stringify(key)}: `;
-    return `${head}${format(item, inner, head.length)}`;
-  });
-  return `{\n${lines.join(',\n')}\n${indent}}`;
-}
-
-/** The text of policies/schema.json. */
-export function getPolicySchemaText(): string {
-  return `${format(getPolicyJsonSchema(), '', 0)}\n`;
-}
