@@ -6,12 +6,13 @@
  */
 import { isExecgateError } from '../errors';
 import { parseHostPattern } from '../egress/hosts';
-import { normalizeNetworkPolicy, normalizeSecretBindings } from '../egress/rules';
 import { RE2JS } from 're2js';
 import { getHazardCategory } from '../env/hazards';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from './egress-settings';
 import { EXEC_MODES } from './effective';
-import { get, type Doc } from './merge';
+import { get } from './merge';
 import { formatPath, type PathSegment, type PolicyProblem } from './problems';
+import type { DurationDocument, PolicyDocument, SizeDocument } from './schema-def';
 import { locate, type PolicySource } from './source';
 import { MAX_DURATION_MS, parseDuration, parseSize } from './units';
 
@@ -32,7 +33,7 @@ const SIZE_LIMITS: ReadonlyArray<readonly [PathSegment[], number, number]> = [
   [['exec', 'background', 'ringBytes'], 1024, GIB],
 ];
 
-export function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
+export function checkFile(source: PolicySource, doc: PolicyDocument): PolicyProblem[] {
   const problems: PolicyProblem[] = [];
   const report = (path: PathSegment[], message: string): void => {
     const where = locate(source, path);
@@ -40,52 +41,56 @@ export function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
   };
 
   for (const path of DURATION_PATHS) {
-    const value = get(doc, path);
+    const value = get(doc, path) as DurationDocument | undefined;
     if (value === undefined) continue;
-    const ms = parseDuration(value as number | string) as number;
+    const ms = parseDuration(value);
     if (ms > MAX_DURATION_MS) report(path, `expected at most ${MAX_DURATION_MS} ms (about 24.8 days, the longest timer Node.js keeps), got \`${String(value)}\``);
   }
   for (const [path, min, max] of SIZE_LIMITS) {
-    const value = get(doc, path);
+    const value = get(doc, path) as SizeDocument | undefined;
     if (value === undefined) continue;
-    const bytes = parseSize(value as number | string) as number;
+    const bytes = parseSize(value);
     if (bytes < min) report(path, `expected at least 1KiB (${min} bytes), got \`${String(value)}\``);
     else if (bytes > max) report(path, `expected at most ${max === GIB ? '1GiB' : `${max} bytes`}, got \`${String(value)}\``);
   }
 
   // Every sandboxed run gets a private, empty /tmp (sandbox/paths.ts): a writable root there
   // would hold nothing a run could see, and a run's cwd below it would not exist inside.
-  for (const path of [['cwd', 'roots'], ['sandbox', 'filesystem', 'writable']]) {
-    (get(doc, path) as unknown[] | undefined)?.forEach((entry, index) => {
-      if (typeof entry === 'string' && /^\/tmp\/*$/.test(entry)) {
+  const writable: Array<[PathSegment[], readonly string[] | undefined]> = [
+    [['cwd', 'roots'], doc.cwd?.roots],
+    [['sandbox', 'filesystem', 'writable'], doc.sandbox?.filesystem?.writable],
+  ];
+  for (const [path, entries] of writable) {
+    entries?.forEach((entry, index) => {
+      if (/^\/tmp\/*$/.test(entry)) {
         report([...path, index], `\`${entry}\` cannot be writable: every sandboxed run gets a private, empty /tmp, so nothing of the host's would be there; name a directory inside it (\`/tmp/work\`, say), or leave it out (each run may write its own /tmp)`);
       }
     });
   }
 
-  const regexes: Array<[PathSegment[], unknown]> = [];
-  (get(doc, ['rules', 'list']) as Doc[] | undefined)?.forEach((rule, index) => {
+  const regexes: Array<[PathSegment[], string]> = [];
+  doc.rules?.list?.forEach((rule, index) => {
     if (rule.regex !== undefined) regexes.push([['rules', 'list', index, 'regex'], rule.regex]);
   });
-  (get(doc, ['secrets', 'restrict']) as Doc[] | undefined)?.forEach((restriction, index) => {
+  doc.secrets?.restrict?.forEach((restriction, index) => {
     if (restriction.regex !== undefined) regexes.push([['secrets', 'restrict', index, 'regex'], restriction.regex]);
   });
-  for (const key of ['secretNamePatterns', 'secretValuePatterns']) {
-    (get(doc, ['env', key]) as string[] | undefined)?.forEach((pattern, index) => regexes.push([['env', key, index], pattern]));
+  for (const key of ['secretNamePatterns', 'secretValuePatterns'] as const) {
+    doc.env?.[key]?.forEach((pattern, index) => regexes.push([['env', key, index], pattern]));
   }
   for (const [path, pattern] of regexes) {
     if (path[0] !== 'env') {
       // Command rules run on RE2 (linear time on agent-controlled text); it has no
       // backreferences or lookaround.
       try {
-        RE2JS.compile(pattern as string);
+        RE2JS.compile(pattern);
       } catch (error) {
         report(path, `invalid regular expression (RE2 syntax, which runs in linear time): ${(error as Error).message.replace(/^error parsing regexp: /, '')}`);
       }
       continue;
     }
     try {
-      new RegExp(pattern as string);
+      new RegExp(pattern);
     } catch (error) {
       report(path, `invalid regular expression: ${(error as Error).message.replace(/^Invalid regular expression: /, '')}`);
     }
@@ -100,7 +105,8 @@ export function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
       : 'EXECGATE_ERR_POLICY_INVALID';
     problems.push({ code, file: source.file, line: where.line, column: where.column, path: formatPath(path), message: (error as Error).message });
   };
-  const upstream = get(doc, ['sandbox', 'network', 'upstream']);
+  const network = typeof doc.sandbox?.network === 'object' ? doc.sandbox.network : undefined;
+  const upstream = network?.upstream;
   if (upstream !== undefined) {
     try {
       normalizeNetworkPolicy({ upstream });
@@ -108,8 +114,8 @@ export function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
       egressProblem(['sandbox', 'network', 'upstream'], error);
     }
   }
-  for (const key of ['allow', 'deny']) {
-    (get(doc, ['sandbox', 'network', key]) as unknown[] | undefined)?.forEach((pattern, index) => {
+  for (const key of ['allow', 'deny'] as const) {
+    network?.[key]?.forEach((pattern, index) => {
       try {
         parseHostPattern(pattern, `sandbox.network.${key}[${index}]`);
       } catch (error) {
@@ -117,20 +123,19 @@ export function checkFile(source: PolicySource, doc: Doc): PolicyProblem[] {
       }
     });
   }
-  (get(doc, ['secrets', 'bind']) as Doc[] | undefined)?.forEach((binding, index) => {
+  doc.secrets?.bind?.forEach((binding, index) => {
     try {
       normalizeSecretBindings([binding]);
     } catch (error) {
       egressProblem(['secrets', 'bind', index], error);
     }
   });
-  for (const name of Object.keys((get(doc, ['env', 'set']) as Record<string, string> | undefined) ?? {})) {
+  for (const name of Object.keys(doc.env?.set ?? {})) {
     const hazard = getHazardCategory(name);
     if (hazard) report(['env', 'set', name], `sets \`${name}\`, a variable execgate strips from every child (${hazard.why}); remove it, or run a command that sets it itself`);
   }
 
-  const mode = get(doc, ['env', 'mode']);
-  const allowlist = get(doc, ['env', 'allowlist']) as string[] | undefined;
+  const { mode, allowlist } = doc.env ?? {};
   if (mode === 'inherit' && allowlist && allowlist.length > 0) {
     report(['env', 'allowlist'], 'has no effect with `env.mode: inherit` (set in the same file), which copies every variable; set `env.mode: allowlist` or remove the list');
   }

@@ -4,20 +4,23 @@
  * host, rules' patterns compiled, host patterns and bindings parsed.
  */
 import { join, resolve } from 'node:path';
-import { normalizeNetworkPolicy, normalizeSecretBindings } from '../egress/rules';
 import { RE2JS } from 're2js';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from './egress-settings';
 import { DEFAULT_POLICY, EXEC_MODES, deepFreeze, type CommandRule, type EffectivePolicy, type ExecMode, type SecretRestriction } from './effective';
 import { toCommandWords, type CommandMatch } from './match';
-import { get, getItemId, type Doc, type ItemOrigin } from './merge';
+import { getItemId, type ItemOrigin, type MergedDocument } from './merge';
+import type { DurationDocument, RestrictionDocument, RuleDocument, SizeDocument } from './schema-def';
 import { parseDuration, parseSize } from './units';
 
-function compileMatch(item: Doc): CommandMatch {
+/* The schema lets an entry have exactly one of `command`, `prefix`, `regex`. */
+function compileMatch(item: RuleDocument | RestrictionDocument): CommandMatch {
   if (item.command !== undefined) {
-    const commands = toCommandWords(item.command as string | string[]);
-    return item.flags !== undefined ? { kind: 'command', commands, flags: [...(item.flags as string[])] } : { kind: 'command', commands };
+    const commands = toCommandWords(item.command);
+    return item.flags !== undefined ? { kind: 'command', commands, flags: [...item.flags] } : { kind: 'command', commands };
   }
-  if (item.prefix !== undefined) return { kind: 'prefix', prefixes: typeof item.prefix === 'string' ? [item.prefix] : [...(item.prefix as string[])] };
-  return { kind: 'regex', regex: RE2JS.compile(item.regex as string), source: item.regex as string };
+  if (item.prefix !== undefined) return { kind: 'prefix', prefixes: typeof item.prefix === 'string' ? [item.prefix] : [...item.prefix] };
+  const regex = item.regex as string;
+  return { kind: 'regex', regex: RE2JS.compile(regex), source: regex };
 }
 
 function expandHome(path: string, homeDir: string): string {
@@ -31,113 +34,106 @@ function keepHome(path: string): string {
   return path === '~' || path.startsWith('~/') ? path : resolve(path);
 }
 
-export function compilePolicy(doc: Doc, items: Map<object, ItemOrigin>, source: string, homeDir: string): EffectivePolicy {
+export function compilePolicy(doc: MergedDocument, items: Map<object, ItemOrigin>, source: string, homeDir: string): EffectivePolicy {
   const D = DEFAULT_POLICY;
-  const at = (path: string): unknown => get(doc, path.split('.'));
-  const duration = (path: string, fallback: number): number => {
-    const value = at(path);
-    return value === undefined ? fallback : (parseDuration(value as string | number) as number);
-  };
-  const size = (path: string, fallback: number): number => {
-    const value = at(path);
-    return value === undefined ? fallback : (parseSize(value as string | number) as number);
-  };
-  const list = <T>(path: string, fallback: readonly T[]): T[] => [...((at(path) as T[] | undefined) ?? fallback)];
+  const { exec = {}, env = {}, secrets = {}, rules: ruleSection = {}, audit = {}, sandbox = {} } = doc;
+  const duration = (value: DurationDocument | undefined, fallback: number): number => (value === undefined ? fallback : parseDuration(value));
+  const size = (value: SizeDocument | undefined, fallback: number): number => (value === undefined ? fallback : parseSize(value));
+  const list = <T>(value: readonly T[] | undefined, fallback: readonly T[]): T[] => [...(value ?? fallback)];
 
   const modes = {} as Record<ExecMode, EffectivePolicy['modes'][ExecMode]>;
   for (const mode of EXEC_MODES) {
-    const maxTimeout = duration(`exec.modes.${mode}.maxTimeout`, D.modes[mode].maxTimeout);
-    let defaultTimeout = duration(`exec.modes.${mode}.timeout`, D.modes[mode].defaultTimeout);
+    const written = exec.modes?.[mode] ?? {};
+    const maxTimeout = duration(written.maxTimeout, D.modes[mode].maxTimeout);
+    let defaultTimeout = duration(written.timeout, D.modes[mode].defaultTimeout);
     // "No default" under a maximum means the maximum: a request that names no timeout must not
     // run longer than one that asks for the longest allowed.
     if (defaultTimeout === 0 && maxTimeout > 0) defaultTimeout = maxTimeout;
-    modes[mode] = { allowed: (at(`exec.modes.${mode}.allowed`) as boolean | undefined) ?? D.modes[mode].allowed, defaultTimeout, maxTimeout };
+    modes[mode] = { allowed: written.allowed ?? D.modes[mode].allowed, defaultTimeout, maxTimeout };
   }
 
-  const rules: CommandRule[] = ((at('rules.list') as Doc[] | undefined) ?? []).map((item) => ({
+  const rules: CommandRule[] = (ruleSection.list ?? []).map((item) => ({
     id: getItemId(item, items.get(item) as ItemOrigin, 'rules.list'),
-    action: item.action as 'allow' | 'deny',
+    action: item.action,
     match: compileMatch(item),
-    ...(item.reason !== undefined ? { reason: item.reason as string } : {}),
+    ...(item.reason !== undefined ? { reason: item.reason } : {}),
   }));
-  const restrict: SecretRestriction[] = ((at('secrets.restrict') as Doc[] | undefined) ?? []).map((item) => ({
+  const restrict: SecretRestriction[] = (secrets.restrict ?? []).map((item) => ({
     id: getItemId(item, items.get(item) as ItemOrigin, 'secrets.restrict'),
-    refs: typeof item.ref === 'string' ? [item.ref] : [...(item.ref as string[])],
+    refs: typeof item.ref === 'string' ? [item.ref] : [...item.ref],
     match: compileMatch(item),
-    ...(item.reason !== undefined ? { reason: item.reason as string } : {}),
+    ...(item.reason !== undefined ? { reason: item.reason } : {}),
   }));
 
-  const envPath = at('env.path') as string | undefined;
-  const auditPath = at('audit.path') as string | undefined;
-  const rulesReason = at('rules.reason') as string | undefined;
+  const network = sandbox.network;
 
   const policy: EffectivePolicy = {
     source,
     modes,
-    grace: duration('exec.grace', D.grace),
-    drainTimeout: duration('exec.drainTimeout', D.drainTimeout),
+    grace: duration(exec.grace, D.grace),
+    drainTimeout: duration(exec.drainTimeout, D.drainTimeout),
     output: {
-      maxBytes: size('exec.output.maxBytes', D.output.maxBytes),
-      maxFileBytes: size('exec.output.maxFileBytes', D.output.maxFileBytes),
+      maxBytes: size(exec.output?.maxBytes, D.output.maxBytes),
+      maxFileBytes: size(exec.output?.maxFileBytes, D.output.maxFileBytes),
     },
     env: {
-      mode: (at('env.mode') as 'inherit' | 'allowlist' | undefined) ?? D.env.mode,
-      allowlist: list('env.allowlist', D.env.allowlist),
-      allowSecrets: list('env.allowSecrets', D.env.allowSecrets),
-      strip: list('env.strip', D.env.strip),
-      secretNamePatterns: [...D.env.secretNamePatterns, ...list<string>('env.secretNamePatterns', []).map((p) => new RegExp(p))],
-      secretValuePatterns: [...D.env.secretValuePatterns, ...list<string>('env.secretValuePatterns', []).map((p) => new RegExp(p))],
-      set: { ...D.env.set, ...((at('env.set') as Record<string, string> | undefined) ?? {}) },
-      ...(envPath !== undefined ? { path: envPath } : D.env.path !== undefined ? { path: D.env.path } : {}),
-      ...(at('env.requestable') !== undefined ? { requestable: list<string>('env.requestable', []) } : {}),
+      mode: env.mode ?? D.env.mode,
+      allowlist: list(env.allowlist, D.env.allowlist),
+      allowSecrets: list(env.allowSecrets, D.env.allowSecrets),
+      strip: list(env.strip, D.env.strip),
+      secretNamePatterns: [...D.env.secretNamePatterns, ...list(env.secretNamePatterns, []).map((p) => new RegExp(p))],
+      secretValuePatterns: [...D.env.secretValuePatterns, ...list(env.secretValuePatterns, []).map((p) => new RegExp(p))],
+      set: { ...D.env.set, ...(env.set ?? {}) },
+      ...(env.path !== undefined ? { path: env.path } : D.env.path !== undefined ? { path: D.env.path } : {}),
+      ...(env.requestable !== undefined ? { requestable: list(env.requestable, []) } : {}),
     },
     background: {
-      maxConcurrent: (at('exec.background.maxConcurrent') as number | undefined) ?? D.background.maxConcurrent,
-      maxFileBytes: size('exec.background.maxFileBytes', D.background.maxFileBytes),
-      ringBytes: size('exec.background.ringBytes', D.background.ringBytes),
-      onClose: (at('exec.background.onClose') as 'kill' | 'keep' | undefined) ?? D.background.onClose,
+      maxConcurrent: exec.background?.maxConcurrent ?? D.background.maxConcurrent,
+      maxFileBytes: size(exec.background?.maxFileBytes, D.background.maxFileBytes),
+      ringBytes: size(exec.background?.ringBytes, D.background.ringBytes),
+      onClose: exec.background?.onClose ?? D.background.onClose,
     },
     secrets: {
-      alias: (at('secrets.alias') as boolean | undefined) ?? D.secrets.alias,
-      minLength: (at('secrets.minLength') as number | undefined) ?? D.secrets.minLength,
-      allow: list('secrets.allow', D.secrets.allow),
+      alias: secrets.alias ?? D.secrets.alias,
+      minLength: secrets.minLength ?? D.secrets.minLength,
+      allow: list(secrets.allow, D.secrets.allow),
       restrict,
-      unknown: (at('secrets.unknown') as EffectivePolicy['secrets']['unknown'] | undefined) ?? D.secrets.unknown,
-      bind: normalizeSecretBindings(at('secrets.bind')),
+      unknown: secrets.unknown ?? D.secrets.unknown,
+      bind: normalizeSecretBindings(secrets.bind),
     },
-    network: at('sandbox.network') === undefined
+    network: network === undefined
       ? D.network
-      : normalizeNetworkPolicy(typeof at('sandbox.network') === 'string' ? { mode: at('sandbox.network') } : at('sandbox.network')),
-    cwd: { roots: list<string>('cwd.roots', D.cwd.roots).map((root) => expandHome(root, homeDir)) },
+      : normalizeNetworkPolicy(typeof network === 'string' ? { mode: network } : network),
+    cwd: { roots: list(doc.cwd?.roots, D.cwd.roots).map((root) => expandHome(root, homeDir)) },
     rules: {
-      default: (at('rules.default') as 'allow' | 'deny' | undefined) ?? D.rules.default,
-      uncertain: (at('rules.uncertain') as 'allow' | 'deny' | undefined) ?? D.rules.uncertain,
-      ...(rulesReason !== undefined ? { reason: rulesReason } : {}),
+      default: ruleSection.default ?? D.rules.default,
+      uncertain: ruleSection.uncertain ?? D.rules.uncertain,
+      ...(ruleSection.reason !== undefined ? { reason: ruleSection.reason } : {}),
       list: rules,
     },
     audit: {
-      enabled: (at('audit.enabled') as boolean | undefined) ?? D.audit.enabled,
-      ...(auditPath !== undefined ? { path: expandHome(auditPath, homeDir) } : {}),
-      ...(at('audit.destination') !== undefined ? { destination: at('audit.destination') as 'file' | 'stdout' } : {}),
-      ...(at('audit.maxBytes') !== undefined ? { maxBytes: size('audit.maxBytes', 0) } : {}),
-      ...(at('audit.maxFiles') !== undefined ? { maxFiles: at('audit.maxFiles') as number } : {}),
-      ...(at('audit.fsync') !== undefined ? { fsync: at('audit.fsync') as 'always' | 'before-spawn' | 'never' } : {}),
-      fingerprints: (at('audit.fingerprints') as boolean | undefined) ?? D.audit.fingerprints,
-      env: (at('audit.env') as boolean | undefined) ?? D.audit.env,
+      enabled: audit.enabled ?? D.audit.enabled,
+      ...(audit.path !== undefined ? { path: expandHome(audit.path, homeDir) } : {}),
+      ...(audit.destination !== undefined ? { destination: audit.destination } : {}),
+      ...(audit.maxBytes !== undefined ? { maxBytes: size(audit.maxBytes, 0) } : {}),
+      ...(audit.maxFiles !== undefined ? { maxFiles: audit.maxFiles } : {}),
+      ...(audit.fsync !== undefined ? { fsync: audit.fsync } : {}),
+      fingerprints: audit.fingerprints ?? D.audit.fingerprints,
+      env: audit.env ?? D.audit.env,
     },
     sandbox: {
-      mode: (at('sandbox.mode') as 'required' | 'auto' | 'off' | undefined) ?? D.sandbox.mode,
-      ...(at('sandbox.helper') !== undefined ? { helper: at('sandbox.helper') as string } : {}),
+      mode: sandbox.mode ?? D.sandbox.mode,
+      ...(sandbox.helper !== undefined ? { helper: sandbox.helper } : {}),
       // Every spelling means the private namespace: in `open` and `allowlist` the egress proxy is
       // the way out, so the host's loopback, its abstract sockets (a session bus) and the
       // gateway's own sockets stay out of reach whatever the mode.
-      network: at('sandbox.network') === undefined ? D.sandbox.network : 'none',
+      network: network === undefined ? D.sandbox.network : 'none',
       filesystem: {
         // The built-in credential list always applies; a policy adds to it. `~` is kept and
         // expanded when a run is planned, against the HOME of the gateway that runs it.
-        hidden: [...new Set([...D.sandbox.filesystem.hidden, ...list<string>('sandbox.filesystem.hidden', []).map((p) => keepHome(p))])],
-        writable: list<string>('sandbox.filesystem.writable', D.sandbox.filesystem.writable).map((p) => keepHome(p)),
-        readOnly: list<string>('sandbox.filesystem.readOnly', D.sandbox.filesystem.readOnly).map((p) => keepHome(p)),
+        hidden: [...new Set([...D.sandbox.filesystem.hidden, ...list(sandbox.filesystem?.hidden, []).map((p) => keepHome(p))])],
+        writable: list(sandbox.filesystem?.writable, D.sandbox.filesystem.writable).map((p) => keepHome(p)),
+        readOnly: list(sandbox.filesystem?.readOnly, D.sandbox.filesystem.readOnly).map((p) => keepHome(p)),
       },
     },
   };

@@ -14,9 +14,10 @@ import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { EffectivePolicy } from './effective';
 import { checkFile } from './check-file';
 import { compilePolicy } from './compile';
-import { checkConflicts, mergeEntries, type Doc, type FileEntry } from './merge';
+import { checkConflicts, mergeEntries, type FileEntry } from './merge';
 import { createPolicyError, formatPath, type PathSegment, type PolicyErrorCode, type PolicyProblem } from './problems';
 import { validateSource } from './schema';
+import type { PolicyDocument } from './schema-def';
 import { locate, readPolicySource, type PolicySource } from './source';
 
 export const SHIPPED_POLICIES_DIR = join(__dirname, '..', '..', 'policies');
@@ -134,10 +135,11 @@ class Loader {
       this.problems.push(...schemaProblems);
       return;
     }
-    const doc = source.value as Doc;
+    // The schema has just said what it is.
+    const doc = source.value as PolicyDocument;
     this.problems.push(...checkFile(source, doc));
 
-    const targets = doc.extends === undefined ? [] : Array.isArray(doc.extends) ? (doc.extends as string[]) : [doc.extends as string];
+    const targets = doc.extends === undefined ? [] : Array.isArray(doc.extends) ? doc.extends : [doc.extends];
     targets.forEach((target, index) => {
       const path: PathSegment[] = Array.isArray(doc.extends) ? ['extends', index] : ['extends'];
       const resolved = this.#resolveTarget(target, source, { source, path });

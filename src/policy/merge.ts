@@ -14,15 +14,23 @@
 import { basename } from 'node:path';
 import { DEFAULT_POLICY, EXEC_MODES } from './effective';
 import { formatPath, type PathSegment, type PolicyProblem } from './problems';
+import type { PolicyDocument } from './schema-def';
 import { locate, type PolicySource } from './source';
 import { formatDuration, parseDuration } from './units';
 
-export type Doc = Record<string, unknown>;
+/*
+ * The layers merged: each key as some file wrote it, with a file's own `version`, `extends` and
+ * `$schema` left out (they are about that file).
+ */
+export type MergedDocument = Omit<PolicyDocument, 'version' | 'extends' | '$schema'>;
+
+/* Merging itself walks any mapping, key by key. */
+type Mapping = Record<string, unknown>;
 
 /** One file of the tree, as read and validated. */
 export interface FileEntry {
   readonly source: PolicySource;
-  readonly doc: Doc;
+  readonly doc: PolicyDocument;
   /** Position in merge order (bases first). */
   order: number;
 }
@@ -46,20 +54,22 @@ export interface ItemOrigin {
   readonly index: number;
 }
 
-export function mergeEntries(entries: readonly FileEntry[]): { merged: Doc; origins: Map<string, FileEntry>; items: Map<object, ItemOrigin> } {
-  const merged: Doc = {};
+export function mergeEntries(entries: readonly FileEntry[]): { merged: MergedDocument; origins: Map<string, FileEntry>; items: Map<object, ItemOrigin> } {
+  // Valid layers merged key by key keep the shapes they have: a mapping of a mapping, a list of
+  // the same items, a scalar where either file could have written one.
+  const merged: MergedDocument = {};
   const origins = new Map<string, FileEntry>();
   const items = new Map<object, ItemOrigin>();
   for (const entry of entries) {
-    for (const key of ['rules.list', 'secrets.restrict', 'secrets.bind']) {
-      (get(entry.doc, key.split('.')) as object[] | undefined)?.forEach((item, index) => items.set(item, { entry, index }));
+    for (const list of [entry.doc.rules?.list, entry.doc.secrets?.restrict, entry.doc.secrets?.bind]) {
+      list?.forEach((item, index) => items.set(item, { entry, index }));
     }
     mergeInto(merged, entry.doc, [], entry, origins);
   }
   return { merged, origins, items };
 }
 
-function mergeInto(target: Doc, source: Doc, path: string[], entry: FileEntry, origins: Map<string, FileEntry>): void {
+function mergeInto(target: Mapping, source: Mapping, path: string[], entry: FileEntry, origins: Map<string, FileEntry>): void {
   for (const key of Object.keys(source)) {
     if (path.length === 0 && (key === 'extends' || key === '$schema' || key === 'version')) continue;
     const keyPath = [...path, key];
@@ -73,9 +83,9 @@ function mergeInto(target: Doc, source: Doc, path: string[], entry: FileEntry, o
     } else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
       // A layer may replace a scalar with an object (`sandbox.network: none` -> `{mode: allowlist}`).
       const existing = target[key];
-      const child = existing !== null && typeof existing === 'object' && !Array.isArray(existing) ? (existing as Doc) : {};
+      const child = existing !== null && typeof existing === 'object' && !Array.isArray(existing) ? (existing as Mapping) : {};
       target[key] = child;
-      mergeInto(child, value as Doc, keyPath, entry, origins);
+      mergeInto(child, value as Mapping, keyPath, entry, origins);
     } else {
       target[key] = value;
       origins.set(name, entry);
@@ -83,7 +93,7 @@ function mergeInto(target: Doc, source: Doc, path: string[], entry: FileEntry, o
   }
 }
 
-export function checkConflicts(merged: Doc, origins: Map<string, FileEntry>, items: Map<object, ItemOrigin>): PolicyProblem[] {
+export function checkConflicts(merged: MergedDocument, origins: Map<string, FileEntry>, items: Map<object, ItemOrigin>): PolicyProblem[] {
   const problems: PolicyProblem[] = [];
   const report = (entry: FileEntry, path: PathSegment[], message: string): void => {
     const where = locate(entry.source, path);
@@ -92,10 +102,9 @@ export function checkConflicts(merged: Doc, origins: Map<string, FileEntry>, ite
 
   for (const mode of EXEC_MODES) {
     const base = ['exec', 'modes', mode];
-    const timeout = get(merged, [...base, 'timeout']);
-    const max = get(merged, [...base, 'maxTimeout']);
-    const timeoutMs = timeout === undefined ? DEFAULT_POLICY.modes[mode].defaultTimeout : (parseDuration(timeout as string | number) as number);
-    const maxMs = max === undefined ? DEFAULT_POLICY.modes[mode].maxTimeout : (parseDuration(max as string | number) as number);
+    const { timeout, maxTimeout: max } = merged.exec?.modes?.[mode] ?? {};
+    const timeoutMs = timeout === undefined ? DEFAULT_POLICY.modes[mode].defaultTimeout : parseDuration(timeout);
+    const maxMs = max === undefined ? DEFAULT_POLICY.modes[mode].maxTimeout : parseDuration(max);
     if (maxMs > 0 && timeoutMs > maxMs) {
       const timeoutFrom = origins.get([...base, 'timeout'].join('.'));
       const maxFrom = origins.get([...base, 'maxTimeout'].join('.'));
@@ -111,8 +120,8 @@ export function checkConflicts(merged: Doc, origins: Map<string, FileEntry>, ite
     }
   }
 
-  const envMode = get(merged, ['env', 'mode']) ?? DEFAULT_POLICY.env.mode;
-  const allowlist = get(merged, ['env', 'allowlist']) as string[] | undefined;
+  const envMode = merged.env?.mode ?? DEFAULT_POLICY.env.mode;
+  const allowlist = merged.env?.allowlist;
   const listFrom = origins.get('env.allowlist');
   const modeFrom = origins.get('env.mode');
   if (envMode === 'inherit' && allowlist && allowlist.length > 0 && listFrom && (!modeFrom || listFrom.order > modeFrom.order)) {
@@ -120,25 +129,25 @@ export function checkConflicts(merged: Doc, origins: Map<string, FileEntry>, ite
   }
 
   const bound = new Map<string, ItemOrigin>();
-  for (const item of (get(merged, ['secrets', 'bind']) as Doc[] | undefined) ?? []) {
+  for (const item of merged.secrets?.bind ?? []) {
     const origin = items.get(item) as ItemOrigin;
-    const previous = bound.get(item.ref as string);
+    const previous = bound.get(item.ref);
     if (previous) {
       const where = locate(origin.entry.source, ['secrets', 'bind', origin.index, 'ref']);
       const first = previous.entry === origin.entry ? 'earlier in this file' : `in ${previous.entry.source.file}`;
       problems.push({
         code: 'EXECGATE_ERR_EGRESS_BIND_INVALID', file: origin.entry.source.file, line: where.line, column: where.column,
         path: formatPath(['secrets', 'bind', origin.index, 'ref']),
-        message: `\`${String(item.ref)}\` is already bound ${first}; list all its hosts in one entry`,
+        message: `\`${item.ref}\` is already bound ${first}; list all its hosts in one entry`,
       });
     } else {
-      bound.set(item.ref as string, origin);
+      bound.set(item.ref, origin);
     }
   }
 
   const ids = new Map<string, { entry: FileEntry; path: PathSegment[] }>();
-  for (const [key, prefix] of [['rules.list', 'rules'], ['secrets.restrict', 'secrets']] as const) {
-    const list = (get(merged, key.split('.')) as Doc[] | undefined) ?? [];
+  const lists = [['rules.list', 'rules', merged.rules?.list], ['secrets.restrict', 'secrets', merged.secrets?.restrict]] as const;
+  for (const [key, prefix, list = []] of lists) {
     for (const item of list) {
       const origin = items.get(item) as ItemOrigin;
       const id = getItemId(item, origin, key);
@@ -155,8 +164,8 @@ export function checkConflicts(merged: Doc, origins: Map<string, FileEntry>, ite
   return problems;
 }
 
-export function getItemId(item: Doc, origin: ItemOrigin, key: string): string {
-  if (typeof item.id === 'string') return item.id;
+export function getItemId(item: { readonly id?: string }, origin: ItemOrigin, key: string): string {
+  if (item.id !== undefined) return item.id;
   const file = basename(origin.entry.source.absolute).replace(/[^A-Za-z0-9._-]/g, '_').replace(/^[^A-Za-z0-9]+/, '') || 'policy';
   return `${file}:${key}[${origin.index}]`;
 }
