@@ -40,12 +40,16 @@ export function checkFile(source: PolicySource, doc: PolicyDocument): PolicyProb
     problems.push({ code: 'EXECGATE_ERR_POLICY_INVALID', file: source.file, line: where.line, column: where.column, path: formatPath(path), message });
   };
 
+  // The schema bounds plain milliseconds; a duration with a unit (`30d`) is a number only once
+  // parsed.
   for (const path of DURATION_PATHS) {
     const value = get(doc, path) as DurationDocument | undefined;
     if (value === undefined) continue;
     const ms = parseDuration(value);
     if (ms > MAX_DURATION_MS) report(path, `expected at most ${MAX_DURATION_MS} ms (about 24.8 days, the longest timer Node.js keeps), got \`${String(value)}\``);
   }
+  // The schema says how a size is spelt; the limits (at least 1KiB, some at most 1GiB) are
+  // execgate's, in bytes.
   for (const [path, min, max] of SIZE_LIMITS) {
     const value = get(doc, path) as SizeDocument | undefined;
     if (value === undefined) continue;
@@ -68,6 +72,7 @@ export function checkFile(source: PolicySource, doc: PolicyDocument): PolicyProb
     });
   }
 
+  // A pattern must compile, in the engine that runs it: no schema keyword says so.
   const regexes: Array<[PathSegment[], string]> = [];
   doc.rules?.list?.forEach((rule, index) => {
     if (rule.regex !== undefined) regexes.push([['rules', 'list', index, 'regex'], rule.regex]);
@@ -130,11 +135,13 @@ export function checkFile(source: PolicySource, doc: PolicyDocument): PolicyProb
       egressProblem(['secrets', 'bind', index], error);
     }
   });
+  // The hazard list is execgate's own (env/hazards.ts), not the file format's.
   for (const name of Object.keys(doc.env?.set ?? {})) {
     const hazard = getHazardCategory(name);
     if (hazard) report(['env', 'set', name], `sets \`${name}\`, a variable execgate strips from every child (${hazard.why}); remove it, or run a command that sets it itself`);
   }
 
+  // Two keys that contradict each other: a message must say which one wins and what to change.
   const { mode, allowlist } = doc.env ?? {};
   if (mode === 'inherit' && allowlist && allowlist.length > 0) {
     report(['env', 'allowlist'], 'has no effect with `env.mode: inherit` (set in the same file), which copies every variable; set `env.mode: allowlist` or remove the list');
