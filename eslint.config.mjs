@@ -5,7 +5,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'docs/**', 'node_modules/**', 'coverage/**', 'bench/results/**', 'src/**/*.generated.ts'] },
+  { ignores: ['dist/**', 'docs/**', 'node_modules/**', 'coverage/**', 'bench/results/**'] },
   {
     files: ['src/**/*.ts'],
     extends: [js.configs.recommended, ...tseslint.configs.recommendedTypeChecked],

@@ -17,6 +17,7 @@ for required in package/dist/index.js package/dist/index.mjs package/dist/index.
   package/dist/cli/main.js package/dist/programs/gate.sh package/dist/programs/warm-stub.bash \
   package/dist/programs/pty-gate.bash package/dist/programs/pty-launch.bash \
   package/dist/programs/seccomp/x86_64.bpf package/dist/tools/files/server.js package/policies/default.yaml package/policies/schema.json \
+  package/dist/policy/schema-validator.js \
   package/policies/README.md package/docs/errors.md package/README.md package/SECURITY.md \
   package/LICENSE; do
   if ! grep -qx "$required" "$work/files"; then
@@ -24,6 +25,11 @@ for required in package/dist/index.js package/dist/index.mjs package/dist/index.
     exit 1
   fi
 done
+# The policy schema's TypeBox definition is build input: TypeBox is a devDependency.
+if grep -q '^package/dist/policy/schema-def' "$work/files"; then
+  echo "check-pack: the tarball holds the policy schema's definition, which needs TypeBox (a devDependency)" >&2
+  exit 1
+fi
 echo "check-pack: tarball holds $(wc -l < "$work/files") files"
 
 mkdir "$work/app"

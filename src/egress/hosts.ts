@@ -32,8 +32,9 @@ export interface HostPattern {
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
 /** Parse one pattern; throws EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID with the reason. */
-export function parseHostPattern(input: unknown, where = 'a host pattern'): HostPattern {
-  if (typeof input !== 'string' || input.trim() === '') {
+export function parseHostPattern(input: string, where = 'a host pattern'): HostPattern {
+  // A policy's schema holds a non-empty string; spaces alone are no host.
+  if (input.trim() === '') {
     throw invalid(where, `Expected ${where} to be a non-empty string, got ${describeValue(input)}.`, input);
   }
   const text = input.trim();
@@ -82,11 +83,8 @@ function ipPattern(text: string, host: string, port: number | undefined): HostPa
   return freeze({ text, kind: 'ip', host, port });
 }
 
-export function parseHostPatterns(input: unknown, where: string): readonly HostPattern[] {
+export function parseHostPatterns(input: readonly string[] | undefined, where: string): readonly HostPattern[] {
   if (input === undefined) return Object.freeze([]);
-  if (!Array.isArray(input)) {
-    throw invalid(where, `Expected ${where} to be a list of host patterns, got ${describeValue(input)}.`, input);
-  }
   return Object.freeze(input.map((item, index) => parseHostPattern(item, `${where}[${index}]`)));
 }
 
@@ -166,9 +164,6 @@ function freeze(pattern: HostPattern): HostPattern {
   return Object.freeze(pattern);
 }
 
-function invalid(where: string, message: string, pattern: unknown): ExecgateError {
-  return new ExecgateError('EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID', message, {
-    where,
-    pattern: typeof pattern === 'string' ? pattern : undefined,
-  });
+function invalid(where: string, message: string, pattern: string): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID', message, { where, pattern });
 }

@@ -4,7 +4,7 @@
  */
 export { parseHostPattern, parseHostPatterns, matchesHost, normalizeHost, type HostPattern } from './hosts';
 export {
-  normalizeNetworkPolicy, normalizeSecretBindings, decideDestination, OPEN_NETWORK, NO_NETWORK,
+  decideDestination, OPEN_NETWORK, NO_NETWORK,
   type NetworkPolicy, type NetworkMode, type SecretBinding, type Delivery, type Verdict,
 } from './rules';
 export { checkEgress, createInjections, type EgressCheck, type Injection } from './plan';

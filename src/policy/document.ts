@@ -1,14 +1,15 @@
 /*
  * An EffectivePolicy written back as a policy document (the file format): what
- * `execgate policy show` prints. The result validates against the schema and loads to the same
- * policy, so it can be saved and used as a flattened policy file.
+ * `execgate policy show` prints. The result has the schema's type, validates against the schema
+ * and loads to the same policy, so it can be saved and used as a flattened policy file.
  */
-import type { EffectivePolicy } from './effective';
+import type { EffectivePolicy, ExecMode } from './effective';
 import { EXEC_MODES } from './effective';
 import type { CommandMatch } from './match';
+import type { ModeDocument, PolicyDocument, RuleDocument } from './schema-def';
 import { formatDuration, formatSize } from './units';
 
-function matchToDocument(match: CommandMatch): Record<string, unknown> {
+function matchToDocument(match: CommandMatch): Pick<RuleDocument, 'command' | 'flags' | 'prefix' | 'regex'> {
   if (match.kind === 'command') {
     const commands = match.commands.map((words) => words.join(' '));
     const command = commands.length === 1 ? commands[0] : commands;
@@ -18,8 +19,8 @@ function matchToDocument(match: CommandMatch): Record<string, unknown> {
   return { regex: match.source ?? (match.regex instanceof RegExp ? match.regex.source : match.regex.pattern()) };
 }
 
-export function policyToDocument(policy: EffectivePolicy): Record<string, unknown> {
-  const modes: Record<string, unknown> = {};
+export function policyToDocument(policy: EffectivePolicy): PolicyDocument {
+  const modes: Partial<Record<ExecMode, ModeDocument>> = {};
   for (const mode of EXEC_MODES) {
     const limits = policy.modes[mode];
     modes[mode] = { allowed: limits.allowed, timeout: formatDuration(limits.defaultTimeout), maxTimeout: formatDuration(limits.maxTimeout) };

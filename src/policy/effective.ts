@@ -2,6 +2,14 @@
  * The effective settings the one exec path reads. A policy file (or the embedded default) is
  * validated and merged into this shape once, then frozen: nothing on the hot path re-reads or
  * re-validates configuration.
+ *
+ * Only the shapes that differ from the file's are written here: every default filled in,
+ * durations and sizes in numbers, `exec.modes.*.timeout` become `defaultTimeout`, rules' matches
+ * and host patterns compiled, rules' ids assigned, `~` expanded. The file as read has its types
+ * from the schema's one definition (schema-def.ts: PolicyDocument and its parts), and compile.ts
+ * is where the two meet, so a value the schema gains and these do not take fails to compile.
+ * These stay plain interfaces because they are public: a consumer's declarations must not need
+ * TypeBox.
  */
 
 import { OPEN_NETWORK, type NetworkPolicy, type SecretBinding } from '../egress/rules';

@@ -1,21 +1,28 @@
 /*
- * Validation against policies/schema.json, the one source of truth for the policy format.
+ * Validation against the policy's JSON Schema (policies/schema.json, emitted from the TypeBox
+ * definition in schema-def.ts by the build).
  *
- * The validator is built once, on first use: from code generated ahead of time from the schema
- * (schema-validator.generated.ts, used only when its recorded digest matches the schema), or else
- * by compiling the schema with ajv. Either way a gateway given no policy file never pays for it.
+ * The validator is compiled ahead of time by the build (scripts/postbuild.js, ajv's standalone
+ * code) and loaded on first use, so a gateway given no policy file never pays for it.
  *
  * ajv's errors are then turned into one precise problem per mistake: positioned at the offending
  * key or value, naming its JSON path and what was expected, with a suggestion for a misspelled
  * key or value.
  */
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeJson, formatPath, suggest, type PathSegment, type PolicyProblem } from './problems';
 import { locate, type PolicySource } from './source';
 
 export const SCHEMA_PATH = join(__dirname, '..', '..', 'policies', 'schema.json');
+
+/*
+ * The generated validator lives in the build output only (generated code stays out of src/ and
+ * out of git), and is found through the package root: from dist/policy/ (the package) this is
+ * the file beside this one; from src/policy/ (the tests, run through ts-jest after `npm run
+ * build`) it is the same file, so the tests check the very validator that ships.
+ */
+export const VALIDATOR_PATH = join(__dirname, '..', '..', 'dist', 'policy', 'schema-validator.js');
 
 interface SchemaError {
   readonly instancePath: string;
@@ -26,7 +33,7 @@ interface SchemaError {
   readonly propertyName?: string;
 }
 
-export type Validate = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
+type Validate = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
 type Schema = Record<string, unknown>;
 
 let schemaText: string | undefined;
@@ -43,42 +50,16 @@ export function getSchema(): Schema {
   return schema;
 }
 
-export function getSchemaDigest(): string {
-  return createHash('sha256').update(getSchemaText()).digest('hex');
-}
-
-/** The ajv options the validator is compiled with (ahead of time too). */
-export const AJV_OPTIONS = Object.freeze({ allErrors: true, strict: true, strictRequired: false, unicodeRegExp: true });
-
-export function getValidator(): Validate {
+function getValidator(): Validate {
   if (validator) return validator;
-  const generated = loadGenerated();
-  if (generated) {
-    validator = generated;
-    return validator;
-  }
-  validator = compileWithAjv() as Validate;
+  if (!existsSync(VALIDATOR_PATH)) throw new Error(`The policy validator ${VALIDATOR_PATH} is missing; \`npm run build\` generates it.`);
+  validator = require(VALIDATOR_PATH) as Validate;
   return validator;
 }
 
-/** Compile the schema with ajv (draft 2020-12). Used when no matching generated code exists. */
-export function compileWithAjv(): unknown {
-  const { default: Ajv2020 } = require('ajv/dist/2020') as { default: new (options: object) => { compile(schema: object): Validate } };
-  const ajv = new Ajv2020({ ...AJV_OPTIONS });
-  return ajv.compile(getSchema());
-}
-
-function loadGenerated(): Validate | undefined {
-  try {
-    const module = require('./schema-validator.generated') as { validate: Validate; SCHEMA_SHA256: string };
-    return module.SCHEMA_SHA256 === getSchemaDigest() ? module.validate : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** Every schema problem of one parsed file (empty when it is valid). */
-export function validateSource(source: PolicySource, validate: Validate = getValidator()): PolicyProblem[] {
+export function validateSource(source: PolicySource): PolicyProblem[] {
+  const validate = getValidator();
   if (validate(source.value)) return [];
   // A mapping without `version` is not a policy (a file named by mistake, `extends: /etc/shadow`):
   // one problem, and nothing of its content (its keys could be anything) goes into a message.

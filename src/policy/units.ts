@@ -2,6 +2,7 @@
  * Durations and sizes as a policy file writes them: whole milliseconds / bytes, or a number with
  * a unit (`30s`, `64MiB`). The schema checks the spelling; these turn it into numbers and back.
  */
+import type { DurationDocument, SizeDocument } from './schema-def';
 
 const DURATION = /^([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h|d)$/;
 const SIZE = /^([0-9]+(?:\.[0-9]+)?)\s*(B|KB|KiB|MB|MiB|GB|GiB)$/;
@@ -14,20 +15,25 @@ const SIZE_UNITS: Readonly<Record<string, number>> = {
 /** The longest delay a Node.js timer accepts (about 24.8 days); longer ones fire at once. */
 export const MAX_DURATION_MS = 2_147_483_647;
 
-/** Milliseconds for a schema-valid duration, or undefined when the text has no valid form. */
-export function parseDuration(value: number | string): number | undefined {
+/** Milliseconds for a duration as the schema lets it be written. */
+export function parseDuration(value: DurationDocument): number {
   if (typeof value === 'number') return value;
-  const match = DURATION.exec(value);
-  if (!match) return undefined;
+  const match = spelling(DURATION, value);
   return Math.round(Number(match[1]) * (DURATION_UNITS[match[2]]));
 }
 
-/** Bytes for a schema-valid size, or undefined when the text has no valid form. */
-export function parseSize(value: number | string): number | undefined {
+/** Bytes for a size as the schema lets it be written. */
+export function parseSize(value: SizeDocument): number {
   if (typeof value === 'number') return value;
-  const match = SIZE.exec(value);
-  if (!match) return undefined;
+  const match = spelling(SIZE, value);
   return Math.round(Number(match[1]) * (SIZE_UNITS[match[2]]));
+}
+
+/* The schema's pattern read again for its parts; text it let through always matches. */
+function spelling(form: RegExp, value: string): RegExpExecArray {
+  const match = form.exec(value);
+  if (!match) throw new Error(`\`${value}\` has none of the forms the policy schema allows (${form.source}).`);
+  return match;
 }
 
 /** The shortest exact spelling of a duration (`120000` -> `2m`); 0 stays 0. */

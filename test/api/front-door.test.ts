@@ -1,15 +1,18 @@
 /*
  * The front door: what `execgate` and its subpaths export, that each name is documented, that the
  * core import loads none of the add-ons, and that a consumer's `tsc` accepts the types under the
- * three module settings projects use (Node16 CommonJS, NodeNext ESM, Bundler).
+ * three module settings projects use (Node16 CommonJS, NodeNext ESM, Bundler) with nothing but what
+ * installs with execgate.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
 import ts from 'typescript';
 import { makeTempDir } from '../helpers/tmp';
 
 const ROOT = join(__dirname, '..', '..');
+const LOCK = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+const PACKAGE = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { peerDependencies?: Record<string, string> };
 const ENTRIES: Record<string, string> = {
   execgate: 'src/index.ts',
   'execgate/mcp': 'src/mcp/index.ts',
@@ -115,6 +118,16 @@ export async function main(): Promise<string> {
         ...ours.flatMap((file) => [...consumerProgram.getSyntacticDiagnostics(file), ...consumerProgram.getSemanticDiagnostics(file)]),
       ].map((diagnostic) => `${diagnostic.file?.fileName ?? ''}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`);
       expect(diagnostics).toEqual([]);
+      // execgate's declarations reach only what installs with it: a package the lockfile marks
+      // dev-only (TypeBox, in which the policy schema is written) is not there for a consumer.
+      // The consumer brings the peer dependencies it uses (openai for execgate/agent), and
+      // @types/node (with what it reads) is named by its own settings.
+      const theirs = new Set([...Object.keys(PACKAGE.peerDependencies ?? {}), '@types/node', 'undici-types'].map((name) => `node_modules/${name}`));
+      const devOnly = consumerProgram.getSourceFiles()
+        .filter((file) => !consumerProgram.isSourceFileDefaultLibrary(file))
+        .map((file) => /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(relative(ROOT, file.fileName).split(sep).join('/'))?.[1])
+        .filter((dir): dir is string => dir !== undefined && LOCK.packages[dir]?.dev === true && !theirs.has(dir));
+      expect([...new Set(devOnly)]).toEqual([]);
     }, 120_000);
   });
 });

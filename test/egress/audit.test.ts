@@ -8,7 +8,7 @@ import { AuditLog } from '../../src/audit/log';
 import { EGRESS_AUDIT_EVENT, getEgressAuditFields } from '../../src/egress/audit';
 import { parseHostPatterns } from '../../src/egress/hosts';
 import { EgressProxy } from '../../src/egress/proxy';
-import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/policy/egress-settings';
 import { createSentinel } from '../../src/egress/sentinel';
 import { execgate } from '../audit/helpers';
 import { makeTempDir } from '../helpers/tmp';

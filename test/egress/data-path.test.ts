@@ -13,7 +13,7 @@ import { BodyScan, getSwaps, SentinelInBody, SwapStream } from '../../src/egress
 import { createSentinelDetector } from '../../src/egress/placement';
 import { EgressProxy, type EgressRun } from '../../src/egress/proxy';
 import { createWrapDetector, redactBody, WrapGate, WrappedValue } from '../../src/egress/redact-response';
-import { normalizeNetworkPolicy } from '../../src/egress/rules';
+import { normalizeNetworkPolicy } from '../../src/policy/egress-settings';
 import { createSentinel } from '../../src/egress/sentinel';
 import { Redactor } from '../../src/redact';
 import { makeTempDir } from '../helpers/tmp';

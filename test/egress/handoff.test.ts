@@ -11,7 +11,7 @@ import { request } from 'node:http';
 import { makeTempDir } from '../helpers/tmp';
 import { parseHostPatterns } from '../../src/egress/hosts';
 import { EgressProxy, type EgressRun, type HandedOffRun } from '../../src/egress/proxy';
-import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/policy/egress-settings';
 import { createSentinel } from '../../src/egress/sentinel';
 import { makeNames, startService, type TestService } from './helpers';
 

@@ -14,7 +14,7 @@ import { gzipSync } from 'node:zlib';
 import { makeTempDir } from '../helpers/tmp';
 import { EgressProxy, type EgressDecision, type EgressRun } from '../../src/egress/proxy';
 import { parseHostPatterns } from '../../src/egress/hosts';
-import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/policy/egress-settings';
 import { createSentinel } from '../../src/egress/sentinel';
 import { makeNames, publicCa, startService, type Seen, type TestService } from './helpers';
 

@@ -3,7 +3,7 @@
  * and load-time errors with their own codes and file positions.
  */
 import { join } from 'node:path';
-import { loadPolicyFile } from '../../src/policy/load';
+import { checkPolicyFile, loadPolicyFile } from '../../src/policy/load';
 import { makeTempDir } from '../helpers/tmp';
 import { POLICIES, policyFrom, writeFiles } from '../policy/helpers';
 import { decideDestination } from '../../src/egress/rules';
@@ -65,6 +65,37 @@ test('a bound secret with no hosts, or bound twice across layers, is refused at 
   });
   expect(twice.code).toBe('EXECGATE_ERR_EGRESS_BIND_INVALID');
   expect(twice.message).toMatch(/already bound in \S*base\.yaml/);
+});
+
+// What the loader once checked by hand again after the schema (egress/rules.ts): each refused
+// by the schema itself, as a policy error at the value.
+test.each([
+  ['sandbox: { network: { mode: allowlist, allow: x.com } }', 'sandbox.network.allow'],
+  ['sandbox: { network: { mode: allowlist, allow: [3] } }', 'sandbox.network.allow[0]'],
+  ['sandbox: { network: { upstream: "http://proxy.test:3128" } }', 'sandbox.network.upstream'],
+  ['sandbox: { network: { upstream: { proxy: 3 } } }', 'sandbox.network.upstream.proxy'],
+  ['sandbox: { network: { upstream: { noProxy: a.test } } }', 'sandbox.network.upstream.noProxy'],
+  ['sandbox: { network: { upstream: { ca: [relative.pem] } } }', 'sandbox.network.upstream.ca[0]'],
+  ['secrets: { bind: "secret:gh" }', 'secrets.bind'],
+  ['secrets: { bind: [{ ref: "secret:gh" }] }', 'secrets.bind[0]'],
+  ['secrets: { bind: [{ ref: gh, hosts: [github.com] }] }', 'secrets.bind[0].ref'],
+  ['secrets: { bind: [{ ref: "secret:gh", hosts: [github.com], delivery: inject, headers: [Bad Header] }] }', 'secrets.bind[0].headers[0]'],
+  ['secrets: { bind: [{ ref: "secret:gh", hosts: [github.com], delivery: inject, methods: [] }] }', 'secrets.bind[0].methods'],
+  ['secrets: { bind: [{ ref: "secret:gh", hosts: [github.com], delivery: inject, paths: [repos] }] }', 'secrets.bind[0].paths[0]'],
+  ['secrets: { bind: [{ ref: "secret:gh", hosts: [github.com], delivery: inject, paths: ["/a%2fb"] }] }', 'secrets.bind[0].paths[0]'],
+  ['secrets: { bind: [{ ref: "secret:gh", hosts: [github.com], delivery: inject, body: "yes" }] }', 'secrets.bind[0].body'],
+  ['secrets: { bind: [{ ref: "secret:gh", hosts: [github.com], delivery: inject, responses: raw }] }', 'secrets.bind[0].responses'],
+  ['secrets: { bind: [{ ref: "secret:gh", hosts: [github.com], delivery: inject, header: [X] }] }', 'secrets.bind[0].header'],
+])('the schema refuses %s', (section, path) => {
+  const tmp = makeTempDir('execgate-egress-policy-');
+  try {
+    writeFiles(tmp.dir, { 'policy.yaml': `version: 1\n${section}\n` });
+    const result = checkPolicyFile(join(tmp.dir, 'policy.yaml'));
+    expect(result.ok).toBe(false);
+    expect(result.problems.filter((problem) => problem.path === path).map((problem) => problem.code)).toEqual(['EXECGATE_ERR_POLICY_INVALID']);
+  } finally {
+    tmp.cleanup();
+  }
 });
 
 test('schema errors stay policy errors: unknown mode, unknown key, unknown delivery', () => {

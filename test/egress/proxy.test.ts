@@ -8,7 +8,7 @@ import { request as httpsRequest } from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
 import { makeTempDir } from '../helpers/tmp';
 import { EgressProxy, type EgressDecision, type EgressRun } from '../../src/egress/proxy';
-import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/policy/egress-settings';
 import { parseHostPatterns } from '../../src/egress/hosts';
 import { createSentinel } from '../../src/egress/sentinel';
 import { makeNames, publicCa, startService, type TestService } from './helpers';

@@ -6,7 +6,8 @@
  */
 import { makeTempDir } from '../helpers/tmp';
 import { EgressProxy, type EgressDecision, type EgressRun } from '../../src/egress/proxy';
-import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/egress/rules';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/policy/egress-settings';
+import type { NetworkDocument, SecretBindingDocument } from '../../src/policy/schema-def';
 import { checkEgress } from '../../src/egress/plan';
 import { openRunEgress } from '../../src/egress/run';
 import { makeGitRepo, makeNames, publicCa, runSandboxed, startService, type TestService } from './helpers';
@@ -44,7 +45,7 @@ beforeEach(() => {
   attacker.connections = 0;
 });
 
-async function openRun(policy: unknown, bind: unknown, runId: string): Promise<{ run: EgressRun; sentinel: string | undefined }> {
+async function openRun(policy: NetworkDocument, bind: SecretBindingDocument[], runId: string): Promise<{ run: EgressRun; sentinel: string | undefined }> {
   const network = normalizeNetworkPolicy(policy);
   const check = checkEgress({ network, bindings: normalizeSecretBindings(bind), refs: [REF], sandboxed: true });
   const { run, sentinels } = await openRunEgress(proxy, { runId, network, check, values: new Map([[REF, VALUE]]) });
@@ -52,7 +53,7 @@ async function openRun(policy: unknown, bind: unknown, runId: string): Promise<{
 }
 
 // Authorization (the default) and one named query parameter; nothing else.
-const bound = [{ ref: REF, hosts: ['allowed.test'], delivery: 'inject', headers: ['Authorization'], query: ['t'] }];
+const bound: SecretBindingDocument[] = [{ ref: REF, hosts: ['allowed.test'], delivery: 'inject', headers: ['Authorization'], query: ['t'] }];
 
 describe('injection through real clients in a sandbox', () => {
   let run: EgressRun;

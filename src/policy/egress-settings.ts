@@ -1,0 +1,127 @@
+/*
+ * What a policy's `sandbox.network` and `secrets.bind` tell the egress proxy: the sections as
+ * read (their shape already checked by the schema) compiled into egress's NetworkPolicy and
+ * SecretBinding: host patterns parsed, defaults filled in, header names lower-cased and methods
+ * upper-cased.
+ *
+ * What the schema cannot say is checked here, each with its own error code so that a typo is
+ * reported with its position at load time (check-file.ts), not discovered when a run needs the
+ * network. Nothing else is: the types below are the schema's.
+ */
+import { describeValue, ExecgateError } from '../errors';
+import { matchesHost, parseHostPattern, parseHostPatterns, type HostPattern } from '../egress/hosts';
+import {
+  DEFAULT_HTTP_PORT, DEFAULT_INJECT_PORT, DEFAULT_PLACEMENT, OPEN_NETWORK, UNPLACEABLE_HEADERS, isProxyUrl,
+  type NetworkPolicy, type Placement, type SecretBinding, type UpstreamPolicy,
+} from '../egress/rules';
+import type { NetworkDocument, SecretBindingDocument, UpstreamDocument } from './schema-def';
+
+export function normalizeNetworkPolicy(input: NetworkDocument | undefined): NetworkPolicy {
+  if (input === undefined) return OPEN_NETWORK;
+  const upstream = input.upstream === undefined ? undefined : normalizeUpstream(input.upstream);
+  return Object.freeze({
+    mode: input.mode ?? 'open',
+    allow: parseHostPatterns(input.allow, 'sandbox.network.allow'),
+    deny: parseHostPatterns(input.deny, 'sandbox.network.deny'),
+    ...(upstream ? { upstream } : {}),
+  });
+}
+
+function normalizeUpstream(input: UpstreamDocument): UpstreamPolicy {
+  const where = 'sandbox.network.upstream';
+  const { proxy, noProxy, ca = [] } = input;
+  // The schema holds a string; what it must be is a URL of a parent proxy, or `direct`.
+  if (proxy !== undefined && proxy !== 'direct' && !isProxyUrl(proxy)) {
+    throw upstreamInvalid(`Expected \`${where}.proxy\` to be \`direct\` or an \`http://host:port\` URL of a parent proxy, got ${describeValue(proxy)}.`);
+  }
+  // The schema refuses an empty entry; one of spaces alone names no host either.
+  if (noProxy !== undefined && noProxy.some((entry) => entry.trim() === '')) {
+    throw upstreamInvalid(`Expected \`${where}.noProxy\` to be a list of host names (NO_PROXY entries), got ${describeValue(noProxy)}.`);
+  }
+  return Object.freeze({
+    ...(proxy !== undefined ? { proxy } : {}),
+    ...(noProxy !== undefined ? { noProxy: Object.freeze([...noProxy]) } : {}),
+    ca: Object.freeze([...ca]),
+  });
+}
+
+export function normalizeSecretBindings(input: readonly SecretBindingDocument[] | undefined): readonly SecretBinding[] {
+  if (input === undefined) return Object.freeze([]);
+  const seen = new Set<string>();
+  return Object.freeze(input.map((fields, index) => {
+    const where = `secrets.bind[${index}]`;
+    const { ref, hosts, delivery = 'env' } = fields;
+    // One entry per reference: its hosts are the whole of where it may go (merge.ts says the
+    // same across files, with positions; this holds for a list given on its own).
+    if (seen.has(ref)) throw bindInvalid(`\`${ref}\` is bound twice in \`secrets.bind\`; list all its hosts in one entry.`);
+    seen.add(ref);
+    // The schema lets the list be empty so that the message can say what a binding needs.
+    if (hosts.length === 0) {
+      throw bindInvalid(`\`${where}\` (\`${ref}\`) lists no hosts: a bound secret must name at least one host it is for, such as \`hosts: [api.github.com]\`.`);
+    }
+    // Placement settings mean nothing when the command holds the value: the schema cannot tie
+    // them to `delivery: inject`.
+    const injectOnly = (['headers', 'query', 'cookies', 'path', 'body', 'methods', 'paths', 'http', 'responses'] as const).find((key) => fields[key] !== undefined);
+    if (delivery === 'env' && injectOnly !== undefined) {
+      throw bindInvalid(`\`${where}.${injectOnly}\` (\`${ref}\`) applies to \`delivery: inject\` only: with \`env\` the command holds the value and places it itself.`);
+    }
+    const parsedHosts = parseHostPatterns(hosts, `${where}.hosts`);
+    return Object.freeze({
+      ref,
+      hosts: parsedHosts,
+      delivery,
+      place: normalizePlacement(fields, where, ref),
+      ...normalizeScope(fields),
+      http: normalizeHttp(fields.http, parsedHosts, where, ref),
+      responses: fields.responses ?? 'decode',
+    });
+  }));
+}
+
+function normalizePlacement(fields: SecretBindingDocument, where: string, ref: string): Placement {
+  const headers = fields.headers === undefined ? DEFAULT_PLACEMENT.headers : Object.freeze(fields.headers.map((name) => name.toLowerCase()));
+  // Any token is a header name to the schema; these frame or route the request.
+  const framing = headers.find((name) => UNPLACEABLE_HEADERS.has(name));
+  if (framing !== undefined) {
+    const hint = framing === 'cookie' ? ' (name the cookie in `cookies` instead)' : '';
+    throw bindInvalid(`\`${where}.headers\` (\`${ref}\`) names \`${framing}\`, which frames or routes the request; a credential cannot be placed there${hint}.`);
+  }
+  return Object.freeze({
+    headers,
+    query: Object.freeze([...(fields.query ?? [])]),
+    cookies: Object.freeze([...(fields.cookies ?? [])]),
+    path: fields.path ?? false,
+    body: fields.body ?? false,
+  });
+}
+
+function normalizeScope(fields: SecretBindingDocument): { methods?: readonly string[]; paths?: readonly string[] } {
+  const out: { methods?: readonly string[]; paths?: readonly string[] } = {};
+  if (fields.methods !== undefined) out.methods = Object.freeze(fields.methods.map((m) => m.toUpperCase()));
+  if (fields.paths !== undefined) out.paths = Object.freeze([...fields.paths]);
+  return out;
+}
+
+function normalizeHttp(input: readonly string[] | undefined, hosts: readonly HostPattern[], where: string, ref: string): readonly HostPattern[] {
+  if (input === undefined) return Object.freeze([]);
+  return Object.freeze(input.map((item, index) => {
+    const pattern = parseHostPattern(item, `${where}.http[${index}]`);
+    // By name: plain HTTP is for a named test or intranet service, never for a family of hosts.
+    if (pattern.kind !== 'name' && pattern.kind !== 'ip') {
+      throw bindInvalid(`\`${where}.http[${index}]\` (\`${ref}\`) is \`${pattern.text}\`; plain HTTP is allowed only to a host named exactly, not to a wildcard.`);
+    }
+    const withPort = Object.freeze({ ...pattern, port: pattern.port ?? DEFAULT_HTTP_PORT });
+    if (!hosts.some((host) => matchesHost(host, withPort.host, withPort.port) || matchesHost(host, withPort.host, DEFAULT_INJECT_PORT))) {
+      throw bindInvalid(`\`${where}.http[${index}]\` (\`${ref}\`) is \`${pattern.text}\`, which is not one of the binding's \`hosts\`.`);
+    }
+    return withPort;
+  }));
+}
+
+function bindInvalid(message: string): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_EGRESS_BIND_INVALID', message);
+}
+
+function upstreamInvalid(message: string): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_EGRESS_UPSTREAM_INVALID', message);
+}
