@@ -45,12 +45,6 @@ export const AUDIT_EVENTS = Object.freeze({
 
 export type AuditEventName = keyof typeof AUDIT_EVENTS;
 
-/** Named constants for writers that prefer them to string literals. */
-export const AUDIT_EVENT = Object.freeze({
-  backgroundEnded: 'background.ended',
-  backgroundStarted: 'background.started',
-} as const satisfies Record<string, AuditEventName>);
-
 const ROLES: ReadonlyMap<string, AuditEventRole> = new Map(Object.entries(AUDIT_EVENTS));
 
 export function isAuditEventName(event: string): event is AuditEventName {

@@ -92,7 +92,6 @@ export interface Verdict {
 
 export const OPEN_NETWORK: NetworkPolicy = Object.freeze({ mode: 'open', allow: Object.freeze([]), deny: Object.freeze([]) });
 
-export const NO_NETWORK: NetworkPolicy = Object.freeze({ mode: 'none', allow: Object.freeze([]), deny: Object.freeze([]) });
 
 /** An `http://` parent proxy URL: host and port, optional credentials, nothing else. */
 export function isProxyUrl(text: string): boolean {

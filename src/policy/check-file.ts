@@ -10,8 +10,7 @@ import { RE2JS } from 're2js';
 import { getHazardCategory } from '../env/hazards';
 import { normalizeNetworkPolicy, normalizeSecretBindings } from './egress-settings';
 import { EXEC_MODES } from './effective';
-import { get } from './merge';
-import { formatPath, type PathSegment, type PolicyProblem } from './problems';
+import { formatPath, valueAt, type PathSegment, type PolicyProblem } from './problems';
 import type { DurationDocument, PolicyDocument, SizeDocument } from './schema-def';
 import { locate, type PolicySource } from './source';
 import { MAX_DURATION_MS, parseDuration, parseSize } from './units';
@@ -43,7 +42,7 @@ export function checkFile(source: PolicySource, doc: PolicyDocument): PolicyProb
   // The schema bounds plain milliseconds; a duration with a unit (`30d`) is a number only once
   // parsed.
   for (const path of DURATION_PATHS) {
-    const value = get(doc, path) as DurationDocument | undefined;
+    const value = valueAt(doc, path) as DurationDocument | undefined;
     if (value === undefined) continue;
     const ms = parseDuration(value);
     if (ms > MAX_DURATION_MS) report(path, `expected at most ${MAX_DURATION_MS} ms (about 24.8 days, the longest timer Node.js keeps), got \`${String(value)}\``);
@@ -51,7 +50,7 @@ export function checkFile(source: PolicySource, doc: PolicyDocument): PolicyProb
   // The schema says how a size is spelt; the limits (at least 1KiB, some at most 1GiB) are
   // execgate's, in bytes.
   for (const [path, min, max] of SIZE_LIMITS) {
-    const value = get(doc, path) as SizeDocument | undefined;
+    const value = valueAt(doc, path) as SizeDocument | undefined;
     if (value === undefined) continue;
     const bytes = parseSize(value);
     if (bytes < min) report(path, `expected at least 1KiB (${min} bytes), got \`${String(value)}\``);

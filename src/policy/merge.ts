@@ -35,15 +35,6 @@ export interface FileEntry {
   order: number;
 }
 
-export function get(doc: unknown, path: readonly PathSegment[]): unknown {
-  let value = doc;
-  for (const segment of path) {
-    if (value === null || typeof value !== 'object') return undefined;
-    value = (value as Record<string | number, unknown>)[segment];
-  }
-  return value;
-}
-
 const ACCUMULATED = new Set([
   'rules.list', 'secrets.restrict', 'secrets.bind', 'env.strip', 'env.secretNamePatterns', 'env.secretValuePatterns',
   'sandbox.filesystem.hidden', 'sandbox.filesystem.readOnly', 'sandbox.network.deny',

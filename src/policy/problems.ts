@@ -101,3 +101,13 @@ function editDistance(a: string, b: string): number {
   }
   return (d[rows - 1])[cols - 1];
 }
+
+/** The value at `path` in a parsed policy document (undefined where the path leaves it). */
+export function valueAt(root: unknown, path: readonly PathSegment[]): unknown {
+  let value = root;
+  for (const segment of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string | number, unknown>)[segment];
+  }
+  return value;
+}

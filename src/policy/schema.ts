@@ -11,7 +11,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describeJson, formatPath, suggest, type PathSegment, type PolicyProblem } from './problems';
+import { describeJson, formatPath, suggest, valueAt, type PathSegment, type PolicyProblem } from './problems';
 import { locate, type PolicySource } from './source';
 
 export const SCHEMA_PATH = join(__dirname, '..', '..', 'policies', 'schema.json');
@@ -86,15 +86,6 @@ function parsePointer(pointer: string): PathSegment[] {
     .split('/')
     .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
     .map((part) => (/^(0|[1-9][0-9]*)$/.test(part) ? Number(part) : part));
-}
-
-function valueAt(root: unknown, path: readonly PathSegment[]): unknown {
-  let value = root;
-  for (const segment of path) {
-    if (value === null || typeof value !== 'object') return undefined;
-    value = (value as Record<string | number, unknown>)[segment];
-  }
-  return value;
 }
 
 function walk(node: unknown, parts: readonly string[]): unknown {

@@ -35,5 +35,3 @@ export async function runForeground(plan: SpawnPlan, hooks: RunHooks): Promise<E
   return collector.finish(await run.ended);
 }
 
-/** Kept for embedders that called the executors by name. */
-export const runSync = runForeground;

@@ -72,7 +72,3 @@ export function checkPlatform(configuredHelper?: string): PlatformCheck {
   return answer;
 }
 
-/** Forget cached answers (tests that change the platform under a running process). */
-export function resetPlatformCache(): void {
-  cache.clear();
-}

@@ -1,4 +1,4 @@
-export { Vault, openVault, VAULT_FILE, KEY_FILE } from './vault';
+export { Vault, VAULT_FILE, KEY_FILE } from './vault';
 export type { VaultOptions, VaultEntryInfo, VaultStatus, RotateResult } from './vault';
 export type { KeyStoreKind } from './format';
 export { ENV_KEY as VAULT_KEY_ENV } from './keys';

@@ -293,11 +293,4 @@ export class Vault {
       }
     });
   }
-
 }
-
-/** A Vault for `options.home`; nothing is read until a method is called. */
-export function openVault(options: VaultOptions): Vault {
-  return new Vault(options);
-}
-
