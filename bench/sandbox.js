@@ -22,6 +22,7 @@ async function run({ quick, baseline, log }) {
   const { preparePlan } = require(join(DIST, 'plan', 'prepare.js'));
   const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
   const { SharedNetwork, checkPlatform } = require(join(DIST, 'sandbox', 'index.js'));
+  const { renderBwrapOptions } = require(join(DIST, 'process', 'bwrap', 'spec.js'));
   const platform = checkPlatform();
   if (!platform.ok) return { rows: [], notes: [`skipped: ${platform.reason}`] };
 
@@ -59,8 +60,8 @@ async function run({ quick, baseline, log }) {
   // The raw baselines run what a plan's sandbox is, without execgate's gate and mount check:
   // bubblewrap with the same options (binds by path, the seccomp filter on descriptor 3), the
   // program straight after them.
-  const seccompFd = openSync(plan.launch.options[plan.launch.options.indexOf('--seccomp') + 1], 'r');
-  const options = plan.launch.options.map((option, i, all) => (all[i - 1] === '--seccomp' ? '3' : option));
+  const seccompFd = openSync(plan.launch.spec.seccomp, 'r');
+  const options = renderBwrapOptions(plan.launch.spec, { seccomp: () => 3 });
   const planArgv = [...plan.launch.launcher, ...options, '--', plan.shell, ...plan.args];
   // Bubblewrap alone with the same mounts and namespaces, making the network namespace itself,
   // running `bash -c true`: no nsenter (the figure the issue compares with).
