@@ -32,7 +32,7 @@ const { request } = require('node:http');
 const { request: httpsRequest } = require('node:https');
 const { connect } = require('node:net');
 const { connect: tlsConnect } = require('node:tls');
-const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { DIST, benchEnv, interleave, row, runFigure, summarize } = require('./lib');
@@ -67,7 +67,11 @@ process.stdin.on('end', () => process.exit(0));
 const PROXY_PROCESS = `
 const [dist, dir, ports] = process.argv.slice(1);
 const { http, https, ca } = JSON.parse(ports);
-const { EgressProxy, normalizeNetworkPolicy, normalizeSecretBindings, parseHostPatterns, createSentinel } = require(dist + '/egress');
+const { existsSync } = require('node:fs');
+const { EgressProxy } = require(dist + '/egress/proxy.js');
+const { parseHostPatterns } = require(dist + '/egress/hosts.js');
+const { createSentinel } = require(dist + '/egress/sentinel.js');
+const { normalizeNetworkPolicy, normalizeSecretBindings } = require(existsSync(dist + '/policy/egress-settings.js') ? dist + '/policy/egress-settings.js' : dist + '/egress');
 (async () => {
   const proxy = new EgressProxy({
     runtimeDir: dir,
@@ -139,6 +143,12 @@ function openTunnel(socketPath, authority) {
     socket.once('error', reject);
     socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
   });
+}
+
+/** The policy's egress settings from a built tree: policy/egress-settings.js, or an older tree's egress/index.js. */
+function loadEgressSettings(dist) {
+  const settings = join(dist, 'policy', 'egress-settings.js');
+  return require(existsSync(settings) ? settings : join(dist, 'egress'));
 }
 
 async function viaTunnel(socketPath, port, path, expected, tls) {
@@ -250,7 +260,7 @@ async function measureEndToEnd({ quick, baseline, log }) {
   for (const [tree, dist] of Object.entries(trees)) {
     const { createGateway } = require(join(dist, 'gateway.js'));
     const { DEFAULT_POLICY } = require(join(dist, 'policy', 'effective.js'));
-    const { normalizeNetworkPolicy, normalizeSecretBindings } = require(join(dist, 'egress'));
+    const { normalizeNetworkPolicy, normalizeSecretBindings } = loadEgressSettings(dist);
     const network = normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bench.test'] });
     const policy = {
       ...DEFAULT_POLICY,
@@ -312,7 +322,7 @@ async function measureRunOverhead({ quick, log }) {
   const { home, env, cleanup } = benchEnv('execgate-bench-egress-run-');
   const work = join(home, 'work');
   mkdirSync(work);
-  const { normalizeNetworkPolicy } = require(join(DIST, 'egress'));
+  const { normalizeNetworkPolicy } = loadEgressSettings(DIST);
   const policyOf = (network) => {
     const normalized = normalizeNetworkPolicy(network);
     return { ...DEFAULT_POLICY, network: normalized, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required', network: normalized.mode } };
@@ -364,7 +374,8 @@ async function run(options) {
  * own (a directory, links, a listening Unix socket), each followed by close.
  */
 async function runOverhead({ quick, log }) {
-  const { EgressProxy, normalizeNetworkPolicy } = require(join(DIST, 'egress'));
+  const { EgressProxy } = require(join(DIST, 'egress', 'proxy.js'));
+  const { normalizeNetworkPolicy } = loadEgressSettings(DIST);
   const dir = mkdtempSync(join(tmpdir(), 'execgate-bench-egress-runs-'));
   const proxy = new EgressProxy({ runtimeDir: dir });
   const network = normalizeNetworkPolicy({ mode: 'open' });
