@@ -22,6 +22,12 @@
  * shared machine cannot decide it. With `--baseline=DIR` (another built checkout) its proxy and
  * gateway are measured in the same interleaving, and each path gets a this-tree/baseline ratio.
  *
+ * Beside the time, the CPU each request cost: the proxy's process is asked for its CPU time
+ * (process.cpuUsage: user + system, every thread, GC included) before and after each request,
+ * outside its timing; end to end, this process (where the gateways and their proxies run) and
+ * every process under it (bubblewrap, the bridge, curl) but the server's. CPU time is what a
+ * busy machine makes least noisy, and what the proxy takes from the machine whatever its speed.
+ *
  * Then what egress costs a run: a sandboxed gateway.exec of `true` with `network: none`, `open`
  * and an allowlist (the proxy socket, the bridge inside the sandbox, no request made).
  *
@@ -35,7 +41,7 @@ const { connect: tlsConnect } = require('node:tls');
 const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
-const { DIST, benchEnv, interleave, row, runFigure, summarize } = require('./lib');
+const { DIST, benchEnv, interleave, readDescendantsCpu, readOwnCpu, row, runFigure, summarize } = require('./lib');
 
 const VALUE = 'bench-secret-value-0123456789abcdef';
 const SIZES = { '1 KiB': 1024, '10 MiB': 10 * 1024 * 1024, '100 MiB': 100 * 1024 * 1024 };
@@ -82,26 +88,49 @@ const { EgressProxy, normalizeNetworkPolicy, normalizeSecretBindings, parseHostP
   const [binding] = normalizeSecretBindings([{ ref: 'secret:bench', hosts: ['bench.test'], delivery: 'inject', http: ['bench.test'] }]);
   const bound = await proxy.openRun({ runId: 'bound', network, injections: [{ ref: 'secret:bench', value: ${JSON.stringify(VALUE)}, sentinel, hosts: parseHostPatterns(['bench.test'], 'hosts'), binding }] });
   process.stdout.write(JSON.stringify({ plain: plain.socketPath, bound: bound.socketPath, sentinel, gatewayCa: proxy.getCaCertificate() }) + '\\n');
-  process.stdin.resume();
+  // Asked between requests (outside their timing): this process's CPU time, every thread, in ms.
+  let asked = '';
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (text) => {
+    asked += text;
+    for (let end = asked.indexOf('\\n'); end >= 0; end = asked.indexOf('\\n')) {
+      asked = asked.slice(end + 1);
+      const { user, system } = process.cpuUsage();
+      process.stdout.write(JSON.stringify({ cpu: (user + system) / 1000 }) + '\\n');
+    }
+  });
   process.stdin.on('end', () => proxy.close().then(() => process.exit(0)));
 })();
 `;
 
+/** A helper process: `ready` is its first line (JSON), `ask(line)` resolves its next line. */
 function startProcess(source, args) {
   const child = spawn(process.execPath, ['-e', source, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const ready = new Promise((resolve, reject) => {
-    let text = '';
-    child.stdout.on('data', (chunk) => {
-      text += chunk;
-      if (text.includes('\n')) resolve(JSON.parse(text));
-    });
-    child.once('exit', (code) => reject(new Error(`a bench helper process exited with ${code}`)));
+  const waiting = [];
+  let text = '';
+  child.stdout.on('data', (chunk) => {
+    text += chunk;
+    for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n')) {
+      const line = text.slice(0, end);
+      text = text.slice(end + 1);
+      waiting.shift()?.resolve(JSON.parse(line));
+    }
   });
+  child.once('exit', (code) => {
+    for (const waiter of waiting.splice(0)) waiter.reject(new Error(`a bench helper process exited with ${code}`));
+  });
+  const next = () => new Promise((resolve, reject) => waiting.push({ resolve, reject }));
+  const ready = next();
+  const ask = (line) => {
+    const reply = next();
+    child.stdin.write(`${line}\n`);
+    return reply;
+  };
   const stop = () => {
     child.stdin.end();
     return new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
   };
-  return { ready, stop };
+  return { ready, ask, stop, pid: child.pid };
 }
 
 function readAll(expected, resolve, reject) {
@@ -163,6 +192,7 @@ async function measureProxy({ quick, baseline, log }) {
   const title = (path, tree) => `${label[path]}${baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : ''}`;
 
   const rows = [];
+  const cpuRows = [];
   const ratioRows = [];
   for (const [sizeName, size] of Object.entries(SIZES)) {
     const large = size > 1024 * 1024;
@@ -180,16 +210,31 @@ async function measureProxy({ quick, baseline, log }) {
       variants[name('intercepted', tree)] = () => viaTunnel(proxy.bound, 443, path, size, { ca: proxy.gatewayCa, headers: inject });
     }
     for (const [v, fn] of Object.entries(variants)) variants[v] = () => fn().catch((error) => { throw new Error(`${sizeName}, ${v}: ${error.message}`); });
+    // The proxy's CPU time per request: its process is asked before and after each one.
+    const proxyOf = Object.fromEntries(Object.entries(proxies).flatMap(([tree, proxy]) => paths.map((p) => [name(p, tree), proxy.child])));
+    const cpu = Object.fromEntries(Object.keys(proxyOf).map((v) => [v, []]));
+    let cpuBefore;
+    const before = async (v) => { cpuBefore = proxyOf[v] ? (await proxyOf[v].ask('cpu')).cpu : undefined; };
+    const after = async (v, kept) => {
+      if (!proxyOf[v]) return;
+      const { cpu: now } = await proxyOf[v].ask('cpu');
+      if (kept) cpu[v].push(now - cpuBefore);
+    };
     const repetitions = quick ? 2 : huge ? 3 : 5;
     const iterations = quick ? (huge ? 1 : 3) : huge ? 3 : large ? 8 : 60;
     log(`${sizeName}: ${repetitions} repetitions of ${iterations} interleaved requests per path`);
     const all = Object.fromEntries(Object.keys(variants).map((v) => [v, []]));
     const perRep = Object.fromEntries(Object.keys(variants).filter((v) => v !== 'direct' && v !== 'directTls').map((v) => [v, []]));
     const againstBaseline = Object.fromEntries(paths.map((p) => [p, []]));
+    const cpuAgainstBaseline = Object.fromEntries(paths.map((p) => [p, []]));
     for (let rep = 0; rep < repetitions; rep++) {
-      const samples = await interleave(variants, { iterations, warmup: rep === 0 ? (huge ? 1 : 2) : huge ? 0 : 1 });
+      const kept = Object.fromEntries(Object.keys(cpu).map((v) => [v, cpu[v].length]));
+      const samples = await interleave(variants, { iterations, warmup: rep === 0 ? (huge ? 1 : 2) : huge ? 0 : 1, before, after });
       for (const [v, list] of Object.entries(samples)) all[v].push(...list);
       const median = (v) => summarize(samples[v]).median;
+      const cpuMedian = (v) => summarize(cpu[v].slice(kept[v])).median;
+      // CPU ratio (lower is better) = this tree's proxy CPU / the baseline's, per request.
+      if (baseline) for (const p of paths) cpuAgainstBaseline[p].push(cpuMedian(p) / cpuMedian(name(p, 'baseline')));
       // Throughput ratio (higher is better) = direct time / proxied time.
       for (const v of Object.keys(perRep)) perRep[v].push(median(v.startsWith('intercepted') ? 'directTls' : 'direct') / median(v));
       if (baseline) for (const p of paths) againstBaseline[p].push(median(name(p, 'baseline')) / median(p));
@@ -215,16 +260,29 @@ async function measureProxy({ quick, baseline, log }) {
         }));
       }
     }
+    // CPU of the proxy's process (user + system, all its threads) per MiB, or per request for the small body.
+    const cpuUnit = large ? 'ms/MiB' : 'ms/req';
+    const cpuValue = (list) => (large ? list.map((ms) => ms / (size / 1048576)) : list);
+    for (const tree of Object.keys(trees)) {
+      for (const p of paths) {
+        cpuRows.push(row(8, `${sizeName}: ${title(p, tree)}, proxy CPU (${cpuUnit})`, cpuValue(cpu[name(p, tree)]), {
+          unit: cpuUnit, ...(p !== 'plain' ? { of: { name: 'plain forward', samples: cpuValue(cpu[name('plain', tree)]) } } : {}),
+        }));
+      }
+    }
     if (baseline) {
       for (const p of paths) {
         ratioRows.push(row(8, `${sizeName}: ${label[p]}, this tree's throughput / the baseline's, per repetition`, againstBaseline[p], { unit: 'x' }));
+      }
+      for (const p of paths) {
+        ratioRows.push(row(8, `${sizeName}: ${label[p]}, this tree's proxy CPU / the baseline's, per repetition`, cpuAgainstBaseline[p], { unit: 'x' }));
       }
     }
   }
   for (const proxy of Object.values(proxies)) await proxy.child.stop();
   await server.stop();
   rmSync(dir, { recursive: true, force: true });
-  return [...rows, ...ratioRows];
+  return [...rows, ...cpuRows, ...ratioRows];
 }
 
 /*
@@ -287,17 +345,38 @@ async function measureEndToEnd({ quick, baseline, log }) {
   }
   const iterations = quick ? 1 : 6;
   log(`end to end: ${iterations} interleaved 100 MiB downloads by curl per variant`);
-  const samples = await interleave(variants, { iterations, warmup: 1 });
+  /*
+   * CPU per sample: this process (the gateways and their proxies live here) and every process
+   * under it (bubblewrap, the bridge, curl; or the direct curl), less the server's. Read in that
+   * order before and the other way round after, so that reading /proc falls outside the window.
+   */
+  const cpu = Object.fromEntries(Object.keys(variants).map((v) => [v, []]));
+  const measured = readDescendantsCpu() !== undefined;
+  let cpuBefore;
+  const before = () => { if (measured) cpuBefore = readDescendantsCpu([server.pid]) + readOwnCpu(); };
+  const after = (v, kept) => {
+    if (!measured) return;
+    const own = readOwnCpu();
+    if (kept) cpu[v].push(own + readDescendantsCpu([server.pid]) - cpuBefore);
+  };
+  const samples = await interleave(variants, { iterations, warmup: 1, before, after });
   for (const gateway of Object.values(gateways)) await gateway.close();
   await server.stop();
   cleanup();
   const mbps = (list) => list.map((ms) => size / 1e6 / (ms / 1000));
   const direct = { name: 'curl direct', samples: mbps(samples.direct) };
+  const perMiB = (list) => list.map((ms) => ms / (size / 1048576));
+  const cpuRows = measured ? [
+    row(8, '100 MiB end to end: curl direct, CPU of curl (ms/MiB)', perMiB(cpu.direct), { unit: 'ms/MiB' }),
+    ...Object.keys(trees).map((tree) => row(8, `100 MiB end to end: curl in a sandboxed gateway run${baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : ''}, CPU of the gateway process and everything under it (ms/MiB)`, perMiB(cpu[tree]), { unit: 'ms/MiB', of: { name: 'curl direct', samples: perMiB(cpu.direct) } })),
+    ...(baseline ? [row(8, '100 MiB end to end: CPU, this tree against the baseline (ms/MiB)', perMiB(cpu.this), { unit: 'ms/MiB', of: { name: 'baseline', samples: perMiB(cpu.baseline) } })] : []),
+  ] : [];
   return {
     rows: [
       row(8, '100 MiB end to end: curl direct to the server, HTTPS (MB/s)', mbps(samples.direct), { unit: 'MB/s' }),
       ...Object.keys(trees).map((tree) => row(8, `100 MiB end to end: curl in a sandboxed gateway run, HTTPS intercepted, secret injected${baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : ''} (MB/s)`, mbps(samples[tree]), { unit: 'MB/s', of: direct, higherIsBetter: true })),
       ...(baseline ? [row(8, '100 MiB end to end: this tree against the baseline (MB/s)', mbps(samples.this), { unit: 'MB/s', of: { name: 'baseline', samples: mbps(samples.baseline) }, higherIsBetter: true })] : []),
+      ...cpuRows,
     ],
   };
 }
@@ -352,6 +431,7 @@ async function run(options) {
       'A bound secret makes the proxy swap sentinels in the request and redact the response (streaming matcher over every byte), which unbound hosts skip.',
       'Run overhead: open and allowlist register the run with the proxy under its own credentials and use the gateway\'s one bridge (started by the first proxied run); none does neither.',
       'End to end: each sample is a whole gateway.exec (sandbox set-up included) of a curl downloading 100 MiB; the direct curl is a plain spawn.',
+      'CPU rows: the proxy process\'s CPU time (user + system, all threads, GC included) per MiB of body (per request for 1 KiB), read before and after each request; end to end, the gateway\'s process and every process under it but the server.',
       ...(endToEnd.note ? [endToEnd.note] : []),
       ...(overhead.note ? [overhead.note] : []),
     ],
