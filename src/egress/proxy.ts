@@ -170,6 +170,9 @@ const MAX_REDIRECTS = 256;
 // Larger stream buffers than Node's 16 KiB default: a proxied body is copied through four streams,
 // and fewer, larger chunks halve the per-chunk cost (measured with bench/egress.js).
 const STREAM_HIGH_WATER_MARK = 256 * 1024;
+// The same for TLS sockets, spread into their options: Node passes it on to net.Socket, though
+// @types/node does not list it for TLS.
+const TLS_BUFFERS = { highWaterMark: STREAM_HIGH_WATER_MARK };
 
 const RUNTIME_PREFIX = 'execgate-egress-';
 
@@ -328,7 +331,7 @@ export class EgressProxy {
   sharedSocketPath(): Promise<string> {
     this.#shared ??= new Promise<string>((resolve, reject) => {
       const path = join(this.#dir, 'egress.sock');
-      const server = createNetServer((socket) => {
+      const server = createNetServer({ highWaterMark: STREAM_HIGH_WATER_MARK }, (socket) => {
         this.#sharedSockets.add(socket);
         socket.once('close', () => this.#sharedSockets.delete(socket));
         this.#accept(socket, undefined);
@@ -675,6 +678,11 @@ export class EgressProxy {
       isServer: true,
       secureContext: ca.getSecureContext(decision.host),
       ALPNProtocols: ['http/1.1'],
+      // The response's buffer is this socket's: at Node's 16 KiB every 16 KiB TLS record filled it,
+      // so each one paused and resumed the whole chain (upstream socket, response, cleaning stage).
+      // With the larger buffer the proxy's CPU per MiB intercepted fell from 4.5 to 3.2 ms (10 MiB
+      // bodies) and from 4.0 to 2.4 ms (100 MiB), measured as bench/egress.js's CPU rows do.
+      ...TLS_BUFFERS,
     });
     tls.on('error', () => tls.destroy());
     context.sockets.add(tls);
@@ -835,6 +843,8 @@ export class EgressProxy {
           servername,
           secureContext: context.trust,
           ALPNProtocols: ['http/1.1'],
+          // The response read from it takes this buffer size (Node gives an IncomingMessage its socket's).
+          ...TLS_BUFFERS,
         }));
         socket.once('secureConnect', () => callback(null, socket));
         socket.once('error', (error: Error) => callback(error));
