@@ -88,7 +88,13 @@ const { EgressProxy, normalizeNetworkPolicy, normalizeSecretBindings, parseHostP
   const [binding] = normalizeSecretBindings([{ ref: 'secret:bench', hosts: ['bench.test'], delivery: 'inject', http: ['bench.test'] }]);
   const bound = await proxy.openRun({ runId: 'bound', network, injections: [{ ref: 'secret:bench', value: ${JSON.stringify(VALUE)}, sentinel, hosts: parseHostPatterns(['bench.test'], 'hosts'), binding }] });
   process.stdout.write(JSON.stringify({ plain: plain.socketPath, bound: bound.socketPath, sentinel, gatewayCa: proxy.getCaCertificate() }) + '\\n');
-  // Asked between requests (outside their timing): this process's CPU time, every thread, in ms.
+  // Asked between requests (outside their timing): this process's CPU time, every thread, in ms,
+  // and how many full (mark-compact) garbage collections it has run.
+  let majorGcs = 0;
+  const { PerformanceObserver, constants } = require('node:perf_hooks');
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs += 1;
+  }).observe({ entryTypes: ['gc'] });
   let asked = '';
   process.stdin.setEncoding('utf8');
   process.stdin.on('data', (text) => {
@@ -96,7 +102,7 @@ const { EgressProxy, normalizeNetworkPolicy, normalizeSecretBindings, parseHostP
     for (let end = asked.indexOf('\\n'); end >= 0; end = asked.indexOf('\\n')) {
       asked = asked.slice(end + 1);
       const { user, system } = process.cpuUsage();
-      process.stdout.write(JSON.stringify({ cpu: (user + system) / 1000 }) + '\\n');
+      process.stdout.write(JSON.stringify({ cpu: (user + system) / 1000, majorGcs }) + '\\n');
     }
   });
   process.stdin.on('end', () => proxy.close().then(() => process.exit(0)));
@@ -213,6 +219,11 @@ async function measureProxy({ quick, baseline, log }) {
     // The proxy's CPU time per request: its process is asked before and after each one.
     const proxyOf = Object.fromEntries(Object.entries(proxies).flatMap(([tree, proxy]) => paths.map((p) => [name(p, tree), proxy.child])));
     const cpu = Object.fromEntries(Object.keys(proxyOf).map((v) => [v, []]));
+    // Full garbage collections each proxy process ran, per repetition (they are most of what a
+    // path costs beyond its own work when V8 runs them every few MiB).
+    const majorGcs = Object.fromEntries(Object.keys(trees).map((tree) => [tree, []]));
+    const lastGcs = {};
+    for (const [tree, proxy] of Object.entries(proxies)) lastGcs[tree] = (await proxy.child.ask('cpu')).majorGcs;
     let cpuBefore;
     const before = async (v) => { cpuBefore = proxyOf[v] ? (await proxyOf[v].ask('cpu')).cpu : undefined; };
     const after = async (v, kept) => {
@@ -235,6 +246,11 @@ async function measureProxy({ quick, baseline, log }) {
       const cpuMedian = (v) => summarize(cpu[v].slice(kept[v])).median;
       // CPU ratio (lower is better) = this tree's proxy CPU / the baseline's, per request.
       if (baseline) for (const p of paths) cpuAgainstBaseline[p].push(cpuMedian(p) / cpuMedian(name(p, 'baseline')));
+      for (const [tree, proxy] of Object.entries(proxies)) {
+        const { majorGcs: count } = await proxy.child.ask('cpu');
+        majorGcs[tree].push(count - lastGcs[tree]);
+        lastGcs[tree] = count;
+      }
       // Throughput ratio (higher is better) = direct time / proxied time.
       for (const v of Object.keys(perRep)) perRep[v].push(median(v.startsWith('intercepted') ? 'directTls' : 'direct') / median(v));
       if (baseline) for (const p of paths) againstBaseline[p].push(median(name(p, 'baseline')) / median(p));
@@ -269,6 +285,9 @@ async function measureProxy({ quick, baseline, log }) {
           unit: cpuUnit, ...(p !== 'plain' ? { of: { name: 'plain forward', samples: cpuValue(cpu[name('plain', tree)]) } } : {}),
         }));
       }
+    }
+    for (const tree of Object.keys(trees)) {
+      cpuRows.push(row(8, `${sizeName}: full garbage collections in the proxy process${baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : ''}, per repetition`, majorGcs[tree], { unit: 'GCs' }));
     }
     if (baseline) {
       for (const p of paths) {
