@@ -70,24 +70,31 @@ process.stdin.resume();
 process.stdin.on('end', () => process.exit(0));
 `;
 
+/** The proxy (or, with several builds, one proxy of each in this one process): its runs' sockets on stdout. */
 const PROXY_PROCESS = `
-const [dist, dir, ports] = process.argv.slice(1);
+const [dists, dir, ports] = process.argv.slice(1);
 const { http, https, ca } = JSON.parse(ports);
-const { EgressProxy, normalizeNetworkPolicy, normalizeSecretBindings, parseHostPatterns, createSentinel } = require(dist + '/egress');
 (async () => {
-  const proxy = new EgressProxy({
-    runtimeDir: dir,
-    resolver: async () => ['203.0.113.10'],
-    dial: (_address, port) => ({ host: '127.0.0.1', port: port === 443 ? https : http }),
-    upstreamCa: [ca],
-  });
-  const network = normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bench.test'] });
-  const plain = await proxy.openRun({ runId: 'plain', network });
-  const sentinel = createSentinel(${JSON.stringify(VALUE)});
-  // Plain HTTP by name, as a binding for a local service would say (a tree without placements ignores it).
-  const [binding] = normalizeSecretBindings([{ ref: 'secret:bench', hosts: ['bench.test'], delivery: 'inject', http: ['bench.test'] }]);
-  const bound = await proxy.openRun({ runId: 'bound', network, injections: [{ ref: 'secret:bench', value: ${JSON.stringify(VALUE)}, sentinel, hosts: parseHostPatterns(['bench.test'], 'hosts'), binding }] });
-  process.stdout.write(JSON.stringify({ plain: plain.socketPath, bound: bound.socketPath, sentinel, gatewayCa: proxy.getCaCertificate() }) + '\\n');
+  const proxies = [];
+  const runs = [];
+  for (const dist of JSON.parse(dists)) {
+    const { EgressProxy, normalizeNetworkPolicy, normalizeSecretBindings, parseHostPatterns, createSentinel } = require(dist + '/egress');
+    const proxy = new EgressProxy({
+      runtimeDir: dir,
+      resolver: async () => ['203.0.113.10'],
+      dial: (_address, port) => ({ host: '127.0.0.1', port: port === 443 ? https : http }),
+      upstreamCa: [ca],
+    });
+    proxies.push(proxy);
+    const network = normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bench.test'] });
+    const plain = await proxy.openRun({ runId: 'plain', network });
+    const sentinel = createSentinel(${JSON.stringify(VALUE)});
+    // Plain HTTP by name, as a binding for a local service would say (a tree without placements ignores it).
+    const [binding] = normalizeSecretBindings([{ ref: 'secret:bench', hosts: ['bench.test'], delivery: 'inject', http: ['bench.test'] }]);
+    const bound = await proxy.openRun({ runId: 'bound', network, injections: [{ ref: 'secret:bench', value: ${JSON.stringify(VALUE)}, sentinel, hosts: parseHostPatterns(['bench.test'], 'hosts'), binding }] });
+    runs.push({ plain: plain.socketPath, bound: bound.socketPath, sentinel, gatewayCa: proxy.getCaCertificate() });
+  }
+  process.stdout.write(JSON.stringify({ runs }) + '\\n');
   // Asked between requests (outside their timing): this process's CPU time, every thread, in ms,
   // and how many full (mark-compact) garbage collections it has run.
   let majorGcs = 0;
@@ -105,7 +112,7 @@ const { EgressProxy, normalizeNetworkPolicy, normalizeSecretBindings, parseHostP
       process.stdout.write(JSON.stringify({ cpu: (user + system) / 1000, majorGcs }) + '\\n');
     }
   });
-  process.stdin.on('end', () => proxy.close().then(() => process.exit(0)));
+  process.stdin.on('end', () => Promise.all(proxies.map((proxy) => proxy.close())).then(() => process.exit(0)));
 })();
 `;
 
@@ -182,15 +189,26 @@ async function viaTunnel(socketPath, port, path, expected, tls) {
   return fetchBody({ createConnection: () => socket, path, headers: { host: 'bench.test', ...(tls ? tls.headers : {}) } }, expected);
 }
 
-async function measureProxy({ quick, baseline, log }) {
+async function measureProxy({ quick, baseline, oneProcess, log }) {
   const dir = mkdtempSync(join(tmpdir(), 'execgate-bench-egress-'));
   const server = startProcess(SERVER_PROCESS, [DIST]);
   const ports = await server.ready;
   const trees = baseline ? { this: DIST, baseline } : { this: DIST };
   const proxies = {};
-  for (const [tree, dist] of Object.entries(trees)) {
-    const child = startProcess(PROXY_PROCESS, [dist, dir, JSON.stringify(ports)]);
-    proxies[tree] = { child, ...(await child.ready) };
+  if (oneProcess && baseline) {
+    // Both builds' proxies in one process: one heap and one garbage collector for both, so that
+    // neither build's figures depend on the state V8's heuristics happened to leave its own
+    // process in (see docs/performance.md: a proxy alone in a small process can run a
+    // mark-compact every few MiB, or not, by a few hundred KiB of heap).
+    const child = startProcess(PROXY_PROCESS, [JSON.stringify(Object.values(trees)), dir, JSON.stringify(ports)]);
+    const { runs } = await child.ready;
+    Object.keys(trees).forEach((tree, index) => { proxies[tree] = { child, ...runs[index] }; });
+  } else {
+    for (const [tree, dist] of Object.entries(trees)) {
+      const child = startProcess(PROXY_PROCESS, [JSON.stringify([dist]), dir, JSON.stringify(ports)]);
+      const { runs } = await child.ready;
+      proxies[tree] = { child, ...runs[0] };
+    }
   }
   const label = { direct: 'direct HTTP', plain: 'proxy: plain HTTP forward', tunnel: 'proxy: CONNECT tunnel (not intercepted)', injected: 'proxy: plain HTTP, secret injected + response redacted', directTls: 'direct HTTPS', intercepted: 'proxy: HTTPS intercepted, secret injected + response redacted' };
   const paths = ['plain', 'tunnel', 'injected', 'intercepted'];
@@ -286,8 +304,9 @@ async function measureProxy({ quick, baseline, log }) {
         }));
       }
     }
-    for (const tree of Object.keys(trees)) {
-      cpuRows.push(row(8, `${sizeName}: full garbage collections in the proxy process${baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : ''}, per repetition`, majorGcs[tree], { unit: 'GCs' }));
+    for (const tree of oneProcess && baseline ? ['this'] : Object.keys(trees)) {
+      const whose = oneProcess && baseline ? ' (both trees\' proxies, one process)' : baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : '';
+      cpuRows.push(row(8, `${sizeName}: full garbage collections in the proxy process${whose}, per repetition`, majorGcs[tree], { unit: 'GCs' }));
     }
     if (baseline) {
       for (const p of paths) {
@@ -298,7 +317,7 @@ async function measureProxy({ quick, baseline, log }) {
       }
     }
   }
-  for (const proxy of Object.values(proxies)) await proxy.child.stop();
+  for (const child of new Set(Object.values(proxies).map((proxy) => proxy.child))) await child.stop();
   await server.stop();
   rmSync(dir, { recursive: true, force: true });
   return [...rows, ...cpuRows, ...ratioRows];
