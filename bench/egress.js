@@ -22,6 +22,15 @@
  * shared machine cannot decide it. With `--baseline=DIR` (another built checkout) its proxy and
  * gateway are measured in the same interleaving, and each path gets a this-tree/baseline ratio.
  *
+ * How much a proxy's process pays its garbage collector depends on what else that process holds:
+ * alone in a small process (a heap of 7-9 MB), V8 may run a full mark-compact every few MiB of
+ * body (the young Buffers count against the old generation's limit) or hardly any, and a few
+ * hundred KiB of heap more or less decides which (docs/performance.md). So the full collections
+ * are counted, and two options take that lottery out of a comparison:
+ *   --one-process  (with --baseline) both builds' proxies in one process: one heap, one collector;
+ *   --in-gateway   each proxy's process also creates its build's gateway (never used), so that the
+ *                  proxy runs in a heap a gateway's process has, as it does for real.
+ *
  * Beside the time, the CPU each request cost: the proxy's process is asked for its CPU time
  * (process.cpuUsage: user + system, every thread, GC included) before and after each request,
  * outside its timing; end to end, this process (where the gateways and their proxies run) and
@@ -31,7 +40,7 @@
  * Then what egress costs a run: a sandboxed gateway.exec of `true` with `network: none`, `open`
  * and an allowlist (the proxy socket, the bridge inside the sandbox, no request made).
  *
- *   npm run build && node bench/egress.js [--quick] [--baseline=DIR]
+ *   npm run build && node bench/egress.js [--quick] [--baseline=DIR] [--one-process] [--in-gateway]
  */
 const { spawn, spawnSync } = require('node:child_process');
 const { request } = require('node:http');
@@ -72,12 +81,20 @@ process.stdin.on('end', () => process.exit(0));
 
 /** The proxy (or, with several builds, one proxy of each in this one process): its runs' sockets on stdout. */
 const PROXY_PROCESS = `
-const [dists, dir, ports] = process.argv.slice(1);
+const [dists, dir, ports, inGateway] = process.argv.slice(1);
 const { http, https, ca } = JSON.parse(ports);
 (async () => {
   const proxies = [];
   const runs = [];
+  const gateways = [];
   for (const dist of JSON.parse(dists)) {
+    if (inGateway === 'yes') {
+      // What else a gateway's process holds (its modules, a gateway with its policy and audit log;
+      // never used here): the proxy runs inside one for real.
+      const { DEFAULT_POLICY } = require(dist + '/policy/effective.js');
+      const home = require('node:fs').mkdtempSync(require('node:path').join(dir, 'home-'));
+      gateways.push(require(dist + '/gateway.js').createGateway({ home, policy: { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' } } }));
+    }
     const { EgressProxy, normalizeNetworkPolicy, normalizeSecretBindings, parseHostPatterns, createSentinel } = require(dist + '/egress');
     const proxy = new EgressProxy({
       runtimeDir: dir,
@@ -112,7 +129,7 @@ const { http, https, ca } = JSON.parse(ports);
       process.stdout.write(JSON.stringify({ cpu: (user + system) / 1000, majorGcs }) + '\\n');
     }
   });
-  process.stdin.on('end', () => Promise.all(proxies.map((proxy) => proxy.close())).then(() => process.exit(0)));
+  process.stdin.on('end', () => Promise.all([...proxies, ...gateways].map((closable) => closable.close())).then(() => process.exit(0)));
 })();
 `;
 
@@ -189,7 +206,7 @@ async function viaTunnel(socketPath, port, path, expected, tls) {
   return fetchBody({ createConnection: () => socket, path, headers: { host: 'bench.test', ...(tls ? tls.headers : {}) } }, expected);
 }
 
-async function measureProxy({ quick, baseline, oneProcess, log }) {
+async function measureProxy({ quick, baseline, oneProcess, inGateway, log }) {
   const dir = mkdtempSync(join(tmpdir(), 'execgate-bench-egress-'));
   const server = startProcess(SERVER_PROCESS, [DIST]);
   const ports = await server.ready;
@@ -200,12 +217,12 @@ async function measureProxy({ quick, baseline, oneProcess, log }) {
     // neither build's figures depend on the state V8's heuristics happened to leave its own
     // process in (see docs/performance.md: a proxy alone in a small process can run a
     // mark-compact every few MiB, or not, by a few hundred KiB of heap).
-    const child = startProcess(PROXY_PROCESS, [JSON.stringify(Object.values(trees)), dir, JSON.stringify(ports)]);
+    const child = startProcess(PROXY_PROCESS, [JSON.stringify(Object.values(trees)), dir, JSON.stringify(ports), inGateway ? 'yes' : 'no']);
     const { runs } = await child.ready;
     Object.keys(trees).forEach((tree, index) => { proxies[tree] = { child, ...runs[index] }; });
   } else {
     for (const [tree, dist] of Object.entries(trees)) {
-      const child = startProcess(PROXY_PROCESS, [JSON.stringify([dist]), dir, JSON.stringify(ports)]);
+      const child = startProcess(PROXY_PROCESS, [JSON.stringify([dist]), dir, JSON.stringify(ports), inGateway ? 'yes' : 'no']);
       const { runs } = await child.ready;
       proxies[tree] = { child, ...runs[0] };
     }

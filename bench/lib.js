@@ -190,10 +190,11 @@ function watchRss(everyMs = 5) {
 }
 
 function parseArgs(argv) {
-  const args = { quick: false, report: undefined, only: undefined, baseline: undefined, oneProcess: false };
+  const args = { quick: false, report: undefined, only: undefined, baseline: undefined, oneProcess: false, inGateway: false };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--quick') args.quick = true;
     else if (argv[i] === '--one-process') args.oneProcess = true;
+    else if (argv[i] === '--in-gateway') args.inGateway = true;
     else if (argv[i] === '--report') args.report = argv[++i];
     else if (argv[i].startsWith('--only=')) args.only = argv[i].slice(7).split(',').map(Number);
     else if (argv[i].startsWith('--baseline=')) args.baseline = getBaselineDist(argv[i].slice(11));
@@ -247,7 +248,7 @@ function runFigure(figure) {
   const args = parseArgs(process.argv.slice(2));
   const log = (message) => process.stderr.write(`  [${figure.id}] ${message}\n`);
   const loadBefore = loadavg();
-  figure.run({ quick: args.quick, baseline: args.baseline, oneProcess: args.oneProcess, log }).then((result) => {
+  figure.run({ quick: args.quick, baseline: args.baseline, oneProcess: args.oneProcess, inGateway: args.inGateway, log }).then((result) => {
     const report = { id: figure.id, title: figure.title, loadBefore, loadAfter: loadavg(), ...result };
     if (args.report) writeFileSync(args.report, JSON.stringify(report));
     else {
