@@ -22,10 +22,25 @@
  * shared machine cannot decide it. With `--baseline=DIR` (another built checkout) its proxy and
  * gateway are measured in the same interleaving, and each path gets a this-tree/baseline ratio.
  *
+ * How much a proxy's process pays its garbage collector depends on what else that process holds:
+ * alone in a small process (a heap of 7-9 MB), V8 may run a full mark-compact every few MiB of
+ * body (the young Buffers count against the old generation's limit) or hardly any, and a few
+ * hundred KiB of heap more or less decides which (docs/performance.md). So the full collections
+ * are counted, and two options take that lottery out of a comparison:
+ *   --one-process  (with --baseline) both builds' proxies in one process: one heap, one collector;
+ *   --in-gateway   each proxy's process also creates its build's gateway (never used), so that the
+ *                  proxy runs in a heap a gateway's process has, as it does for real.
+ *
+ * Beside the time, the CPU each request cost: the proxy's process is asked for its CPU time
+ * (process.cpuUsage: user + system, every thread, GC included) before and after each request,
+ * outside its timing; end to end, this process (where the gateways and their proxies run) and
+ * every process under it (bubblewrap, the bridge, curl) but the server's. CPU time is what a
+ * busy machine makes least noisy, and what the proxy takes from the machine whatever its speed.
+ *
  * Then what egress costs a run: a sandboxed gateway.exec of `true` with `network: none`, `open`
  * and an allowlist (the proxy socket, the bridge inside the sandbox, no request made).
  *
- *   npm run build && node bench/egress.js [--quick] [--baseline=DIR]
+ *   npm run build && node bench/egress.js [--quick] [--baseline=DIR] [--one-process] [--in-gateway]
  */
 const { spawn, spawnSync } = require('node:child_process');
 const { request } = require('node:http');
@@ -35,7 +50,7 @@ const { connect: tlsConnect } = require('node:tls');
 const { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
-const { DIST, benchEnv, interleave, row, runFigure, summarize } = require('./lib');
+const { DIST, benchEnv, interleave, readDescendantsCpu, readOwnCpu, row, runFigure, summarize } = require('./lib');
 
 const VALUE = 'bench-secret-value-0123456789abcdef';
 const SIZES = { '1 KiB': 1024, '10 MiB': 10 * 1024 * 1024, '100 MiB': 100 * 1024 * 1024 };
@@ -64,48 +79,92 @@ process.stdin.resume();
 process.stdin.on('end', () => process.exit(0));
 `;
 
+/** The proxy (or, with several builds, one proxy of each in this one process): its runs' sockets on stdout. */
 const PROXY_PROCESS = `
-const [dist, dir, ports] = process.argv.slice(1);
+const [dists, dir, ports, inGateway] = process.argv.slice(1);
 const { http, https, ca } = JSON.parse(ports);
-const { existsSync } = require('node:fs');
-const { EgressProxy } = require(dist + '/egress/proxy.js');
-const { parseHostPatterns } = require(dist + '/egress/hosts.js');
-const { createSentinel } = require(dist + '/egress/sentinel.js');
-const { normalizeNetworkPolicy, normalizeSecretBindings } = require(existsSync(dist + '/policy/egress-settings.js') ? dist + '/policy/egress-settings.js' : dist + '/egress');
 (async () => {
-  const proxy = new EgressProxy({
-    runtimeDir: dir,
-    resolver: async () => ['203.0.113.10'],
-    dial: (_address, port) => ({ host: '127.0.0.1', port: port === 443 ? https : http }),
-    upstreamCa: [ca],
+  const proxies = [];
+  const runs = [];
+  const gateways = [];
+  for (const dist of JSON.parse(dists)) {
+    if (inGateway === 'yes') {
+      // What else a gateway's process holds (its modules, a gateway with its policy and audit log;
+      // never used here): the proxy runs inside one for real.
+      const { DEFAULT_POLICY } = require(dist + '/policy/effective.js');
+      const home = require('node:fs').mkdtempSync(require('node:path').join(dir, 'home-'));
+      gateways.push(require(dist + '/gateway.js').createGateway({ home, policy: { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' } } }));
+    }
+    const { EgressProxy } = require(dist + '/egress/proxy.js');
+    const { parseHostPatterns } = require(dist + '/egress/hosts.js');
+    const { createSentinel } = require(dist + '/egress/sentinel.js');
+    const settings = dist + '/policy/egress-settings.js';
+    const { normalizeNetworkPolicy, normalizeSecretBindings } = require(require('node:fs').existsSync(settings) ? settings : dist + '/egress');
+    const proxy = new EgressProxy({
+      runtimeDir: dir,
+      resolver: async () => ['203.0.113.10'],
+      dial: (_address, port) => ({ host: '127.0.0.1', port: port === 443 ? https : http }),
+      upstreamCa: [ca],
+    });
+    proxies.push(proxy);
+    const network = normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bench.test'] });
+    const plain = await proxy.openRun({ runId: 'plain', network });
+    const sentinel = createSentinel(${JSON.stringify(VALUE)});
+    // Plain HTTP by name, as a binding for a local service would say (a tree without placements ignores it).
+    const [binding] = normalizeSecretBindings([{ ref: 'secret:bench', hosts: ['bench.test'], delivery: 'inject', http: ['bench.test'] }]);
+    const bound = await proxy.openRun({ runId: 'bound', network, injections: [{ ref: 'secret:bench', value: ${JSON.stringify(VALUE)}, sentinel, hosts: parseHostPatterns(['bench.test'], 'hosts'), binding }] });
+    runs.push({ plain: plain.socketPath, bound: bound.socketPath, sentinel, gatewayCa: proxy.getCaCertificate() });
+  }
+  process.stdout.write(JSON.stringify({ runs }) + '\\n');
+  // Asked between requests (outside their timing): this process's CPU time, every thread, in ms,
+  // and how many full (mark-compact) garbage collections it has run.
+  let majorGcs = 0;
+  const { PerformanceObserver, constants } = require('node:perf_hooks');
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs += 1;
+  }).observe({ entryTypes: ['gc'] });
+  let asked = '';
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (text) => {
+    asked += text;
+    for (let end = asked.indexOf('\\n'); end >= 0; end = asked.indexOf('\\n')) {
+      asked = asked.slice(end + 1);
+      const { user, system } = process.cpuUsage();
+      process.stdout.write(JSON.stringify({ cpu: (user + system) / 1000, majorGcs }) + '\\n');
+    }
   });
-  const network = normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bench.test'] });
-  const plain = await proxy.openRun({ runId: 'plain', network });
-  const sentinel = createSentinel(${JSON.stringify(VALUE)});
-  // Plain HTTP by name, as a binding for a local service would say (a tree without placements ignores it).
-  const [binding] = normalizeSecretBindings([{ ref: 'secret:bench', hosts: ['bench.test'], delivery: 'inject', http: ['bench.test'] }]);
-  const bound = await proxy.openRun({ runId: 'bound', network, injections: [{ ref: 'secret:bench', value: ${JSON.stringify(VALUE)}, sentinel, hosts: parseHostPatterns(['bench.test'], 'hosts'), binding }] });
-  process.stdout.write(JSON.stringify({ plain: plain.socketPath, bound: bound.socketPath, sentinel, gatewayCa: proxy.getCaCertificate() }) + '\\n');
-  process.stdin.resume();
-  process.stdin.on('end', () => proxy.close().then(() => process.exit(0)));
+  process.stdin.on('end', () => Promise.all([...proxies, ...gateways].map((closable) => closable.close())).then(() => process.exit(0)));
 })();
 `;
 
+/** A helper process: `ready` is its first line (JSON), `ask(line)` resolves its next line. */
 function startProcess(source, args) {
   const child = spawn(process.execPath, ['-e', source, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const ready = new Promise((resolve, reject) => {
-    let text = '';
-    child.stdout.on('data', (chunk) => {
-      text += chunk;
-      if (text.includes('\n')) resolve(JSON.parse(text));
-    });
-    child.once('exit', (code) => reject(new Error(`a bench helper process exited with ${code}`)));
+  const waiting = [];
+  let text = '';
+  child.stdout.on('data', (chunk) => {
+    text += chunk;
+    for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n')) {
+      const line = text.slice(0, end);
+      text = text.slice(end + 1);
+      waiting.shift()?.resolve(JSON.parse(line));
+    }
   });
+  child.once('exit', (code) => {
+    for (const waiter of waiting.splice(0)) waiter.reject(new Error(`a bench helper process exited with ${code}`));
+  });
+  const next = () => new Promise((resolve, reject) => waiting.push({ resolve, reject }));
+  const ready = next();
+  const ask = (line) => {
+    const reply = next();
+    child.stdin.write(`${line}\n`);
+    return reply;
+  };
   const stop = () => {
     child.stdin.end();
     return new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
   };
-  return { ready, stop };
+  return { ready, ask, stop, pid: child.pid };
 }
 
 function readAll(expected, resolve, reject) {
@@ -145,27 +204,38 @@ function openTunnel(socketPath, authority) {
   });
 }
 
+
 /** The policy's egress settings from a built tree: policy/egress-settings.js, or an older tree's egress/index.js. */
 function loadEgressSettings(dist) {
   const settings = join(dist, 'policy', 'egress-settings.js');
   return require(existsSync(settings) ? settings : join(dist, 'egress'));
 }
-
 async function viaTunnel(socketPath, port, path, expected, tls) {
   const tunnel = await openTunnel(socketPath, `bench.test:${port}`);
   const socket = tls ? tlsConnect({ socket: tunnel, servername: 'bench.test', ca: tls.ca }) : tunnel;
   return fetchBody({ createConnection: () => socket, path, headers: { host: 'bench.test', ...(tls ? tls.headers : {}) } }, expected);
 }
 
-async function measureProxy({ quick, baseline, log }) {
+async function measureProxy({ quick, baseline, oneProcess, inGateway, log }) {
   const dir = mkdtempSync(join(tmpdir(), 'execgate-bench-egress-'));
   const server = startProcess(SERVER_PROCESS, [DIST]);
   const ports = await server.ready;
   const trees = baseline ? { this: DIST, baseline } : { this: DIST };
   const proxies = {};
-  for (const [tree, dist] of Object.entries(trees)) {
-    const child = startProcess(PROXY_PROCESS, [dist, dir, JSON.stringify(ports)]);
-    proxies[tree] = { child, ...(await child.ready) };
+  if (oneProcess && baseline) {
+    // Both builds' proxies in one process: one heap and one garbage collector for both, so that
+    // neither build's figures depend on the state V8's heuristics happened to leave its own
+    // process in (see docs/performance.md: a proxy alone in a small process can run a
+    // mark-compact every few MiB, or not, by a few hundred KiB of heap).
+    const child = startProcess(PROXY_PROCESS, [JSON.stringify(Object.values(trees)), dir, JSON.stringify(ports), inGateway ? 'yes' : 'no']);
+    const { runs } = await child.ready;
+    Object.keys(trees).forEach((tree, index) => { proxies[tree] = { child, ...runs[index] }; });
+  } else {
+    for (const [tree, dist] of Object.entries(trees)) {
+      const child = startProcess(PROXY_PROCESS, [JSON.stringify([dist]), dir, JSON.stringify(ports), inGateway ? 'yes' : 'no']);
+      const { runs } = await child.ready;
+      proxies[tree] = { child, ...runs[0] };
+    }
   }
   const label = { direct: 'direct HTTP', plain: 'proxy: plain HTTP forward', tunnel: 'proxy: CONNECT tunnel (not intercepted)', injected: 'proxy: plain HTTP, secret injected + response redacted', directTls: 'direct HTTPS', intercepted: 'proxy: HTTPS intercepted, secret injected + response redacted' };
   const paths = ['plain', 'tunnel', 'injected', 'intercepted'];
@@ -173,6 +243,7 @@ async function measureProxy({ quick, baseline, log }) {
   const title = (path, tree) => `${label[path]}${baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : ''}`;
 
   const rows = [];
+  const cpuRows = [];
   const ratioRows = [];
   for (const [sizeName, size] of Object.entries(SIZES)) {
     const large = size > 1024 * 1024;
@@ -190,16 +261,41 @@ async function measureProxy({ quick, baseline, log }) {
       variants[name('intercepted', tree)] = () => viaTunnel(proxy.bound, 443, path, size, { ca: proxy.gatewayCa, headers: inject });
     }
     for (const [v, fn] of Object.entries(variants)) variants[v] = () => fn().catch((error) => { throw new Error(`${sizeName}, ${v}: ${error.message}`); });
+    // The proxy's CPU time per request: its process is asked before and after each one.
+    const proxyOf = Object.fromEntries(Object.entries(proxies).flatMap(([tree, proxy]) => paths.map((p) => [name(p, tree), proxy.child])));
+    const cpu = Object.fromEntries(Object.keys(proxyOf).map((v) => [v, []]));
+    // Full garbage collections each proxy process ran, per repetition (they are most of what a
+    // path costs beyond its own work when V8 runs them every few MiB).
+    const majorGcs = Object.fromEntries(Object.keys(trees).map((tree) => [tree, []]));
+    const lastGcs = {};
+    for (const [tree, proxy] of Object.entries(proxies)) lastGcs[tree] = (await proxy.child.ask('cpu')).majorGcs;
+    let cpuBefore;
+    const before = async (v) => { cpuBefore = proxyOf[v] ? (await proxyOf[v].ask('cpu')).cpu : undefined; };
+    const after = async (v, kept) => {
+      if (!proxyOf[v]) return;
+      const { cpu: now } = await proxyOf[v].ask('cpu');
+      if (kept) cpu[v].push(now - cpuBefore);
+    };
     const repetitions = quick ? 2 : huge ? 3 : 5;
     const iterations = quick ? (huge ? 1 : 3) : huge ? 3 : large ? 8 : 60;
     log(`${sizeName}: ${repetitions} repetitions of ${iterations} interleaved requests per path`);
     const all = Object.fromEntries(Object.keys(variants).map((v) => [v, []]));
     const perRep = Object.fromEntries(Object.keys(variants).filter((v) => v !== 'direct' && v !== 'directTls').map((v) => [v, []]));
     const againstBaseline = Object.fromEntries(paths.map((p) => [p, []]));
+    const cpuAgainstBaseline = Object.fromEntries(paths.map((p) => [p, []]));
     for (let rep = 0; rep < repetitions; rep++) {
-      const samples = await interleave(variants, { iterations, warmup: rep === 0 ? (huge ? 1 : 2) : huge ? 0 : 1 });
+      const kept = Object.fromEntries(Object.keys(cpu).map((v) => [v, cpu[v].length]));
+      const samples = await interleave(variants, { iterations, warmup: rep === 0 ? (huge ? 1 : 2) : huge ? 0 : 1, before, after });
       for (const [v, list] of Object.entries(samples)) all[v].push(...list);
       const median = (v) => summarize(samples[v]).median;
+      const cpuMedian = (v) => summarize(cpu[v].slice(kept[v])).median;
+      // CPU ratio (lower is better) = this tree's proxy CPU / the baseline's, per request.
+      if (baseline) for (const p of paths) cpuAgainstBaseline[p].push(cpuMedian(p) / cpuMedian(name(p, 'baseline')));
+      for (const [tree, proxy] of Object.entries(proxies)) {
+        const { majorGcs: count } = await proxy.child.ask('cpu');
+        majorGcs[tree].push(count - lastGcs[tree]);
+        lastGcs[tree] = count;
+      }
       // Throughput ratio (higher is better) = direct time / proxied time.
       for (const v of Object.keys(perRep)) perRep[v].push(median(v.startsWith('intercepted') ? 'directTls' : 'direct') / median(v));
       if (baseline) for (const p of paths) againstBaseline[p].push(median(name(p, 'baseline')) / median(p));
@@ -225,16 +321,33 @@ async function measureProxy({ quick, baseline, log }) {
         }));
       }
     }
+    // CPU of the proxy's process (user + system, all its threads) per MiB, or per request for the small body.
+    const cpuUnit = large ? 'ms/MiB' : 'ms/req';
+    const cpuValue = (list) => (large ? list.map((ms) => ms / (size / 1048576)) : list);
+    for (const tree of Object.keys(trees)) {
+      for (const p of paths) {
+        cpuRows.push(row(8, `${sizeName}: ${title(p, tree)}, proxy CPU (${cpuUnit})`, cpuValue(cpu[name(p, tree)]), {
+          unit: cpuUnit, ...(p !== 'plain' ? { of: { name: 'plain forward', samples: cpuValue(cpu[name('plain', tree)]) } } : {}),
+        }));
+      }
+    }
+    for (const tree of oneProcess && baseline ? ['this'] : Object.keys(trees)) {
+      const whose = oneProcess && baseline ? ' (both trees\' proxies, one process)' : baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : '';
+      cpuRows.push(row(8, `${sizeName}: full garbage collections in the proxy process${whose}, per repetition`, majorGcs[tree], { unit: 'GCs' }));
+    }
     if (baseline) {
       for (const p of paths) {
         ratioRows.push(row(8, `${sizeName}: ${label[p]}, this tree's throughput / the baseline's, per repetition`, againstBaseline[p], { unit: 'x' }));
       }
+      for (const p of paths) {
+        ratioRows.push(row(8, `${sizeName}: ${label[p]}, this tree's proxy CPU / the baseline's, per repetition`, cpuAgainstBaseline[p], { unit: 'x' }));
+      }
     }
   }
-  for (const proxy of Object.values(proxies)) await proxy.child.stop();
+  for (const child of new Set(Object.values(proxies).map((proxy) => proxy.child))) await child.stop();
   await server.stop();
   rmSync(dir, { recursive: true, force: true });
-  return [...rows, ...ratioRows];
+  return [...rows, ...cpuRows, ...ratioRows];
 }
 
 /*
@@ -297,17 +410,38 @@ async function measureEndToEnd({ quick, baseline, log }) {
   }
   const iterations = quick ? 1 : 6;
   log(`end to end: ${iterations} interleaved 100 MiB downloads by curl per variant`);
-  const samples = await interleave(variants, { iterations, warmup: 1 });
+  /*
+   * CPU per sample: this process (the gateways and their proxies live here) and every process
+   * under it (bubblewrap, the bridge, curl; or the direct curl), less the server's. Read in that
+   * order before and the other way round after, so that reading /proc falls outside the window.
+   */
+  const cpu = Object.fromEntries(Object.keys(variants).map((v) => [v, []]));
+  const measured = readDescendantsCpu() !== undefined;
+  let cpuBefore;
+  const before = () => { if (measured) cpuBefore = readDescendantsCpu([server.pid]) + readOwnCpu(); };
+  const after = (v, kept) => {
+    if (!measured) return;
+    const own = readOwnCpu();
+    if (kept) cpu[v].push(own + readDescendantsCpu([server.pid]) - cpuBefore);
+  };
+  const samples = await interleave(variants, { iterations, warmup: 1, before, after });
   for (const gateway of Object.values(gateways)) await gateway.close();
   await server.stop();
   cleanup();
   const mbps = (list) => list.map((ms) => size / 1e6 / (ms / 1000));
   const direct = { name: 'curl direct', samples: mbps(samples.direct) };
+  const perMiB = (list) => list.map((ms) => ms / (size / 1048576));
+  const cpuRows = measured ? [
+    row(8, '100 MiB end to end: curl direct, CPU of curl (ms/MiB)', perMiB(cpu.direct), { unit: 'ms/MiB' }),
+    ...Object.keys(trees).map((tree) => row(8, `100 MiB end to end: curl in a sandboxed gateway run${baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : ''}, CPU of the gateway process and everything under it (ms/MiB)`, perMiB(cpu[tree]), { unit: 'ms/MiB', of: { name: 'curl direct', samples: perMiB(cpu.direct) } })),
+    ...(baseline ? [row(8, '100 MiB end to end: CPU, this tree against the baseline (ms/MiB)', perMiB(cpu.this), { unit: 'ms/MiB', of: { name: 'baseline', samples: perMiB(cpu.baseline) } })] : []),
+  ] : [];
   return {
     rows: [
       row(8, '100 MiB end to end: curl direct to the server, HTTPS (MB/s)', mbps(samples.direct), { unit: 'MB/s' }),
       ...Object.keys(trees).map((tree) => row(8, `100 MiB end to end: curl in a sandboxed gateway run, HTTPS intercepted, secret injected${baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : ''} (MB/s)`, mbps(samples[tree]), { unit: 'MB/s', of: direct, higherIsBetter: true })),
       ...(baseline ? [row(8, '100 MiB end to end: this tree against the baseline (MB/s)', mbps(samples.this), { unit: 'MB/s', of: { name: 'baseline', samples: mbps(samples.baseline) }, higherIsBetter: true })] : []),
+      ...cpuRows,
     ],
   };
 }
@@ -362,6 +496,7 @@ async function run(options) {
       'A bound secret makes the proxy swap sentinels in the request and redact the response (streaming matcher over every byte), which unbound hosts skip.',
       'Run overhead: open and allowlist register the run with the proxy under its own credentials and use the gateway\'s one bridge (started by the first proxied run); none does neither.',
       'End to end: each sample is a whole gateway.exec (sandbox set-up included) of a curl downloading 100 MiB; the direct curl is a plain spawn.',
+      'CPU rows: the proxy process\'s CPU time (user + system, all threads, GC included) per MiB of body (per request for 1 KiB), read before and after each request; end to end, the gateway\'s process and every process under it but the server.',
       ...(endToEnd.note ? [endToEnd.note] : []),
       ...(overhead.note ? [overhead.note] : []),
     ],

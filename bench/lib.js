@@ -6,8 +6,8 @@
  * one measurement (median, min, max of many samples) and may carry a ratio against another row
  * measured side by side in the same run, and the target that ratio is held to.
  */
-const { spawn } = require('node:child_process');
-const { existsSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { execFileSync, spawn } = require('node:child_process');
+const { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
 const { loadavg, tmpdir } = require('node:os');
 const { join, resolve } = require('node:path');
 const { performance } = require('node:perf_hooks');
@@ -32,21 +32,77 @@ function summarize(samples) {
 /**
  * Runs every variant once per iteration, in an order that rotates each iteration, so slow
  * phases of a noisy machine hit every variant alike. Returns the samples (ms) per variant;
- * the first `warmup` iterations are not kept.
+ * the first `warmup` iterations are not kept. `before(name)` and `after(name, kept)`, when given,
+ * are awaited around each sample outside its timing (a figure reads CPU time there).
  */
-async function interleave(variants, { iterations, warmup = 0 }) {
+async function interleave(variants, { iterations, warmup = 0, before, after }) {
   const names = Object.keys(variants);
   const samples = Object.fromEntries(names.map((name) => [name, []]));
   for (let i = 0; i < warmup + iterations; i++) {
     for (let k = 0; k < names.length; k++) {
       const name = names[(i + k) % names.length];
+      if (before) await before(name);
       const started = performance.now();
       await variants[name]();
       const elapsed = performance.now() - started;
       if (i >= warmup) samples[name].push(elapsed);
+      if (after) await after(name, i >= warmup);
     }
   }
   return samples;
+}
+
+let clockTickMs;
+/*
+ * CPU time (ms, user + system) of this process's descendants, live and reaped, less the subtrees
+ * of `exclude` (pids): each live one's own time and its reaped children's, from /proc (clock
+ * ticks, 10 ms here), plus this process's reaped children's. A descendant reaped by one of them
+ * moves into its parent's count, so nothing is counted twice or lost, unless it was reparented
+ * out of this tree. Linux only; undefined elsewhere.
+ */
+function readDescendantsCpu(exclude = []) {
+  let names;
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  clockTickMs ??= 1000 / (Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100);
+  const stats = new Map();
+  for (const name of names) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    let text;
+    try {
+      text = readFileSync(`/proc/${name}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // Fields after the command's closing parenthesis: state ppid ... utime(14) stime cutime cstime.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    const ticks = (from) => Number(fields[from]) + Number(fields[from + 1]);
+    stats.set(Number(name), { ppid: Number(fields[1]), own: ticks(11), reaped: ticks(13) });
+  }
+  const children = new Map();
+  for (const [pid, stat] of stats) {
+    if (!children.has(stat.ppid)) children.set(stat.ppid, []);
+    children.get(stat.ppid).push(pid);
+  }
+  const skip = new Set(exclude);
+  let total = stats.get(process.pid)?.reaped ?? 0;
+  const queue = [...(children.get(process.pid) ?? [])];
+  while (queue.length > 0) {
+    const pid = queue.pop();
+    if (skip.has(pid)) continue;
+    total += stats.get(pid).own + stats.get(pid).reaped;
+    queue.push(...(children.get(pid) ?? []));
+  }
+  return total * clockTickMs;
+}
+
+/** CPU time (ms) of this process, all its threads (getrusage, microseconds). */
+function readOwnCpu() {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
 }
 
 /** A row of the report: a measurement, optionally its ratio to another one and a target. */
@@ -134,9 +190,11 @@ function watchRss(everyMs = 5) {
 }
 
 function parseArgs(argv) {
-  const args = { quick: false, report: undefined, only: undefined, baseline: undefined };
+  const args = { quick: false, report: undefined, only: undefined, baseline: undefined, oneProcess: false, inGateway: false };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--quick') args.quick = true;
+    else if (argv[i] === '--one-process') args.oneProcess = true;
+    else if (argv[i] === '--in-gateway') args.inGateway = true;
     else if (argv[i] === '--report') args.report = argv[++i];
     else if (argv[i].startsWith('--only=')) args.only = argv[i].slice(7).split(',').map(Number);
     else if (argv[i].startsWith('--baseline=')) args.baseline = getBaselineDist(argv[i].slice(11));
@@ -190,7 +248,7 @@ function runFigure(figure) {
   const args = parseArgs(process.argv.slice(2));
   const log = (message) => process.stderr.write(`  [${figure.id}] ${message}\n`);
   const loadBefore = loadavg();
-  figure.run({ quick: args.quick, baseline: args.baseline, log }).then((result) => {
+  figure.run({ quick: args.quick, baseline: args.baseline, oneProcess: args.oneProcess, inGateway: args.inGateway, log }).then((result) => {
     const report = { id: figure.id, title: figure.title, loadBefore, loadAfter: loadavg(), ...result };
     if (args.report) writeFileSync(args.report, JSON.stringify(report));
     else {
@@ -216,6 +274,8 @@ module.exports = {
   parseArgs,
   percentile,
   rawSpawn,
+  readDescendantsCpu,
+  readOwnCpu,
   row,
   rssMiB,
   runFigure,

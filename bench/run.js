@@ -9,8 +9,14 @@
  *   npm run bench                  full run (several minutes; needs ~4.5 GB of free memory)
  *   npm run bench -- --quick       smoke run: every figure, small sizes, a few iterations
  *   npm run bench -- --only=1,3    some figures
- *   npm run bench -- --baseline=DIR  figures 1, 3, 4, 5, 9, 12 and 13 also measure the built checkout in DIR (say,
+ *   npm run bench -- --baseline=DIR  figures 1, 3, 4, 5, 8, 9, 12 and 13 also measure the built checkout in DIR (say,
  *                                    the commit before a change), interleaved with this tree
+ *   npm run bench -- --only=8 --baseline=DIR --one-process
+ *                                    figure 8 with both trees' proxies in one process (one heap,
+ *                                    one garbage collector for both)
+ *   npm run bench -- --only=8 --in-gateway
+ *                                    figure 8 with each proxy's process holding a gateway too, as
+ *                                    the proxy's process does for real
  *
  * Timings are never checked against their targets here: a missed target is reported, not an
  * error. The exit status is non-zero only when a figure could not run.
@@ -91,7 +97,7 @@ async function main() {
   let failed = 0;
   for (const file of selected) {
     const figureStarted = Date.now();
-    const figureArgs = [...(args.quick ? ['--quick'] : []), ...(args.baseline ? [`--baseline=${args.baseline}`] : [])];
+    const figureArgs = [...(args.quick ? ['--quick'] : []), ...(args.baseline ? [`--baseline=${args.baseline}`] : []), ...(args.oneProcess ? ['--one-process'] : []), ...(args.inGateway ? ['--in-gateway'] : [])];
     const result = await runFigureProcess(file, figureArgs, join(scratch, `${file}.json`), env);
     result.file = file;
     result.seconds = Math.round((Date.now() - figureStarted) / 100) / 10;

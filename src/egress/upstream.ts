@@ -175,7 +175,6 @@ function parentError(message: string, code = 'EPARENT'): Error {
 export class UpstreamTrust {
   readonly #extra: readonly string[];
   readonly #contexts = new Map<string, SecureContext>();
-  #system: string[] | undefined;
 
   /** `extra`: PEM text trusted for every run (the gateway's `egress.upstreamCa` option). */
   constructor(extra: readonly string[] = []) {
@@ -188,25 +187,26 @@ export class UpstreamTrust {
     let context = this.#contexts.get(key);
     if (!context) {
       const pems = files.map((file) => readCaFile(file));
-      context = createSecureContext({ ca: [...this.#getSystem(), ...this.#extra, ...pems] });
+      context = createSecureContext({ ca: [...getSystemCertificates(), ...this.#extra, ...pems] });
       this.#contexts.set(key, context);
     }
     return context;
   }
+}
 
-  #getSystem(): string[] {
-    if (!this.#system) {
-      const path = SYSTEM_BUNDLES.find((candidate) => existsSync(candidate));
-      let bundle: string[] = [];
-      try {
-        bundle = path ? splitPem(readFileSync(path, 'utf8')) : [];
-      } catch {
-        // Node's own roots still apply.
-      }
-      this.#system = [...rootCertificates, ...bundle];
-    }
-    return this.#system;
+/*
+ * Node's roots and the system bundle, read again for each new context (a few per gateway) rather
+ * than kept: the bundle's text is some 200 KiB that every later garbage collection would mark.
+ */
+function getSystemCertificates(): string[] {
+  const path = SYSTEM_BUNDLES.find((candidate) => existsSync(candidate));
+  let bundle: string[] = [];
+  try {
+    bundle = path ? splitPem(readFileSync(path, 'utf8')) : [];
+  } catch {
+    // Node's own roots still apply.
   }
+  return [...rootCertificates, ...bundle];
 }
 
 function mtimeOf(file: string): number {

@@ -46,6 +46,7 @@
  */
 import { PrefixIndex } from './prefixes';
 import { chooseStride, MIN_WINDOWED_LENGTH, readWord, sortByReach, VARIANT_BUDGET, wrappedWord, WRAPPED_SHAPES } from './windows';
+import { WordTable } from './tables';
 
 /** A run of overlapping or touching occurrences: `pattern` is the longest one starting at `start`. */
 export interface Match {
@@ -80,10 +81,10 @@ export class Matcher {
   readonly #patterns: readonly Buffer[];
   readonly #tolerant: Uint8Array;
   readonly #short: number[] = [];
-  // window word -> flat list of (pattern index, offset of the window in the pattern) pairs
-  readonly #windows = new Map<number, number[]>();
+  // window word -> (pattern index, offset of the window in the pattern) pairs (tables.ts)
+  readonly #windows: WordTable;
   // the same for the line-tolerant patterns alone: looked up with a sampled word's breaks left out
-  readonly #tolerantWindows = new Map<number, number[]>();
+  readonly #tolerantWindows: WordTable;
   readonly #bitmap: Int32Array;
   // The same windows under a second hash: a sample that passes the first bitmap is looked up only
   // if it passes this one too (a two-hash Bloom filter: with one secret's 2,100 windows in 2^18
@@ -109,38 +110,43 @@ export class Matcher {
       if (pattern.length >= MIN_WINDOWED_LENGTH && this.#tolerant[index] === 1) tolerantWindows += windows;
     });
     const variants = tolerantWindows * WRAPPED_SHAPES.length <= VARIANT_BUDGET;
+    // Gathered in Maps, then kept in typed arrays (tables.ts).
+    const windowLists = new Map<number, number[]>();
+    const tolerantLists = new Map<number, number[]>();
     patterns.forEach((pattern, index) => {
       if (pattern.length < MIN_WINDOWED_LENGTH) {
         if (pattern.length > 0) this.#short.push(index);
         return;
       }
       for (let offset = 0; offset < windows; offset++) {
-        this.#addWindow(this.#windows, readWord(pattern, offset), index, offset);
+        addWindow(windowLists, readWord(pattern, offset), index, offset);
         if (this.#tolerant[index] !== 1) continue;
         if (!variants) {
-          this.#addWindow(this.#tolerantWindows, readWord(pattern, offset), index, offset);
+          addWindow(tolerantLists, readWord(pattern, offset), index, offset);
           continue;
         }
-        for (const shape of WRAPPED_SHAPES) this.#addWindow(this.#windows, wrappedWord(pattern, offset, shape), index, offset);
+        for (const shape of WRAPPED_SHAPES) addWindow(windowLists, wrappedWord(pattern, offset, shape), index, offset);
       }
     });
     // A bitmap that stays in the L1 cache, where 64 bits a window still do: a few secrets' wrapped
     // words would otherwise ask for 128 KiB, read at every sample from L2.
     const bits = Math.min(
       MAX_BITMAP_BITS,
-      Math.max(10, Math.ceil(Math.log2(this.#windows.size * BITS_PER_WINDOW + 1))),
-      Math.max(L1_BITMAP_BITS, Math.ceil(Math.log2(this.#windows.size * MIN_BITS_PER_WINDOW + 1))),
+      Math.max(10, Math.ceil(Math.log2(windowLists.size * BITS_PER_WINDOW + 1))),
+      Math.max(L1_BITMAP_BITS, Math.ceil(Math.log2(windowLists.size * MIN_BITS_PER_WINDOW + 1))),
     );
     this.#hashShift = 32 - bits;
     this.#bitmap = new Int32Array(1 << (bits - 5));
     this.#bitmap2 = new Int32Array(1 << (bits - 5));
-    for (const [word, list] of this.#windows) {
+    for (const [word, list] of windowLists) {
       const hash = Math.imul(word, HASH_MULTIPLIER) >>> this.#hashShift;
       this.#bitmap[hash >>> 5] |= 1 << (hash & 31);
       const hash2 = Math.imul(word, HASH_MULTIPLIER_2) >>> this.#hashShift;
       this.#bitmap2[hash2 >>> 5] |= 1 << (hash2 & 31);
-      this.#windows.set(word, sortByReach(list, patterns));
+      windowLists.set(word, sortByReach(list, patterns));
     }
+    this.#windows = new WordTable(windowLists);
+    this.#tolerantWindows = new WordTable(tolerantLists);
   }
 
   /** Words (of 4 bytes) from one sampled word to the next (see the header). */
@@ -231,30 +237,36 @@ export class Matcher {
     if (count < 4 || at === position + 4) return;
     const hash = Math.imul(word, HASH_MULTIPLIER) >>> this.#hashShift;
     if ((this.#bitmap[hash >>> 5] & (1 << (hash & 31))) === 0) return;
-    const candidates = this.#tolerantWindows.get(word);
-    if (candidates === undefined) return;
-    for (let index = 0; index < candidates.length; index += 2) this.#verifyAcrossBreaks(buffer, candidates[index], position, candidates[index + 1], lastStart, matches);
+    const table = this.#tolerantWindows;
+    const slot = table.find(word);
+    if (slot < 0) return;
+    const pairs = table.pairs;
+    for (let index = table.start(slot), end = table.end(slot); index < end; index += 2) this.#verifyAcrossBreaks(buffer, pairs[index], position, pairs[index + 1], lastStart, matches);
   }
 
   #verify(buffer: Buffer, word: number, position: number, lastStart: number, matches: Match[]): void {
-    const candidates = this.#windows.get(word);
-    if (candidates === undefined) return;
+    const table = this.#windows;
+    const slot = table.find(word);
+    if (slot < 0) return;
+    const pairs = table.pairs;
+    const first = table.start(slot);
+    const last = table.end(slot);
     // A line-tolerant pattern may have breaks before or after this word, and then reaches farther
     // than its length: verified first, apart from the early end below.
-    for (let index = 0; index < candidates.length; index += 2) {
-      const pattern = candidates[index];
-      if (this.#tolerant[pattern] === 1) this.#verifyAcrossBreaks(buffer, pattern, position, candidates[index + 1], lastStart, matches);
+    for (let index = first; index < last; index += 2) {
+      const pattern = pairs[index];
+      if (this.#tolerant[pattern] === 1) this.#verifyAcrossBreaks(buffer, pattern, position, pairs[index + 1], lastStart, matches);
     }
-    for (let index = 0; index < candidates.length; index += 2) {
-      const pattern = candidates[index];
+    for (let index = first; index < last; index += 2) {
+      const pattern = pairs[index];
       if (this.#tolerant[pattern] === 1) continue;
-      const start = position - candidates[index + 1];
+      const start = position - pairs[index + 1];
       const bytes = this.#patterns[pattern];
       const end = start + bytes.length;
       // Candidates reach less and less far, and all start after position - 4 * stride: once the
       // last run starts before them and already reaches this far, it covers the rest.
-      const last = matches[matches.length - 1];
-      if (last !== undefined && last.start <= position - 4 * this.#stride && end <= last.end) return;
+      const run = matches[matches.length - 1];
+      if (run !== undefined && run.start <= position - 4 * this.#stride && end <= run.end) return;
       if (start < 0 || start > lastStart || end > buffer.length) continue;
       if (isCovered(matches, start, end, pattern)) continue;
       if (equalsAt(buffer, start, bytes)) record(matches, start, end, pattern);
@@ -281,12 +293,12 @@ export class Matcher {
       record(matches, start, start + bytes.length, pattern);
     }
   }
+}
 
-  #addWindow(map: Map<number, number[]>, word: number, pattern: number, offset: number): void {
-    const list = map.get(word);
-    if (list === undefined) map.set(word, [pattern, offset]);
-    else list.push(pattern, offset);
-  }
+function addWindow(map: Map<number, number[]>, word: number, pattern: number, offset: number): void {
+  const list = map.get(word);
+  if (list === undefined) map.set(word, [pattern, offset]);
+  else list.push(pattern, offset);
 }
 
 const LF = 0x0a;

@@ -5,9 +5,10 @@
  * with hashes of its own; the scan never consults it.
  */
 
+import { KeySet } from './tables';
+
 const LF = 0x0a;
 const CR = 0x0d;
-const HASH_MULTIPLIER = 0x9e3779b1;
 
 /** Proper prefixes of the patterns, raw and (for the line-tolerant ones) with line breaks left out. */
 export class PrefixIndex {
@@ -86,44 +87,6 @@ export class PrefixIndex {
       if (prefixes.mayHave(key) && prefixes.has(key)) hold = start;
     }
     return hold;
-  }
-}
-
-/**
- * A set of int32 keys with a bitmap in front: most lookups (a buffer's suffixes that begin no
- * pattern) end at one bit test instead of a hash-table probe.
- */
-class KeySet {
-  readonly #keys = new Set<number>();
-  #bitmap = new Int32Array(1);
-  #shift = 32;
-
-  get size(): number {
-    return this.#keys.size;
-  }
-
-  add(key: number): void {
-    this.#keys.add(key);
-  }
-
-  /** Size the bitmap once every key is in: about 16 bits a key. */
-  seal(): void {
-    const bits = Math.min(24, Math.max(10, Math.ceil(Math.log2(this.#keys.size * 16 + 1))));
-    this.#shift = 32 - bits;
-    this.#bitmap = new Int32Array(1 << (bits - 5));
-    for (const key of this.#keys) {
-      const hash = Math.imul(key, HASH_MULTIPLIER) >>> this.#shift;
-      this.#bitmap[hash >>> 5] |= 1 << (hash & 31);
-    }
-  }
-
-  mayHave(key: number): boolean {
-    const hash = Math.imul(key, HASH_MULTIPLIER) >>> this.#shift;
-    return (this.#bitmap[hash >>> 5] & (1 << (hash & 31))) !== 0;
-  }
-
-  has(key: number): boolean {
-    return this.#keys.has(key);
   }
 }
 
