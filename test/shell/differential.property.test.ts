@@ -260,9 +260,12 @@ describe('the shell reader against tree-sitter-bash', () => {
         // Where tree-sitter reads differently from bash it is not counted as confident: it takes
         // \`time -p\` and \`coproc\` as command names (and misreads what follows coproc), \`$((a b))\`
         // as a command substitution (bash: arithmetic, an error, nothing runs), and it ends a
-        // heredoc at a line that only starts with the delimiter.
+        // heredoc at a line that only starts with the delimiter. Inside an old-style (backquoted)
+        // substitution bash removes one level of backslashes before it reads the text, so a doubled
+        // backslash before ; leaves a quoted ; there, and what follows is an argument; tree-sitter
+        // does not, reads the ; as a separator and the next word as a command.
         const names = tree.rootNode.descendantsOfType('command_name').map((node) => node.text).filter((name) => /^[A-Za-z0-9_.-]+$/.test(name) && !['time', 'coproc', 'function', 'select'].includes(name));
-        const misread = /\\bcoproc\\b|\\nEOF[^\\n]/.test(text) || tree.rootNode.descendantsOfType('command_substitution').some((node) => node.text.startsWith('$(('));
+        const misread = /\\bcoproc\\b|\\nEOF[^\\n]/.test(text) || tree.rootNode.descendantsOfType('command_substitution').some((node) => node.text.startsWith('$((') || (node.text.startsWith('\`') && node.text.includes('\\\\')));
         const result = { hasError: tree.rootNode.hasError || misread, names };
         tree.delete();
         return result;
