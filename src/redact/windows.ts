@@ -5,6 +5,8 @@
  * per pattern set, apart from the scan, which only reads what is built here.
  */
 
+import type { PairOrder } from './tables';
+
 const LF = 0x0a;
 const CR = 0x0d;
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
@@ -61,13 +63,13 @@ export function chooseStride(patterns: readonly Buffer[]): number {
   return stride;
 }
 
-/** (pattern, offset) pairs ordered by how far past the window the pattern reaches, farthest first. */
-export function sortByReach(list: number[], patterns: readonly Buffer[]): number[] {
-  const pairs: Array<[number, number]> = [];
-  for (let index = 0; index < list.length; index += 2) pairs.push([list[index], list[index + 1]]);
-  const reach = ([pattern, offset]: [number, number]) => patterns[pattern].length - offset;
-  pairs.sort((a, b) => reach(b) - reach(a) || a[0] - b[0] || a[1] - b[1]);
-  return pairs.flat();
+/**
+ * The order a word's (pattern, offset) pairs are tried in: by how far past the window the pattern
+ * reaches, farthest first (the scan's early end relies on it), then by pattern and offset.
+ */
+export function byReach(patterns: readonly Buffer[]): PairOrder {
+  return (pattern, offset, otherPattern, otherOffset) =>
+    patterns[otherPattern].length - otherOffset - (patterns[pattern].length - offset) || pattern - otherPattern || offset - otherOffset;
 }
 
 /** The 4 bytes at `offset` as the platform's Int32Array would read them. */
