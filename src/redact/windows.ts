@@ -17,11 +17,11 @@ export const MIN_WINDOWED_LENGTH = 7;
 // faster than the scan shrinks.
 const MAX_STRIDE = 8;
 // Windows (pattern x offset) the stride may grow to; beyond this a longer stride would fill the
-// bitmap (capped at 2^22 bits) and make false hits common. Measured with 1,000 secrets (16,000
-// patterns, bench/redact.js): 2^15 kept them at a stride of one word; 2^17 allows two (about
-// 40,000 distinct windows, 1.2 % of samples pass the bitmap) and redacts log text and random
-// bytes 1.1-1.4x as fast; 2^18 (a stride of four) was no faster again.
-const WINDOW_BUDGET = 1 << 17;
+// bitmap (capped at 2^22 bits) and make false hits common. 2^17 kept 1,000 secrets (16,000
+// patterns) at a stride of two words; since the short spellings are scanned apart from the long
+// ones (layers.ts), the long ones of 1,000 secrets (about 11,600 patterns) keep the longest
+// stride within 2^19.
+const WINDOW_BUDGET = 1 << 19;
 // Wrapped words (8 per line-tolerant window) registered instead of reading samples joined, at
 // most this many: one secret's base64 spellings need about 1,800 at the longest stride; measured
 // with bench/redact.js, registering them is faster up to a few dozen secrets.

@@ -86,6 +86,35 @@ describe('a layered matcher masks what one matcher of all its patterns masks', (
     );
   });
 
+  test('a layer of many patterns scans its short and its long spellings apart, and masks what one matcher masks', () => {
+    // Enough patterns for the split (layers.ts), short and long ones sharing letters and prefixes.
+    const ofLength = (min: number, max: number) => fc.integer({ min, max }).chain((length) => fc.array(letters, { minLength: length, maxLength: length })).map((chars) => Buffer.from(chars.join('')));
+    const many = fc
+      .tuple(fc.uniqueArray(ofLength(7, 34), { minLength: 40, maxLength: 60, selector: (bytes) => bytes.toString('latin1') }), fc.uniqueArray(ofLength(35, 70), { minLength: 480, maxLength: 500, selector: (bytes) => bytes.toString('latin1') }))
+      .chain(([short, long]) => fc.shuffledSubarray([...short, ...long], { minLength: short.length + long.length }));
+    fc.assert(
+      fc.property(
+        many.chain((patterns) =>
+          fc.record({
+            patterns: fc.constant(patterns),
+            tolerantBits: fc.array(fc.boolean(), { minLength: patterns.length, maxLength: patterns.length }),
+            pieces: fc.array(fc.oneof(fc.constantFrom(...patterns), fc.uint8Array({ maxLength: 12 }).map((bytes) => Buffer.from(bytes))), { maxLength: 20 }),
+            cuts: fc.array(fc.nat(), { maxLength: 6 }),
+          }),
+        ),
+        ({ patterns, tolerantBits, pieces, cuts }) => {
+          const tolerant = new Set(patterns.map((_, index) => index).filter((index) => tolerantBits[index]));
+          const layered = LayeredMatcher.build(patterns, tolerant);
+          expect(layered.parts).toBe(2);
+          const input = Buffer.concat(pieces);
+          const expected = redactWith(new Matcher(patterns, tolerant), patterns.length, [input]);
+          expect(redactWith(layered, patterns.length, split(input, cuts))).toEqual(expected);
+        },
+      ),
+      { numRuns: 25, endOnFailure: true },
+    );
+  });
+
   test('a value added after the first redaction lands in a top layer, and a value that already has a pattern changes nothing built', () => {
     const redactor = new Redactor();
     redactor.add('first-secret-value-0123456789', 'secret:a');
