@@ -23,6 +23,8 @@ const CR = 0x0d;
 class PrefixSet {
   readonly #sorted: string[];
   readonly #firstWords = new WordSet();
+  // One flag per first two bytes of a pattern of 3 bytes or more: most positions of a tail end here.
+  readonly #firstPairs = new Uint8Array(65536);
   readonly maxLength: number;
 
   constructor(patterns: readonly Buffer[]) {
@@ -33,6 +35,7 @@ class PrefixSet {
     for (const pattern of patterns) {
       if (pattern.length > maxLength) maxLength = pattern.length;
       if (pattern.length > 4) this.#firstWords.add(pattern.readInt32LE(0));
+      if (pattern.length > 2) this.#firstPairs[pattern[0] | (pattern[1] << 8)] = 1;
     }
     this.maxLength = maxLength;
   }
@@ -44,6 +47,7 @@ class PrefixSet {
   /** True when `bytes[start..end)` is a proper prefix of some pattern. */
   beginsPattern(bytes: Buffer, start: number, end: number): boolean {
     const length = end - start;
+    if (length >= 2 && this.#firstPairs[bytes[start] | (bytes[start + 1] << 8)] === 0) return false;
     if (length >= 4 && !this.#firstWords.has(bytes.readInt32LE(start))) return false;
     const prefix = bytes.toString('latin1', start, end);
     const sorted = this.#sorted;
@@ -65,11 +69,15 @@ class PrefixSet {
 export class PrefixIndex {
   readonly #all: PrefixSet;
   readonly #tolerant: PrefixSet;
+  readonly #joined: Buffer;
+  readonly #positions: Int32Array;
 
   /** `tolerant[index]` is 1 for a line-tolerant pattern (see matcher.ts). */
   constructor(patterns: readonly Buffer[], tolerant: Uint8Array) {
     this.#all = new PrefixSet(patterns);
     this.#tolerant = new PrefixSet(patterns.filter((_, index) => tolerant[index] === 1));
+    this.#joined = Buffer.alloc(Math.max(0, this.#tolerant.maxLength - 1));
+    this.#positions = new Int32Array(this.#joined.length);
   }
 
   /** The leftmost position whose suffix of `buffer` may begin a pattern (Matcher#holdStart says why). */
@@ -102,19 +110,19 @@ export class PrefixIndex {
     let broken = false;
     for (let at = length - 1; at >= from && !broken; at--) broken = buffer[at] === LF || buffer[at] === CR;
     if (!broken) return length;
-    // The tail's last maxLength - 1 characters with the breaks left out, and where each one was.
-    const characters: number[] = [];
-    const positions: number[] = [];
-    for (let at = length - 1; at >= 0 && characters.length < set.maxLength - 1; at--) {
+    // The tail's last maxLength - 1 characters with the breaks left out, and where each one was,
+    // written from the end of buffers kept for it (no allocation per chunk).
+    const joined = this.#joined;
+    const positions = this.#positions;
+    let first = joined.length;
+    for (let at = length - 1; at >= 0 && first > 0; at--) {
       const byte = buffer[at];
       if (byte === LF || byte === CR) continue;
-      characters.push(byte);
-      positions.push(at);
+      first--;
+      joined[first] = byte;
+      positions[first] = at;
     }
-    characters.reverse();
-    positions.reverse();
-    const joined = Buffer.from(characters);
-    for (let index = 0; index < joined.length; index++) {
+    for (let index = first; index < joined.length; index++) {
       if (set.beginsPattern(joined, index, joined.length)) return positions[index];
     }
     return length;
