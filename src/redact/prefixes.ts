@@ -23,8 +23,8 @@ const CR = 0x0d;
 class PrefixSet {
   readonly #sorted: string[];
   readonly #firstWords = new WordSet();
-  // One flag per first two bytes of a pattern of 3 bytes or more: most positions of a tail end here.
-  readonly #firstPairs = new Uint8Array(65536);
+  // One bit per first two bytes of a pattern of 3 bytes or more (8 KiB): most positions of a tail end here.
+  readonly #firstPairs = new Int32Array(2048);
   readonly maxLength: number;
 
   constructor(patterns: readonly Buffer[]) {
@@ -35,7 +35,10 @@ class PrefixSet {
     for (const pattern of patterns) {
       if (pattern.length > maxLength) maxLength = pattern.length;
       if (pattern.length > 4) this.#firstWords.add(pattern.readInt32LE(0));
-      if (pattern.length > 2) this.#firstPairs[pattern[0] | (pattern[1] << 8)] = 1;
+      if (pattern.length > 2) {
+        const pair = pattern[0] | (pattern[1] << 8);
+        this.#firstPairs[pair >>> 5] |= 1 << (pair & 31);
+      }
     }
     this.maxLength = maxLength;
   }
@@ -47,7 +50,10 @@ class PrefixSet {
   /** True when `bytes[start..end)` is a proper prefix of some pattern. */
   beginsPattern(bytes: Buffer, start: number, end: number): boolean {
     const length = end - start;
-    if (length >= 2 && this.#firstPairs[bytes[start] | (bytes[start + 1] << 8)] === 0) return false;
+    if (length >= 2) {
+      const pair = bytes[start] | (bytes[start + 1] << 8);
+      if ((this.#firstPairs[pair >>> 5] & (1 << (pair & 31))) === 0) return false;
+    }
     if (length >= 4 && !this.#firstWords.has(bytes.readInt32LE(start))) return false;
     const prefix = bytes.toString('latin1', start, end);
     const sorted = this.#sorted;
