@@ -209,7 +209,7 @@ async function run({ quick, baseline, log }) {
     }
     medians.set(count, [...rates.ours].sort((a, b) => a - b)[Math.floor(rates.ours.length / 2)]);
     if (regexps) rows.push(row(4, `mixed text: RegExp alternation of all ${regexps.literals} literals (${count} secrets)`, rates.all, { unit: 'MB/s' }));
-    if (base) rows.push(row(4, `mixed text: baseline redactor, ${count} secrets, ${base.patternCount} patterns`, rates.baseline, { unit: 'MB/s' }));
+    if (base) rows.push(row(4, `mixed text: baseline build, ${count} secrets, ${base.patternCount} patterns`, rates.baseline, { unit: 'MB/s' }));
     const goal = count === GOAL_COUNT ? { of: { name: `of the ${GOAL_MBS} MB/s goal`, samples: [GOAL_MBS] }, target: 1, higherIsBetter: true } : undefined;
     rows.push(row(4, `mixed text: redactor, ${count} secrets, ${ours.patternCount} patterns`, rates.ours, {
       unit: 'MB/s',
