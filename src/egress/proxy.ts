@@ -1,12 +1,14 @@
 /*
  * The gateway-side egress proxy. A sandboxed run has no network but loopback; the only way out is
- * a Unix socket the proxy listens on, reached through a bridge on the run's loopback (bridge.ts).
- * Two kinds of socket: the gateway's one shared socket, where a connection belongs to whichever
- * run's credentials it presents (runs opened with `shared: true`), or a socket of the run's own,
- * where the socket itself says which run a connection belongs to.
+ * the proxy: a TCP listener the gateway holds on the shared network namespace's loopback
+ * (bridge.ts), or a Unix socket the proxy listens on, reached through a bridge on the run's own
+ * loopback. The shared listener and the gateway's one shared socket take connections of any
+ * shared run: a connection belongs to whichever run's credentials it presents (runs opened with
+ * `shared: true`). A socket of the run's own says by itself which run a connection belongs to.
  *
- * The runs of one gateway share a network namespace, so a run could connect to another run's
- * bridge on the shared loopback and borrow that run's policy and injections. A run opened with
+ * The runs of one gateway share a network namespace, so a run could connect to the shared
+ * listener, or to another run's bridge, on the shared loopback and borrow another run's policy and
+ * injections. A run opened with
  * `credentials` is therefore also identified by them: every HTTP proxy request and CONNECT must
  * carry them in Proxy-Authorization, every SOCKS5 client must give them as username/password
  * (RFC 1929); they live only in that run's environment (its own PID namespace hides it from the
@@ -212,6 +214,35 @@ export class EgressProxy {
     return this.#shared;
   }
 
+  /**
+   * Serve a TCP listener opened in the gateway's shared network namespace (bridge.ts) as the
+   * shared socket is served: a connection belongs to the shared run whose credentials it
+   * presents, or to none. Closed with the proxy.
+   */
+  serveShared(server: NetServer): void {
+    if (this.#closed) {
+      server.close();
+      return;
+    }
+    // A listener received from another process is made by Node without options; its accepted
+    // sockets take the server's highWaterMark (net.Server reads it per connection), and carry
+    // every byte back to the client: the same larger buffers as the shared socket's.
+    (server as NetServer & { highWaterMark: number }).highWaterMark = STREAM_HIGH_WATER_MARK;
+    server.on('connection', (socket) => {
+      this.#sharedSockets.add(socket);
+      socket.once('close', () => this.#sharedSockets.delete(socket));
+      this.#door.accept(socket, undefined);
+    });
+    server.on('error', () => undefined);
+    server.once('close', () => this.#listeners.delete(server));
+    // Between runs nothing waits on it: it must not keep the gateway's process alive.
+    server.unref();
+    this.#listeners.add(server);
+  }
+
+  /** Listeners in shared network namespaces (serveShared), closed with the proxy. */
+  readonly #listeners = new Set<NetServer>();
+
   async #openSharedRun(options: EgressRunOptions): Promise<EgressRun> {
     const credentials = options.credentials;
     if (!credentials) throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Run ${options.runId} has no proxy credentials; a shared run needs them.`, { runId: options.runId });
@@ -258,6 +289,8 @@ export class EgressProxy {
     this.#closed = true;
     await Promise.all([...this.#runs.entries()].map(([runId, entry]) => this.#closeRun(runId, entry.dir !== undefined && this.#adopted.has(entry.dir) ? entry.dir : undefined)));
     const shared = this.#sharedServer;
+    const listeners = [...this.#listeners];
+    for (const server of listeners) server.close();
     for (const socket of this.#sharedSockets) socket.destroy();
     if (shared) await new Promise<void>((resolve) => shared.close(() => resolve()));
     if (this.#handedOff.size === 0) {
