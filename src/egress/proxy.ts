@@ -80,6 +80,7 @@ export class EgressProxy {
     if (options.shared) return this.#openSharedRun(options);
     const dir = join(this.#dir, `run-${randomBytes(6).toString('hex')}`);
     const injections = options.injections ?? [];
+    if (injections.length > 0) await this.#core.prepareCa();
     let caBundlePath: string | undefined;
     try {
       mkdirSync(dir, { mode: 0o700 });
@@ -121,6 +122,7 @@ export class EgressProxy {
   async adoptRun(handed: HandedOffRun): Promise<EgressRun> {
     if (this.#closed) throw new ExecgateError('EXECGATE_ERR_GATEWAY_CLOSED', 'The egress proxy was closed; it opens no new runs.');
     const { dir, options } = handed;
+    if ((options.injections ?? []).length > 0) await this.#core.prepareCa();
     let caBundlePath: string | undefined;
     try {
       if ((options.injections ?? []).length > 0) {
@@ -248,6 +250,7 @@ export class EgressProxy {
     if (!credentials) throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Run ${options.runId} has no proxy credentials; a shared run needs them.`, { runId: options.runId });
     const injections = options.injections ?? [];
     const socketPath = await this.sharedSocketPath();
+    if (injections.length > 0) await this.#core.prepareCa();
     try {
       this.#getPreloadPath();
       if (injections.length > 0) this.#getCaBundlePath();
@@ -278,6 +281,15 @@ export class EgressProxy {
     const route = getRunRoute(network.upstream, this.#environmentRoute);
     const parent = route.https ?? route.http;
     return parent ? formatAuthority(parent.host, parent.port) : undefined;
+  }
+
+  /**
+   * Start making the interception CA ahead of the run that needs it (its keys on the thread pool),
+   * without waiting: a run with an injected secret then finds it made, or waits for it without
+   * holding the event loop. A failure here is the opening run's to report (it tries again).
+   */
+  prepareInterception(): void {
+    this.#core.prepareCa().catch(() => undefined);
   }
 
   /** The CA certificate (PEM) the sandbox trusts, creating the CA if needed. */
