@@ -19,7 +19,7 @@
  * The gateway may also open a listener inside the namespace (the runs' way to the egress proxy,
  * egress/bridge.ts): a short-lived process entered into it opens the socket and hands it over.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { accessSync, constants, readlinkSync } from 'node:fs';
@@ -236,20 +236,27 @@ export class SharedNetwork {
     (holder.stdio[3] as unknown as { destroy(): void } | null)?.destroy();
     holder.stdout?.destroy();
     holder.unref();
-    this.#holder = holder;
     this.#pid = pid;
     this.#namespace = namespace;
     // Entering is tried once: where it is refused (a user namespace nsenter may not join), runs
-    // fall back to a network namespace each rather than failing.
+    // fall back to a network namespace each rather than failing. Waited for without holding the
+    // event loop; the holder is this gateway's (join() hands it out) only once the probe passed.
     const join = this.#describe();
-    const probe = spawnSync(join.prefix[0], [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
-      stdio: 'ignore', timeout: START_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' },
+    const entered = await new Promise<boolean>((resolve) => {
+      const probe = spawn(join.prefix[0], [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
+        stdio: 'ignore', timeout: START_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' },
+      });
+      probe.once('error', () => resolve(false));
+      probe.once('exit', (code) => resolve(code === 0));
     });
-    if (probe.status !== 0) {
-      this.#stopHolder();
-      this.#closed = true;
+    if (!entered || this.#closed) {
+      holder.kill('SIGKILL');
+      this.#unwatch?.();
+      this.#unwatch = undefined;
+      if (!entered) this.#closed = true;
       return undefined;
     }
+    this.#holder = holder;
     return join;
   }
 
