@@ -173,6 +173,7 @@ export class EgressProxy {
     for (const injection of injections) redactor.add(injection.value, injection.ref);
     this.#environmentRoute ??= getEnvironmentRoute(this.#options.upstreamEnv ?? {});
     this.#trust ??= new UpstreamTrust(this.#options.upstreamCa);
+    const trust = this.#trust.prepare(options.network.upstream?.ca ?? []);
     return {
       options,
       injections,
@@ -183,7 +184,9 @@ export class EgressProxy {
       decisions: [],
       redirects: new Set(),
       route: options.upstreamRoute ?? getRunRoute(options.network.upstream, this.#environmentRoute),
-      trust: this.#trust.getContext(options.network.upstream?.ca ?? []),
+      get trust() {
+        return trust();
+      },
     };
   }
 
