@@ -126,6 +126,40 @@ maybe('the shared listener in one gateway', () => {
     expect(stdout.trim()).toBe('EADDRINUSE');
   });
 
+  test('a run with a network namespace of its own (a delivery-env secret) does not have the shared listener on its loopback', async () => {
+    const { port } = await fetchVia('/four');
+    // Its own directory: a policy inside another gateway's workspace, written while that gateway's runs go, is refused.
+    const own = makeTempDir('execgate-egress-narrowed-');
+    const dir = own.dir;
+    writeFileSync(join(dir, 'policy.yaml'), [
+      'version: 1',
+      'sandbox: { mode: required, network: { mode: allowlist, allow: [service.test] } }',
+      'secrets:',
+      '  bind:',
+      '    - { ref: "secret:narrow", hosts: [service.test], delivery: env }',
+    ].join('\n'));
+    const narrowed = createGateway({
+      home: join(dir, 'home'), env: baseEnv(), cwd: dir, policyFile: join(dir, 'policy.yaml'), egress: names(),
+      sources: [{ name: 'test', kinds: ['secret'], lookup: (_kind, id) => (id === 'narrow' ? { found: true, value: 'narrow-value-0123456789' } : { found: false }) }],
+    });
+    try {
+      // The same gateway's shared namespace has a listener on `port` (a run there holds it open).
+      const shared = await narrowed.exec({ command: 'echo "${HTTP_PROXY##*:}"; cat /proc/net/tcp' });
+      const [sharedPort, ...sharedTcp] = shared.stdout.split('\n');
+      expect(listeningInode(sharedTcp.join('\n'), Number(sharedPort))).toBeDefined();
+      const { stdout } = await narrowed.exec({
+        command: `: "<<secret:narrow>>"; cat /proc/net/tcp; echo; curl -sS --noproxy "*" --max-time 5 -o /dev/null http://127.0.0.1:${sharedPort}/ 2>/dev/null; echo "shared=$?"; curl -sS --noproxy "*" --max-time 5 -o /dev/null http://127.0.0.1:${port}/ 2>/dev/null; echo "other=$?"`,
+      });
+      // Its loopback has no listener of the gateway's; connecting to either port is refused (curl 7).
+      expect(listeningInode(stdout, Number(sharedPort))).toBeUndefined();
+      expect(stdout).toContain('shared=7');
+      expect(stdout).toContain('other=7');
+    } finally {
+      await narrowed.close();
+      own.cleanup();
+    }
+  });
+
   test('ends with gateway.close()', async () => {
     const other = createGateway({ home: join(tmp.dir, 'home-close'), env: baseEnv(), cwd: tmp.dir, egress: names() });
     const { stdout } = await other.exec({ command: 'curl -sS --max-time 20 http://service.test/close; echo; echo "${HTTP_PROXY##*:}"; cat /proc/net/tcp' });
