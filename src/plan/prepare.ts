@@ -129,6 +129,9 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     refs: usedRefs,
     sandboxed: proxied,
   });
+  // A run that will intercept needs the proxy's CA before it starts: its keys are made on the
+  // thread pool while the references resolve.
+  if (proxied && egressCheck.injected.length > 0) egressProxy.prepareInterception();
   const sanitized = sanitizeEnv({
     ...getSanitizerSettings(policy.env),
     inherited: context.env,
