@@ -59,6 +59,14 @@ export function createRunId(): string {
 }
 
 const REF_ENV_PREFIX = 'EXECGATE_REF_';
+/**
+ * What a parked shell runs first, on the command's first line (so the shell's own messages
+ * number the lines as written): one line from stdin, the gateway's word that the run's start is
+ * on disk; at end of input (the gateway refused or died) the command never runs. Then stdin is
+ * /dev/null, as for any sync run.
+ */
+export const PARK = 'read -r __execgate_go || exit 125; unset __execgate_go; exec </dev/null; ';
+const PARKING_SHELLS = /(^|\/)(bash|sh|dash|ksh|mksh|zsh)$/;
 
 export async function preparePlan(context: PrepareContext, input: unknown, runId = createRunId()): Promise<SpawnPlan> {
   const { policy } = context;
@@ -174,7 +182,10 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // not found`) number the lines as the caller wrote them; a newline keeps the epilogue out of
   // the command's last line (a trailing comment, say).
   const prologue = request.prologue.replace(/[\s;]+$/, '');
-  const script = `${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
+  // A parked shell waits for the gateway's word first (SpawnPlan.parked): an unsandboxed run on
+  // pipes, with no bridge of its own, in a shell that reads the POSIX sh language.
+  const parked = context.park === true && sandboxed.launch === undefined && !proxied && request.mode === 'sync' && !request.pty && PARKING_SHELLS.test(request.shell);
+  const script = `${parked ? PARK : ''}${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
   maskGatewaySecrets(mask, secrets, { context, request, sanitized });
@@ -223,6 +234,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     displayCommand: request.command,
     shell: program[0],
     args: Object.freeze(program.slice(1)),
+    parked,
     env: Object.freeze(env),
     cwd: request.cwd,
     redactor,
