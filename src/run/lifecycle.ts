@@ -112,14 +112,14 @@ export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Prom
  * rejection its stdin just ends, and it exits without running the command. Resolves to the
  * error that kept it parked, if any.
  */
-async function release(child: SpawnedProcess, ready: Promise<void> | undefined): Promise<unknown> {
+async function release(child: SpawnedProcess, ready: Promise<void> | undefined): Promise<Error | undefined> {
   const stdin = child.stdin;
   stdin?.on('error', () => { /* the shell is gone (stopped meanwhile): its exit says so */ });
   try {
     await ready;
   } catch (error) {
     stdin?.destroy();
-    return error;
+    return error instanceof Error ? error : new Error(String(error));
   }
   stdin?.end('\n');
   return undefined;
@@ -137,9 +137,9 @@ export class Run {
   #finished = false;
   readonly #unwatch: (now?: boolean) => void;
   /** A parked run: settles once it was released, to the error that kept it parked, if any. */
-  readonly #released: Promise<unknown> | undefined;
+  readonly #released: Promise<Error | undefined> | undefined;
 
-  constructor(plan: SpawnPlan, child: SpawnedProcess, options: LifecycleOptions, unwatch: (now?: boolean) => void, released?: Promise<unknown>) {
+  constructor(plan: SpawnPlan, child: SpawnedProcess, options: LifecycleOptions, unwatch: (now?: boolean) => void, released?: Promise<Error | undefined>) {
     this.#plan = plan;
     this.#child = child;
     this.pid = child.pid;
