@@ -102,7 +102,7 @@ export class Gateway {
       ? validateSpawnerKind(options.spawner, 'spawner')
       : validateSpawnerKind(this.#env.EXECGATE_SPAWNER || 'auto', 'EXECGATE_SPAWNER');
     this.#audit = createAudit(options.audit, this.home, this.policy.audit, this.#env);
-    this.#parks = this.#audit instanceof AuditLog && this.#audit.syncsBeforeSpawn;
+    this.#parks = typeof this.#audit.writeAndSync === 'function' && (!(this.#audit instanceof AuditLog) || this.#audit.syncsBeforeSpawn);
     // A record names paths a run may have named after a value: masked like a run's output.
     if (this.#audit instanceof AuditLog) this.#audit.mask = (text) => this.maskKnown(text);
     try {
