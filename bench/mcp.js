@@ -13,17 +13,17 @@ const { mkdirSync } = require('node:fs');
 const { dirname, join } = require('node:path');
 const { DIST, benchEnv, interleave, percentile, row, runFigure } = require('./lib');
 
-async function run({ quick, log }) {
+async function run({ quick, baseline, log }) {
   const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
   const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
   const { createGateway } = require(join(DIST, 'gateway.js'));
   const { home, env, cleanup } = benchEnv('execgate-bench-mcp-');
   const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
   const { checkPlatform } = require(join(DIST, 'sandbox', 'index.js'));
-  const connect = async (serverEnv, workdir) => {
+  const connect = async (serverEnv, workdir, dist = DIST) => {
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: [join(DIST, 'cli', 'main.js'), 'mcp', '--workdir', workdir],
+      args: [join(dist, 'cli', 'main.js'), 'mcp', '--workdir', workdir],
       env: { ...serverEnv, PATH: `${dirname(process.execPath)}:/usr/bin:/bin` },
       stderr: 'ignore',
     });
@@ -46,8 +46,11 @@ async function run({ quick, log }) {
   const { EXECGATE_POLICY: _policy, ...defaultEnv } = env;
   const sandboxedClient = sandbox ? await connect({ ...defaultEnv, EXECGATE_HOME: join(home, 'mcp-sandboxed') }, work) : undefined;
   const sandboxedGateway = sandbox ? createGateway({ policy: { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' } }, home: join(home, 'direct-sandboxed'), env: defaultEnv, cwd: work }) : undefined;
+  // --baseline=DIR: another built tree's server, sandbox off, interleaved with these.
+  const baseClient = baseline ? await connect({ ...env, EXECGATE_HOME: join(home, 'mcp-baseline') }, home, baseline) : undefined;
   const variants = {
     mcp: call(client),
+    ...(baseClient ? { mcpBaseline: call(baseClient) } : {}),
     direct: () => gateway.exec({ command: 'true' }),
     ...(sandbox ? {
       mcpSandboxed: call(sandboxedClient),
@@ -62,6 +65,7 @@ async function run({ quick, log }) {
   } finally {
     await client.close();
     await sandboxedClient?.close();
+    await baseClient?.close();
     await gateway.close();
     await sandboxedGateway?.close();
     cleanup();
@@ -71,6 +75,10 @@ async function run({ quick, log }) {
     rows: [
       row(7, 'gateway.exec({ command: "true" }), in process, sandbox off', samples.direct),
       row(7, 'MCP `bash` tool call over stdio (SDK client -> execgate mcp), sandbox off', samples.mcp, { of: direct, target: 1.3 }),
+      ...(baseClient ? [
+        row(7, 'baseline tree: MCP `bash` tool call, sandbox off', samples.mcpBaseline, { of: direct }),
+        row(7, 'this tree against the baseline: MCP call, sandbox off', samples.mcp, { of: { name: 'baseline tree', samples: samples.mcpBaseline } }),
+      ] : []),
       ...(sandbox ? [
         row(7, 'gateway.exec({ command: "true" }), in process, sandbox on (default policy)', samples.directSandboxed),
         row(7, 'MCP `bash` tool call over stdio, sandbox on (default policy)', samples.mcpSandboxed, { of: { name: 'gateway.exec, sandbox on', samples: samples.directSandboxed }, target: 1.3 }),
