@@ -126,9 +126,11 @@ async function run({ quick, baseline, log }) {
       row(1, 'this tree against the baseline: audit off', samples.gatewayNoAudit, { of: baseNoAudit }),
     );
   }
+  const { hasInheritedDescriptors } = require(join(DIST, 'process', 'inherited-fds.js'));
   return {
     rows,
     notes: [
+      ...(hasInheritedDescriptors() ? ['This process holds a descriptor above 2 without close-on-exec (inherited from whatever started it): every gateway run starts a bash that closes it first, which the raw `bash -c true` does not pay. Run the figure from a process without (see docs/performance.md) for the ratio a terminal or an MCP client gives.'] : []),
       'The default audit policy fdatasyncs the record written before each spawn (`fsync: before-spawn`); the sync runs off the event loop while an unsandboxed shell starts parked, and the command acts once the record is durable (audit writes per exec count the write only).',
     ],
   };
