@@ -21,6 +21,7 @@ import { sanitizeEnv, validateRequestedEnv } from '../env';
 import { Redactor } from '../redact';
 import { substituteTokens, validateTokenPlacements, type Replacement } from '../refs/substitute';
 import { readShell } from '../shell';
+import { PARK } from '../process/park';
 import { scanTokens } from '../refs/tokens';
 import { decideProgramLookup, decideRequest, type Decision } from '../policy/decide';
 import { getRunWritable } from '../policy/program-path';
@@ -59,13 +60,6 @@ export function createRunId(): string {
 }
 
 const REF_ENV_PREFIX = 'EXECGATE_REF_';
-/**
- * What a parked shell runs first, on the command's first line (so the shell's own messages
- * number the lines as written): one line from stdin, the gateway's word that the run's start is
- * on disk; at end of input (the gateway refused or died) the command never runs. Then stdin is
- * /dev/null, as for any sync run.
- */
-export const PARK = 'read -r __execgate_go || exit 125; unset __execgate_go; exec </dev/null; ';
 const PARKING_SHELLS = /(^|\/)(bash|sh|dash|ksh|mksh|zsh)$/;
 
 export async function preparePlan(context: PrepareContext, input: unknown, runId = createRunId()): Promise<SpawnPlan> {

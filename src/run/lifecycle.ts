@@ -23,6 +23,7 @@ import { directSpawner } from '../process/spawner/direct';
 import { ptySpawner } from '../process/spawner/pty';
 import type { SpawnedProcess, Spawner } from '../process/spawner/types';
 import { terminateRun } from '../process/terminate';
+import { PARK_QUOTE_WINDOW, withoutPark } from '../process/park';
 import { watchRun } from '../process/watchdog';
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -206,7 +207,17 @@ export class Run {
     const emit = (name: StreamName, bytes: Buffer): void => { if (bytes.length > 0) options.onData(name, bytes); };
     const closed = (['stdout', 'stderr'] as const).map((name) => new Promise<void>((resolve) => {
       const stream = child[name];
-      stream.on('data', (chunk: Buffer) => emit(name, redactors[name].push(stripper ? stripper.push(chunk) : chunk)));
+      // A parked shell's syntax error on the first line quotes the park with it: removed, so
+      // the caller's command comes back as written.
+      let parkWindow = name === 'stderr' && plan.parked ? PARK_QUOTE_WINDOW : 0;
+      stream.on('data', (raw: Buffer) => {
+        let chunk = raw;
+        if (parkWindow > 0) {
+          parkWindow -= chunk.length;
+          chunk = withoutPark(chunk);
+        }
+        emit(name, redactors[name].push(stripper ? stripper.push(chunk) : chunk));
+      });
       stream.on('error', () => { /* EIO ends a terminal; the close that follows settles */ });
       stream.once('close', () => resolve());
     }));

@@ -106,13 +106,19 @@ test('a released shell runs the command as written: stdin is /dev/null, lines an
   expect(result.stdout).toBe('status 0\nline 1\n');
   expect(result.stderr).toMatch(/line 2: no_such_command_xyz: command not found/);
   expect(result.exitCode).toBe(127);
+  // A syntax error on the first line quotes that line as the caller wrote it, without the park.
+  for (const command of ['foo(', 'echo a; foo)', 'echo $((1+)) )']) {
+    const syntax = await gateway.exec({ command });
+    expect(syntax.stderr).toContain(`line 1: \`${command}'`);
+    expect(syntax.output).not.toMatch(/__execgate_go|exit 125/);
+  }
   for (const shell of ['/bin/sh', '/bin/bash']) {
     const other = await gateway.exec({ command: 'read x && echo "read $x" || echo eof', shell });
     expect(other.output).toBe('eof\n');
   }
   // The default log: the start record is on disk before the command acts, and the chain is whole.
   const events = readFileSync(join(tmp.dir, 'home', 'audit.log'), 'utf8').trim().split('\n').map((line) => (JSON.parse(line) as { event: string }).event);
-  expect(events.filter((event) => event === 'exec.started')).toHaveLength(3);
+  expect(events.filter((event) => event === 'exec.started')).toHaveLength(6);
 });
 
 test('an audit log with `fsync: never` starts shells unparked; `before-spawn` parks them', async () => {
