@@ -64,6 +64,8 @@ export class Gateway {
   readonly #cwd: string;
   readonly #shell: string;
   readonly #audit: AuditSink;
+  /** Whether runs' shells start parked while their start records are made durable (SpawnPlan.parked). */
+  readonly #parks: boolean;
   readonly #logger: GatewayLogger | undefined;
   readonly #shutdown = new AbortController();
   readonly #running = new Set<Promise<unknown>>();
@@ -100,6 +102,7 @@ export class Gateway {
       ? validateSpawnerKind(options.spawner, 'spawner')
       : validateSpawnerKind(this.#env.EXECGATE_SPAWNER || 'auto', 'EXECGATE_SPAWNER');
     this.#audit = createAudit(options.audit, this.home, this.policy.audit, this.#env);
+    this.#parks = typeof this.#audit.writeAndSync === 'function' && (!(this.#audit instanceof AuditLog) || this.#audit.syncsBeforeSpawn);
     // A record names paths a run may have named after a value: masked like a run's output.
     if (this.#audit instanceof AuditLog) this.#audit.mask = (text) => this.maskKnown(text);
     try {
@@ -255,6 +258,8 @@ export class Gateway {
         egress: () => this.#getEgress(),
         handsOver: (mode) => mode === 'background' && this.#backgroundLauncher === 'detached',
         remembered: this.#masks,
+        // The shell starts while the start record is made durable, and acts only after.
+        park: this.#parks,
         onNormalized: (normalized) => records.requested(normalized),
       }, request, runId);
     } catch (error) {
@@ -270,14 +275,17 @@ export class Gateway {
     }
     const unknown = policy.secrets.unknown === 'warn' ? getUnknownRefs(plan.refs) : [];
     if (unknown.length > 0) this.#warn({ runId, refs: unknown }, `Run ${runId}: ${describeUnknownRefs(unknown)} (\`secrets.unknown: warn\`).`);
-    records.started(plan);
+    // Written now; durable (the policy's fdatasync, off the event loop) before the command acts.
+    const ready = records.started(plan);
+    ready.catch(() => { /* the run fails with it below */ });
     const run = plan.request.mode === 'background'
-      ? this.background.start(plan).then((started) => { records.backgroundStarted(plan, started); return started; })
+      ? ready.then(() => this.background.start(plan)).then((started) => { records.backgroundStarted(plan, started); return started; })
       : runForeground(plan, {
         home: this.home,
         onOutput: options.onOutput,
         signal: options.signal ? AbortSignal.any([this.#shutdown.signal, options.signal]) : this.#shutdown.signal,
         spawner: this.#spawner,
+        ready,
       }).then((result) => records.finished(plan, result));
     try {
       return await run;
