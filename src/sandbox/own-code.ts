@@ -63,6 +63,8 @@ export function getProtectedCode(): readonly string[] {
   // node's installation (a version manager keeps it under HOME): its bin directory's parent.
   const nodeBin = dirname(realpathSync.native(process.execPath));
   const node = basename(nodeBin) === 'bin' ? dirname(nodeBin) : nodeBin;
-  protectedCode = Object.freeze([...own, ...SYSTEM_CODE, ...(node === '/' ? [] : [node])]);
+  // Each directory once: every dependency found in one node_modules names that same directory,
+  // and each entry is resolved for every run's view.
+  protectedCode = Object.freeze([...new Set([...own, ...SYSTEM_CODE, ...(node === '/' ? [] : [node])])]);
   return protectedCode;
 }

@@ -38,7 +38,7 @@ import { ExecgateError } from '../errors';
 import { DEFAULT_HIDDEN_PATHS, type SandboxSettings } from '../policy/effective';
 import { isInside } from '../fs/paths';
 import { getCoveredDirs } from './covered';
-import { expand, getHomes, getPrivateTmp, getUserHome, getWantedWritable, real } from './host-paths';
+import { expand, getHomes, getPrivateTmp, getUserHome, getWantedWritable, real, withOneResolution } from './host-paths';
 import { getProtectedCode, OWN_FILES } from './own-code';
 import { checkWorkspacePlacement } from './placement';
 import { ensureStateDir } from './state-dir';
@@ -135,6 +135,10 @@ function getBusPaths(address: string | undefined): { paths: string[]; abstract: 
 }
 
 export function getFilesystemView(input: FilesystemInput): FilesystemView {
+  return withOneResolution(() => makeFilesystemView(input));
+}
+
+function makeFilesystemView(input: FilesystemInput): FilesystemView {
   const { settings, env } = input;
   const userHome = getUserHome(env, input.userHome);
   const skipped: string[] = [];

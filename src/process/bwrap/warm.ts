@@ -2,9 +2,10 @@
  * Warm sandboxes: the namespace and mount set-up of a sandboxed run, done ahead of the request.
  *
  * Starting bubblewrap (user, PID, mount, IPC, UTS namespaces, a dozen mounts, entering the shared
- * network namespace) costs several times what starting the shell does. When a sandboxed sync run
- * starts, the gateway sets the same sandbox up again (the plan's launch, its working directory
- * aside) with a small bash in it that waits for its program on stdin (src/programs/
+ * network namespace) costs several times what starting the shell does. Once a sandboxed sync run
+ * has ended (or has run for a moment: #refillAfter), the gateway sets the same sandbox up again
+ * (the plan's launch, its working directory aside) with a small bash in it that waits for its
+ * program on stdin (src/programs/
  * warm-stub.bash). The next run with that very launch takes it: the working directory, the
  * program's argv and its whole environment (resolved values included) travel over that pipe,
  * never on an argv, and the waiting bash enters the directory, sets the environment and execs the
@@ -14,9 +15,12 @@
  *   - the launch is compared whole (but for the working directory, entered inside); any
  *     difference (policy reload, a hidden path that appeared, another network namespace) means a
  *     cold start;
- *   - the sandbox's mounts are checked against the plan (verify.ts) once it is set up, and again
- *     when it is taken: a host path deleted since (a hidden directory removed and made again)
- *     takes its mount with it, which the second check sees, and the run starts cold;
+ *   - the sandbox's mounts are checked against the plan (verify.ts, the whole check a cold run's
+ *     gate makes, its first process included) when it is taken, right before the program is
+ *     sent, against the launch planned for this run: a host path deleted since it was set up
+ *     (a hidden directory removed and made again) takes its mount with it, which the check sees,
+ *     and the run starts cold. (It was checked when it got ready as well; that check decided
+ *     nothing the one at the take does not, and cost a mount table's read per run.);
  *   - descriptors: the waiting bash closes every descriptor above 2 before anything else, so a
  *     descriptor this process held when the sandbox started (a PTY run's terminal) never
  *     reaches a later run;
@@ -36,10 +40,11 @@ import { abandon, afterNextPoll, checkSandbox, helperFailed, readMark, READY, re
 import type { SandboxLaunch } from './launch';
 import { getSpecKey } from './spec';
 import { getWarmStubScript } from '../programs';
-import { verifySandbox } from './verify';
 
 /** How long a warm sandbox waits for a run before it is ended. */
 export const DEFAULT_MAX_IDLE_MS = 120_000;
+/** A run still going this long gets its launch's next warm sandbox set up during it (#refillAfter). */
+const REFILL_AFTER_MS = 200;
 /** How long a run waits for a warm sandbox still being set up before it starts cold instead. */
 const READY_TIMEOUT_MS = 5_000;
 
@@ -126,6 +131,8 @@ export class WarmSandboxes implements Spawner {
   readonly #maxIdle: number;
   readonly #entries: WarmEntry[] = [];
   readonly #starting = new Set<string>();
+  /** Refills waiting for their run to end (see #refillAfter): how to cancel each. */
+  readonly #scheduled = new Map<string, () => void>();
   #closed = false;
   /** Starts in progress (a spawn not yet answered). */
   readonly #pending = new Set<Promise<void>>();
@@ -160,7 +167,7 @@ export class WarmSandboxes implements Spawner {
     if (!entry) {
       this.#cold += 1;
       const started = await startGated(this.#base, request);
-      if (warmable) this.#refill(key, request.sandbox);
+      if (warmable) this.#refillAfter(key, request.sandbox, started);
       return started;
     }
     this.#warm += 1;
@@ -172,7 +179,7 @@ export class WarmSandboxes implements Spawner {
     const { stdout } = entry;
     const started = readMark(entry.stderr, STARTED, stderr);
     child.stdin!.write(encodeFrame(request.cwd, [request.shell, ...request.args], request.env));
-    this.#refill(key, request.sandbox);
+    this.#refillAfter(key, request.sandbox, child);
     const said = await started;
     if (said !== true) {
       abandon(child);
@@ -198,24 +205,55 @@ export class WarmSandboxes implements Spawner {
     let timer: NodeJS.Timeout | undefined;
     const ready = await Promise.race([entry.ready, new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS); })]);
     clearTimeout(timer);
-    if (!ready || entry.ended || verifySandbox(entry.process.pid, launch.check) !== undefined) {
+    if (!ready || entry.ended || !this.#matches(entry, launch)) {
       this.#end(entry);
       return undefined;
     }
     return entry;
   }
 
-  /** The next warm sandbox for this launch, started in the next turn of the event loop (after this run's own start). */
-  #refill(key: string, launch: SandboxLaunch): void {
-    if (this.#starting.has(key)) return;
+  /** The gate's check (gate.ts, checkSandbox) on a waiting sandbox: its mounts as planned, its first process in a PID namespace of its own. */
+  #matches(entry: WarmEntry, launch: SandboxLaunch): boolean {
+    try {
+      checkSandbox(entry.process.pid, launch.check);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The next warm sandbox for this launch, set up once `run` (the run this launch just served)
+   * has ended, or has run for REFILL_AFTER_MS: setting a sandbox up costs a fork of this process
+   * (its event loop waits) and bubblewrap's namespace and mount work, which on a small machine
+   * took the cores from the very run it was made after (a warm `true` cost twice a raw bubblewrap
+   * in CPU, half of it the next sandbox). After the end of a short run, the set-up falls in the
+   * pause before the next request; a long run's next sandbox is ready during it.
+   */
+  #refillAfter(key: string, launch: SandboxLaunch, run: SpawnedProcess): void {
+    if (this.#starting.has(key) || this.#closed) return;
     this.#starting.add(key);
-    setImmediate(() => {
-      const started = this.#start(key, launch).finally(() => {
-        this.#starting.delete(key);
-        this.#pending.delete(started);
+    const timer = setTimeout(() => go(), REFILL_AFTER_MS).unref();
+    const cancel = (): void => {
+      clearTimeout(timer);
+      this.#starting.delete(key);
+    };
+    const go = (): void => {
+      // Once: by the run's end or the timer, whichever comes first, and not after close().
+      if (this.#scheduled.get(key) !== cancel) return;
+      this.#scheduled.delete(key);
+      clearTimeout(timer);
+      // After the run's exit is handled: its output's end and its record come first.
+      setImmediate(() => {
+        const started = this.#start(key, launch).finally(() => {
+          this.#starting.delete(key);
+          this.#pending.delete(started);
+        });
+        this.#pending.add(started);
       });
-      this.#pending.add(started);
-    });
+    };
+    this.#scheduled.set(key, cancel);
+    run.exit.then(go, go);
   }
 
   async #start(key: string, launch: SandboxLaunch): Promise<void> {
@@ -239,15 +277,10 @@ export class WarmSandboxes implements Spawner {
     const stderr = new PassThrough();
     stderr.once('close', () => child.stderr.destroy());
     const stdout = relay(child.stdout);
-    // Set up, and matching its plan, or not at all.
+    // Set up, or not at all; whether it matches its plan is checked when it is taken (#take).
     const ready = readMark(child.stderr, READY, stderr).then((mark) => {
       if (mark !== true) return false;
       child.stderr.pipe(stderr);
-      try {
-        checkSandbox(child.pid, launch.check);
-      } catch {
-        return false;
-      }
       entry.isReady = true;
       return true;
     });
@@ -290,6 +323,8 @@ export class WarmSandboxes implements Spawner {
 
   async close(): Promise<void> {
     this.#closed = true;
+    for (const cancel of this.#scheduled.values()) cancel();
+    this.#scheduled.clear();
     // Sandboxes being spawned end as soon as they are (see #start).
     await Promise.all([...this.#pending]);
     const waiting = this.#entries.splice(0);
