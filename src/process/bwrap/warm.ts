@@ -88,6 +88,13 @@ function getWarmKey(launch: SandboxLaunch): string {
   return getSpecKey(launch.launcher, launch.spec, { withoutChdir: true });
 }
 
+interface ScheduledRefill {
+  /** Drops it (the gateway is closing). */
+  readonly cancel: () => void;
+  /** Starts it at once: a request for its launch came first (see startSandboxed). */
+  readonly now: () => void;
+}
+
 interface WarmEntry {
   readonly key: string;
   readonly launch: SandboxLaunch;
@@ -131,8 +138,10 @@ export class WarmSandboxes implements Spawner {
   readonly #maxIdle: number;
   readonly #entries: WarmEntry[] = [];
   readonly #starting = new Set<string>();
-  /** Refills waiting for their run to end (see #refillAfter): how to cancel each. */
-  readonly #scheduled = new Map<string, () => void>();
+  /** Refills waiting for their run to end (see #refillAfter). */
+  readonly #scheduled = new Map<string, ScheduledRefill>();
+  /** Refills being spawned (until the sandbox is listed in #entries, or failed to start). */
+  readonly #inflight = new Map<string, Promise<void>>();
   #closed = false;
   /** Starts in progress (a spawn not yet answered). */
   readonly #pending = new Set<Promise<void>>();
@@ -163,6 +172,12 @@ export class WarmSandboxes implements Spawner {
     if (this.#size <= 0 || request.stdin !== 'ignore' || request.terminal) return startGated(this.#base, request);
     const key = getWarmKey(request.sandbox);
     const warmable = isWarmableEnv(request.env);
+    if (warmable) {
+      // A run asked right after the last one ended (a tight loop): its sandbox's set-up, not yet
+      // begun or still being spawned, is waited for rather than raced by a cold start.
+      this.#scheduled.get(key)?.now();
+      await this.#inflight.get(key)?.catch(() => undefined);
+    }
     const entry = warmable ? await this.#take(key, request.sandbox) : undefined;
     if (!entry) {
       this.#cold += 1;
@@ -228,32 +243,38 @@ export class WarmSandboxes implements Spawner {
    * (its event loop waits) and bubblewrap's namespace and mount work, which on a small machine
    * took the cores from the very run it was made after (a warm `true` cost twice a raw bubblewrap
    * in CPU, half of it the next sandbox). After the end of a short run, the set-up falls in the
-   * pause before the next request; a long run's next sandbox is ready during it.
+   * pause before the next request; a long run's next sandbox is ready during it. A request for
+   * this launch that comes first starts it at once and waits for it.
    */
   #refillAfter(key: string, launch: SandboxLaunch, run: SpawnedProcess): void {
     if (this.#starting.has(key) || this.#closed) return;
     this.#starting.add(key);
-    const timer = setTimeout(() => go(), REFILL_AFTER_MS).unref();
-    const cancel = (): void => {
-      clearTimeout(timer);
-      this.#starting.delete(key);
+    const timer = setTimeout(() => go(false), REFILL_AFTER_MS).unref();
+    const refill: ScheduledRefill = {
+      cancel: (): void => {
+        clearTimeout(timer);
+        this.#starting.delete(key);
+      },
+      now: (): void => go(true),
     };
-    const go = (): void => {
-      // Once: by the run's end or the timer, whichever comes first, and not after close().
-      if (this.#scheduled.get(key) !== cancel) return;
+    // Once: by the run's end, the timer or a request for this launch, whichever comes first, and not after close().
+    const go = (now: boolean): void => {
+      if (this.#scheduled.get(key) !== refill) return;
       this.#scheduled.delete(key);
       clearTimeout(timer);
-      // After the run's exit is handled: its output's end and its record come first.
-      setImmediate(() => {
-        const started = this.#start(key, launch).finally(() => {
-          this.#starting.delete(key);
-          this.#pending.delete(started);
-        });
-        this.#pending.add(started);
+      // After the run's exit is handled (its output's end and its record come first), unless a
+      // request is waiting for it.
+      const turn = now ? Promise.resolve() : new Promise<void>((resolve) => { setImmediate(resolve); });
+      const started = turn.then(() => this.#start(key, launch)).finally(() => {
+        this.#starting.delete(key);
+        this.#pending.delete(started);
+        if (this.#inflight.get(key) === started) this.#inflight.delete(key);
       });
+      this.#pending.add(started);
+      this.#inflight.set(key, started);
     };
-    this.#scheduled.set(key, cancel);
-    run.exit.then(go, go);
+    this.#scheduled.set(key, refill);
+    run.exit.then(() => go(false), () => go(false));
   }
 
   async #start(key: string, launch: SandboxLaunch): Promise<void> {
@@ -323,7 +344,7 @@ export class WarmSandboxes implements Spawner {
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const cancel of this.#scheduled.values()) cancel();
+    for (const refill of this.#scheduled.values()) refill.cancel();
     this.#scheduled.clear();
     // Sandboxes being spawned end as soon as they are (see #start).
     await Promise.all([...this.#pending]);
