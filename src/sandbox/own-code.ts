@@ -63,8 +63,6 @@ export function getProtectedCode(): readonly string[] {
   // node's installation (a version manager keeps it under HOME): its bin directory's parent.
   const nodeBin = dirname(realpathSync.native(process.execPath));
   const node = basename(nodeBin) === 'bin' ? dirname(nodeBin) : nodeBin;
-  // Each directory once: every dependency found in one node_modules names that same directory,
-  // and each entry is resolved for every run's view.
   protectedCode = Object.freeze([...new Set([...own, ...SYSTEM_CODE, ...(node === '/' ? [] : [node])])]);
   return protectedCode;
 }
