@@ -63,6 +63,6 @@ export function getProtectedCode(): readonly string[] {
   // node's installation (a version manager keeps it under HOME): its bin directory's parent.
   const nodeBin = dirname(realpathSync.native(process.execPath));
   const node = basename(nodeBin) === 'bin' ? dirname(nodeBin) : nodeBin;
-  protectedCode = Object.freeze([...own, ...SYSTEM_CODE, ...(node === '/' ? [] : [node])]);
+  protectedCode = Object.freeze([...new Set([...own, ...SYSTEM_CODE, ...(node === '/' ? [] : [node])])]);
   return protectedCode;
 }
