@@ -11,6 +11,7 @@ const { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 const { loadavg, tmpdir } = require('node:os');
 const { join, resolve } = require('node:path');
 const { performance } = require('node:perf_hooks');
+const { getGoal } = require('./goals');
 
 const DIST = join(__dirname, '..', 'dist');
 
@@ -106,9 +107,16 @@ function readOwnCpu() {
 }
 
 /** A row of the report: a measurement, optionally its ratio to another one and a target. */
-function row(figure, name, samples, { unit = 'ms', of, target, higherIsBetter = false, note } = {}) {
+function row(figure, name, samples, { unit = 'ms', of, target, higherIsBetter = false, note, goal } = {}) {
   const stats = Array.isArray(samples) ? summarize(samples) : samples;
   const result = { figure, name, unit, ...stats };
+  if (goal !== undefined) {
+    // The goal's target and direction come from bench/goals.js, the one table of goals.
+    const known = getGoal(goal);
+    result.goal = goal;
+    target = known.target;
+    higherIsBetter = known.direction === '>=';
+  }
   if (of) {
     const base = Array.isArray(of.samples) ? summarize(of.samples) : of.samples;
     result.ratio = { of: of.name, value: stats.median / base.median };
@@ -119,6 +127,31 @@ function row(figure, name, samples, { unit = 'ms', of, target, higherIsBetter = 
   }
   if (note) result.note = note;
   return result;
+}
+
+/**
+ * The environment every figure's process starts with: nothing inherited but PATH (an inherited
+ * NODE_OPTIONS or NODE_EXTRA_CA_CERTS changes what every Node start costs, and a user's
+ * EXECGATE_* settings what a gateway does), HOME an empty directory, the keyring off, and the
+ * figures' own EXECGATE_BENCH_* knobs.
+ */
+function cleanEnv(home) {
+  const env = {
+    PATH: process.env.PATH || '/usr/local/bin:/usr/bin:/bin',
+    HOME: home,
+    LANG: 'C.UTF-8',
+    EXECGATE_HOME: join(home, '.execgate'),
+    EXECGATE_KEYRING: 'off',
+  };
+  for (const [name, value] of Object.entries(process.env)) {
+    if (name.startsWith('EXECGATE_BENCH_')) env[name] = value;
+  }
+  return env;
+}
+
+/** The load average as printed: 1, 5 and 15 minutes. */
+function formatLoad(load = loadavg()) {
+  return load.map((n) => n.toFixed(2)).join(' ');
 }
 
 /** A private EXECGATE_HOME and an environment for the gateway and for children (keyring off). */
@@ -252,8 +285,9 @@ function runFigure(figure) {
     const report = { id: figure.id, title: figure.title, loadBefore, loadAfter: loadavg(), ...result };
     if (args.report) writeFileSync(args.report, JSON.stringify(report));
     else {
-      console.log(`${figure.id}. ${figure.title}`);
+      console.log(`${figure.id}. ${figure.title}${report.sandbox ? ` (sandbox: ${report.sandbox})` : ''}`);
       console.log(formatTable(report.rows));
+      console.log(`  load average ${formatLoad(report.loadBefore)} before, ${formatLoad(report.loadAfter)} after`);
       for (const note of report.notes || []) console.log(`  - ${note}`);
     }
     // Ballast, helpers and servers: nothing should keep a figure's process alive past its report.
@@ -267,6 +301,8 @@ function runFigure(figure) {
 module.exports = {
   DIST,
   benchEnv,
+  cleanEnv,
+  formatLoad,
   getUnsandboxedPolicy,
   formatTable,
   holdMemory,
