@@ -38,7 +38,8 @@ const medianRatio = (figure, pattern, basePattern) => (rows) => {
  * id: stable name (rows name it); figure: the bench figure that measures it; what: the
  * measurement; against: what a user would otherwise run; direction and target: the goal, on a
  * ratio (unit 'x') or an absolute figure (unit given); before: the figure when the goal was set
- * (main at 9dd1ec9, a quiet 2-core machine, clean environment).
+ * (the tree at 9dd1ec9, clean environment). The proxy goals are of the real path, a client inside
+ * a sandboxed run (figures 14 and 8's end-to-end rows), not of requests sent to the proxy's socket.
  */
 const GOALS = [
   {
@@ -82,23 +83,23 @@ const GOALS = [
     find: ratioOf(7, /^MCP `bash` tool call/),
   },
   {
-    id: 'proxy-plain', figure: 8, what: 'egress proxy, 100 MiB plain HTTP', against: 'a direct download',
+    id: 'proxy-plain', figure: 14, what: 'egress proxy, 100 MiB plain HTTP, curl inside the sandbox (bridge and proxy)', against: 'the same curl, direct',
     direction: '>=', target: 0.5, unit: 'x', before: '0.10x',
-    find: medianOf(8, /^100 MiB: proxy: plain HTTP forward.*throughput \/ direct/),
+    find: () => undefined,
   },
   {
-    id: 'proxy-tunnel', figure: 8, what: 'egress proxy, 100 MiB HTTPS through a CONNECT tunnel', against: 'a direct download',
+    id: 'proxy-tunnel', figure: 14, what: 'egress proxy, 100 MiB HTTPS through a CONNECT tunnel, curl inside the sandbox', against: 'the same curl, direct',
     direction: '>=', target: 0.8, unit: 'x', before: '0.63x',
-    find: medianOf(8, /^100 MiB: proxy: CONNECT tunnel.*throughput \/ direct/),
+    find: () => undefined,
   },
   {
-    id: 'proxy-intercept', figure: 8, what: 'egress proxy, 100 MiB HTTPS intercepted, a secret injected', against: 'a direct HTTPS download',
+    id: 'proxy-intercept', figure: 8, what: 'egress proxy, 100 MiB HTTPS intercepted, a secret injected, curl inside the sandbox', against: 'the same curl, direct',
     direction: '>=', target: 0.5, unit: 'x', before: '0.27-0.31x',
-    find: medianOf(8, /^100 MiB: proxy: HTTPS intercepted.*throughput \/ direct/),
+    find: ratioOf(8, /^100 MiB end to end: curl in a sandboxed gateway run, HTTPS intercepted/),
   },
   {
     id: 'proxy-cpu-vs-peer', figure: 14, what: 'CPU per MiB, 100 MiB plain HTTP fetched by curl from inside the sandbox through the proxy', against: 'the same through sandbox-runtime',
-    direction: '<=', target: 1, unit: 'x', before: '(new)',
+    direction: '<=', target: 1, unit: 'x', before: '0.89x (5.78 against 6.51 ms/MiB)',
     find: () => undefined,
   },
 ];

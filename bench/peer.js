@@ -15,8 +15,9 @@
  *     library does after a run for the next one, such as execgate's warm sandbox, is counted).
  *   - a sandboxed `true` as a CLI: `execgate run -- true` against `srt -c true`, and `node -e 0`,
  *     each a fresh process in a clean environment (PATH, an empty HOME, nothing else).
- *   - proxy throughput: curl inside each one's sandbox fetching 100 MiB of plain HTTP from a local
- *     server through that one's egress proxy, against the same curl run directly. execgate: a
+ *   - proxy throughput: curl inside each one's sandbox fetching 100 MiB from a local server
+ *     through that one's egress proxy, plain HTTP and HTTPS (a CONNECT tunnel), against the same
+ *     curl run directly. execgate: a
  *     gateway whose policy allows the host; sandbox-runtime: `allowedDomains` naming the server's
  *     address and port. CPU per MiB: the library process (where each one's proxy runs) and,
  *     separately, that process and everything under it (bubblewrap, the in-sandbox relay: socat
@@ -28,13 +29,14 @@
  *   npm run build && node bench/peer.js [--quick]
  */
 const { spawn, spawnSync } = require('node:child_process');
-const { mkdirSync, mkdtempSync, rmSync } = require('node:fs');
+const { mkdirSync, mkdtempSync, readFileSync, rmSync } = require('node:fs');
 const http = require('node:http');
+const https = require('node:https');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { pathToFileURL } = require('node:url');
 const { performance } = require('node:perf_hooks');
-const { DIST, cleanEnv, interleave, readDescendantsCpu, readOwnCpu, row, runFigure, waitChild } = require('./lib');
+const { DIST, cleanEnv, interleave, readDescendantsCpu, readOwnCpu, row, runFigure, summarize, waitChild } = require('./lib');
 
 const PEER = '@anthropic-ai/sandbox-runtime';
 /** The peer's entry point, found from this file (helpers run in another working directory). */
@@ -58,8 +60,8 @@ function cpuSince(start) {
   return { own: own - start.own, all: own - start.own + descendants - start.descendants };
 }
 
-function curlArgs(url) {
-  return ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', url];
+function curlArgs(url, cacert) {
+  return ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', ...(cacert ? ['--cacert', cacert] : []), url];
 }
 
 function spawnText(file, args, options) {
@@ -79,7 +81,7 @@ async function makeRunner(kind, arg, work) {
     return {
       bash: () => waitChild(spawn('/bin/bash', ['--norc', '--noprofile', '-c', 'true'], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], cwd: work })),
       bwrap: () => waitChild(spawn('bwrap', BWRAP_TRUE, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], cwd: work })),
-      fetch: (url) => spawnText('curl', curlArgs(url), { cwd: work }),
+      fetch: (url, cacert) => spawnText('curl', curlArgs(url, cacert), { cwd: work }),
     };
   }
   if (kind === 'execgate' || kind === 'execgate-fetch') {
@@ -90,9 +92,10 @@ async function makeRunner(kind, arg, work) {
       // at the local server (a resolver and dialler of the gateway's egress options).
       const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
       const { normalizeNetworkPolicy } = require(join(DIST, 'policy', 'egress-settings.js'));
-      const port = Number(arg);
+      const [port, tlsPort] = arg.split(',').map(Number);
       options.policy = { ...DEFAULT_POLICY, network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bench.test'] }), sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' } };
-      options.egress = { resolver: async () => ['203.0.113.10'], dial: () => ({ host: '127.0.0.1', port }) };
+      // Plain HTTP goes to bench.test:80, HTTPS to bench.test:<the TLS server's port>.
+      options.egress = { resolver: async () => ['203.0.113.10'], dial: (_address, asked) => ({ host: '127.0.0.1', port: asked === tlsPort ? tlsPort : port }) };
     }
     const gateway = createGateway(options);
     const exec = async (command) => {
@@ -103,14 +106,14 @@ async function makeRunner(kind, arg, work) {
     };
     return {
       true: () => exec('true'),
-      fetch: (url) => exec(`curl ${curlArgs(url.replace(/127\.0\.0\.1:[0-9]+/, 'bench.test')).map((a) => `'${a}'`).join(' ')}`),
+      fetch: (url, cacert) => exec(`curl ${curlArgs(url.replace(/127\.0\.0\.1:([0-9]+)/, (_, port) => (url.startsWith('https:') ? `bench.test:${port}` : 'bench.test')), cacert).map((a) => `'${a}'`).join(' ')}`),
       stats: () => gateway.warmSandboxes,
       close: () => gateway.close(),
     };
   }
   if (kind === 'peer' || kind === 'peer-fetch') {
     const { SandboxManager } = await import(peerUrl());
-    const config = kind === 'peer' ? PEER_DEFAULTS : { ...PEER_DEFAULTS, network: { allowedDomains: [`127.0.0.1:${arg}`], deniedDomains: [] } };
+    const config = kind === 'peer' ? PEER_DEFAULTS : { ...PEER_DEFAULTS, network: { allowedDomains: arg.split(',').map((port) => `127.0.0.1:${port}`), deniedDomains: [] } };
     await SandboxManager.initialize(config);
     // As its README and CLI run a command: the wrapped string through a shell.
     const exec = async (command) => {
@@ -121,7 +124,7 @@ async function makeRunner(kind, arg, work) {
       true: () => exec('true'),
       // Its sandbox sets NO_PROXY for loopback names; a local server is reached through the proxy
       // only with that cleared (the proxy's allowlist names the address and port).
-      fetch: (url) => exec(`NO_PROXY= no_proxy= curl ${curlArgs(url).map((a) => `'${a}'`).join(' ')}`),
+      fetch: (url, cacert) => exec(`NO_PROXY= no_proxy= curl ${curlArgs(url, cacert).map((a) => `'${a}'`).join(' ')}`),
       close: () => SandboxManager.reset(),
     };
   }
@@ -146,7 +149,7 @@ async function helperMain(kind, arg) {
           if (request.op === 'run') {
             started = cpuBefore();
             const t0 = performance.now();
-            const out = await runner[request.what](request.url);
+            const out = await runner[request.what](request.url, request.cacert);
             reply({ ms: performance.now() - t0, out });
           } else if (request.op === 'cpu') reply(cpuSince(started));
           else if (request.op === 'stats') reply({ stats: runner.stats ? runner.stats() : undefined });
@@ -209,9 +212,17 @@ function checkPeer(env, cwd) {
   return said === 'ok' ? { ok: true } : { ok: false, reason: said || (result.stderr || '').trim().split('\n').pop() || `status ${result.status}` };
 }
 
-function startServer(size) {
+/** A self-signed certificate for bench.test and 127.0.0.1 (openssl), in `dir`; undefined without openssl. */
+function makeCertificate(dir) {
+  const key = join(dir, 'server-key.pem');
+  const cert = join(dir, 'server-cert.pem');
+  const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=bench.test', '-addext', 'subjectAltName=DNS:bench.test,IP:127.0.0.1'], { encoding: 'utf8' });
+  return made.status === 0 ? { key, cert } : undefined;
+}
+
+function startServer(size, tls) {
   const block = Buffer.alloc(MiB, 'x');
-  const server = http.createServer((request, response) => {
+  const serve = (request, response) => {
     response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': size });
     let left = size;
     const write = () => {
@@ -226,7 +237,8 @@ function startServer(size) {
       response.end();
     };
     write();
-  });
+  };
+  const server = tls ? https.createServer({ key: readFileSync(tls.key), cert: readFileSync(tls.cert) }, serve) : http.createServer(serve);
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
@@ -268,7 +280,7 @@ async function run({ quick, log }) {
     helpers.push(helper);
     return helper;
   };
-  let server;
+  const servers = [];
   try {
     /* 1. A sandboxed `true` as a library. */
     const raw = start('raw');
@@ -317,11 +329,17 @@ async function run({ quick, log }) {
     }
     if (ours && theirs) rows.push(row(14, 'library: execgate against sandbox-runtime (wall)', inner.execgate, { of: { name: 'sandbox-runtime', samples: inner.peer } }));
     if (readDescendantsCpu() !== undefined) {
-      rows.push(row(14, 'library CPU per run: raw bash -c true (ms)', cpu.rawBash));
-      rows.push(row(14, 'library CPU per run: raw bwrap + bash -c true (ms)', cpu.rawBwrap));
-      if (ours) rows.push(row(14, 'library CPU per run: execgate, process + everything under it (ms)', cpu.execgate, { of: { name: 'raw bwrap', samples: cpu.rawBwrap } }));
-      if (theirs) rows.push(row(14, 'library CPU per run: sandbox-runtime, process + everything under it (ms)', cpu.peer, { of: { name: 'raw bwrap', samples: cpu.rawBwrap } }));
-      if (ours && theirs) rows.push(row(14, 'library CPU per run: execgate against sandbox-runtime', cpu.execgate, { of: { name: 'sandbox-runtime', samples: cpu.peer } }));
+      /*
+       * Mean, not median: the CPU of other processes comes from /proc in clock ticks (10 ms),
+       * and a run of a few ms is counted 0 or 10 ms at a time; the mean of many runs is right on
+       * average, their median is not. Min and max are of single runs.
+       */
+      const mean = (samples) => ({ ...summarize(samples), median: samples.reduce((a, b) => a + b, 0) / samples.length });
+      rows.push(row(14, 'library CPU per run, mean: raw bash -c true (ms)', mean(cpu.rawBash)));
+      rows.push(row(14, 'library CPU per run, mean: raw bwrap + bash -c true (ms)', mean(cpu.rawBwrap)));
+      if (ours) rows.push(row(14, 'library CPU per run, mean: execgate, process + everything under it (ms)', mean(cpu.execgate), { of: { name: 'raw bwrap', samples: mean(cpu.rawBwrap) } }));
+      if (theirs) rows.push(row(14, 'library CPU per run, mean: sandbox-runtime, process + everything under it (ms)', mean(cpu.peer), { of: { name: 'raw bwrap', samples: mean(cpu.rawBwrap) } }));
+      if (ours && theirs) rows.push(row(14, 'library CPU per run, mean: execgate against sandbox-runtime', mean(cpu.execgate), { of: { name: 'sandbox-runtime', samples: mean(cpu.peer) } }));
     }
 
     /* 2. A sandboxed `true` as a CLI. */
@@ -347,65 +365,82 @@ async function run({ quick, log }) {
     rows.push(row(14, 'CLI: node -e 0', cli.node));
     if (cli.execgate) rows.push(row(14, 'CLI: execgate run -- true (default policy: sandboxed)', cli.execgate, { of: nodeStart }));
     if (cli.peer) rows.push(row(14, 'CLI: srt -c true (no settings file: its defaults)', cli.peer, { of: nodeStart }));
-    if (cli.execgate && cli.peer) {
-      rows.push(row(14, 'CLI: execgate against srt (wall)', cli.execgate, { of: { name: 'srt', samples: cli.peer } }));
-      if (cliCpu.execgate.length > 0) rows.push(row(14, 'CLI: execgate against srt (CPU of the process tree)', cliCpu.execgate, { of: { name: 'srt', samples: cliCpu.peer } }));
+    if (cli.execgate && cli.peer) rows.push(row(14, 'CLI: execgate against srt (wall)', cli.execgate, { of: { name: 'srt', samples: cli.peer } }));
+    if (cliCpu.node.length > 0) {
+      rows.push(row(14, 'CLI CPU of the process tree: node -e 0 (ms)', cliCpu.node));
+      if (cli.execgate) rows.push(row(14, 'CLI CPU of the process tree: execgate run -- true (ms)', cliCpu.execgate, { of: { name: 'node -e 0', samples: cliCpu.node } }));
+      if (cli.peer) rows.push(row(14, 'CLI CPU of the process tree: srt -c true (ms)', cliCpu.peer, { of: { name: 'node -e 0', samples: cliCpu.node } }));
+      if (cli.execgate && cli.peer) rows.push(row(14, 'CLI CPU of the process tree: execgate against srt', cliCpu.execgate, { of: { name: 'srt', samples: cliCpu.peer } }));
     }
 
-    /* 3. Proxy throughput: 100 MiB of plain HTTP fetched by curl from inside each sandbox. */
+    /*
+     * 3. Proxy throughput: 100 MiB fetched by curl from inside each sandbox, plain HTTP (the proxy
+     * forwards the request) and HTTPS (a CONNECT tunnel: neither proxy terminates TLS for a host
+     * no credential is bound to).
+     */
     const curl = spawnSync('curl', ['--version'], { encoding: 'utf8' });
     if (curl.status !== 0) notes.push('proxy throughput skipped: no curl');
     else {
       const size = quick ? 16 * MiB : 100 * MiB;
-      server = await startServer(size);
-      const { port } = server.address();
-      const url = `http://127.0.0.1:${port}/body`;
+      const tls = makeCertificate(work);
+      if (!tls) notes.push('HTTPS rows skipped: openssl could not make a certificate');
+      servers.push(await startServer(size));
+      if (tls) servers.push(await startServer(size, tls));
+      const [port, tlsPort] = servers.map((server) => server.address().port);
+      const ports = tls ? `${port},${tlsPort}` : `${port}`;
       const fetchers = {
         direct: raw,
-        ...(platform.ok ? { execgate: start('execgate-fetch', port) } : {}),
-        ...(peer.ok ? { peer: start('peer-fetch', port) } : {}),
+        ...(platform.ok ? { execgate: start('execgate-fetch', ports) } : {}),
+        ...(peer.ok ? { peer: start('peer-fetch', ports) } : {}),
       };
       await Promise.all(Object.values(fetchers).map((h) => h.ready));
-      const rates = Object.fromEntries(Object.keys(fetchers).map((name) => [name, []]));
-      const perMiB = Object.fromEntries(Object.keys(fetchers).map((name) => [name, { own: [], all: [] }]));
       const rounds = quick ? 1 : 8;
-      log(`proxy: ${rounds} interleaved ${size / MiB} MiB downloads of ${Object.keys(fetchers).join(', ')}`);
-      await interleave(Object.fromEntries(Object.entries(fetchers).map(([name, helper]) => [name, async () => {
-        const answer = await helper.ask({ op: 'run', what: 'fetch', url });
-        if (Number(answer.out) !== size) throw new Error(`${name}: curl got ${answer.out} bytes of ${size}`);
-        rates[name].push(size / 1e6 / (answer.ms / 1000));
-      }])), {
-        iterations: rounds,
-        warmup: 1,
-        after: async (name, kept) => {
-          await pause(100);
-          const used = await fetchers[name].ask({ op: 'cpu' });
-          if (kept) {
-            perMiB[name].own.push(used.own / (size / MiB));
-            perMiB[name].all.push(used.all / (size / MiB));
-          } else rates[name].pop();
-        },
-      });
       const sizeName = `${size / MiB} MiB`;
-      const direct = { name: 'curl direct', samples: rates.direct };
-      rows.push(row(14, `proxy: ${sizeName} plain HTTP, curl direct (MB/s)`, rates.direct, { unit: 'MB/s' }));
-      if (rates.execgate) rows.push(row(14, `proxy: ${sizeName} plain HTTP, curl in an execgate sandbox through its proxy (MB/s)`, rates.execgate, { unit: 'MB/s', of: direct, higherIsBetter: true }));
-      if (rates.peer) rows.push(row(14, `proxy: ${sizeName} plain HTTP, curl in a sandbox-runtime sandbox through its proxy (MB/s)`, rates.peer, { unit: 'MB/s', of: direct, higherIsBetter: true }));
-      rows.push(row(14, 'proxy CPU per MiB: curl direct (ms/MiB)', perMiB.direct.all, { unit: 'ms/MiB' }));
-      for (const [name, label] of [['execgate', 'execgate'], ['peer', 'sandbox-runtime']]) {
-        if (!rates[name]) continue;
-        rows.push(row(14, `proxy CPU per MiB: ${label}, the proxy's process (ms/MiB)`, perMiB[name].own, { unit: 'ms/MiB' }));
-        rows.push(row(14, `proxy CPU per MiB: ${label}, the proxy's process + sandbox + relay + curl (ms/MiB)`, perMiB[name].all, { unit: 'ms/MiB', of: { name: 'curl direct', samples: perMiB.direct.all } }));
-      }
-      if (rates.execgate && rates.peer) {
-        rows.push(row(14, 'proxy: execgate against sandbox-runtime (throughput)', rates.execgate, { unit: 'MB/s', of: { name: 'sandbox-runtime', samples: rates.peer }, higherIsBetter: true }));
-        rows.push(row(14, 'proxy CPU per MiB, everything but the server: execgate against sandbox-runtime', perMiB.execgate.all, { unit: 'ms/MiB', of: { name: 'sandbox-runtime', samples: perMiB.peer.all }, goal: 'proxy-cpu-vs-peer' }));
-        rows.push(row(14, 'proxy CPU per MiB, the proxy\'s process alone: execgate against sandbox-runtime', perMiB.execgate.own, { unit: 'ms/MiB', of: { name: 'sandbox-runtime', samples: perMiB.peer.own } }));
+      const protocols = [
+        { key: 'plain', label: 'plain HTTP', url: `http://127.0.0.1:${port}/body`, goals: { execgate: 'proxy-plain', cpu: 'proxy-cpu-vs-peer' } },
+        ...(tls ? [{ key: 'tls', label: 'HTTPS, CONNECT tunnel', url: `https://127.0.0.1:${tlsPort}/body`, cacert: tls.cert, goals: { execgate: 'proxy-tunnel' } }] : []),
+      ];
+      for (const protocol of protocols) {
+        const rates = Object.fromEntries(Object.keys(fetchers).map((name) => [name, []]));
+        const perMiB = Object.fromEntries(Object.keys(fetchers).map((name) => [name, { own: [], all: [] }]));
+        log(`proxy, ${protocol.label}: ${rounds} interleaved ${sizeName} downloads of ${Object.keys(fetchers).join(', ')}`);
+        await interleave(Object.fromEntries(Object.entries(fetchers).map(([name, helper]) => [name, async () => {
+          const answer = await helper.ask({ op: 'run', what: 'fetch', url: protocol.url, cacert: protocol.cacert });
+          if (Number(answer.out) !== size) throw new Error(`${name}: curl got ${answer.out} bytes of ${size}`);
+          rates[name].push(size / 1e6 / (answer.ms / 1000));
+        }])), {
+          iterations: rounds,
+          warmup: 1,
+          after: async (name, kept) => {
+            await pause(100);
+            const used = await fetchers[name].ask({ op: 'cpu' });
+            if (kept) {
+              perMiB[name].own.push(used.own / (size / MiB));
+              perMiB[name].all.push(used.all / (size / MiB));
+            } else rates[name].pop();
+          },
+        });
+        const what = `${sizeName} ${protocol.label}`;
+        const direct = { name: 'curl direct', samples: rates.direct };
+        rows.push(row(14, `proxy: ${what}, curl direct (MB/s)`, rates.direct, { unit: 'MB/s' }));
+        if (rates.execgate) rows.push(row(14, `proxy: ${what}, curl in an execgate sandbox through its proxy (MB/s)`, rates.execgate, { unit: 'MB/s', of: direct, higherIsBetter: true, goal: protocol.goals.execgate }));
+        if (rates.peer) rows.push(row(14, `proxy: ${what}, curl in a sandbox-runtime sandbox through its proxy (MB/s)`, rates.peer, { unit: 'MB/s', of: direct, higherIsBetter: true }));
+        rows.push(row(14, `proxy CPU per MiB, ${protocol.label}: curl direct (ms/MiB)`, perMiB.direct.all, { unit: 'ms/MiB' }));
+        for (const [name, label] of [['execgate', 'execgate'], ['peer', 'sandbox-runtime']]) {
+          if (!rates[name]) continue;
+          rows.push(row(14, `proxy CPU per MiB, ${protocol.label}: ${label}, the proxy's process (ms/MiB)`, perMiB[name].own, { unit: 'ms/MiB' }));
+          rows.push(row(14, `proxy CPU per MiB, ${protocol.label}: ${label}, the proxy's process + sandbox + relay + curl (ms/MiB)`, perMiB[name].all, { unit: 'ms/MiB', of: { name: 'curl direct', samples: perMiB.direct.all } }));
+        }
+        if (rates.execgate && rates.peer) {
+          rows.push(row(14, `proxy, ${protocol.label}: execgate against sandbox-runtime (throughput)`, rates.execgate, { unit: 'MB/s', of: { name: 'sandbox-runtime', samples: rates.peer }, higherIsBetter: true }));
+          rows.push(row(14, `proxy CPU per MiB, ${protocol.label}, everything but the server: execgate against sandbox-runtime`, perMiB.execgate.all, { unit: 'ms/MiB', of: { name: 'sandbox-runtime', samples: perMiB.peer.all }, goal: protocol.goals.cpu }));
+          rows.push(row(14, `proxy CPU per MiB, ${protocol.label}, the proxy's process alone: execgate against sandbox-runtime`, perMiB.execgate.own, { unit: 'ms/MiB', of: { name: 'sandbox-runtime', samples: perMiB.peer.own } }));
+        }
       }
     }
   } finally {
     await Promise.all(helpers.map((h) => h.close()));
-    if (server) server.close();
+    for (const server of servers) server.close();
     rmSync(scratch, { recursive: true, force: true });
   }
   notes.push(
