@@ -99,7 +99,7 @@ const GOALS = [
   },
   {
     id: 'proxy-cpu-vs-peer', figure: 14, what: 'CPU per MiB, 100 MiB plain HTTP fetched by curl from inside the sandbox through the proxy', against: 'the same through sandbox-runtime',
-    direction: '<=', target: 1, unit: 'x', before: '0.89x (5.78 against 6.51 ms/MiB)',
+    direction: '<=', target: 1, unit: 'x', before: '0.75-0.89x (two runs)',
     find: () => undefined,
   },
 ];

@@ -254,6 +254,17 @@ function timeCli(file, args, options) {
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The peer's helper once it is up, or undefined (and a note) when it could not start here. */
+async function peerReady(helper, what, notes) {
+  try {
+    await helper.ready;
+    return helper;
+  } catch (error) {
+    notes.push(`sandbox-runtime could not start here (${what} rows skipped): ${error.message.split('\n')[0]}`);
+    return undefined;
+  }
+}
+
 async function run({ quick, log }) {
   const scratch = mkdtempSync(join(tmpdir(), 'execgate-bench-peer-'));
   const home = join(scratch, 'home');
@@ -285,8 +296,10 @@ async function run({ quick, log }) {
     /* 1. A sandboxed `true` as a library. */
     const raw = start('raw');
     const ours = platform.ok ? start('execgate') : undefined;
-    const theirs = peer.ok ? start('peer') : undefined;
-    await Promise.all(helpers.map((h) => h.ready));
+    let theirs = peer.ok ? start('peer') : undefined;
+    await Promise.all([raw.ready, ...(ours ? [ours.ready] : [])]);
+    // The peer failing to start here is reported, not a failure of the bench.
+    if (theirs) theirs = await peerReady(theirs, 'library', notes);
     const libraryVariants = {
       rawBash: raw,
       rawBwrap: raw,
@@ -350,6 +363,14 @@ async function run({ quick, log }) {
       ...(platform.ok ? { execgate: () => timeCli(process.execPath, [execgateCli, 'run', '--', 'true'], spawnOptions) } : {}),
       ...(peer.ok ? { peer: () => timeCli(process.execPath, [peerCli, '-c', 'true'], spawnOptions) } : {}),
     };
+    if (cliVariants.peer) {
+      try {
+        await cliVariants.peer();
+      } catch (error) {
+        notes.push(`sandbox-runtime's CLI failed here, its CLI rows are skipped: ${error.message.split('\n')[0]}`);
+        delete cliVariants.peer;
+      }
+    }
     const helperPids = helpers.map((h) => h.pid);
     const cliCpu = Object.fromEntries(Object.keys(cliVariants).map((name) => [name, []]));
     let cliStart;
@@ -391,9 +412,10 @@ async function run({ quick, log }) {
       const fetchers = {
         direct: raw,
         ...(platform.ok ? { execgate: start('execgate-fetch', ports) } : {}),
-        ...(peer.ok ? { peer: start('peer-fetch', ports) } : {}),
       };
       await Promise.all(Object.values(fetchers).map((h) => h.ready));
+      const peerFetch = peer.ok ? await peerReady(start('peer-fetch', ports), 'proxy', notes) : undefined;
+      if (peerFetch) fetchers.peer = peerFetch;
       const rounds = quick ? 1 : 8;
       const sizeName = `${size / MiB} MiB`;
       const protocols = [
