@@ -245,7 +245,8 @@ function formatValue(value, unit) {
 function formatRow(r) {
   // A ratio to a zero median (a baseline that did not grow) is infinite; JSON carries it as null.
   const ratio = r.ratio ? `${Number.isFinite(r.ratio.value) ? r.ratio.value.toFixed(2) : '-'}x ${r.ratio.of}` : '';
-  const target = r.ratio && r.ratio.target ? `${r.ratio.met ? 'met' : 'MISSED'} (${r.ratio.target})` : '';
+  // A target a figure set itself, not one of bench/goals.js, is shown as such: the goals table is the one list of goals.
+  const target = r.ratio && r.ratio.target ? `${r.ratio.met ? 'met' : 'MISSED'} (${r.ratio.target}${r.goal ? `: ${r.goal}` : '; not a goal'})` : '';
   return [String(r.figure), r.name, r.unit, formatValue(r.median, r.unit), `${formatValue(r.min, r.unit)} .. ${formatValue(r.max, r.unit)}`, String(r.n ?? ''), ratio, target];
 }
 
