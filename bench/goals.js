@@ -9,7 +9,8 @@
  * A goal is found in a run's rows in two ways: a row that names it (`row(..., { goal: 'id' })`
  * in bench/lib.js: the row's ratio, or its median for a goal on an absolute figure), else the
  * goal's `find(rows)`, which knows the figure's current row names. A goal that no row of the
- * run measures is reported as not measured, never as met.
+ * run measures is reported as not measured, never as met. Beside each, the peer's figure where
+ * a row measures the same for @anthropic-ai/sandbox-runtime (`row(..., { peerOf: 'id' })`).
  */
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
@@ -137,7 +138,9 @@ function evaluateGoals(rows) {
     const tagged = rows.find((r) => r.goal === goal.id);
     const found = tagged ? { value: valueOfRow(goal, tagged), row: tagged } : goal.find(rows);
     const value = found && Number.isFinite(found.value) ? found.value : undefined;
-    return { id: goal.id, figure: goal.figure, goal: formatGoal(goal), before: goal.before, value, met: value === undefined ? undefined : isMet(goal, value), row: found?.row?.name };
+    const peerRow = rows.find((r) => r.peerOf === goal.id);
+    const peer = peerRow ? valueOfRow(goal, peerRow) : undefined;
+    return { id: goal.id, figure: goal.figure, goal: formatGoal(goal), before: goal.before, value, met: value === undefined ? undefined : isMet(goal, value), row: found?.row?.name, peer: Number.isFinite(peer) ? peer : undefined };
   });
 }
 
@@ -152,9 +155,9 @@ function formatGoalsResult(results, { quick = false } = {}) {
   const body = results.map((result) => {
     const goal = getGoal(result.id);
     const verdict = result.value === undefined ? 'not measured' : quick ? '(quick run)' : result.met ? 'met' : 'MISSED';
-    return [String(goal.figure), goal.id, goal.what, goal.against, formatGoal(goal), goal.before, formatValue(goal, result.value), verdict];
+    return [String(goal.figure), goal.id, goal.what, goal.against, formatGoal(goal), goal.before, formatValue(goal, result.value), verdict, formatValue(goal, result.peer)];
   });
-  return table(['fig', 'goal', 'measurement', 'against', 'goal', 'before', 'this run', ''], body);
+  return table(['fig', 'goal', 'measurement', 'against', 'goal', 'before', 'this run', '', 'sandbox-runtime, same run'], body);
 }
 
 /** The goals table of docs/performance.md (no run's figures: those are in the rows below it). */

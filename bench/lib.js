@@ -106,10 +106,16 @@ function readOwnCpu() {
   return (user + system) / 1000;
 }
 
-/** A row of the report: a measurement, optionally its ratio to another one and a target. */
-function row(figure, name, samples, { unit = 'ms', of, target, higherIsBetter = false, note, goal } = {}) {
+/**
+ * A row of the report: a measurement, optionally its ratio to another one and a target. `goal`
+ * names the goal of bench/goals.js the row measures (its target and direction come from there);
+ * `peerOf` names a goal the row measures for the peer (sandbox-runtime) instead.
+ */
+function row(figure, name, samples, { unit = 'ms', of, target, higherIsBetter = false, note, goal, peerOf } = {}) {
   const stats = Array.isArray(samples) ? summarize(samples) : samples;
   const result = { figure, name, unit, ...stats };
+  // The peer's figure for a goal (the goals table prints it beside this run's).
+  if (peerOf !== undefined) result.peerOf = getGoal(peerOf).id;
   if (goal !== undefined) {
     // The goal's target and direction come from bench/goals.js, the one table of goals.
     const known = getGoal(goal);

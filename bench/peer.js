@@ -365,7 +365,7 @@ async function run({ quick, log }) {
       rows.push(row(14, '  same, against raw bwrap', inner.execgate, { of: rawBwrap }));
     }
     if (theirs) {
-      rows.push(row(14, 'library: sandbox-runtime wrapWithSandbox(\'true\') + spawn (shell: true), defaults', inner.peer, { of: rawBash }));
+      rows.push(row(14, 'library: sandbox-runtime wrapWithSandbox(\'true\') + spawn (shell: true), defaults', inner.peer, { of: rawBash, peerOf: 'sandbox-warm' }));
       rows.push(row(14, '  same, against raw bwrap', inner.peer, { of: rawBwrap }));
     }
     if (ours && theirs) rows.push(row(14, 'library: execgate against sandbox-runtime (wall)', inner.execgate, { of: { name: 'sandbox-runtime', samples: inner.peer } }));
@@ -379,7 +379,7 @@ async function run({ quick, log }) {
       rows.push(row(14, 'library CPU per run, mean: raw bash -c true (ms)', mean(cpu.rawBash)));
       rows.push(row(14, 'library CPU per run, mean: raw bwrap + bash -c true (ms)', mean(cpu.rawBwrap)));
       if (ours) rows.push(row(14, 'library CPU per run, mean: execgate, process + everything under it (ms)', mean(cpu.execgate), { of: { name: 'raw bwrap', samples: mean(cpu.rawBwrap) }, goal: 'sandbox-warm-cpu' }));
-      if (theirs) rows.push(row(14, 'library CPU per run, mean: sandbox-runtime, process + everything under it (ms)', mean(cpu.peer), { of: { name: 'raw bwrap', samples: mean(cpu.rawBwrap) } }));
+      if (theirs) rows.push(row(14, 'library CPU per run, mean: sandbox-runtime, process + everything under it (ms)', mean(cpu.peer), { of: { name: 'raw bwrap', samples: mean(cpu.rawBwrap) }, peerOf: 'sandbox-warm-cpu' }));
       if (ours && theirs) rows.push(row(14, 'library CPU per run, mean: execgate against sandbox-runtime', mean(cpu.execgate), { of: { name: 'sandbox-runtime', samples: mean(cpu.peer) } }));
     }
 
@@ -414,7 +414,7 @@ async function run({ quick, log }) {
     const nodeStart = { name: 'node -e 0', samples: cli.node };
     rows.push(row(14, 'CLI: node -e 0', cli.node));
     if (cli.execgate) rows.push(row(14, 'CLI: execgate run -- true (default policy: sandboxed)', cli.execgate, { of: nodeStart }));
-    if (cli.peer) rows.push(row(14, 'CLI: srt -c true (no settings file: its defaults)', cli.peer, { of: nodeStart }));
+    if (cli.peer) rows.push(row(14, 'CLI: srt -c true (no settings file: its defaults)', cli.peer, { of: nodeStart, peerOf: 'cli-start' }));
     if (cli.execgate && cli.peer) rows.push(row(14, 'CLI: execgate against srt (wall)', cli.execgate, { of: { name: 'srt', samples: cli.peer } }));
     if (cliCpu.node.length > 0) {
       rows.push(row(14, 'CLI CPU of the process tree: node -e 0 (ms)', cliCpu.node));
@@ -475,7 +475,7 @@ async function run({ quick, log }) {
         const direct = { name: 'curl direct', samples: rates.direct };
         rows.push(row(14, `proxy: ${what}, curl direct (MB/s)`, rates.direct, { unit: 'MB/s' }));
         if (rates.execgate) rows.push(row(14, `proxy: ${what}, curl in an execgate sandbox through its proxy (MB/s)`, rates.execgate, { unit: 'MB/s', of: direct, higherIsBetter: true, goal: protocol.goals.execgate }));
-        if (rates.peer) rows.push(row(14, `proxy: ${what}, curl in a sandbox-runtime sandbox through its proxy (MB/s)`, rates.peer, { unit: 'MB/s', of: direct, higherIsBetter: true }));
+        if (rates.peer) rows.push(row(14, `proxy: ${what}, curl in a sandbox-runtime sandbox through its proxy (MB/s)`, rates.peer, { unit: 'MB/s', of: direct, higherIsBetter: true, peerOf: protocol.goals.execgate }));
         rows.push(row(14, `proxy CPU per MiB, ${protocol.label}: curl direct (ms/MiB)`, perMiB.direct.all, { unit: 'ms/MiB' }));
         for (const [name, label] of [['execgate', 'execgate'], ['peer', 'sandbox-runtime']]) {
           if (!rates[name]) continue;

@@ -17,6 +17,7 @@ interface Goal {
 interface Result {
   id: string;
   value?: number;
+  peer?: number;
   met?: boolean;
   row?: string;
 }
@@ -35,7 +36,7 @@ interface GoalsModule {
   formatGoalsMarkdown(): string;
 }
 interface LibModule {
-  row(figure: number, name: string, samples: number[], options?: { unit?: string; of?: { name: string; samples: number[] }; goal?: string }): Row;
+  row(figure: number, name: string, samples: number[], options?: { unit?: string; of?: { name: string; samples: number[] }; goal?: string; peerOf?: string }): Row;
 }
 
 const ROOT = join(__dirname, '..', '..');
@@ -74,13 +75,15 @@ describe('the goals table', () => {
       lib.row(6, 'node -e 0', base.samples),
       lib.row(6, 'execgate run -- true (node dist/cli/main.js)', [25, 30, 35], { of: base }),
       lib.row(14, 'proxy CPU per MiB', [3, 3, 3], { unit: 'ms/MiB', of: { name: 'peer', samples: [4, 4, 4] }, goal: 'proxy-cpu-vs-peer' }),
+      lib.row(14, 'srt -c true', [70, 80, 90], { of: base, peerOf: 'cli-start' }),
     ];
     // The goal's target comes from the goals list, not from the figure.
     expect(rows[2].ratio).toEqual({ of: 'peer', value: 0.75, target: '<= 1', met: true });
     const results = new Map(goals.evaluateGoals(rows).map((result) => [result.id, result]));
-    expect(results.get('cli-start')).toMatchObject({ value: 3, met: false, row: 'execgate run -- true (node dist/cli/main.js)' });
+    // The peer's row is shown beside the goal, never taken for this tree's figure.
+    expect(results.get('cli-start')).toMatchObject({ value: 3, met: false, row: 'execgate run -- true (node dist/cli/main.js)', peer: 8 });
     expect(results.get('proxy-cpu-vs-peer')).toMatchObject({ value: 0.75, met: true });
-    expect(results.get('mcp-call')).toMatchObject({ value: undefined, met: undefined });
+    expect(results.get('mcp-call')).toMatchObject({ value: undefined, met: undefined, peer: undefined });
     expect(() => lib.row(1, 'x', [1], { goal: 'no-such-goal' })).toThrow(/no goal 'no-such-goal'/);
   });
 });
