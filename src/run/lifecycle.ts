@@ -44,8 +44,9 @@ export interface LifecycleOptions {
   readonly signal?: AbortSignal;
   /**
    * Settles once the run may act (its start record is durable). A parked plan (SpawnPlan.parked)
-   * is spawned at once and released then; any other is spawned only then. A rejection fails the
-   * run with that error, and a parked shell exits without running anything.
+   * is spawned at once and released then; a sandboxed one has its sandbox set up and checked
+   * meanwhile, and its gate lets the program go only then (SpawnRequest.ready); any other is
+   * spawned only then. A rejection fails the run with that error, and nothing of the command runs.
    */
   readonly ready?: Promise<void>;
 }
@@ -87,7 +88,8 @@ export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Prom
   let child: SpawnedProcess;
   const parked = plan.parked && !pty && options.stdin !== 'pipe';
   try {
-    if (!parked) await options.ready;
+    const launch = plan.launch;
+    if (!parked && launch === undefined) await options.ready;
     const request = {
       shell: plan.shell,
       args: plan.args,
@@ -96,10 +98,10 @@ export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Prom
       stdin: pty || parked ? 'pipe' as const : (options.stdin ?? 'ignore'),
       ...(pty ? { terminal: { cols: plan.request.cols, rows: plan.request.rows } } : {}),
     };
-    const launch = plan.launch;
-    child = launch === undefined
+    const sandboxed = launch === undefined ? undefined : { ...request, sandbox: launch, ...(options.ready ? { ready: options.ready } : {}) };
+    child = sandboxed === undefined
       ? await spawner.spawn(request)
-      : await (spawner.startSandboxed?.({ ...request, sandbox: launch }) ?? startGated(spawner, { ...request, sandbox: launch }));
+      : await (spawner.startSandboxed?.(sandboxed) ?? startGated(spawner, sandboxed));
   } catch (error) {
     unwatch();
     await plan.resources.release();

@@ -185,6 +185,13 @@ export class WarmSandboxes implements Spawner {
       if (warmable) this.#refillAfter(key, request.sandbox, started);
       return started;
     }
+    try {
+      // The start record made durable while the sandbox was taken and checked; the program acts only after.
+      await request.ready;
+    } catch (error) {
+      this.#end(entry);
+      throw error;
+    }
     this.#warm += 1;
     const { process: child } = entry;
     child.setRef?.(true);
