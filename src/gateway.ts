@@ -10,7 +10,7 @@ import { setMaxListeners } from 'node:events';
 import os from 'node:os';
 import { createAudit, recordPolicyRejected } from './audit/from-policy';
 import { AuditLog, type AuditSink } from './audit/log';
-import { ExecgateError, maskError } from './errors';
+import { ExecgateError, isExecgateError, maskError } from './errors';
 import { RunRecords } from './run/audit-records';
 import type { BackgroundManager } from './run/background/manager';
 import type { BackgroundProcess } from './run/background/types';
@@ -38,7 +38,7 @@ import { RefStore } from './refs/store';
 import { maskStrings } from './redact/deep';
 import { createGatewaySandbox, type GatewaySandbox } from './plan/sandbox-context';
 import { checkSandboxCwd, planSandbox } from './sandbox';
-import { checkPlatform } from './sandbox/detect';
+import { checkPlatform, forgetPlatformCheck } from './sandbox/detect';
 import { checkAuditPlacement, checkWorkspacePlacement } from './sandbox/placement';
 import { isInside } from './fs/paths';
 import type { SandboxLaunch } from './process/bwrap/launch';
@@ -137,7 +137,11 @@ export class Gateway {
    */
   #checkPlacement(policy: EffectivePolicy): void {
     const { sandbox } = policy;
-    if (!(sandbox.mode === 'required' || (sandbox.mode === 'auto' && checkPlatform(sandbox.helper).ok))) return;
+    if (sandbox.mode === 'off') return;
+    // Asked here first, with the state directory: a success remembered there for this helper and
+    // kernel spares every later start its probe (sandbox/detect.ts); the runs' plans reuse it.
+    const platform = checkPlatform(sandbox.helper, { stateDir: this.home });
+    if (!(sandbox.mode === 'required' || platform.ok)) return;
     const placement = { roots: policy.cwd.roots, workspace: this.#cwd, writable: sandbox.filesystem.writable, env: this.#env, userHome: os.homedir() };
     checkWorkspacePlacement(placement);
     if (this.#audit instanceof AuditLog) checkAuditPlacement({ ...placement, auditPath: this.#audit.path });
@@ -232,6 +236,9 @@ export class Gateway {
       const result = await run;
       return 'sandbox' in result ? { ...result, sandbox: maskStrings(result.sandbox, mask) } : result;
     } catch (error) {
+      // Bubblewrap failed to set a run up: what the platform check remembered is not trusted any
+      // more; the next check probes again (and words the reason in the helper's own terms).
+      if (isExecgateError(error) && error.code === 'EXECGATE_ERR_SANDBOX_FAILED') forgetPlatformCheck(this.home);
       throw maskError(error, mask);
     } finally {
       this.#running.delete(run);
