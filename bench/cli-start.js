@@ -84,7 +84,7 @@ async function run({ quick, baseline, log }) {
   ];
   for (const suffix of Object.keys(trees)) {
     for (const [key, what] of [['default', 'execgate run -- true (default policy)'], ['none', 'execgate run -- true (network: none)']]) {
-      rows.push(row(6, `${what}${suffix}, wall`, wall[`${key}${suffix}`], { of: { name: 'node -e 0', samples: wall.node }, target: suffix ? undefined : GOAL }));
+      rows.push(row(6, `${what}${suffix}, wall`, wall[`${key}${suffix}`], { of: { name: 'node -e 0', samples: wall.node }, ...(suffix ? {} : key === 'default' ? { goal: 'cli-start' } : { target: GOAL }) }));
       rows.push(row(6, `${what}${suffix}, CPU`, cpu[`${key}${suffix}`], { of: { name: 'node -e 0', samples: cpu.node }, target: suffix ? undefined : GOAL }));
     }
   }

@@ -483,7 +483,7 @@ async function measureEndToEnd({ quick, baseline, log }) {
   for (const [path, { label: what, direct }] of Object.entries(paths)) {
     const of = { name: `curl direct ${direct.toUpperCase()}`, samples: mbps(times[`direct ${direct}`]) };
     for (const tree of Object.keys(trees)) {
-      rows.push(row(8, `100 MiB end to end: curl in a sandboxed gateway run, ${what}${label(tree)} (MB/s)`, mbps(times[`${path} ${tree}`]), { unit: 'MB/s', of, target: END_TO_END_GOALS[path], higherIsBetter: true }));
+      rows.push(row(8, `100 MiB end to end: curl in a sandboxed gateway run, ${what}${label(tree)} (MB/s)`, mbps(times[`${path} ${tree}`]), { unit: 'MB/s', of, ...(path === 'intercepted' && tree === 'this' ? { goal: 'proxy-intercept' } : { target: END_TO_END_GOALS[path], higherIsBetter: true }) }));
     }
     if (baseline) rows.push(row(8, `100 MiB end to end, ${what}: this tree against the baseline (MB/s)`, mbps(times[`${path} this`]), { unit: 'MB/s', of: { name: 'baseline', samples: mbps(times[`${path} baseline`]) }, higherIsBetter: true }));
   }

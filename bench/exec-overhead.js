@@ -104,7 +104,7 @@ async function run({ quick, baseline, log }) {
   const raw = { name: 'raw spawn', samples: samples.raw };
   const rows = [
     row(1, 'spawn(\'bash\', [\'-c\', \'true\']), outputs piped', samples.bash),
-    row(1, 'gateway.exec({ command: \'true\' }), unsandboxed, defaults', samples.gatewayTrue, { of: bash, target: 1.15 }),
+    row(1, 'gateway.exec({ command: \'true\' }), unsandboxed, defaults', samples.gatewayTrue, { of: bash, goal: 'exec-unsandboxed' }),
     row(1, 'raw child_process.spawn of the plan\'s shell and script', samples.raw),
     row(1, 'execa, equivalent options', samples.execa, { of: raw }),
     row(1, 'gateway.exec (defaults: audit on, secret, env sanitized)', samples.gateway, { of: raw }),

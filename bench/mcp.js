@@ -74,7 +74,7 @@ async function run({ quick, baseline, log }) {
   return {
     rows: [
       row(7, 'gateway.exec({ command: "true" }), in process, sandbox off', samples.direct),
-      row(7, 'MCP `bash` tool call over stdio (SDK client -> execgate mcp), sandbox off', samples.mcp, { of: direct, target: 1.3 }),
+      row(7, 'MCP `bash` tool call over stdio (SDK client -> execgate mcp), sandbox off', samples.mcp, { of: direct, goal: 'mcp-call' }),
       ...(baseClient ? [
         row(7, 'baseline tree: MCP `bash` tool call, sandbox off', samples.mcpBaseline, { of: direct }),
         row(7, 'this tree against the baseline: MCP call, sandbox off', samples.mcp, { of: { name: 'baseline tree', samples: samples.mcpBaseline } }),
