@@ -4,11 +4,13 @@
  * (each `echo proc-N; sleep 60`, its output redacted into its file), call status on them while
  * they run, and measure the gateway process's memory; against starting the same 200 shells with
  * child_process.spawn (detached, stdin and both outputs piped, output read) in the same
- * process. Rounds of the two alternate.
+ * process. Rounds of the two alternate. The gateway's rows say whether the sandbox is on: with
+ * `sandbox.mode: off`, and with the default policy's sandbox (each run its own bubblewrap).
  *
  *   npm run build && node bench/background.js [--quick]
  */
 const { spawn } = require('node:child_process');
+const { mkdirSync } = require('node:fs');
 const { join } = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { DIST, benchEnv, getUnsandboxedPolicy, percentile, row, runFigure } = require('./lib');
@@ -27,7 +29,13 @@ async function run({ quick, baseline, log }) {
   const count = quick ? 20 : 200;
   const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' }, background: { ...DEFAULT_POLICY.background, maxConcurrent: count } };
   const gateway = createGateway({ home, env, policy });
-  const results = { rawStart: [], start: [], rawKill: [], kill: [], status: [], list: [], rawMemory: [], memory: [], baseStart: [], baseKill: [] };
+  const { checkPlatform } = require(join(DIST, 'sandbox', 'index.js'));
+  const work = join(home, 'work');
+  mkdirSync(work);
+  const sandboxedGateway = checkPlatform().ok
+    ? createGateway({ home: join(home, 'sandboxed'), env, cwd: work, policy: { ...policy, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' } } })
+    : undefined;
+  const results = { rawStart: [], start: [], rawKill: [], kill: [], status: [], list: [], rawMemory: [], memory: [], baseStart: [], baseKill: [], sandboxedStart: [], sandboxedKill: [] };
   // --baseline: the same start and kill through another tree's gateway, in rounds of their own.
   const baseGateway = baseline
     ? require(join(baseline, 'gateway.js')).createGateway({ home: join(home, 'baseline'), env, policy: getUnsandboxedPolicy(baseline, { background: policy.background }) })
@@ -79,6 +87,18 @@ async function run({ quick, baseline, log }) {
     for (const p of runs) gateway.background.remove(p.id);
   };
 
+  const sandboxedRound = async () => {
+    await settle();
+    const started = performance.now();
+    const runs = await Promise.all(Array.from({ length: count }, (_, i) => sandboxedGateway.exec({ command: `echo proc-${i}; sleep 60`, mode: 'background' })));
+    results.sandboxedStart.push(performance.now() - started);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const killing = performance.now();
+    await Promise.all(runs.map((p) => sandboxedGateway.background.kill(p.id, { grace: 1000 })));
+    results.sandboxedKill.push(performance.now() - killing);
+    for (const p of runs) sandboxedGateway.background.remove(p.id);
+  };
+
   const baselineRound = async () => {
     await settle();
     const started = performance.now();
@@ -92,25 +112,28 @@ async function run({ quick, baseline, log }) {
   };
 
   const rounds = quick ? 1 : 5;
-  const kinds = baseGateway ? [rawRound, gatewayRound, baselineRound] : [rawRound, gatewayRound];
+  const kinds = [rawRound, gatewayRound, ...(sandboxedGateway ? [sandboxedRound] : []), ...(baseGateway ? [baselineRound] : [])];
   log(`${rounds} alternating rounds of ${count} processes`);
   for (let r = 0; r < rounds; r++) {
     for (let k = 0; k < kinds.length; k++) await kinds[(r + k) % kinds.length]();
   }
   await gateway.close();
+  await sandboxedGateway?.close();
   await baseGateway?.close();
   cleanup();
   const statusSummary = { median: percentile(results.status, 50), min: Math.min(...results.status), max: percentile(results.status, 99), n: results.status.length };
   return {
     rows: [
       row(5, `start ${count}: raw child_process.spawn`, results.rawStart),
-      row(5, `start ${count}: gateway.exec background`, results.start, { of: { name: 'raw', samples: results.rawStart } }),
+      row(5, `start ${count}: gateway.exec background, sandbox off`, results.start, { of: { name: 'raw', samples: results.rawStart } }),
+      ...(sandboxedGateway ? [row(5, `start ${count}: gateway.exec background, sandbox on (default policy)`, results.sandboxedStart, { of: { name: 'raw', samples: results.rawStart } })] : []),
       row(5, `memory per process: raw (RSS growth / ${count})`, results.rawMemory, { unit: 'MiB' }),
-      row(5, `memory per process: gateway (RSS growth / ${count})`, results.memory, { unit: 'MiB', of: { name: 'raw', samples: results.rawMemory } }),
+      row(5, `memory per process: gateway, sandbox off (RSS growth / ${count})`, results.memory, { unit: 'MiB', of: { name: 'raw', samples: results.rawMemory } }),
       row(5, `status() call with ${count} running (median; max = p99)`, statusSummary, { unit: 'us' }),
       row(5, `list() with ${count} running`, results.list),
       row(5, `kill all ${count}: raw SIGTERM to each group`, results.rawKill),
-      row(5, `kill all ${count}: gateway.background.kill`, results.kill, { of: { name: 'raw', samples: results.rawKill } }),
+      row(5, `kill all ${count}: gateway.background.kill, sandbox off`, results.kill, { of: { name: 'raw', samples: results.rawKill } }),
+      ...(sandboxedGateway ? [row(5, `kill all ${count}: gateway.background.kill, sandbox on`, results.sandboxedKill, { of: { name: 'raw', samples: results.rawKill } })] : []),
       ...(baseGateway ? [
         row(5, `baseline tree: start ${count}`, results.baseStart, { of: { name: 'raw', samples: results.rawStart } }),
         row(5, `baseline tree: kill all ${count}`, results.baseKill, { of: { name: 'raw', samples: results.rawKill } }),

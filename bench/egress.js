@@ -11,9 +11,9 @@
  *   - HTTPS intercepted with the gateway CA (TLS terminated, sentinel swapped, response cleaned,
  *     TLS again upstream), against a direct HTTPS request to the same server.
  *
- * Then end to end: a real client (curl) in a sandboxed gateway run fetching 100 MiB over HTTPS
- * with an injected secret (bridge, proxy, interception, cleaning), against the same curl run
- * directly against the server.
+ * Then end to end: a real client (curl) in a sandboxed gateway run fetching 100 MiB (plain HTTP,
+ * a CONNECT tunnel, HTTPS intercepted with an injected secret), against the same curl run
+ * directly against the server, with the issue's goals beside the ratios.
  *
  * The upstream server and the proxy each run in a process of their own, as they do for real (an
  * upstream in the client's own process would give the direct request a path no real request
@@ -40,7 +40,7 @@
  * Then what egress costs a run: a sandboxed gateway.exec of `true` with `network: none`, `open`
  * and an allowlist (the proxy socket, the bridge inside the sandbox, no request made).
  *
- *   npm run build && node bench/egress.js [--quick] [--baseline=DIR] [--one-process] [--in-gateway]
+ *   npm run build && node bench/egress.js [--quick] [--baseline=DIR] [--one-process] [--in-gateway] [--end-to-end]
  */
 const { spawn, spawnSync } = require('node:child_process');
 const { request } = require('node:http');
@@ -351,10 +351,22 @@ async function measureProxy({ quick, baseline, oneProcess, inGateway, log }) {
 }
 
 /*
- * End to end: curl fetching 100 MiB over HTTPS with an injected secret from a sandboxed gateway
- * run (its bridge, the proxy, interception, the response cleaned), against the same curl run
- * directly (not sandboxed, no proxy) against the same server.
+ * End to end, the way a run pays for it: curl in a sandboxed gateway run (the shared network
+ * namespace, its way to the proxy, the proxy) fetching 100 MiB, against the same curl run directly
+ * against the same server, on three paths:
+ *   - plain HTTP to a host with no secret bound (an absolute-URL proxy request), against direct HTTP;
+ *   - a CONNECT tunnel (`curl -p`, plain HTTP inside, so the ratio is the tunnel's), against direct HTTP;
+ *   - HTTPS intercepted with an injected secret (TLS terminated, sentinel swapped, response
+ *     cleaned, TLS again upstream), against direct HTTPS.
+ * Throughput is curl's own transfer time (`%{time_total}`: connect to last byte, through the
+ * proxy for the sandboxed run), so the sandbox's set-up, the same for any body, is not counted
+ * against the data path. CPU per MiB: the gateway's process (where the gateway and its proxy run:
+ * everything execgate spends on the data path when no process relays), and that process with every
+ * process under it (bubblewrap, a relay if the tree has one, curl) less the server's, beside the
+ * direct curl's own. Goals from the issue are printed beside the ratios.
  */
+const END_TO_END_GOALS = { plain: 0.5, tunnel: 0.8, intercepted: 0.5 };
+
 async function measureEndToEnd({ quick, baseline, log }) {
   const size = SIZES['100 MiB'];
   const { checkPlatform } = require(join(DIST, 'sandbox', 'index.js'));
@@ -374,7 +386,7 @@ async function measureEndToEnd({ quick, baseline, log }) {
     const { createGateway } = require(join(dist, 'gateway.js'));
     const { DEFAULT_POLICY } = require(join(dist, 'policy', 'effective.js'));
     const { normalizeNetworkPolicy, normalizeSecretBindings } = loadEgressSettings(dist);
-    const network = normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bench.test'] });
+    const network = normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bench.test', 'open.test'] });
     const policy = {
       ...DEFAULT_POLICY,
       network,
@@ -387,63 +399,105 @@ async function measureEndToEnd({ quick, baseline, log }) {
       egress: { resolver: async () => ['203.0.113.10'], dial: (_address, port) => ({ host: '127.0.0.1', port: port === 443 ? ports.https : ports.http }), upstreamCa: [ports.ca] },
     });
   }
-  const url = `https://bench.test/${encodeURIComponent('100 MiB')}`;
-  const command = `curl -sS --fail -o /dev/null -w "%{size_download}" -H "Authorization: Bearer <<secret:bench>>" ${url}`;
-  const check = (bytes, what) => {
-    if (Number(bytes) !== size) throw new Error(`${what}: curl got ${bytes} bytes of ${size}`);
+  const body = encodeURIComponent('100 MiB');
+  const write = ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download} %{time_total}'];
+  const inside = 'curl -sS --fail -o /dev/null -w "%{size_download} %{time_total}"';
+  const paths = {
+    plain: { label: 'plain HTTP', direct: 'http', sandboxed: `${inside} http://open.test/${body}` },
+    tunnel: { label: 'CONNECT tunnel (plain HTTP inside)', direct: 'http', sandboxed: `${inside} -p http://open.test/${body}` },
+    intercepted: { label: 'HTTPS intercepted, secret injected', direct: 'https', sandboxed: `${inside} -H "Authorization: Bearer <<secret:bench>>" https://bench.test/${body}` },
   };
-  const variants = {
-    direct: () => new Promise((resolve, reject) => {
-      const child = spawn('curl', ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', '--cacert', caFile, '--resolve', `bench.test:${ports.https}:127.0.0.1`, '-H', `Authorization: Bearer ${VALUE}`, `https://bench.test:${ports.https}/${encodeURIComponent('100 MiB')}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const directArgs = {
+    http: [...write, `http://127.0.0.1:${ports.http}/${body}`],
+    https: [...write, '--cacert', caFile, '--resolve', `bench.test:${ports.https}:127.0.0.1`, '-H', `Authorization: Bearer ${VALUE}`, `https://bench.test:${ports.https}/${body}`],
+  };
+  /** curl's own transfer time (ms) from its `-w` line, checked for the whole body. */
+  const transfer = (text, what) => {
+    const [bytes, seconds] = String(text).trim().split(' ');
+    if (Number(bytes) !== size) throw new Error(`${what}: curl got ${bytes} bytes of ${size}`);
+    return Number(seconds) * 1000;
+  };
+  const times = {};
+  const variants = {};
+  for (const scheme of ['http', 'https']) {
+    const name = `direct ${scheme}`;
+    times[name] = [];
+    variants[name] = () => new Promise((resolve, reject) => {
+      const child = spawn('curl', directArgs[scheme], { stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';
       child.stdout.on('data', (chunk) => { out += chunk; });
       child.once('error', reject);
-      child.once('exit', () => { try { check(out, 'direct'); resolve(); } catch (error) { reject(error); } });
-    }),
-  };
-  for (const [tree, gateway] of Object.entries(gateways)) {
-    variants[tree] = async () => {
-      const result = await gateway.exec({ command, timeout: 120_000 });
-      if (result.exitCode !== 0) throw new Error(`${tree}: ${result.output}`);
-      check(result.stdout, tree);
-    };
+      child.once('exit', () => { try { times[name].push(transfer(out, name)); resolve(); } catch (error) { reject(error); } });
+    });
   }
-  const iterations = quick ? 1 : 6;
-  log(`end to end: ${iterations} interleaved 100 MiB downloads by curl per variant`);
+  for (const [path, { sandboxed }] of Object.entries(paths)) {
+    for (const [tree, gateway] of Object.entries(gateways)) {
+      const name = `${path} ${tree}`;
+      times[name] = [];
+      variants[name] = async () => {
+        const result = await gateway.exec({ command: sandboxed, timeout: 120_000 });
+        if (result.exitCode !== 0) throw new Error(`${name}: ${result.output}`);
+        times[name].push(transfer(result.stdout, name));
+      };
+    }
+  }
+  const iterations = quick ? 2 : 8;
+  log(`end to end: ${iterations} interleaved 100 MiB downloads by curl per variant (${Object.keys(variants).join(', ')})`);
   /*
-   * CPU per sample: this process (the gateways and their proxies live here) and every process
-   * under it (bubblewrap, the bridge, curl; or the direct curl), less the server's. Read in that
-   * order before and the other way round after, so that reading /proc falls outside the window.
+   * CPU per sample: this process (the gateways and their proxies live here), and it with every
+   * process under it (bubblewrap, a relay, curl; or the direct curl), less the server's. Read in
+   * that order before and the other way round after, so that reading /proc falls outside the window.
    */
-  const cpu = Object.fromEntries(Object.keys(variants).map((v) => [v, []]));
+  const own = Object.fromEntries(Object.keys(variants).map((v) => [v, []]));
+  const all = Object.fromEntries(Object.keys(variants).map((v) => [v, []]));
   const measured = readDescendantsCpu() !== undefined;
-  let cpuBefore;
-  const before = () => { if (measured) cpuBefore = readDescendantsCpu([server.pid]) + readOwnCpu(); };
+  let ownBefore;
+  let allBefore;
+  const before = () => {
+    if (!measured) return;
+    const descendants = readDescendantsCpu([server.pid]);
+    ownBefore = readOwnCpu();
+    allBefore = descendants + ownBefore;
+  };
   const after = (v, kept) => {
     if (!measured) return;
-    const own = readOwnCpu();
-    if (kept) cpu[v].push(own + readDescendantsCpu([server.pid]) - cpuBefore);
+    const ownNow = readOwnCpu();
+    const allNow = ownNow + readDescendantsCpu([server.pid]);
+    if (kept) {
+      own[v].push(ownNow - ownBefore);
+      all[v].push(allNow - allBefore);
+    }
   };
-  const samples = await interleave(variants, { iterations, warmup: 1, before, after });
+  // The interleaving's own times (a whole exec) are not the figure: curl's transfer times are.
+  await interleave(variants, { iterations, warmup: 1, before, after });
   for (const gateway of Object.values(gateways)) await gateway.close();
   await server.stop();
   cleanup();
+  // The warm-up sample is in `times` too (interleave runs it first): drop it.
+  for (const list of Object.values(times)) list.splice(0, list.length - iterations);
   const mbps = (list) => list.map((ms) => size / 1e6 / (ms / 1000));
-  const direct = { name: 'curl direct', samples: mbps(samples.direct) };
   const perMiB = (list) => list.map((ms) => ms / (size / 1048576));
-  const cpuRows = measured ? [
-    row(8, '100 MiB end to end: curl direct, CPU of curl (ms/MiB)', perMiB(cpu.direct), { unit: 'ms/MiB' }),
-    ...Object.keys(trees).map((tree) => row(8, `100 MiB end to end: curl in a sandboxed gateway run${baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : ''}, CPU of the gateway process and everything under it (ms/MiB)`, perMiB(cpu[tree]), { unit: 'ms/MiB', of: { name: 'curl direct', samples: perMiB(cpu.direct) } })),
-    ...(baseline ? [row(8, '100 MiB end to end: CPU, this tree against the baseline (ms/MiB)', perMiB(cpu.this), { unit: 'ms/MiB', of: { name: 'baseline', samples: perMiB(cpu.baseline) } })] : []),
-  ] : [];
-  return {
-    rows: [
-      row(8, '100 MiB end to end: curl direct to the server, HTTPS (MB/s)', mbps(samples.direct), { unit: 'MB/s' }),
-      ...Object.keys(trees).map((tree) => row(8, `100 MiB end to end: curl in a sandboxed gateway run, HTTPS intercepted, secret injected${baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : ''} (MB/s)`, mbps(samples[tree]), { unit: 'MB/s', of: direct, higherIsBetter: true })),
-      ...(baseline ? [row(8, '100 MiB end to end: this tree against the baseline (MB/s)', mbps(samples.this), { unit: 'MB/s', of: { name: 'baseline', samples: mbps(samples.baseline) }, higherIsBetter: true })] : []),
-      ...cpuRows,
-    ],
-  };
+  const label = (tree) => (baseline ? (tree === 'this' ? ' [this tree]' : ' [baseline]') : '');
+  const rows = [];
+  for (const scheme of ['http', 'https']) rows.push(row(8, `100 MiB end to end: curl direct, ${scheme.toUpperCase()} (MB/s)`, mbps(times[`direct ${scheme}`]), { unit: 'MB/s' }));
+  for (const [path, { label: what, direct }] of Object.entries(paths)) {
+    const of = { name: `curl direct ${direct.toUpperCase()}`, samples: mbps(times[`direct ${direct}`]) };
+    for (const tree of Object.keys(trees)) {
+      rows.push(row(8, `100 MiB end to end: curl in a sandboxed gateway run, ${what}${label(tree)} (MB/s)`, mbps(times[`${path} ${tree}`]), { unit: 'MB/s', of, ...(path === 'intercepted' && tree === 'this' ? { goal: 'proxy-intercept' } : { target: END_TO_END_GOALS[path], higherIsBetter: true }) }));
+    }
+    if (baseline) rows.push(row(8, `100 MiB end to end, ${what}: this tree against the baseline (MB/s)`, mbps(times[`${path} this`]), { unit: 'MB/s', of: { name: 'baseline', samples: mbps(times[`${path} baseline`]) }, higherIsBetter: true }));
+  }
+  if (measured) {
+    for (const scheme of ['http', 'https']) rows.push(row(8, `100 MiB end to end: curl direct, ${scheme.toUpperCase()}, CPU of curl (ms/MiB)`, perMiB(all[`direct ${scheme}`]), { unit: 'ms/MiB' }));
+    for (const [path, { label: what }] of Object.entries(paths)) {
+      for (const tree of Object.keys(trees)) {
+        rows.push(row(8, `100 MiB end to end, ${what}${label(tree)}: CPU of the gateway's process (the proxy) (ms/MiB)`, perMiB(own[`${path} ${tree}`]), { unit: 'ms/MiB' }));
+        rows.push(row(8, `100 MiB end to end, ${what}${label(tree)}: CPU of the gateway's process and everything under it (ms/MiB)`, perMiB(all[`${path} ${tree}`]), { unit: 'ms/MiB' }));
+      }
+      if (baseline) rows.push(row(8, `100 MiB end to end, ${what}: CPU of everything, this tree against the baseline (ms/MiB)`, perMiB(all[`${path} this`]), { unit: 'ms/MiB', of: { name: 'baseline', samples: perMiB(all[`${path} baseline`]) } }));
+    }
+  }
+  return { rows };
 }
 
 /** What egress costs a sandboxed run that makes no request: none vs open vs an allowlist. */
@@ -494,8 +548,8 @@ async function run(options) {
       'Loopback, a new connection per request in every variant; upstream server, proxy and client are three processes; the proxy is reached over a Unix socket, as the gateway\'s bridge reaches it (the bridge itself is not in these figures).',
       'Ratio rows: each repetition\'s median direct time over its median proxied time (throughput ratio, 1.0 = parity); median and min .. max over repetitions. The intercepted path is against direct HTTPS.',
       'A bound secret makes the proxy swap sentinels in the request and redact the response (streaming matcher over every byte), which unbound hosts skip.',
-      'Run overhead: open and allowlist register the run with the proxy under its own credentials and use the gateway\'s one bridge (started by the first proxied run); none does neither.',
-      'End to end: each sample is a whole gateway.exec (sandbox set-up included) of a curl downloading 100 MiB; the direct curl is a plain spawn.',
+      'Run overhead: open and allowlist register the run with the proxy under its own credentials and use the gateway\'s one listener in the shared namespace (opened by the first proxied run); none does neither.',
+      'End to end: curl in a sandboxed gateway run (shared network namespace, the proxy reached the way a run reaches it) against the same curl spawned directly; throughput is curl\'s own transfer time (connect to last byte), so the sandbox\'s set-up is not counted against the data path. Goals beside the ratios: plain HTTP >= 0.5x, CONNECT tunnel >= 0.8x, HTTPS intercepted with injection >= 0.5x.',
       'CPU rows: the proxy process\'s CPU time (user + system, all threads, GC included) per MiB of body (per request for 1 KiB), read before and after each request; end to end, the gateway\'s process and every process under it but the server.',
       ...(endToEnd.note ? [endToEnd.note] : []),
       ...(overhead.note ? [overhead.note] : []),
@@ -532,4 +586,6 @@ async function runOverhead({ quick, log }) {
 
 const figure = { id: 8, title: 'Egress proxy: a request through the proxy against the same request direct, per data path; what egress costs a run', run };
 module.exports = figure;
-if (require.main === module) runFigure(figure);
+// `--end-to-end`: the end-to-end rows alone (curl from a sandboxed run against curl direct).
+const endToEndOnly = { ...figure, run: async (options) => ({ rows: (await measureEndToEnd(options)).rows, notes: [] }) };
+if (require.main === module) runFigure(process.argv.includes('--end-to-end') ? endToEndOnly : figure);

@@ -55,6 +55,7 @@ async function run({ quick, log }) {
   cleanup();
   const here = { name: 'the tool in this process (sandbox off)', samples: samples.inProcess };
   return {
+    sandbox: 'on and off (each row says)',
     rows: [
       row(11, 'fs.promises.readFile of the file', samples.readFile),
       row(11, 'read_file, sandbox off (in this process)', samples.inProcess, { of: { name: 'readFile', samples: samples.readFile } }),

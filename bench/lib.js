@@ -11,6 +11,7 @@ const { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 const { loadavg, tmpdir } = require('node:os');
 const { join, resolve } = require('node:path');
 const { performance } = require('node:perf_hooks');
+const { getGoal } = require('./goals');
 
 const DIST = join(__dirname, '..', 'dist');
 
@@ -105,10 +106,23 @@ function readOwnCpu() {
   return (user + system) / 1000;
 }
 
-/** A row of the report: a measurement, optionally its ratio to another one and a target. */
-function row(figure, name, samples, { unit = 'ms', of, target, higherIsBetter = false, note } = {}) {
+/**
+ * A row of the report: a measurement, optionally its ratio to another one and a target. `goal`
+ * names the goal of bench/goals.js the row measures (its target and direction come from there);
+ * `peerOf` names a goal the row measures for the peer (sandbox-runtime) instead.
+ */
+function row(figure, name, samples, { unit = 'ms', of, target, higherIsBetter = false, note, goal, peerOf } = {}) {
   const stats = Array.isArray(samples) ? summarize(samples) : samples;
   const result = { figure, name, unit, ...stats };
+  // The peer's figure for a goal (the goals table prints it beside this run's).
+  if (peerOf !== undefined) result.peerOf = getGoal(peerOf).id;
+  if (goal !== undefined) {
+    // The goal's target and direction come from bench/goals.js, the one table of goals.
+    const known = getGoal(goal);
+    result.goal = goal;
+    target = known.target;
+    higherIsBetter = known.direction === '>=';
+  }
   if (of) {
     const base = Array.isArray(of.samples) ? summarize(of.samples) : of.samples;
     result.ratio = { of: of.name, value: stats.median / base.median };
@@ -119,6 +133,31 @@ function row(figure, name, samples, { unit = 'ms', of, target, higherIsBetter = 
   }
   if (note) result.note = note;
   return result;
+}
+
+/**
+ * The environment every figure's process starts with: nothing inherited but PATH (an inherited
+ * NODE_OPTIONS or NODE_EXTRA_CA_CERTS changes what every Node start costs, and a user's
+ * EXECGATE_* settings what a gateway does), HOME an empty directory, the keyring off, and the
+ * figures' own EXECGATE_BENCH_* knobs.
+ */
+function cleanEnv(home) {
+  const env = {
+    PATH: process.env.PATH || '/usr/local/bin:/usr/bin:/bin',
+    HOME: home,
+    LANG: 'C.UTF-8',
+    EXECGATE_HOME: join(home, '.execgate'),
+    EXECGATE_KEYRING: 'off',
+  };
+  for (const [name, value] of Object.entries(process.env)) {
+    if (name.startsWith('EXECGATE_BENCH_')) env[name] = value;
+  }
+  return env;
+}
+
+/** The load average as printed: 1, 5 and 15 minutes. */
+function formatLoad(load = loadavg()) {
+  return load.map((n) => n.toFixed(2)).join(' ');
 }
 
 /** A private EXECGATE_HOME and an environment for the gateway and for children (keyring off). */
@@ -212,7 +251,8 @@ function formatValue(value, unit) {
 function formatRow(r) {
   // A ratio to a zero median (a baseline that did not grow) is infinite; JSON carries it as null.
   const ratio = r.ratio ? `${Number.isFinite(r.ratio.value) ? r.ratio.value.toFixed(2) : '-'}x ${r.ratio.of}` : '';
-  const target = r.ratio && r.ratio.target ? `${r.ratio.met ? 'met' : 'MISSED'} (${r.ratio.target})` : '';
+  // A target a figure set itself, not one of bench/goals.js, is shown as such: the goals table is the one list of goals.
+  const target = r.ratio && r.ratio.target ? `${r.ratio.met ? 'met' : 'MISSED'} (${r.ratio.target}${r.goal ? `: ${r.goal}` : '; not a goal'})` : '';
   return [String(r.figure), r.name, r.unit, formatValue(r.median, r.unit), `${formatValue(r.min, r.unit)} .. ${formatValue(r.max, r.unit)}`, String(r.n ?? ''), ratio, target];
 }
 
@@ -252,8 +292,9 @@ function runFigure(figure) {
     const report = { id: figure.id, title: figure.title, loadBefore, loadAfter: loadavg(), ...result };
     if (args.report) writeFileSync(args.report, JSON.stringify(report));
     else {
-      console.log(`${figure.id}. ${figure.title}`);
+      console.log(`${figure.id}. ${figure.title}${report.sandbox ? ` (sandbox: ${report.sandbox})` : ''}`);
       console.log(formatTable(report.rows));
+      console.log(`  load average ${formatLoad(report.loadBefore)} before, ${formatLoad(report.loadAfter)} after`);
       for (const note of report.notes || []) console.log(`  - ${note}`);
     }
     // Ballast, helpers and servers: nothing should keep a figure's process alive past its report.
@@ -267,6 +308,8 @@ function runFigure(figure) {
 module.exports = {
   DIST,
   benchEnv,
+  cleanEnv,
+  formatLoad,
   getUnsandboxedPolicy,
   formatTable,
   holdMemory,

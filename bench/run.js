@@ -4,7 +4,10 @@
  * of its own (so one figure's heap or helper processes cannot skew another), measures its
  * variants side by side, interleaved, and reports medians with min and max, and ratios of
  * medians against the baseline measured in the same run. Prints one table and writes the whole
- * report to bench/results/<timestamp>.json.
+ * report to bench/results/<timestamp>.json. Then the goals (bench/goals.js, the one table that
+ * docs/performance.md shows too) with this run's figure beside each, met or missed, and the
+ * load average before and after the run and each figure. Every figure's process starts in a
+ * clean environment (PATH, an empty HOME, the keyring off; nothing else inherited).
  *
  *   npm run bench                  full run (several minutes; needs ~4.5 GB of free memory)
  *   npm run bench -- --quick       smoke run: every figure, small sizes, a few iterations
@@ -25,7 +28,8 @@ const { spawn, execFileSync } = require('node:child_process');
 const { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
 const { cpus, loadavg, tmpdir, totalmem } = require('node:os');
 const { join } = require('node:path');
-const { DIST, formatTable, parseArgs } = require('./lib');
+const { evaluateGoals, formatGoalsResult } = require('./goals');
+const { DIST, cleanEnv, formatLoad, formatTable, parseArgs } = require('./lib');
 
 const FIGURES = [
   'exec-overhead.js',
@@ -41,6 +45,7 @@ const FIGURES = [
   'files.js',
   'audit-write.js',
   'import.js',
+  'peer.js',
 ];
 
 function runFigureProcess(file, args, reportPath, env) {
@@ -76,8 +81,11 @@ async function main() {
     process.exit(1);
   }
   const scratch = mkdtempSync(join(tmpdir(), 'execgate-bench-'));
-  // No figure touches the real keyring or the user's state directory.
-  const env = { ...process.env, EXECGATE_KEYRING: 'off', EXECGATE_HOME: join(scratch, 'home') };
+  // Every figure starts in a clean environment (see cleanEnv): no figure touches the real keyring
+  // or the user's state directory, and nothing inherited changes what a Node start costs.
+  const home = join(scratch, 'home');
+  mkdirSync(home);
+  const env = cleanEnv(home);
   const started = new Date();
   const report = {
     startedAt: started.toISOString(),
@@ -92,7 +100,7 @@ async function main() {
     loadBefore: loadavg(),
     figures: [],
   };
-  console.log(`execgate benchmarks${args.quick ? ' (quick)' : ''}: node ${report.node}, ${report.cpus} CPUs, load average ${report.loadBefore.map((n) => n.toFixed(2)).join(' ')}`);
+  console.log(`execgate benchmarks${args.quick ? ' (quick)' : ''}: node ${report.node}, ${report.cpus} CPUs, load average ${formatLoad(report.loadBefore)}`);
   const selected = FIGURES.filter((_, index) => !args.only || args.only.includes(index + 1));
   let failed = 0;
   for (const file of selected) {
@@ -105,7 +113,7 @@ async function main() {
       failed += 1;
       console.error(`  ${file}: ${result.error}`);
     } else {
-      console.log(`  ${result.id}. ${result.title}: ${result.seconds} s, load average ${result.loadAfter.map((n) => n.toFixed(2)).join(' ')}`);
+      console.log(`  ${result.id}. ${result.title}${result.sandbox ? ` (sandbox: ${result.sandbox})` : ''}: ${result.seconds} s, load average ${formatLoad(result.loadBefore)} before, ${formatLoad(result.loadAfter)} after`);
     }
     report.figures.push(result);
   }
@@ -119,11 +127,15 @@ async function main() {
   for (const figure of report.figures) {
     for (const note of figure.notes ?? []) console.log(`  (${figure.id}) ${note}`);
   }
-  const targets = rows.filter((r) => r.ratio && r.ratio.target);
+  // The goals (bench/goals.js, the same table as docs/performance.md) with this run's figures.
+  report.goals = evaluateGoals(rows);
+  console.log('\nGoals (bench/goals.js; docs/performance.md holds the same table):');
+  console.log(formatGoalsResult(report.goals, { quick: args.quick }));
+  const measured = report.goals.filter((g) => g.value !== undefined);
   const verdict = args.quick
-    ? 'quick run: sizes and iteration counts are too small for the targets to mean anything'
-    : `targets: ${targets.filter((r) => r.ratio.met).length} of ${targets.length} met`;
-  console.log(`\n${verdict}; load average ${report.loadBefore.map((n) => n.toFixed(2)).join(' ')} before, ${report.loadAfter.map((n) => n.toFixed(2)).join(' ')} after; ${report.seconds} s`);
+    ? 'quick run: sizes and iteration counts are too small for the goals to mean anything'
+    : `goals: ${measured.filter((g) => g.met).length} of ${measured.length} measured met (${report.goals.length - measured.length} not measured in this run)`;
+  console.log(`\n${verdict}; load average ${formatLoad(report.loadBefore)} before, ${formatLoad(report.loadAfter)} after; ${report.seconds} s`);
 
   const dir = join(__dirname, 'results');
   mkdirSync(dir, { recursive: true });

@@ -10,7 +10,7 @@ import { setMaxListeners } from 'node:events';
 import os from 'node:os';
 import { createAudit, recordPolicyRejected } from './audit/from-policy';
 import { AuditLog, type AuditSink } from './audit/log';
-import { ExecgateError, maskError } from './errors';
+import { ExecgateError, isExecgateError, maskError } from './errors';
 import { RunRecords } from './run/audit-records';
 import type { BackgroundManager } from './run/background/manager';
 import type { BackgroundProcess } from './run/background/types';
@@ -38,7 +38,7 @@ import { RefStore } from './refs/store';
 import { maskStrings } from './redact/deep';
 import { createGatewaySandbox, type GatewaySandbox } from './plan/sandbox-context';
 import { checkSandboxCwd, planSandbox } from './sandbox';
-import { checkPlatform } from './sandbox/detect';
+import { checkPlatform, forgetPlatformCheck } from './sandbox/detect';
 import { checkAuditPlacement, checkWorkspacePlacement } from './sandbox/placement';
 import { isInside } from './fs/paths';
 import type { SandboxLaunch } from './process/bwrap/launch';
@@ -64,6 +64,8 @@ export class Gateway {
   readonly #cwd: string;
   readonly #shell: string;
   readonly #audit: AuditSink;
+  /** Whether runs' shells start parked while their start records are made durable (SpawnPlan.parked). */
+  readonly #parks: boolean;
   readonly #logger: GatewayLogger | undefined;
   readonly #shutdown = new AbortController();
   readonly #running = new Set<Promise<unknown>>();
@@ -100,6 +102,7 @@ export class Gateway {
       ? validateSpawnerKind(options.spawner, 'spawner')
       : validateSpawnerKind(this.#env.EXECGATE_SPAWNER || 'auto', 'EXECGATE_SPAWNER');
     this.#audit = createAudit(options.audit, this.home, this.policy.audit, this.#env);
+    this.#parks = typeof this.#audit.writeAndSync === 'function' && (!(this.#audit instanceof AuditLog) || this.#audit.syncsBeforeSpawn);
     // A record names paths a run may have named after a value: masked like a run's output.
     if (this.#audit instanceof AuditLog) this.#audit.mask = (text) => this.maskKnown(text);
     try {
@@ -134,7 +137,11 @@ export class Gateway {
    */
   #checkPlacement(policy: EffectivePolicy): void {
     const { sandbox } = policy;
-    if (!(sandbox.mode === 'required' || (sandbox.mode === 'auto' && checkPlatform(sandbox.helper).ok))) return;
+    if (sandbox.mode === 'off') return;
+    // Asked here first, with the state directory: a success remembered there for this helper and
+    // kernel spares every later start its probe (sandbox/detect.ts); the runs' plans reuse it.
+    const platform = checkPlatform(sandbox.helper, { stateDir: this.home });
+    if (!(sandbox.mode === 'required' || platform.ok)) return;
     const placement = { roots: policy.cwd.roots, workspace: this.#cwd, writable: sandbox.filesystem.writable, env: this.#env, userHome: os.homedir() };
     checkWorkspacePlacement(placement);
     if (this.#audit instanceof AuditLog) checkAuditPlacement({ ...placement, auditPath: this.#audit.path });
@@ -229,6 +236,9 @@ export class Gateway {
       const result = await run;
       return 'sandbox' in result ? { ...result, sandbox: maskStrings(result.sandbox, mask) } : result;
     } catch (error) {
+      // Bubblewrap failed to set a run up: what the platform check remembered is not trusted any
+      // more; the next check probes again (and words the reason in the helper's own terms).
+      if (isExecgateError(error) && error.code === 'EXECGATE_ERR_SANDBOX_FAILED') forgetPlatformCheck(this.home);
       throw maskError(error, mask);
     } finally {
       this.#running.delete(run);
@@ -255,6 +265,8 @@ export class Gateway {
         egress: () => this.#getEgress(),
         handsOver: (mode) => mode === 'background' && this.#backgroundLauncher === 'detached',
         remembered: this.#masks,
+        // The shell starts while the start record is made durable, and acts only after.
+        park: this.#parks,
         onNormalized: (normalized) => records.requested(normalized),
       }, request, runId);
     } catch (error) {
@@ -270,14 +282,17 @@ export class Gateway {
     }
     const unknown = policy.secrets.unknown === 'warn' ? getUnknownRefs(plan.refs) : [];
     if (unknown.length > 0) this.#warn({ runId, refs: unknown }, `Run ${runId}: ${describeUnknownRefs(unknown)} (\`secrets.unknown: warn\`).`);
-    records.started(plan);
+    // Written now; durable (the policy's fdatasync, off the event loop) before the command acts.
+    const ready = records.started(plan);
+    ready.catch(() => { /* the run fails with it below */ });
     const run = plan.request.mode === 'background'
-      ? this.background.start(plan).then((started) => { records.backgroundStarted(plan, started); return started; })
+      ? ready.then(() => this.background.start(plan)).then((started) => { records.backgroundStarted(plan, started); return started; })
       : runForeground(plan, {
         home: this.home,
         onOutput: options.onOutput,
         signal: options.signal ? AbortSignal.any([this.#shutdown.signal, options.signal]) : this.#shutdown.signal,
         spawner: this.#spawner,
+        ready,
       }).then((result) => records.finished(plan, result));
     try {
       return await run;

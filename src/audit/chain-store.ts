@@ -12,6 +12,7 @@ import {
   closeSync,
   constants,
   existsSync,
+  fdatasync,
   fdatasyncSync,
   fstatSync,
   fsyncSync,
@@ -64,7 +65,74 @@ export interface ChainStore {
   wantsRotation(bytes: number): boolean;
   rotate(): void;
   append(text: string, record: SealedRecord, durable: boolean): void;
+  /**
+   * Make what was appended so far durable off the event loop (fdatasync on the thread pool):
+   * settles once it is on disk. Called under the lock, right after the append it covers.
+   */
+  syncLater(): Promise<void>;
   close(): void;
+}
+
+/*
+ * The fdatasyncs of one descriptor, run on the thread pool. One in flight at a time: a request
+ * that comes while one runs may have been written after that one began, so it waits for the next,
+ * which covers every record written meanwhile (a group commit: many runs starting at once share
+ * a few syncs). The descriptor is closed only once no sync needs it, so a sync never reaches a
+ * descriptor number that was closed and reused for another file.
+ */
+class DescriptorSyncs {
+  readonly #fd: number;
+  readonly #path: string;
+  #running: Promise<void> | undefined;
+  #next: Promise<void> | undefined;
+  #closeWhenIdle = false;
+
+  constructor(fd: number, path: string) {
+    this.#fd = fd;
+    this.#path = path;
+  }
+
+  get busy(): boolean {
+    return this.#running !== undefined || this.#next !== undefined;
+  }
+
+  request(): Promise<void> {
+    if (this.#running === undefined) return this.#start();
+    this.#next ??= this.#running.then(() => undefined, () => undefined).then(() => {
+      this.#next = undefined;
+      return this.#start();
+    });
+    return this.#next;
+  }
+
+  #start(): Promise<void> {
+    const running = new Promise<void>((resolve, reject) => {
+      fdatasync(this.#fd, (error) => {
+        if (this.#running === running) this.#running = undefined;
+        if (error) reject(ioError(this.#path, 'write', error));
+        else resolve();
+        this.#closeIfIdle();
+      });
+    });
+    this.#running = running;
+    return running;
+  }
+
+  /** Close the descriptor now, or once the syncs that need it are done. */
+  close(): void {
+    this.#closeWhenIdle = true;
+    this.#closeIfIdle();
+  }
+
+  #closeIfIdle(): void {
+    if (!this.#closeWhenIdle || this.busy) return;
+    this.#closeWhenIdle = false;
+    try {
+      closeSync(this.#fd);
+    } catch {
+      // closed already
+    }
+  }
 }
 
 export class FileStore implements ChainStore {
@@ -78,6 +146,7 @@ export class FileStore implements ChainStore {
   #size = 0;
   #state: ChainState = EMPTY_CHAIN;
   #firstInFile = true;
+  #syncs: DescriptorSyncs | undefined;
 
   constructor(path: string, keys: AuditKeys, maxBytes: number, maxFiles: number) {
     this.#path = path;
@@ -101,8 +170,16 @@ export class FileStore implements ChainStore {
   }
 
   #closeFd(): void {
-    if (this.#fd >= 0) closeSync(this.#fd);
+    if (this.#syncs !== undefined) this.#syncs.close();
+    else if (this.#fd >= 0) closeSync(this.#fd);
+    this.#syncs = undefined;
     this.#fd = -1;
+  }
+
+  syncLater(): Promise<void> {
+    if (this.#fd < 0) return Promise.resolve();
+    this.#syncs ??= new DescriptorSyncs(this.#fd, this.#path);
+    return this.#syncs.request();
   }
 
   refresh(): { state: ChainState; firstInFile: boolean; leftover?: Leftover } {
@@ -255,6 +332,11 @@ export class StateStore implements ChainStore {
 
   rotate(): void {
     // streams do not rotate
+  }
+
+  syncLater(): Promise<void> {
+    // A stream's durability is its destination's; the state file is replaced atomically.
+    return Promise.resolve();
   }
 
   append(text: string, record: SealedRecord): void {

@@ -38,6 +38,14 @@ export interface AuditSink {
    * something (a run's start).
    */
   writeOrDefer?(event: string, fields: AuditFields): Error | undefined;
+  /**
+   * Write now, like `write` (the record is in the file when it returns; throws when it cannot
+   * be written), but run the fdatasync the durability policy asks for off the event loop: the
+   * promise resolves once the record is durable, rejects with EXECGATE_ERR_AUDIT_IO when it
+   * cannot be made so. For a run's start, whose
+   * program is released only once its record is durable.
+   */
+  writeAndSync?(event: string, fields: AuditFields): Promise<void>;
   close(): void;
   /** Keyed fingerprint of a resolved value, proving which version was used without revealing it. */
   fingerprint?(value: string): string;
@@ -169,11 +177,25 @@ export class AuditLog implements AuditSink {
    */
   mask: ((text: string) => string) | undefined;
 
+  /** Whether a run's start record is fdatasynced before its command may act (`fsync` other than `never`). */
+  get syncsBeforeSpawn(): boolean {
+    return this.#fsync !== 'never' && this.#store instanceof FileStore;
+  }
+
   /** Seal and write one record; returns its place in the chain once it is written. */
   write(event: string, fields: AuditFields = {}): WrittenRecord {
     if (this.#closed) throw new ExecgateError('EXECGATE_ERR_AUDIT_IO', `The audit log \`${this.path}\` is closed.`, { path: this.path });
     try {
-      return this.#write(event, this.mask ? maskStrings(fields, this.mask) : fields);
+      return this.#write(event, this.mask ? maskStrings(fields, this.mask) : fields, false).written;
+    } catch (error) {
+      throw isExecgateError(error) ? error : ioError(this.path, 'write', error);
+    }
+  }
+
+  writeAndSync(event: string, fields: AuditFields = {}): Promise<void> {
+    if (this.#closed) throw new ExecgateError('EXECGATE_ERR_AUDIT_IO', `The audit log \`${this.path}\` is closed.`, { path: this.path });
+    try {
+      return this.#write(event, this.mask ? maskStrings(fields, this.mask) : fields, true).synced ?? Promise.resolve();
     } catch (error) {
       throw isExecgateError(error) ? error : ioError(this.path, 'write', error);
     }
@@ -195,8 +217,13 @@ export class AuditLog implements AuditSink {
     return this.#deferred.length;
   }
 
-  #write(event: string | undefined, fields: AuditFields): WrittenRecord {
+  /**
+   * Seal and append `event` (after any deferred records) under the lock. With `syncLater`, a
+   * record the policy wants durable is not fdatasynced here: `synced` settles once it is.
+   */
+  #write(event: string | undefined, fields: AuditFields, syncLater: boolean): { written: WrittenRecord; synced?: Promise<void> } {
     const lines: string[] = [];
+    let synced: Promise<void> | undefined;
     const run = (): WrittenRecord => {
       const { state, firstInFile, leftover } = this.#store.refresh();
       let previous = state;
@@ -217,6 +244,7 @@ export class AuditLog implements AuditSink {
       const records = [...this.#deferred, ...(event === undefined ? [] : [{ event, fields }])];
       let written: WrittenRecord = { seq: previous.seq, hash: previous.hash };
       let late = 0;
+      let needSync = false;
       try {
         for (const record of records) {
           let sealed = this.#seal(previous, record.event, record.fields, first);
@@ -224,7 +252,9 @@ export class AuditLog implements AuditSink {
             this.#store.rotate();
             sealed = this.#seal(previous, record.event, record.fields, true);
           }
-          this.#store.append(sealed.line, sealed, this.#fsync === 'always' || (this.#fsync === 'before-spawn' && SPAWN_EVENTS.has(record.event)));
+          const durable = this.#fsync === 'always' || (this.#fsync === 'before-spawn' && SPAWN_EVENTS.has(record.event));
+          this.#store.append(sealed.line, sealed, durable && !syncLater);
+          if (durable && syncLater) needSync = true;
           if (late < this.#deferred.length) late += 1;
           lines.push(sealed.line);
           previous = sealed;
@@ -234,9 +264,13 @@ export class AuditLog implements AuditSink {
       } finally {
         this.#deferred.splice(0, late);
       }
+      // Started under the lock, on the descriptor just written: it covers these records.
+      if (needSync) synced = this.#store.syncLater();
       return written;
     };
     const written = this.#lockPath === undefined ? run() : withLockSync(this.#lockPath, run);
+    // The caller learns of a failed sync from the promise; none goes unhandled meanwhile.
+    synced?.catch(() => undefined);
     if (this.#forward !== undefined) {
       for (const line of lines) {
         try {
@@ -246,7 +280,7 @@ export class AuditLog implements AuditSink {
         }
       }
     }
-    return written;
+    return { written, ...(synced ? { synced } : {}) };
   }
 
   #seal(previous: ChainState, event: string, fields: AuditFields, firstInFile: boolean): SealedRecord {
@@ -272,7 +306,7 @@ export class AuditLog implements AuditSink {
     if (this.#closed) return;
     if (this.#deferred.length > 0) {
       try {
-        this.#write(undefined, {});
+        this.#write(undefined, {}, false);
       } catch {
         // Still not writable: those records are lost with this process, as the results that
         // carried their notices said.

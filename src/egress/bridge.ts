@@ -1,35 +1,34 @@
 /*
  * How a sandboxed run reaches the proxy. The run's network namespace has nothing but loopback, so
- * it cannot reach any host port; a small bridge inside the namespace listens on 127.0.0.1:PORT
- * and carries each TCP connection to the proxy's Unix socket on the host side. Tools find it
- * through the usual proxy variables, which carry the run's proxy credentials
- * (`http://USER:PASS@127.0.0.1:PORT`): the credentials, not the port, tell the proxy which run a
- * connection belongs to, and so which rules, bound secrets and sentinels apply to it.
+ * it cannot reach any host port. Tools find the proxy through the usual proxy variables, which
+ * carry the run's proxy credentials (`http://USER:PASS@127.0.0.1:PORT`): the credentials, not the
+ * port, tell the proxy which run a connection belongs to, and so which rules, bound secrets and
+ * sentinels apply to it.
  *
- * Two ways to have a bridge:
- *  - shared (the usual case): the runs of a gateway share one network namespace (sandbox/
- *    network.ts), and one bridge per namespace serves them all. It is started once, on the first
- *    proxied run, inside the namespace (nsenter, then bubblewrap: its own PID namespace, no
- *    capabilities, nothing writable), listens on a port the kernel picks and that stays its port
- *    for its life, and is started again (on a new port) if it died. It dies with the gateway:
- *    bubblewrap's parent-death signal, the end of its stdin pipe, and the watchdog's cookie sweep
- *    all end it. A run then costs no process of its own for its network: the variables are set
- *    in its environment before it starts.
- *  - per run (a run with a network namespace of its own, where joining the shared one is not
- *    possible): the old way, a bridge that starts listening *before* it spawns the command (so
- *    the command's first connection cannot race it), passes signals on and exits the way the
+ * Two ways in:
+ *  - shared (the usual case): the runs of a gateway share one network namespace (process/bwrap/
+ *    network.ts), and the gateway holds one TCP listener inside it, on 127.0.0.1 and a port the
+ *    kernel picks. A short-lived process entered into the namespace opens it and hands it to the
+ *    gateway over an IPC channel (egress-listener.js); from then on the gateway's proxy accepts
+ *    the runs' connections itself, as it accepts those on its shared socket: no process inside
+ *    the sandbox relays their bytes, and a run costs no process for its network (the variables
+ *    are set in its environment before it starts). The listener is the gateway's: it ends with
+ *    the gateway's process however that ends, and a run cannot take its port while it is open.
+ *    It is opened again (on a new port) only when the namespace was replaced.
+ *  - per run (a run with a network namespace of its own: a narrowed run, or where joining the
+ *    shared one is not possible): a bridge inside the sandbox that starts listening *before* it
+ *    spawns the command (so the command's first connection cannot race it), carries each
+ *    connection to the proxy's Unix socket bound in, passes signals on and exits the way the
  *    command did. In a PID namespace it dies with the sandbox like everything else.
  *
- * Both are Node scripts run by the gateway's own `node`, so nothing extra must be installed (the
- * sandbox-runtime peer uses socat for the same job). Node's built-in fetch ignores proxy
- * variables before Node 24, so Node children get a `--require` preload that installs undici's
- * EnvHttpProxyAgent (it reads the same variables).
+ * Both programs are run by the gateway's own `node`, so nothing extra must be installed (the
+ * sandbox-runtime peer relays with socat). Node's built-in fetch ignores proxy variables before
+ * Node 24, so Node children get a `--require` preload that installs undici's EnvHttpProxyAgent
+ * (it reads the same variables).
  */
-import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import type { Server as NetServer } from 'node:net';
 import { ExecgateError } from '../errors';
-import { getDescriptorCloser } from '../process/inherited-fds';
-import { getRunBridgeSource, getSharedBridgeSource } from '../process/programs';
+import { getRunBridgeSource } from '../process/programs';
 import type { BwrapMount } from '../process/bwrap/spec';
 import type { HostPattern } from './hosts';
 import type { EgressRun } from './proxy';
@@ -41,9 +40,7 @@ export const SOCKET_MOUNT = '/tmp/.execgate-egress.sock';
 /** 0: an ephemeral port, so that bridges sharing a network namespace never collide. */
 export const DEFAULT_BRIDGE_PORT = 0;
 
-const START_TIMEOUT_MS = 10_000;
-
-// The bridges' programs: src/programs/egress-run-bridge.js and egress-shared-bridge.js.
+// The programs: src/programs/egress-run-bridge.js and egress-listener.js.
 
 export interface SandboxEgress {
   /** The proxy's files (and, for a bridge of its own, its socket) bound in. Mounted after the /tmp tmpfs. */
@@ -99,113 +96,73 @@ export function getSandboxEgress(run: EgressRun, options: { port?: number; nodeP
   });
 }
 
-/** Starts a program inside the shared network namespace, ended with it (process/bwrap/network.ts). */
+/** Opens listeners inside the shared network namespace (process/bwrap/network.ts). */
 export interface NamespaceLauncher {
   /** The namespace's identity (`net:[N]`), starting its holder if needed; undefined = no shared namespace. */
   current(): Promise<string | undefined>;
-  /** Spawn `argv` (bubblewrap's arguments, then `--` and the program) inside namespace `namespace`; stdio: pipe, pipe, ignore. */
-  spawnInside(namespace: string, args: readonly string[]): ChildProcess | undefined;
+  /** A TCP listener on 127.0.0.1 inside namespace `namespace`, held by this process; undefined when that namespace is gone. */
+  listenInside(namespace: string): Promise<NetServer | undefined>;
 }
 
+/** Where a listener's connections go: the proxy's front door, as for its shared socket. */
+export type ListenerSink = (server: NetServer) => void;
+
 /**
- * One bridge per shared network namespace. `port()` is called once per proxied run: with the
- * bridge alive in the current namespace it is a check of its process state, nothing more.
+ * One listener per shared network namespace, held by the gateway's process and served by its
+ * proxy. `port()` is called once per proxied run: with the listener open in the current namespace
+ * it is a check of its state, nothing more.
  */
-export class SharedBridge {
+export class SharedListener {
   readonly #launcher: NamespaceLauncher;
-  readonly #socketPath: string;
-  readonly #nodePath: string;
-  #child: ChildProcess | undefined;
+  readonly #sink: ListenerSink;
+  #server: NetServer | undefined;
   #port = 0;
   #namespace = '';
   #starting: Promise<number> | undefined;
 
-  constructor(launcher: NamespaceLauncher, socketPath: string, nodePath = process.execPath) {
+  constructor(launcher: NamespaceLauncher, sink: ListenerSink) {
     this.#launcher = launcher;
-    this.#socketPath = socketPath;
-    this.#nodePath = nodePath;
+    this.#sink = sink;
   }
 
-  get socketPath(): string {
-    return this.#socketPath;
-  }
-
-  /** The bridge's pid (host view), when one is running. */
-  get pid(): number | undefined {
-    return this.#child?.pid;
-  }
-
-  /** The loopback port the bridge listens on in the current shared namespace, (re)starting it if needed. */
+  /** The loopback port the listener has in the current shared namespace, opening one if needed. */
   async port(): Promise<number> {
     const namespace = await this.#launcher.current();
     if (namespace === undefined) throw failed('the shared network namespace is gone');
-    if (this.#child && this.#namespace === namespace && isRunning(this.#child)) return this.#port;
+    if (this.#server?.listening && this.#namespace === namespace) return this.#port;
     this.#starting ??= this.#start(namespace).finally(() => { this.#starting = undefined; });
     return this.#starting;
   }
 
   async #start(namespace: string): Promise<number> {
     this.stop();
-    const child = this.#launcher.spawnInside(namespace, [
-      '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
-      // Lives as long as the gateway: nothing the gateway holds just now may stay open in it.
-      '--', ...getDescriptorCloser(), this.#nodePath, '-e', getSharedBridgeSource(), this.#socketPath,
-    ]);
-    if (!child) throw failed('the shared network namespace is gone');
-    const port = await new Promise<number>((resolve, reject) => {
-      let text = '';
-      const done = (error?: Error): void => {
-        clearTimeout(timer);
-        child.stdout?.removeAllListeners('data');
-        child.removeListener('exit', onExit);
-        const port = Number(text.trim());
-        if (!error && Number.isInteger(port) && port > 0) resolve(port);
-        else reject(failed(error?.message ?? `it said ${JSON.stringify(text.slice(0, 80))} instead of a port`));
-      };
-      const onExit = (code: number | null, signal: string | null): void => done(new Error(`it exited (${signal ?? `code ${code}`}) before listening`));
-      const timer = setTimeout(() => done(new Error(`it did not listen within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
-      child.once('exit', onExit);
-      child.once('error', (error) => done(error));
-      child.stdout?.setEncoding('utf8');
-      child.stdout?.on('data', (chunk: string) => {
-        text += chunk;
-        if (text.includes('\n')) done();
-      });
-    }).catch((error: unknown) => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      throw error;
-    });
-    child.stdout?.destroy();
-    child.unref();
-    this.#child = child;
-    this.#port = port;
+    let server: NetServer | undefined;
+    try {
+      server = await this.#launcher.listenInside(namespace);
+    } catch (error) {
+      throw failed((error as Error).message);
+    }
+    if (!server) throw failed('the shared network namespace is gone');
+    const address = server.address();
+    if (address === null || typeof address === 'string') {
+      server.close();
+      throw failed('its listener has no TCP address');
+    }
+    this.#sink(server);
+    this.#server = server;
+    this.#port = address.port;
     this.#namespace = namespace;
-    return port;
+    return address.port;
   }
 
-  /** End the bridge (the gateway closes, or it is replaced). */
+  /** Close the listener (the gateway closes, or it is replaced); connections it accepted are the proxy's. */
   stop(): void {
-    const child = this.#child;
-    this.#child = undefined;
-    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    const server = this.#server;
+    this.#server = undefined;
+    server?.close();
   }
 }
 
 function failed(why: string): ExecgateError {
-  return new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not start the gateway's egress bridge: ${why}. Nothing was run.`, {});
-}
-
-/*
- * Node learns of a child's death only on a later turn of the event loop; a bridge killed just now
- * is already a zombie in /proc, and a run must not be handed its port.
- */
-function isRunning(child: ChildProcess): boolean {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return false;
-  try {
-    const stat = readFileSync(`/proc/${child.pid}/stat`, 'latin1');
-    const state = stat[stat.lastIndexOf(')') + 2];
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
+  return new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not open the gateway's egress listener in the shared network namespace: ${why}. Nothing was run.`, {});
 }

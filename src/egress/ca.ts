@@ -9,12 +9,29 @@
  * per leaf with native signing. @peculiar/x509 (WebCrypto, ECDSA) was tried first: it needs a
  * process-wide `reflect-metadata` polyfill (tsyringe), which a library must not impose on its host.
  * One RSA key serves every leaf of a gateway; leaves are cached per host name.
+ *
+ * The two keys are generated on libuv's thread pool (createEgressCaAsync: each RSA-2048 key is
+ * some 50 to 150 ms of CPU, which the synchronous call spent on the event loop, stalling every
+ * other run's output and the proxy's other connections), and node-forge (865 KiB of JavaScript) is
+ * loaded only when a CA is made: a gateway whose runs never intercept never loads it.
  */
-import { generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { generateKeyPair, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
-import forge from 'node-forge';
+import type * as Forge from 'node-forge';
 import { ExecgateError } from '../errors';
+
+let forgeModule: typeof Forge | undefined;
+/** node-forge, loaded on first use. */
+function getForge(): typeof Forge {
+  forgeModule ??= require('node-forge') as typeof Forge;
+  return forgeModule;
+}
+
+interface KeyPair {
+  readonly publicKey: KeyObject;
+  readonly privateKey: KeyObject;
+}
 
 const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt', '/etc/ssl/cert.pem'];
 const LEAF_DAYS = 7;
@@ -28,27 +45,50 @@ export interface EgressCa {
   getSecureContext(host: string): SecureContext;
 }
 
-export function createEgressCa(options: { systemBundle?: string; keyBits?: number } = {}): EgressCa {
+export interface EgressCaOptions {
+  readonly systemBundle?: string;
+  readonly keyBits?: number;
+}
+
+/** A new CA, its keys generated on this thread (tests, tools): prefer createEgressCaAsync. */
+export function createEgressCa(options: EgressCaOptions = {}): EgressCa {
   try {
-    return new ForgeCa(options);
+    const bits = options.keyBits ?? 2048;
+    return new ForgeCa(options, generateKeyPairSync('rsa', { modulusLength: bits }), generateKeyPairSync('rsa', { modulusLength: bits }));
   } catch (error) {
-    throw new ExecgateError('EXECGATE_ERR_EGRESS_CA_FAILED', `Could not create the egress certificate authority: ${(error as Error).message}.`, {}, { cause: error });
+    throw caFailed(error);
   }
+}
+
+/** A new CA, its two keys generated at once on the thread pool: the event loop goes on meanwhile. */
+export async function createEgressCaAsync(options: EgressCaOptions = {}): Promise<EgressCa> {
+  const bits = options.keyBits ?? 2048;
+  const generate = (): Promise<KeyPair> => new Promise((resolve, reject) => {
+    generateKeyPair('rsa', { modulusLength: bits }, (error, publicKey, privateKey) => (error ? reject(error) : resolve({ publicKey, privateKey })));
+  });
+  try {
+    const [ca, leaf] = await Promise.all([generate(), generate()]);
+    return new ForgeCa(options, ca, leaf);
+  } catch (error) {
+    throw caFailed(error);
+  }
+}
+
+function caFailed(error: unknown): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_EGRESS_CA_FAILED', `Could not create the egress certificate authority: ${(error as Error).message}.`, {}, { cause: error });
 }
 
 class ForgeCa implements EgressCa {
   readonly certPem: string;
   readonly #caKey: KeyObject;
   readonly #leafKeyPem: string;
-  readonly #leafPublic: forge.pki.PublicKey;
-  readonly #issuer: forge.pki.CertificateField[];
+  readonly #leafPublic: Forge.pki.PublicKey;
+  readonly #issuer: Forge.pki.CertificateField[];
   readonly #contexts = new Map<string, SecureContext>();
   readonly #systemBundle: string | undefined;
 
-  constructor(options: { systemBundle?: string; keyBits?: number }) {
-    const bits = options.keyBits ?? 2048;
-    const ca = generateKeyPairSync('rsa', { modulusLength: bits });
-    const leaf = generateKeyPairSync('rsa', { modulusLength: bits });
+  constructor(options: EgressCaOptions, ca: KeyPair, leaf: KeyPair) {
+    const forge = getForge();
     this.#caKey = ca.privateKey;
     this.#leafKeyPem = leaf.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
     this.#leafPublic = forge.pki.publicKeyFromPem(leaf.publicKey.export({ type: 'spki', format: 'pem' }) as string);
@@ -85,6 +125,7 @@ class ForgeCa implements EgressCa {
   getSecureContext(host: string): SecureContext {
     let context = this.#contexts.get(host);
     if (!context) {
+      const forge = getForge();
       const cert = forge.pki.createCertificate();
       cert.publicKey = this.#leafPublic;
       setValidity(cert, LEAF_DAYS);
@@ -105,7 +146,7 @@ class ForgeCa implements EgressCa {
   }
 }
 
-function setValidity(cert: forge.pki.Certificate, days: number): void {
+function setValidity(cert: Forge.pki.Certificate, days: number): void {
   cert.serialNumber = `01${randomBytes(15).toString('hex')}`;
   // Back-dated an hour: a sandbox clock a little behind the gateway's must not reject it.
   cert.validity.notBefore = new Date(Date.now() - 3600_000);
@@ -113,11 +154,12 @@ function setValidity(cert: forge.pki.Certificate, days: number): void {
 }
 
 // forge's own RSA signing is pure JS (~60 ms); Node signs the same TBS bytes in ~1 ms.
-function signNative(cert: forge.pki.Certificate, key: KeyObject): void {
+function signNative(cert: Forge.pki.Certificate, key: KeyObject): void {
+  const forge = getForge();
   const oid = forge.pki.oids.sha256WithRSAEncryption;
   cert.signatureOid = oid;
   (cert as unknown as { siginfo: { algorithmOid: string } }).siginfo.algorithmOid = oid;
-  const getTbs = (c: forge.pki.Certificate): forge.asn1.Asn1 => (forge.pki as unknown as { getTBSCertificate(c: forge.pki.Certificate): forge.asn1.Asn1 }).getTBSCertificate(c);
+  const getTbs = (c: Forge.pki.Certificate): Forge.asn1.Asn1 => (forge.pki as unknown as { getTBSCertificate(c: Forge.pki.Certificate): Forge.asn1.Asn1 }).getTBSCertificate(c);
   const tbs = forge.asn1.toDer(getTbs(cert)).getBytes();
   cert.signature = sign('sha256', Buffer.from(tbs, 'binary'), key).toString('binary');
 }

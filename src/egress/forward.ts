@@ -158,11 +158,20 @@ function request(core: ProxyCore, context: RunContext, decision: EgressDecision,
       return;
     }
     const secure = (raw?: Socket): void => {
+      // Made on first use (upstream.ts): a CA file the policy names that is gone by now fails this request, not the gateway.
+      let secureContext;
+      try {
+        secureContext = context.trust;
+      } catch (error) {
+        raw?.destroy();
+        callback(error as Error);
+        return;
+      }
       const dial = raw ? undefined : core.dialTarget(decision.address!, decision.port);
       const socket = core.limitConnect(tlsConnect({
         ...(raw ? { socket: raw } : { host: dial!.host, port: dial!.port }),
         servername,
-        secureContext: context.trust,
+        secureContext,
         ALPNProtocols: ['http/1.1'],
         // The response read from it takes this buffer size (Node gives an IncomingMessage its socket's).
         ...TLS_BUFFERS,

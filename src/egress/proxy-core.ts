@@ -14,7 +14,7 @@ import { TLSSocket, type SecureContext } from 'node:tls';
 import type { Redactor } from '../redact';
 import { resolveAllowed, systemResolver } from './address';
 import { canonicalHost, formatAuthority } from './authority';
-import { createEgressCa, type EgressCa } from './ca';
+import { createEgressCa, createEgressCaAsync, type EgressCa } from './ca';
 import type { BoundInjection } from './plan';
 import type { EgressDecision, EgressProxyOptions, EgressRunOptions, EgressVia, ProxyCredentials } from './proxy-types';
 import { clip } from './reading';
@@ -66,7 +66,23 @@ export class ProxyCore {
     this.#ca = options.ca;
   }
 
-  /** The CA used for interception, created on first need. */
+  #caPending: Promise<EgressCa> | undefined;
+
+  /**
+   * Start making the CA (its keys on the thread pool) if it is not made or being made; resolves
+   * with it. Called ahead of the first run that intercepts, and awaited before such a run opens.
+   * A failure is not kept: the next call tries again.
+   */
+  prepareCa(): Promise<EgressCa> {
+    if (this.#ca) return Promise.resolve(this.#ca);
+    this.#caPending ??= createEgressCaAsync().then((ca) => {
+      this.#ca ??= ca;
+      return this.#ca;
+    }).finally(() => { this.#caPending = undefined; });
+    return this.#caPending;
+  }
+
+  /** The CA used for interception: the one prepareCa made, or one made now on this thread where none was prepared. */
   getCa(): EgressCa {
     this.#ca ??= createEgressCa();
     return this.#ca;

@@ -1,12 +1,14 @@
 /*
  * The gateway-side egress proxy. A sandboxed run has no network but loopback; the only way out is
- * a Unix socket the proxy listens on, reached through a bridge on the run's loopback (bridge.ts).
- * Two kinds of socket: the gateway's one shared socket, where a connection belongs to whichever
- * run's credentials it presents (runs opened with `shared: true`), or a socket of the run's own,
- * where the socket itself says which run a connection belongs to.
+ * the proxy: a TCP listener the gateway holds on the shared network namespace's loopback
+ * (bridge.ts), or a Unix socket the proxy listens on, reached through a bridge on the run's own
+ * loopback. The shared listener and the gateway's one shared socket take connections of any
+ * shared run: a connection belongs to whichever run's credentials it presents (runs opened with
+ * `shared: true`). A socket of the run's own says by itself which run a connection belongs to.
  *
- * The runs of one gateway share a network namespace, so a run could connect to another run's
- * bridge on the shared loopback and borrow that run's policy and injections. A run opened with
+ * The runs of one gateway share a network namespace, so a run could connect to the shared
+ * listener, or to another run's bridge, on the shared loopback and borrow another run's policy and
+ * injections. A run opened with
  * `credentials` is therefore also identified by them: every HTTP proxy request and CONNECT must
  * carry them in Proxy-Authorization, every SOCKS5 client must give them as username/password
  * (RFC 1929); they live only in that run's environment (its own PID namespace hides it from the
@@ -78,6 +80,7 @@ export class EgressProxy {
     if (options.shared) return this.#openSharedRun(options);
     const dir = join(this.#dir, `run-${randomBytes(6).toString('hex')}`);
     const injections = options.injections ?? [];
+    if (injections.length > 0) await this.#core.prepareCa();
     let caBundlePath: string | undefined;
     try {
       mkdirSync(dir, { mode: 0o700 });
@@ -119,6 +122,7 @@ export class EgressProxy {
   async adoptRun(handed: HandedOffRun): Promise<EgressRun> {
     if (this.#closed) throw new ExecgateError('EXECGATE_ERR_GATEWAY_CLOSED', 'The egress proxy was closed; it opens no new runs.');
     const { dir, options } = handed;
+    if ((options.injections ?? []).length > 0) await this.#core.prepareCa();
     let caBundlePath: string | undefined;
     try {
       if ((options.injections ?? []).length > 0) {
@@ -169,6 +173,7 @@ export class EgressProxy {
     for (const injection of injections) redactor.add(injection.value, injection.ref);
     this.#environmentRoute ??= getEnvironmentRoute(this.#options.upstreamEnv ?? {});
     this.#trust ??= new UpstreamTrust(this.#options.upstreamCa);
+    const trust = this.#trust.prepare(options.network.upstream?.ca ?? []);
     return {
       options,
       injections,
@@ -179,7 +184,9 @@ export class EgressProxy {
       decisions: [],
       redirects: new Set(),
       route: options.upstreamRoute ?? getRunRoute(options.network.upstream, this.#environmentRoute),
-      trust: this.#trust.getContext(options.network.upstream?.ca ?? []),
+      get trust() {
+        return trust();
+      },
     };
   }
 
@@ -212,11 +219,41 @@ export class EgressProxy {
     return this.#shared;
   }
 
+  /**
+   * Serve a TCP listener opened in the gateway's shared network namespace (bridge.ts) as the
+   * shared socket is served: a connection belongs to the shared run whose credentials it
+   * presents, or to none. Closed with the proxy.
+   */
+  serveShared(server: NetServer): void {
+    if (this.#closed) {
+      server.close();
+      return;
+    }
+    // A listener received from another process is made by Node without options; its accepted
+    // sockets take the server's highWaterMark (net.Server reads it per connection), and carry
+    // every byte back to the client: the same larger buffers as the shared socket's.
+    (server as NetServer & { highWaterMark: number }).highWaterMark = STREAM_HIGH_WATER_MARK;
+    server.on('connection', (socket) => {
+      this.#sharedSockets.add(socket);
+      socket.once('close', () => this.#sharedSockets.delete(socket));
+      this.#door.accept(socket, undefined);
+    });
+    server.on('error', () => undefined);
+    server.once('close', () => this.#listeners.delete(server));
+    // Between runs nothing waits on it: it must not keep the gateway's process alive.
+    server.unref();
+    this.#listeners.add(server);
+  }
+
+  /** Listeners in shared network namespaces (serveShared), closed with the proxy. */
+  readonly #listeners = new Set<NetServer>();
+
   async #openSharedRun(options: EgressRunOptions): Promise<EgressRun> {
     const credentials = options.credentials;
     if (!credentials) throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Run ${options.runId} has no proxy credentials; a shared run needs them.`, { runId: options.runId });
     const injections = options.injections ?? [];
     const socketPath = await this.sharedSocketPath();
+    if (injections.length > 0) await this.#core.prepareCa();
     try {
       this.#getPreloadPath();
       if (injections.length > 0) this.#getCaBundlePath();
@@ -249,6 +286,15 @@ export class EgressProxy {
     return parent ? formatAuthority(parent.host, parent.port) : undefined;
   }
 
+  /**
+   * Start making the interception CA ahead of the run that needs it (its keys on the thread pool),
+   * without waiting: a run with an injected secret then finds it made, or waits for it without
+   * holding the event loop. A failure here is the opening run's to report (it tries again).
+   */
+  prepareInterception(): void {
+    this.#core.prepareCa().catch(() => undefined);
+  }
+
   /** The CA certificate (PEM) the sandbox trusts, creating the CA if needed. */
   getCaCertificate(): string {
     return this.#core.getCa().certPem;
@@ -258,6 +304,8 @@ export class EgressProxy {
     this.#closed = true;
     await Promise.all([...this.#runs.entries()].map(([runId, entry]) => this.#closeRun(runId, entry.dir !== undefined && this.#adopted.has(entry.dir) ? entry.dir : undefined)));
     const shared = this.#sharedServer;
+    const listeners = [...this.#listeners];
+    for (const server of listeners) server.close();
     for (const socket of this.#sharedSockets) socket.destroy();
     if (shared) await new Promise<void>((resolve) => shared.close(() => resolve()));
     if (this.#handedOff.size === 0) {

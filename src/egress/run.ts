@@ -6,11 +6,12 @@
  * instead of its value. The caller closes `run` when the run has ended: its credentials are
  * refused from then on.
  *
- * A run inside the gateway's shared network namespace uses the namespace's one bridge (started
- * here on the first proxied run); a run with a network namespace of its own brings its own bridge.
+ * A run inside the gateway's shared network namespace uses the namespace's one listener (opened
+ * here on the first proxied run, held and served by the gateway's process); a run with a network
+ * namespace of its own brings its own bridge.
  */
 import { randomBytes } from 'node:crypto';
-import { getSandboxEgress, SharedBridge, type NamespaceLauncher, type SandboxEgress } from './bridge';
+import { getSandboxEgress, SharedListener, type NamespaceLauncher, type SandboxEgress } from './bridge';
 import { createInjections, type EgressCheck } from './plan';
 import type { EgressProxy, EgressRun } from './proxy';
 import type { NetworkPolicy } from './rules';
@@ -22,18 +23,17 @@ export interface RunEgress {
   readonly sentinels: ReadonlyMap<string, string>;
 }
 
-const bridges = new WeakMap<NamespaceLauncher, SharedBridge>();
+const listeners = new WeakMap<NamespaceLauncher, { proxy: EgressProxy; listener: SharedListener }>();
 
-/** The shared namespace's bridge to `proxy`'s socket (one per namespace). */
-export async function getSharedBridge(launcher: NamespaceLauncher, proxy: EgressProxy): Promise<SharedBridge> {
-  const socketPath = await proxy.sharedSocketPath();
-  let bridge = bridges.get(launcher);
-  if (!bridge || bridge.socketPath !== socketPath) {
-    bridge?.stop();
-    bridge = new SharedBridge(launcher, socketPath);
-    bridges.set(launcher, bridge);
+/** The shared namespace's listener, served by `proxy` (one per namespace). */
+export function getSharedListener(launcher: NamespaceLauncher, proxy: EgressProxy): SharedListener {
+  let entry = listeners.get(launcher);
+  if (!entry || entry.proxy !== proxy) {
+    entry?.listener.stop();
+    entry = { proxy, listener: new SharedListener(launcher, (server) => proxy.serveShared(server)) };
+    listeners.set(launcher, entry);
   }
-  return bridge;
+  return entry.listener;
 }
 
 export async function openRunEgress(proxy: EgressProxy, options: {
@@ -55,11 +55,11 @@ export async function openRunEgress(proxy: EgressProxy, options: {
   ownSocket?: boolean;
 }): Promise<RunEgress> {
   const injections = createInjections(options.check, options.values);
-  // Per-run proxy credentials: the gateway's runs share a loopback and a bridge, and these are
+  // Per-run proxy credentials: the gateway's runs share a loopback and a listener, and these are
   // what the proxy tells them apart by. The username is the lookup key, the password the proof.
   const credentials = { username: `run-${randomBytes(9).toString('base64url')}`, password: randomBytes(24).toString('base64url') };
-  const bridge = options.shared && !options.ownSocket ? await getSharedBridge(options.shared, proxy) : undefined;
-  const sharedPort = await bridge?.port();
+  const listener = options.shared && !options.ownSocket ? getSharedListener(options.shared, proxy) : undefined;
+  const sharedPort = await listener?.port();
   const run = await proxy.openRun({
     runId: options.runId, network: options.network, narrowing: options.check.narrowing, injections, credentials, shared: !options.ownSocket,
     ...(options.minLength !== undefined ? { minLength: options.minLength } : {}),

@@ -181,6 +181,21 @@ export class UpstreamTrust {
     this.#extra = extra;
   }
 
+  /**
+   * The context for a run whose policy names `files`, made when first asked for: the files are
+   * read now (EXECGATE_ERR_EGRESS_UPSTREAM_INVALID if one cannot be), the context, some 280
+   * certificates parsed (tens of milliseconds on the event loop), only when the run's proxy first
+   * speaks TLS upstream: a run that only forwards plain HTTP or tunnels never pays for it.
+   */
+  prepare(files: readonly string[]): () => SecureContext {
+    for (const file of files) readCaFile(file);
+    let context: SecureContext | undefined;
+    return () => {
+      context ??= this.getContext(files);
+      return context;
+    };
+  }
+
   /** The context for a run whose policy names `files`; throws EXECGATE_ERR_EGRESS_UPSTREAM_INVALID if one cannot be read. */
   getContext(files: readonly string[]): SecureContext {
     const key = files.map((file) => `${file}\0${mtimeOf(file)}`).join('\n');

@@ -21,6 +21,7 @@ import { sanitizeEnv, validateRequestedEnv } from '../env';
 import { Redactor } from '../redact';
 import { substituteTokens, validateTokenPlacements, type Replacement } from '../refs/substitute';
 import { readShell } from '../shell';
+import { PARK } from '../process/park';
 import { scanTokens } from '../refs/tokens';
 import { decideProgramLookup, decideRequest, type Decision } from '../policy/decide';
 import { getRunWritable } from '../policy/program-path';
@@ -59,6 +60,7 @@ export function createRunId(): string {
 }
 
 const REF_ENV_PREFIX = 'EXECGATE_REF_';
+const PARKING_SHELLS = /(^|\/)(bash|sh|dash|ksh|mksh|zsh)$/;
 
 export async function preparePlan(context: PrepareContext, input: unknown, runId = createRunId()): Promise<SpawnPlan> {
   const { policy } = context;
@@ -129,6 +131,9 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     refs: usedRefs,
     sandboxed: proxied,
   });
+  // A run that will intercept needs the proxy's CA before it starts: its keys are made on the
+  // thread pool while the references resolve.
+  if (proxied && egressCheck.injected.length > 0) egressProxy.prepareInterception();
   const sanitized = sanitizeEnv({
     ...getSanitizerSettings(policy.env),
     inherited: context.env,
@@ -174,7 +179,10 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // not found`) number the lines as the caller wrote them; a newline keeps the epilogue out of
   // the command's last line (a trailing comment, say).
   const prologue = request.prologue.replace(/[\s;]+$/, '');
-  const script = `${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
+  // A parked shell waits for the gateway's word first (SpawnPlan.parked): an unsandboxed run on
+  // pipes, with no bridge of its own, in a shell that reads the POSIX sh language.
+  const parked = context.park === true && sandboxed.launch === undefined && !proxied && request.mode === 'sync' && !request.pty && PARKING_SHELLS.test(request.shell);
+  const script = `${parked ? PARK : ''}${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
   maskGatewaySecrets(mask, secrets, { context, request, sanitized });
@@ -223,6 +231,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     displayCommand: request.command,
     shell: program[0],
     args: Object.freeze(program.slice(1)),
+    parked,
     env: Object.freeze(env),
     cwd: request.cwd,
     redactor,

@@ -68,6 +68,13 @@ export interface SpawnPlan {
   readonly network: RunNetwork;
   /** Sandboxed: how bubblewrap is started around `shell` + `args` (process/bwrap/launch.ts). */
   readonly launch?: SandboxLaunch;
+  /**
+   * The shell starts parked: its script first reads one line from stdin and exits (125) at end
+   * of input, then takes /dev/null as stdin. The run's spawner gives it a pipe and writes that
+   * line only once the run's start record is durable (run/lifecycle.ts), so the spawn overlaps
+   * the audit log's fdatasync and the command still acts only after it.
+   */
+  readonly parked: boolean;
   readonly limits: {
     readonly timeout: number;
     readonly grace: number;
@@ -88,6 +95,11 @@ export interface PrepareContext {
   readonly shell: string;
   /** Modes this gateway has an executor for. */
   readonly supportedModes: ReadonlySet<ExecMode>;
+  /**
+   * Park an unsandboxed pipe run's shell until the gateway releases it (SpawnPlan.parked): set
+   * when the run's start record is made durable while the shell starts.
+   */
+  readonly park?: boolean;
   /** Called once the request is normalized, before anything is resolved (audit, policy). */
   readonly onNormalized?: (request: NormalizedRequest, runId: string) => void;
   /** Called with the policy decision, allowed or not, before anything is resolved. */

@@ -6,12 +6,12 @@
  */
 import { isExecgateError } from '../errors';
 import { parseHostPattern } from '../egress/hosts';
-import { RE2JS } from 're2js';
 import { getHazardCategory } from '../env/hazards';
 import { normalizeNetworkPolicy, normalizeSecretBindings } from './egress-settings';
 import { EXEC_MODES } from './effective';
 import { formatPath, valueAt, type PathSegment, type PolicyProblem } from './problems';
 import type { DurationDocument, PolicyDocument, SizeDocument } from './schema-def';
+import { compileRe2 } from './match';
 import { locate, type PolicySource } from './source';
 import { MAX_DURATION_MS, parseDuration, parseSize } from './units';
 
@@ -87,7 +87,7 @@ export function checkFile(source: PolicySource, doc: PolicyDocument): PolicyProb
       // Command rules run on RE2 (linear time on agent-controlled text); it has no
       // backreferences or lookaround.
       try {
-        RE2JS.compile(pattern);
+        compileRe2(pattern);
       } catch (error) {
         report(path, `invalid regular expression (RE2 syntax, which runs in linear time): ${(error as Error).message.replace(/^error parsing regexp: /, '')}`);
       }

@@ -4,10 +4,9 @@
  * host, rules' patterns compiled, host patterns and bindings parsed.
  */
 import { join, resolve } from 'node:path';
-import { RE2JS } from 're2js';
 import { normalizeNetworkPolicy, normalizeSecretBindings } from './egress-settings';
 import { DEFAULT_POLICY, EXEC_MODES, deepFreeze, type CommandRule, type EffectivePolicy, type ExecMode, type SecretRestriction } from './effective';
-import { toCommandWords, type CommandMatch } from './match';
+import { compileRe2, toCommandWords, type CommandMatch } from './match';
 import { getItemId, type ItemOrigin, type MergedDocument } from './merge';
 import type { DurationDocument, RestrictionDocument, RuleDocument, SizeDocument } from './schema-def';
 import { parseDuration, parseSize } from './units';
@@ -20,7 +19,7 @@ function compileMatch(item: RuleDocument | RestrictionDocument): CommandMatch {
   }
   if (item.prefix !== undefined) return { kind: 'prefix', prefixes: typeof item.prefix === 'string' ? [item.prefix] : [...item.prefix] };
   const regex = item.regex as string;
-  return { kind: 'regex', regex: RE2JS.compile(regex), source: regex };
+  return { kind: 'regex', regex: compileRe2(regex), source: regex };
 }
 
 function expandHome(path: string, homeDir: string): string {

@@ -83,9 +83,9 @@ export function getRunBridgeSource(): string {
   return load('egress-run-bridge.js');
 }
 
-/** The egress bridge shared by a gateway's runs in its network namespace (node). */
-export function getSharedBridgeSource(): string {
-  return load('egress-shared-bridge.js');
+/** What opens the egress listener of a gateway's shared network namespace and hands it to the gateway (node). */
+export function getEgressListenerSource(): string {
+  return load('egress-listener.js');
 }
 
 /** Kernel architecture names (uname -m) to the filter files generated for them. */

@@ -40,8 +40,12 @@ export class RunRecords {
     });
   }
 
-  started(plan: SpawnPlan): void {
-    this.#audit.write('exec.started', {
+  /**
+   * Written (write(2)) before the spawn; the promise settles once the record is durable as the
+   * policy asks (fdatasync off the event loop): the run's program may act only then.
+   */
+  started(plan: SpawnPlan): Promise<void> {
+    const fields = {
       runId: this.#runId,
       actor: plan.request.actor,
       command: plan.displayCommand,
@@ -52,7 +56,10 @@ export class RunRecords {
       ...(this.#withEnv ? { env: plan.envReport } : {}),
       sandbox: plan.sandbox,
       network: plan.network,
-    });
+    };
+    if (this.#audit.writeAndSync) return this.#audit.writeAndSync('exec.started', fields);
+    this.#audit.write('exec.started', fields);
+    return Promise.resolve();
   }
 
   backgroundStarted(plan: SpawnPlan, started: BackgroundProcess): void {

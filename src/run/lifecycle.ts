@@ -23,6 +23,7 @@ import { directSpawner } from '../process/spawner/direct';
 import { ptySpawner } from '../process/spawner/pty';
 import type { SpawnedProcess, Spawner } from '../process/spawner/types';
 import { terminateRun } from '../process/terminate';
+import { PARK_QUOTE_WINDOW, withoutPark } from '../process/park';
 import { watchRun } from '../process/watchdog';
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -41,6 +42,13 @@ export interface LifecycleOptions {
   readonly timeout?: number;
   /** Aborting stops the run (gateway shutdown, a cancelled call). */
   readonly signal?: AbortSignal;
+  /**
+   * Settles once the run may act (its start record is durable). A parked plan (SpawnPlan.parked)
+   * is spawned at once and released then; a sandboxed one has its sandbox set up and checked
+   * meanwhile, and its gate lets the program go only then (SpawnRequest.ready); any other is
+   * spawned only then. A rejection fails the run with that error, and nothing of the command runs.
+   */
+  readonly ready?: Promise<void>;
 }
 
 export interface RunEnd {
@@ -78,25 +86,46 @@ export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Prom
     watched(now);
   };
   let child: SpawnedProcess;
+  const parked = plan.parked && !pty && options.stdin !== 'pipe';
   try {
+    const launch = plan.launch;
+    if (!parked && launch === undefined) await options.ready;
     const request = {
       shell: plan.shell,
       args: plan.args,
       env: plan.env,
       cwd: plan.cwd,
-      stdin: pty ? 'pipe' as const : (options.stdin ?? 'ignore'),
+      stdin: pty || parked ? 'pipe' as const : (options.stdin ?? 'ignore'),
       ...(pty ? { terminal: { cols: plan.request.cols, rows: plan.request.rows } } : {}),
     };
-    const launch = plan.launch;
-    child = launch === undefined
+    const sandboxed = launch === undefined ? undefined : { ...request, sandbox: launch, ...(options.ready ? { ready: options.ready } : {}) };
+    child = sandboxed === undefined
       ? await spawner.spawn(request)
-      : await (spawner.startSandboxed?.({ ...request, sandbox: launch }) ?? startGated(spawner, { ...request, sandbox: launch }));
+      : await (spawner.startSandboxed?.(sandboxed) ?? startGated(spawner, sandboxed));
   } catch (error) {
     unwatch();
     await plan.resources.release();
     throw startFailed(plan, error);
   }
-  return new Run(plan, child, options, unwatch);
+  return new Run(plan, child, options, unwatch, parked ? release(child, options.ready) : undefined);
+}
+
+/**
+ * Lets a parked shell go once `ready` resolves (one line on its stdin, then end of input); at a
+ * rejection its stdin just ends, and it exits without running the command. Resolves to the
+ * error that kept it parked, if any.
+ */
+async function release(child: SpawnedProcess, ready: Promise<void> | undefined): Promise<Error | undefined> {
+  const stdin = child.stdin;
+  stdin?.on('error', () => { /* the shell is gone (stopped meanwhile): its exit says so */ });
+  try {
+    await ready;
+  } catch (error) {
+    stdin?.destroy();
+    return error instanceof Error ? error : new Error(String(error));
+  }
+  stdin?.end('\n');
+  return undefined;
 }
 
 export class Run {
@@ -110,12 +139,15 @@ export class Run {
   #timer: NodeJS.Timeout | undefined;
   #finished = false;
   readonly #unwatch: (now?: boolean) => void;
+  /** A parked run: settles once it was released, to the error that kept it parked, if any. */
+  readonly #released: Promise<Error | undefined> | undefined;
 
-  constructor(plan: SpawnPlan, child: SpawnedProcess, options: LifecycleOptions, unwatch: (now?: boolean) => void) {
+  constructor(plan: SpawnPlan, child: SpawnedProcess, options: LifecycleOptions, unwatch: (now?: boolean) => void, released?: Promise<Error | undefined>) {
     this.#plan = plan;
     this.#child = child;
     this.pid = child.pid;
     this.#unwatch = unwatch;
+    this.#released = released;
     const timeout = options.timeout ?? plan.limits.timeout;
     if (timeout > 0) this.#timer = setTimeout(() => { void this.stop('timeout'); }, timeout);
     const onAbort = (): void => { void this.stop('shutdown'); };
@@ -177,7 +209,17 @@ export class Run {
     const emit = (name: StreamName, bytes: Buffer): void => { if (bytes.length > 0) options.onData(name, bytes); };
     const closed = (['stdout', 'stderr'] as const).map((name) => new Promise<void>((resolve) => {
       const stream = child[name];
-      stream.on('data', (chunk: Buffer) => emit(name, redactors[name].push(stripper ? stripper.push(chunk) : chunk)));
+      // A parked shell's syntax error on the first line quotes the park with it: removed, so
+      // the caller's command comes back as written.
+      let parkWindow = name === 'stderr' && plan.parked ? PARK_QUOTE_WINDOW : 0;
+      stream.on('data', (raw: Buffer) => {
+        let chunk = raw;
+        if (parkWindow > 0) {
+          parkWindow -= chunk.length;
+          chunk = withoutPark(chunk);
+        }
+        emit(name, redactors[name].push(stripper ? stripper.push(chunk) : chunk));
+      });
       stream.on('error', () => { /* EIO ends a terminal; the close that follows settles */ });
       stream.once('close', () => resolve());
     }));
@@ -193,6 +235,9 @@ export class Run {
       throw startFailed(plan, error);
     }
     if (this.#timer) clearTimeout(this.#timer);
+    // A parked shell that was never released ran nothing: the run fails with what kept it.
+    const unreleased = await this.#released;
+    if (unreleased !== undefined) throw unreleased;
     // The shell is gone. Whatever it left behind (its group, or escaped by setsid) is ended
     // now, before waiting for the output: a leftover holding a pipe or the terminal would
     // otherwise hold the run open, and keeps the run's resolved values in its environment.

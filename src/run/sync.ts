@@ -22,6 +22,8 @@ export interface RunHooks {
   readonly onSpawn?: (pid: number) => void;
   /** What starts the process (see process/spawner); default: child_process.spawn in this process. */
   readonly spawner?: Spawner;
+  /** Settles once the run may act: its start record is durable (LifecycleOptions.ready). */
+  readonly ready?: Promise<void>;
 }
 
 export async function runForeground(plan: SpawnPlan, hooks: RunHooks): Promise<ExecResult> {
@@ -30,6 +32,7 @@ export async function runForeground(plan: SpawnPlan, hooks: RunHooks): Promise<E
     onData: (stream, bytes) => collector.push(stream, bytes),
     spawner: hooks.spawner,
     signal: hooks.signal,
+    ...(hooks.ready ? { ready: hooks.ready } : {}),
   });
   hooks.onSpawn?.(run.pid);
   return collector.finish(await run.ended);

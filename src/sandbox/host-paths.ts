@@ -18,6 +18,33 @@ export function expand(path: string, home: string): string {
 // resolves a score of paths, most of which (the credential list) do not exist, and a missing one
 // is found by a stat that throws nothing (building the ENOENT error costs more than the calls).
 export function real(path: string): string | undefined {
+  if (memo === undefined) return resolveReal(path);
+  if (memo.has(path)) return memo.get(path);
+  const found = resolveReal(path);
+  memo.set(path, found);
+  return found;
+}
+
+/*
+ * One answer per name while one view is made (withOneResolution): the view names a path several
+ * times (the workspace as a writable root, a work area and the working directory; each home),
+ * and two lookups of one name made microseconds apart could only differ by a rename in between,
+ * which would make one view disagree with itself. Nothing is kept across views.
+ */
+let memo: Map<string, string | undefined> | undefined;
+
+/** Runs `make` with each name resolved at most once (see above); nested calls share the outer scope. */
+export function withOneResolution<T>(make: () => T): T {
+  if (memo !== undefined) return make();
+  memo = new Map();
+  try {
+    return make();
+  } finally {
+    memo = undefined;
+  }
+}
+
+function resolveReal(path: string): string | undefined {
   try {
     if (statSync(path, { throwIfNoEntry: false }) === undefined) return undefined;
     return realpathSync.native(path);

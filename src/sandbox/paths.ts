@@ -38,7 +38,7 @@ import { ExecgateError } from '../errors';
 import { DEFAULT_HIDDEN_PATHS, type SandboxSettings } from '../policy/effective';
 import { isInside } from '../fs/paths';
 import { getCoveredDirs } from './covered';
-import { expand, getHomes, getPrivateTmp, getUserHome, getWantedWritable, real } from './host-paths';
+import { expand, getHomes, getPrivateTmp, getUserHome, getWantedWritable, real, withOneResolution } from './host-paths';
 import { getProtectedCode, OWN_FILES } from './own-code';
 import { checkWorkspacePlacement } from './placement';
 import { ensureStateDir } from './state-dir';
@@ -135,6 +135,10 @@ function getBusPaths(address: string | undefined): { paths: string[]; abstract: 
 }
 
 export function getFilesystemView(input: FilesystemInput): FilesystemView {
+  return withOneResolution(() => makeFilesystemView(input));
+}
+
+function makeFilesystemView(input: FilesystemInput): FilesystemView {
   const { settings, env } = input;
   const userHome = getUserHome(env, input.userHome);
   const skipped: string[] = [];
@@ -144,7 +148,9 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   // The default state directory too, when it is not this gateway's: another gateway or the CLI
   // keeps its vault there, and a nested `execgate` in a run (no EXECGATE_HOME reaches a run)
   // looks for it there.
-  const hiddenWanted = new Set<string>([input.home, ...getHomes(env, input.userHome).map((home) => join(home, '.execgate'))]);
+  // Resolved once for the whole view: every hidden path below is expanded in each of them.
+  const homes = getHomes(env, input.userHome);
+  const hiddenWanted = new Set<string>([input.home, ...homes.map((home) => join(home, '.execgate'))]);
   // The log's directory (its rotated files, chain state and lock) is hidden whole, wherever it
   // lies: a tmpfs over the directory, as for the state directory. (A cover on each file's name
   // would be undone for every run already started when the log rotates, by rename, and the lock
@@ -164,7 +170,7 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   hiddenWanted.add('/run');
   // `~` is every home the run's programs may take for it: $HOME, and the account's home in the
   // password database (ssh and others read that one whatever $HOME says).
-  for (const path of settings.filesystem.hidden) for (const home of getHomes(env, input.userHome)) hiddenWanted.add(expand(path, home));
+  for (const path of settings.filesystem.hidden) for (const home of homes) hiddenWanted.add(expand(path, home));
 
   const hidden: HiddenPath[] = [];
   const seen = new Set<string>();

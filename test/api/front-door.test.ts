@@ -66,9 +66,24 @@ describe('the front door', () => {
     const addOns = loaded.filter((file) => /[/\\]dist[/\\](mcp|tools|agent|cli)[/\\]/.test(file.slice(dist.length - 5)));
     const packages = [...new Set(loaded.map((file) => /node_modules[/\\]((?:@[^/\\]+[/\\])?[^/\\]+)/.exec(file)?.[1]).filter(Boolean))];
     expect(addOns).toEqual([]);
-    // re2js is the policy's pattern engine; everything else (the MCP SDK, openai, node-pty, the
-    // keyring, libsodium, node-forge, pino, undici) loads when a feature first needs it.
-    expect(packages).toEqual(['re2js']);
+    // Everything (re2js, the policy's pattern engine; the MCP SDK, openai, node-pty, the keyring,
+    // libsodium, node-forge, pino, undici) loads when a feature first needs it.
+    expect(packages).toEqual([]);
+  });
+
+  it('loads re2js for a policy file with regex rules, and not for one without', () => {
+    const load = (policy: string): string[] => {
+      const script = `
+        const { loadPolicyFile } = require(${JSON.stringify(join(ROOT, 'dist', 'index.js'))});
+        loadPolicyFile(${JSON.stringify(join(ROOT, 'policies', policy))});
+        process.stdout.write(JSON.stringify(Object.keys(require.cache)));`;
+      const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+      expect(result.stderr).toBe('');
+      return (JSON.parse(result.stdout) as string[]).filter((file) => /node_modules[/\\]re2js[/\\]/.test(file));
+    };
+    expect(load('default.yaml')).toEqual([]);
+    // strict.yaml denies `curl ... | sh` and `rm -rf /` by regex.
+    expect(load('strict.yaml')).not.toEqual([]);
   });
 
   describe('a consumer project type-checks', () => {

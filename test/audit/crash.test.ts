@@ -114,3 +114,19 @@ test('a partial last line: verify reports it; the next writer sets it aside with
   expect(result.status).toBe(1);
   expect(result.stdout).toMatch(/BROKEN: .* line 6: this line is not an audit record .*no chain.resumed record accounts for it/);
 });
+
+test('start records made durable off the event loop: many at once, across rotations and close, each settles and the chain verifies', async () => {
+  const log = new AuditLog({ home, maxBytes: 4096 });
+  const synced: Array<Promise<void>> = [];
+  for (let index = 0; index < 60; index++) {
+    synced.push(log.writeAndSync('exec.started', { runId: `run_${index}`, command: `echo ${'y'.repeat(index * 7)}` }));
+    // Plain records between them, as other runs' requests and ends would be.
+    log.write('exec.finished', { runId: `run_${index - 1}` });
+  }
+  // Closing the log while syncs are still running: their descriptors stay open until they end.
+  log.close();
+  await expect(Promise.all(synced)).resolves.toHaveLength(60);
+  const result = verify();
+  expect(result.stdout).toMatch(/\b120 record\(s\), seq 1 to 120\b/);
+  expect(result.status).toBe(0);
+});

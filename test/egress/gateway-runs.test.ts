@@ -1,8 +1,8 @@
 /*
  * The egress proxy on the gateway's real runs: gateway.exec (sync, PTY, background) in the real
  * bubblewrap sandbox, the runs sharing the gateway's loopback-only network namespace, curl going
- * out through the run's bridge and the gateway's proxy to real servers on 127.0.0.1 (names mapped
- * by the proxy's test-only resolver).
+ * out through the gateway's listener in the shared namespace and its proxy to real servers on
+ * 127.0.0.1 (names mapped by the proxy's test-only resolver).
  */
 import { readFileSync, writeFileSync, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -142,7 +142,7 @@ maybe('allowlist: gateway runs reach the bound host through the proxy, with the 
     expect(allowed.seen.map((s) => [s.url, s.headers.authorization])).toEqual([['/bg', `Bearer ${VALUE}`]]);
     expect(readFileSync(join(dir, 'bg-environ.bin'), 'latin1')).not.toContain(VALUE);
     // The run has ended: its credentials lead nowhere now (the proxy forgot them), through the
-    // gateway's bridge, which another run still reaches, by every protocol.
+    // gateway's listener, which another run still reaches, by every protocol.
     const proxyUrl = readFileSync(join(dir, 'bg-proxy.txt'), 'utf8').trim();
     const late = await gateway.exec({
       command: [
@@ -158,7 +158,7 @@ maybe('allowlist: gateway runs reach the bound host through the proxy, with the 
     expect(allowed.seen.map((s) => s.url)).toEqual(['/bg']);
   });
 
-  test('one bridge serves the gateway\'s runs; credentials decide the run: none, or a known username with another password, are refused', async () => {
+  test('one listener serves the gateway\'s runs; credentials decide the run: none, or a known username with another password, are refused', async () => {
     const a = await gateway.exec({
       command: 'echo "${HTTP_PROXY##*:}" > a-port; echo "${HTTP_PROXY#http://}" | cut -d: -f1 > a-user; printf %s <<secret:gh>> > a-sentinel; for i in $(seq 1200); do [ -e a-release ] && break; sleep 0.05; done',
       cwd: dir,

@@ -45,6 +45,36 @@ describe('BoundedCapture', () => {
       { numRuns: 500 },
     );
   });
+
+  test('keeps the tail exactly when chunks are long enough to be kept by reference, mixed with short ones and views of a larger buffer', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 400_000 }), fc.array(fc.oneof(fc.nat(300), fc.integer({ min: 8000, max: 70_000 })), { maxLength: 40 }), fc.integer({ min: 2, max: 200_000 }), fc.nat(), (length, cuts, limit, seed) => {
+        const data = Buffer.alloc(length);
+        for (let index = 0; index < length; index++) data[index] = (index * 31 + seed) & 0xff;
+        const capture = new BoundedCapture(limit);
+        let offset = 0;
+        const push = (end: number): void => {
+          // Every other chunk a fresh buffer, the others views into `data` (what a redactor may return).
+          const view = data.subarray(offset, end);
+          capture.push((offset & 1) === 0 ? Buffer.from(view) : view);
+          offset = end;
+        };
+        for (const size of cuts) push(Math.min(data.length, offset + size));
+        push(data.length);
+        const headSize = limit - Math.floor(limit / 2);
+        const tailSize = Math.floor(limit / 2);
+        expect(capture.totalBytes).toBe(data.length);
+        if (data.length <= limit) {
+          expect(Buffer.concat([capture.head(), capture.tail()]).equals(data)).toBe(true);
+        } else {
+          expect(capture.head().equals(data.subarray(0, headSize))).toBe(true);
+          expect(capture.tail().equals(data.subarray(data.length - tailSize))).toBe(true);
+          expect(capture.cutBytes).toBe(data.length - headSize - tailSize);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
 });
 
 describe('output limits', () => {

@@ -25,7 +25,7 @@ describe('the programs of a sandboxed run', () => {
   test('there are the gates, the warm stub, the terminal launcher, the watchdog; the node programs parse', () => {
     expect(scripts.sort()).toEqual(['gate.sh', 'pty-gate.bash', 'pty-launch.bash', 'warm-stub.bash', 'watchdog.bash']);
     const scriptsJs = readdirSync(PROGRAMS).filter((name) => name.endsWith('.js')).sort();
-    expect(scriptsJs).toEqual(['egress-run-bridge.js', 'egress-shared-bridge.js', 'spawn-helper.js']);
+    expect(scriptsJs).toEqual(['egress-listener.js', 'egress-run-bridge.js', 'spawn-helper.js']);
     for (const name of scriptsJs) {
       const result = spawnSync(process.execPath, ['--check', join(PROGRAMS, name)], { encoding: 'utf8' });
       expect({ name, status: result.status, stderr: result.stderr }).toEqual({ name, status: 0, stderr: '' });

@@ -174,6 +174,8 @@ export async function startGated(spawner: Spawner, request: SandboxedRequest): P
     const ready = await readMark(child.stderr, READY, new PassThrough());
     if (ready !== true) throw helperFailed(ready, request.cwd);
     const init = checkSandbox(child.pid, request.sandbox.check);
+    // Set up and checked while the start record was made durable; the program acts only after.
+    await request.ready;
     const started = readMark(child.stderr, STARTED, stderr);
     child.stdin!.write('go\n');
     const said = await started;

@@ -16,14 +16,16 @@
  * that first (keeping the user's uid: --preserve-credentials). Where joining is not possible (no nsenter, or entering is refused: tried once when
  * the holder starts), runs fall back to a network namespace each.
  *
- * The gateway may also start its own long-lived processes inside the namespace (the egress
- * bridge, egress/bridge.ts): listed with the watchdog like the holder, and ended by close().
+ * The gateway may also open a listener inside the namespace (the runs' way to the egress proxy,
+ * egress/bridge.ts): a short-lived process entered into it opens the socket and hands it over.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { accessSync, constants, readlinkSync } from 'node:fs';
+import { Server as NetServer } from 'node:net';
 import { getDescriptorCloser } from '../inherited-fds';
+import { getEgressListenerSource } from '../programs';
 
 const NSENTER_CANDIDATES = ['/usr/bin/nsenter', '/bin/nsenter', '/usr/sbin/nsenter'];
 const START_TIMEOUT_MS = 10_000;
@@ -106,7 +108,7 @@ export class SharedNetwork {
   #namespace = '';
   #starting: Promise<NetworkJoin | undefined> | undefined;
   #closed = false;
-  /** Processes started inside the namespace (spawnInside), ended with it. */
+  /** Processes started inside the namespace (listenInside), ended with it. */
   readonly #inside = new Set<ChildProcess>();
 
   constructor(helper: string, watch?: WatchHolder) {
@@ -128,31 +130,52 @@ export class SharedNetwork {
   }
 
   /**
-   * Start `args` (the sandbox helper's arguments, then `--` and the program) inside the shared
-   * namespace, if it is still `namespace`; stdin and stdout are pipes. The process carries a
-   * cookie listed with the watchdog, so a gateway that dies does not leave it behind, and close()
-   * ends it. The caller ends it sooner with kill().
+   * A TCP listener on the shared namespace's 127.0.0.1, held by this process: a short-lived node
+   * (egress-listener.js) entered into the namespace opens it, sends it over its IPC channel with
+   * the namespace it is in, and exits. Connections to it are accepted here, inside the namespace's
+   * network, with no process relaying their bytes. Resolves to undefined when the namespace is no
+   * longer `namespace` (the holder was replaced, its pid reused: the child's own word is checked,
+   * not only the holder's pid) or the child did not hand a listener over in time.
    */
-  spawnInside(namespace: string, args: readonly string[]): ChildProcess | undefined {
+  async listenInside(namespace: string): Promise<NetServer | undefined> {
     if (this.#closed || !this.#holder || namespace !== this.#namespace || !this.#isCurrent()) return undefined;
-    const [program, ...prefix] = this.#describe().prefix;
-    const cookie = { name: 'EXECGATE_RUN_ID', value: `bridge_${randomBytes(8).toString('hex')}` };
+    const [nsenter, ...prefix] = this.#describe().prefix;
+    const cookie = { name: 'EXECGATE_RUN_ID', value: `listener_${randomBytes(8).toString('hex')}` };
     const unwatch = this.#watch?.(cookie);
-    const child = spawn(program, [...prefix, ...args], {
-      stdio: ['pipe', 'pipe', 'ignore'],
+    // No bubblewrap around it: it runs execgate's own code only, handles no connection, and is gone
+    // before any run uses the listener. The helper (last word of the prefix) is left out.
+    const child = spawn(nsenter, [...prefix.slice(0, -1), process.execPath, '-e', getEgressListenerSource()], {
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       env: { PATH: '/usr/bin:/bin', [cookie.name]: cookie.value },
     });
     this.#inside.add(child);
-    child.on('error', () => undefined);
-    child.stdin?.on('error', () => undefined);
-    child.once('exit', () => {
+    let stderr = '';
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => { stderr = (stderr + chunk).slice(-500); });
+    try {
+      return await new Promise<NetServer | undefined>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`it did not hand a listener over within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+        child.once('error', (error) => { clearTimeout(timer); reject(error); });
+        child.once('exit', (code, signal) => {
+          clearTimeout(timer);
+          reject(new Error(`it exited (${signal ?? `code ${code}`}) without handing a listener over${stderr ? `: ${stderr.trim()}` : ''}`));
+        });
+        child.once('message', (message: { namespace?: unknown; port?: unknown }, handle: unknown) => {
+          clearTimeout(timer);
+          const server = handle instanceof NetServer ? handle : undefined;
+          if (server && message?.namespace === namespace && !this.#closed) {
+            resolve(server);
+            return;
+          }
+          server?.close();
+          resolve(undefined);
+        });
+      });
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       this.#inside.delete(child);
       unwatch?.();
-    });
-    // The stdin pipe is never written: its end tells the process the gateway is gone. It must not
-    // keep the gateway's event loop alive.
-    (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-    return child;
+    }
   }
 
   /** The holder is still the process whose namespace we recorded (pids are reused). */
@@ -213,20 +236,27 @@ export class SharedNetwork {
     (holder.stdio[3] as unknown as { destroy(): void } | null)?.destroy();
     holder.stdout?.destroy();
     holder.unref();
-    this.#holder = holder;
     this.#pid = pid;
     this.#namespace = namespace;
     // Entering is tried once: where it is refused (a user namespace nsenter may not join), runs
-    // fall back to a network namespace each rather than failing.
+    // fall back to a network namespace each rather than failing. Waited for without holding the
+    // event loop; the holder is this gateway's (join() hands it out) only once the probe passed.
     const join = this.#describe();
-    const probe = spawnSync(join.prefix[0], [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
-      stdio: 'ignore', timeout: START_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' },
+    const entered = await new Promise<boolean>((resolve) => {
+      const probe = spawn(join.prefix[0], [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
+        stdio: 'ignore', timeout: START_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' },
+      });
+      probe.once('error', () => resolve(false));
+      probe.once('exit', (code) => resolve(code === 0));
     });
-    if (probe.status !== 0) {
-      this.#stopHolder();
-      this.#closed = true;
+    if (!entered || this.#closed) {
+      holder.kill('SIGKILL');
+      this.#unwatch?.();
+      this.#unwatch = undefined;
+      if (!entered) this.#closed = true;
       return undefined;
     }
+    this.#holder = holder;
     return join;
   }
 

@@ -2,9 +2,10 @@
  * Warm sandboxes: the namespace and mount set-up of a sandboxed run, done ahead of the request.
  *
  * Starting bubblewrap (user, PID, mount, IPC, UTS namespaces, a dozen mounts, entering the shared
- * network namespace) costs several times what starting the shell does. When a sandboxed sync run
- * starts, the gateway sets the same sandbox up again (the plan's launch, its working directory
- * aside) with a small bash in it that waits for its program on stdin (src/programs/
+ * network namespace) costs several times what starting the shell does. Once a sandboxed sync run
+ * has ended (or has run for a moment: #refillAfter), the gateway sets the same sandbox up again
+ * (the plan's launch, its working directory aside) with a small bash in it that waits for its
+ * program on stdin (src/programs/
  * warm-stub.bash). The next run with that very launch takes it: the working directory, the
  * program's argv and its whole environment (resolved values included) travel over that pipe,
  * never on an argv, and the waiting bash enters the directory, sets the environment and execs the
@@ -14,9 +15,12 @@
  *   - the launch is compared whole (but for the working directory, entered inside); any
  *     difference (policy reload, a hidden path that appeared, another network namespace) means a
  *     cold start;
- *   - the sandbox's mounts are checked against the plan (verify.ts) once it is set up, and again
- *     when it is taken: a host path deleted since (a hidden directory removed and made again)
- *     takes its mount with it, which the second check sees, and the run starts cold;
+ *   - the sandbox's mounts are checked against the plan (verify.ts, the whole check a cold run's
+ *     gate makes, its first process included) when it is taken, right before the program is
+ *     sent, against the launch planned for this run: a host path deleted since it was set up
+ *     (a hidden directory removed and made again) takes its mount with it, which the check sees,
+ *     and the run starts cold. (It was checked when it got ready as well; that check decided
+ *     nothing the one at the take does not, and cost a mount table's read per run.);
  *   - descriptors: the waiting bash closes every descriptor above 2 before anything else, so a
  *     descriptor this process held when the sandbox started (a PTY run's terminal) never
  *     reaches a later run;
@@ -36,10 +40,11 @@ import { abandon, afterNextPoll, checkSandbox, helperFailed, readMark, READY, re
 import type { SandboxLaunch } from './launch';
 import { getSpecKey } from './spec';
 import { getWarmStubScript } from '../programs';
-import { verifySandbox } from './verify';
 
 /** How long a warm sandbox waits for a run before it is ended. */
 export const DEFAULT_MAX_IDLE_MS = 120_000;
+/** A run still going this long gets its launch's next warm sandbox set up during it (#refillAfter). */
+const REFILL_AFTER_MS = 200;
 /** How long a run waits for a warm sandbox still being set up before it starts cold instead. */
 const READY_TIMEOUT_MS = 5_000;
 
@@ -81,6 +86,13 @@ export function encodeFrame(cwd: string, program: readonly string[], env: Readon
 /** The launch without its working directory (entered by the waiting bash): what a warm sandbox is kept by. */
 function getWarmKey(launch: SandboxLaunch): string {
   return getSpecKey(launch.launcher, launch.spec, { withoutChdir: true });
+}
+
+interface ScheduledRefill {
+  /** Drops it (the gateway is closing). */
+  readonly cancel: () => void;
+  /** Starts it at once: a request for its launch came first (see startSandboxed). */
+  readonly now: () => void;
 }
 
 interface WarmEntry {
@@ -126,6 +138,10 @@ export class WarmSandboxes implements Spawner {
   readonly #maxIdle: number;
   readonly #entries: WarmEntry[] = [];
   readonly #starting = new Set<string>();
+  /** Refills waiting for their run to end (see #refillAfter). */
+  readonly #scheduled = new Map<string, ScheduledRefill>();
+  /** Refills being spawned (until the sandbox is listed in #entries, or failed to start). */
+  readonly #inflight = new Map<string, Promise<void>>();
   #closed = false;
   /** Starts in progress (a spawn not yet answered). */
   readonly #pending = new Set<Promise<void>>();
@@ -156,12 +172,25 @@ export class WarmSandboxes implements Spawner {
     if (this.#size <= 0 || request.stdin !== 'ignore' || request.terminal) return startGated(this.#base, request);
     const key = getWarmKey(request.sandbox);
     const warmable = isWarmableEnv(request.env);
+    if (warmable) {
+      // A run asked right after the last one ended (a tight loop): its sandbox's set-up, not yet
+      // begun or still being spawned, is waited for rather than raced by a cold start.
+      this.#scheduled.get(key)?.now();
+      await this.#inflight.get(key)?.catch(() => undefined);
+    }
     const entry = warmable ? await this.#take(key, request.sandbox) : undefined;
     if (!entry) {
       this.#cold += 1;
       const started = await startGated(this.#base, request);
-      if (warmable) this.#refill(key, request.sandbox);
+      if (warmable) this.#refillAfter(key, request.sandbox, started);
       return started;
+    }
+    try {
+      // The start record made durable while the sandbox was taken and checked; the program acts only after.
+      await request.ready;
+    } catch (error) {
+      this.#end(entry);
+      throw error;
     }
     this.#warm += 1;
     const { process: child } = entry;
@@ -172,7 +201,7 @@ export class WarmSandboxes implements Spawner {
     const { stdout } = entry;
     const started = readMark(entry.stderr, STARTED, stderr);
     child.stdin!.write(encodeFrame(request.cwd, [request.shell, ...request.args], request.env));
-    this.#refill(key, request.sandbox);
+    this.#refillAfter(key, request.sandbox, child);
     const said = await started;
     if (said !== true) {
       abandon(child);
@@ -198,24 +227,61 @@ export class WarmSandboxes implements Spawner {
     let timer: NodeJS.Timeout | undefined;
     const ready = await Promise.race([entry.ready, new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS); })]);
     clearTimeout(timer);
-    if (!ready || entry.ended || verifySandbox(entry.process.pid, launch.check) !== undefined) {
+    if (!ready || entry.ended || !this.#matches(entry, launch)) {
       this.#end(entry);
       return undefined;
     }
     return entry;
   }
 
-  /** The next warm sandbox for this launch, started in the next turn of the event loop (after this run's own start). */
-  #refill(key: string, launch: SandboxLaunch): void {
-    if (this.#starting.has(key)) return;
+  /** The gate's check (gate.ts, checkSandbox) on a waiting sandbox: its mounts as planned, its first process in a PID namespace of its own. */
+  #matches(entry: WarmEntry, launch: SandboxLaunch): boolean {
+    try {
+      checkSandbox(entry.process.pid, launch.check);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The next warm sandbox for this launch, set up once `run` (the run this launch just served)
+   * has ended, or has run for REFILL_AFTER_MS: setting a sandbox up costs a fork of this process
+   * (its event loop waits) and bubblewrap's namespace and mount work, which on a small machine
+   * took the cores from the very run it was made after (a warm `true` cost twice a raw bubblewrap
+   * in CPU, half of it the next sandbox). After the end of a short run, the set-up falls in the
+   * pause before the next request; a long run's next sandbox is ready during it. A request for
+   * this launch that comes first starts it at once and waits for it.
+   */
+  #refillAfter(key: string, launch: SandboxLaunch, run: SpawnedProcess): void {
+    if (this.#starting.has(key) || this.#closed) return;
     this.#starting.add(key);
-    setImmediate(() => {
-      const started = this.#start(key, launch).finally(() => {
+    const timer = setTimeout(() => go(false), REFILL_AFTER_MS).unref();
+    const refill: ScheduledRefill = {
+      cancel: (): void => {
+        clearTimeout(timer);
+        this.#starting.delete(key);
+      },
+      now: (): void => go(true),
+    };
+    // Once: by the run's end, the timer or a request for this launch, whichever comes first, and not after close().
+    const go = (now: boolean): void => {
+      if (this.#scheduled.get(key) !== refill) return;
+      this.#scheduled.delete(key);
+      clearTimeout(timer);
+      // After the run's exit is handled (its output's end and its record come first), unless a
+      // request is waiting for it.
+      const turn = now ? Promise.resolve() : new Promise<void>((resolve) => { setImmediate(resolve); });
+      const started = turn.then(() => this.#start(key, launch)).finally(() => {
         this.#starting.delete(key);
         this.#pending.delete(started);
+        if (this.#inflight.get(key) === started) this.#inflight.delete(key);
       });
       this.#pending.add(started);
-    });
+      this.#inflight.set(key, started);
+    };
+    this.#scheduled.set(key, refill);
+    run.exit.then(() => go(false), () => go(false));
   }
 
   async #start(key: string, launch: SandboxLaunch): Promise<void> {
@@ -239,15 +305,10 @@ export class WarmSandboxes implements Spawner {
     const stderr = new PassThrough();
     stderr.once('close', () => child.stderr.destroy());
     const stdout = relay(child.stdout);
-    // Set up, and matching its plan, or not at all.
+    // Set up, or not at all; whether it matches its plan is checked when it is taken (#take).
     const ready = readMark(child.stderr, READY, stderr).then((mark) => {
       if (mark !== true) return false;
       child.stderr.pipe(stderr);
-      try {
-        checkSandbox(child.pid, launch.check);
-      } catch {
-        return false;
-      }
       entry.isReady = true;
       return true;
     });
@@ -290,6 +351,8 @@ export class WarmSandboxes implements Spawner {
 
   async close(): Promise<void> {
     this.#closed = true;
+    for (const refill of this.#scheduled.values()) refill.cancel();
+    this.#scheduled.clear();
     // Sandboxes being spawned end as soon as they are (see #start).
     await Promise.all([...this.#pending]);
     const waiting = this.#entries.splice(0);

@@ -180,6 +180,8 @@ async function startSandboxedPty(request: SpawnRequest & { readonly sandbox: San
     const ready = await readMark(child.stdout, READY, new PassThrough());
     if (ready !== true) throw helperFailed(ready, request.cwd);
     const init = checkSandbox(child.pid, request.sandbox.check);
+    // Set up and checked while the start record was made durable; the program acts only after.
+    await request.ready;
     const started = readMark(child.stdout, STARTED, stdout);
     child.stdin!.write(Buffer.from('g'));
     const said = await started;

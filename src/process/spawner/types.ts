@@ -23,6 +23,12 @@ export interface SpawnRequest {
    * entered there); see process/bwrap/launch.ts and process/bwrap/gate.ts.
    */
   readonly sandbox?: SandboxLaunch;
+  /**
+   * Sandboxed: settles once the program may act (the run's start record is durable). The sandbox
+   * is set up and checked meanwhile; the program is let go only after it resolves, and a rejection
+   * ends the sandbox with nothing of the run started and is the spawn's error.
+   */
+  readonly ready?: Promise<void>;
 }
 
 export interface ProcessExit {
