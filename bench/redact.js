@@ -210,10 +210,11 @@ async function run({ quick, baseline, log }) {
     medians.set(count, [...rates.ours].sort((a, b) => a - b)[Math.floor(rates.ours.length / 2)]);
     if (regexps) rows.push(row(4, `mixed text: RegExp alternation of all ${regexps.literals} literals (${count} secrets)`, rates.all, { unit: 'MB/s' }));
     if (base) rows.push(row(4, `mixed text: baseline build, ${count} secrets, ${base.patternCount} patterns`, rates.baseline, { unit: 'MB/s' }));
-    const goal = count === GOAL_COUNT ? { of: { name: `of the ${GOAL_MBS} MB/s goal`, samples: [GOAL_MBS] }, target: 1, higherIsBetter: true } : undefined;
+    // The goal (bench/goals.js, redact-1000) is an absolute rate: the row names it, and the notes say met or missed.
     rows.push(row(4, `mixed text: redactor, ${count} secrets, ${ours.patternCount} patterns`, rates.ours, {
       unit: 'MB/s',
-      ...(goal ?? (base ? { of: { name: 'baseline', samples: rates.baseline } } : regexps ? { of: { name: 'RegExp of all', samples: rates.all } } : {})),
+      ...(count === GOAL_COUNT ? { goal: 'redact-1000' } : {}),
+      ...(base ? { of: { name: 'baseline', samples: rates.baseline } } : regexps ? { of: { name: 'RegExp of all', samples: rates.all } } : {}),
     }));
   }
   // What one more secret costs, and 256 more one at a time (merges included), at each size.
@@ -237,6 +238,7 @@ async function run({ quick, baseline, log }) {
     notes: [
       'Rates use the process CPU time of each sample (MB = 10^6 bytes); adding costs are ms of process CPU per secret.',
       `Cost per byte against ${COUNTS[0]} secrets (median rates): ${growth}.`,
+      ...(medians.has(GOAL_COUNT) ? [`Goal: ${GOAL_COUNT} secrets at >= ${GOAL_MBS} MB/s: ${medians.get(GOAL_COUNT).toFixed(0)} MB/s, ${medians.get(GOAL_COUNT) >= GOAL_MBS ? 'met' : 'MISSED'}.`] : []),
       ...(baseline ? ['With --baseline, the ratios are against the baseline build, measured interleaved in the same process.'] : []),
     ],
   };
