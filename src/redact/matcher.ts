@@ -45,8 +45,8 @@
  * its loops read nothing through another module's exports.
  */
 import { PrefixIndex } from './prefixes';
-import { chooseStride, MIN_WINDOWED_LENGTH, readWord, sortByReach, VARIANT_BUDGET, wrappedWord, WRAPPED_SHAPES } from './windows';
-import { WordTable } from './tables';
+import { byReach, chooseStride, MIN_WINDOWED_LENGTH, readWord, VARIANT_BUDGET, wrappedWord, WRAPPED_SHAPES } from './windows';
+import { WindowList, WordTable } from './tables';
 
 /** A run of overlapping or touching occurrences: `pattern` is the longest one starting at `start`. */
 export interface Match {
@@ -60,13 +60,14 @@ export interface Match {
 
 const HASH_MULTIPLIER = 0x9e3779b1;
 const HASH_MULTIPLIER_2 = 0x85ebca77;
-// About 256 bits per window keeps false hits well under 1 % while the bitmap stays in L2.
-const BITS_PER_WINDOW = 256;
+// Bits of the first bitmap per window: 16 (about 6 % of samples pass it, the second bitmap turns
+// nearly all of those away) keeps it small enough to stay in the cache on a loaded machine. With
+// 1,000 secrets, 256 bits a window asked for the 512 KiB cap in each part and a sample cost tens of
+// nanoseconds in cache misses; 16 bits was 1.4x as fast on mixed text (bench/redact.js, interleaved).
+const BITS_PER_WINDOW = 16;
 const MAX_BITMAP_BITS = 22;
-// 32 KiB: an L1 data cache. With one secret (2,100 windows, 64 bits each: 2^18 bits) the scan
-// measured faster than with the 2^20 bits that 256 bits a window ask (bench/redact.js).
+// 32 KiB: an L1 data cache, the least a bitmap takes.
 const L1_BITMAP_BITS = 18;
-const MIN_BITS_PER_WINDOW = 64;
 // SWAR: a word w holds a zero byte exactly when ((w - ONES) & ~w & HIGHS) !== 0; w ^ LFS has
 // one where w has an LF.
 const ONES = 0x01010101;
@@ -102,7 +103,7 @@ export class Matcher {
     this.#tolerant = new Uint8Array(patterns.length);
     for (const index of tolerant) if (index >= 0 && index < patterns.length) this.#tolerant[index] = 1;
     this.maxLength = patterns.reduce((max, pattern) => Math.max(max, pattern.length), 0);
-    this.#hold = new PrefixIndex(patterns, this.#tolerant, this.maxLength);
+    this.#hold = new PrefixIndex(patterns, this.#tolerant);
     this.#stride = chooseStride(patterns);
     const windows = 4 * this.#stride;
     let tolerantWindows = 0;
@@ -110,43 +111,39 @@ export class Matcher {
       if (pattern.length >= MIN_WINDOWED_LENGTH && this.#tolerant[index] === 1) tolerantWindows += windows;
     });
     const variants = tolerantWindows * WRAPPED_SHAPES.length <= VARIANT_BUDGET;
-    // Gathered in Maps, then kept in typed arrays (tables.ts).
-    const windowLists = new Map<number, number[]>();
-    const tolerantLists = new Map<number, number[]>();
+    // Gathered in growable typed arrays, then kept in hash tables of typed arrays (tables.ts).
+    const windowList = new WindowList();
+    const tolerantList = new WindowList();
     patterns.forEach((pattern, index) => {
       if (pattern.length < MIN_WINDOWED_LENGTH) {
         if (pattern.length > 0) this.#short.push(index);
         return;
       }
       for (let offset = 0; offset < windows; offset++) {
-        addWindow(windowLists, readWord(pattern, offset), index, offset);
+        windowList.add(readWord(pattern, offset), index, offset);
         if (this.#tolerant[index] !== 1) continue;
         if (!variants) {
-          addWindow(tolerantLists, readWord(pattern, offset), index, offset);
+          tolerantList.add(readWord(pattern, offset), index, offset);
           continue;
         }
-        for (const shape of WRAPPED_SHAPES) addWindow(windowLists, wrappedWord(pattern, offset, shape), index, offset);
+        for (const shape of WRAPPED_SHAPES) windowList.add(wrappedWord(pattern, offset, shape), index, offset);
       }
     });
-    // A bitmap that stays in the L1 cache, where 64 bits a window still do: a few secrets' wrapped
-    // words would otherwise ask for 128 KiB, read at every sample from L2.
-    const bits = Math.min(
-      MAX_BITMAP_BITS,
-      Math.max(10, Math.ceil(Math.log2(windowLists.size * BITS_PER_WINDOW + 1))),
-      Math.max(L1_BITMAP_BITS, Math.ceil(Math.log2(windowLists.size * MIN_BITS_PER_WINDOW + 1))),
-    );
+    const before = byReach(patterns);
+    this.#windows = new WordTable(windowList, before);
+    this.#tolerantWindows = new WordTable(tolerantList, before);
+    // 16 bits a window, at least an L1 cache's worth and at most 512 KiB (see BITS_PER_WINDOW).
+    const distinct = this.#windows.size;
+    const bits = Math.min(MAX_BITMAP_BITS, Math.max(L1_BITMAP_BITS, Math.ceil(Math.log2(distinct * BITS_PER_WINDOW + 1))));
     this.#hashShift = 32 - bits;
     this.#bitmap = new Int32Array(1 << (bits - 5));
     this.#bitmap2 = new Int32Array(1 << (bits - 5));
-    for (const [word, list] of windowLists) {
+    for (const word of this.#windows.words()) {
       const hash = Math.imul(word, HASH_MULTIPLIER) >>> this.#hashShift;
       this.#bitmap[hash >>> 5] |= 1 << (hash & 31);
       const hash2 = Math.imul(word, HASH_MULTIPLIER_2) >>> this.#hashShift;
       this.#bitmap2[hash2 >>> 5] |= 1 << (hash2 & 31);
-      windowLists.set(word, sortByReach(list, patterns));
     }
-    this.#windows = new WordTable(windowLists);
-    this.#tolerantWindows = new WordTable(tolerantLists);
   }
 
   /** Words (of 4 bytes) from one sampled word to the next (see the header). */
@@ -293,12 +290,6 @@ export class Matcher {
       record(matches, start, start + bytes.length, pattern);
     }
   }
-}
-
-function addWindow(map: Map<number, number[]>, word: number, pattern: number, offset: number): void {
-  const list = map.get(word);
-  if (list === undefined) map.set(word, [pattern, offset]);
-  else list.push(pattern, offset);
 }
 
 const LF = 0x0a;

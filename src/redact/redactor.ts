@@ -5,7 +5,7 @@
  */
 import { describeValue, ExecgateError } from '../errors';
 import { getEncodedForms } from './encoders';
-import { Matcher } from './matcher';
+import { LayeredMatcher } from './layers';
 import { createRegionState, redactRange, type CompiledPatterns } from './regions';
 import { RedactionStream, toBytes, type RedactStream } from './stream';
 
@@ -35,6 +35,8 @@ export class Redactor {
   // Indexes of the patterns that also match across line breaks (the base64 spellings).
   readonly #tolerant = new Set<number>();
   #compiled: CompiledPatterns | undefined;
+  // The matcher last compiled; kept when patterns are added, so that only they are built (layers.ts).
+  #layered: LayeredMatcher | undefined;
 
   constructor(options: RedactorOptions = {}) {
     this.#minLength = normalizeMinLength(options?.minLength);
@@ -56,6 +58,8 @@ export class Redactor {
         if (wraps && !this.#tolerant.has(known)) {
           this.#tolerant.add(known);
           this.#compiled = undefined;
+          // A pattern already built changes: the next compilation starts over.
+          this.#layered = undefined;
         }
         continue;
       }
@@ -104,7 +108,10 @@ export class Redactor {
   }
 
   #getCompiled(): CompiledPatterns {
-    this.#compiled ??= { matcher: new Matcher([...this.#patterns], [...this.#tolerant]), replacements: [...this.#replacements] };
+    if (this.#compiled) return this.#compiled;
+    this.#layered = this.#layered ? LayeredMatcher.extend(this.#layered, this.#patterns, this.#tolerant) : LayeredMatcher.build(this.#patterns, this.#tolerant);
+    // Replacements are only ever appended, and the matcher reports indexes below its count.
+    this.#compiled = { matcher: this.#layered, replacements: this.#replacements };
     return this.#compiled;
   }
 }

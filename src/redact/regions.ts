@@ -8,10 +8,17 @@
  * bytes 0..lastStart of `buffer` (every occurrence that starts there is visible in `buffer`) and
  * carries the end of an open region over to the caller's next buffer.
  */
-import type { Matcher } from './matcher';
+import type { Match } from './matcher';
+
+/** What redaction asks of a matcher (Matcher, or LayeredMatcher in layers.ts). */
+export interface PatternMatcher {
+  readonly maxLength: number;
+  holdStart(buffer: Buffer): number;
+  findCover(buffer: Buffer, lastStart: number): Match[];
+}
 
 export interface CompiledPatterns {
-  readonly matcher: Matcher;
+  readonly matcher: PatternMatcher;
   /** `[REDACTED:label]` for each pattern index. */
   readonly replacements: readonly Buffer[];
 }

@@ -6,7 +6,8 @@
  * per masker, marked by every full garbage collection of the process; in the egress proxy's
  * process that was enough heap to tip V8 into a mark-compact every few MiB of proxied body, which
  * made every data path, plain forwarding included, cost up to twice the CPU (bench/egress.js,
- * CPU rows). Typed arrays hold no pointers, so nothing in them is marked.
+ * CPU rows). Typed arrays hold no pointers, so nothing in them is marked. They are also gathered
+ * in typed arrays: a Map of small arrays per word was most of a build with 1,000 secrets or more.
  */
 
 const HASH_MULTIPLIER = 0x9e3779b1;
@@ -16,9 +17,34 @@ function slotBits(entries: number): number {
   return Math.max(4, Math.ceil(Math.log2(entries * 2 + 1)));
 }
 
+/** Windows as they are gathered: a word and the (pattern, offset) pair it stands for, in growable typed arrays. */
+export class WindowList {
+  words = new Int32Array(64);
+  pairs = new Int32Array(128);
+  length = 0;
+
+  add(word: number, pattern: number, offset: number): void {
+    if (this.length === this.words.length) {
+      const words = new Int32Array(this.words.length * 2);
+      words.set(this.words);
+      this.words = words;
+      const pairs = new Int32Array(this.pairs.length * 2);
+      pairs.set(this.pairs);
+      this.pairs = pairs;
+    }
+    this.words[this.length] = word;
+    this.pairs[2 * this.length] = pattern;
+    this.pairs[2 * this.length + 1] = offset;
+    this.length++;
+  }
+}
+
+/** Orders two (pattern, offset) pairs: negative when the first is to be tried first. */
+export type PairOrder = (pattern: number, offset: number, otherPattern: number, otherOffset: number) => number;
+
 /** Window words and the (pattern, offset) pairs each one stands for, in one flat array. */
 export class WordTable {
-  /** Number of words. */
+  /** Number of distinct words. */
   readonly size: number;
   /** Every word's pairs, one after the other: the pairs of a slot are `pairs[start(slot) .. end(slot))`. */
   readonly pairs: Int32Array;
@@ -29,28 +55,70 @@ export class WordTable {
   readonly #mask: number;
   readonly #shift: number;
 
-  /** `lists`: word -> its flat (pattern, offset) pairs, in the order they are to be tried. */
-  constructor(lists: ReadonlyMap<number, readonly number[]>) {
-    this.size = lists.size;
-    let total = 0;
-    for (const list of lists.values()) total += list.length;
-    this.pairs = new Int32Array(total);
-    const bits = slotBits(lists.size);
+  /** `windows`: the gathered windows; each word's pairs are kept in `order`, each pair once. */
+  constructor(windows: WindowList, order: PairOrder) {
+    const count = windows.length;
+    const bits = slotBits(count);
     this.#words = new Int32Array(1 << bits);
     this.#starts = new Int32Array(1 << bits);
     this.#ends = new Int32Array(1 << bits);
     this.#mask = (1 << bits) - 1;
     this.#shift = 32 - bits;
-    let at = 0;
-    for (const [word, list] of lists) {
+    // Counted per word first, then placed: two passes over typed arrays, no object per word.
+    const slots = new Int32Array(count);
+    const counts = new Int32Array(1 << bits);
+    let size = 0;
+    for (let index = 0; index < count; index++) {
+      const word = windows.words[index];
       let slot = Math.imul(word, HASH_MULTIPLIER) >>> this.#shift;
-      while (this.#ends[slot] !== 0) slot = (slot + 1) & this.#mask;
-      this.#words[slot] = word;
-      this.#starts[slot] = at;
-      this.pairs.set(list, at);
-      at += list.length;
-      this.#ends[slot] = at;
+      while (counts[slot] !== 0 && this.#words[slot] !== word) slot = (slot + 1) & this.#mask;
+      if (counts[slot] === 0) {
+        this.#words[slot] = word;
+        size++;
+      }
+      counts[slot]++;
+      slots[index] = slot;
     }
+    this.size = size;
+    let at = 0;
+    for (let slot = 0; slot < counts.length; slot++) {
+      if (counts[slot] === 0) continue;
+      this.#starts[slot] = at;
+      this.#ends[slot] = at;
+      at += 2 * counts[slot];
+    }
+    const pairs = new Int32Array(at);
+    const source = windows.pairs;
+    for (let index = 0; index < count; index++) {
+      const slot = slots[index];
+      const end = this.#ends[slot];
+      pairs[end] = source[2 * index];
+      pairs[end + 1] = source[2 * index + 1];
+      this.#ends[slot] = end + 2;
+    }
+    // Each word's pairs in order and free of repeats (most words stand for one pair; a line many
+    // values share, such as a PEM header, for thousands).
+    for (let slot = 0; slot < counts.length; slot++) {
+      if (counts[slot] < 2) continue;
+      const first = this.#starts[slot];
+      const list: Array<[number, number]> = [];
+      for (let index = first; index < this.#ends[slot]; index += 2) list.push([pairs[index], pairs[index + 1]]);
+      list.sort((a, b) => order(a[0], a[1], b[0], b[1]));
+      let end = first;
+      for (const [pattern, offset] of list) {
+        if (end > first && pairs[end - 2] === pattern && pairs[end - 1] === offset) continue;
+        pairs[end] = pattern;
+        pairs[end + 1] = offset;
+        end += 2;
+      }
+      this.#ends[slot] = end;
+    }
+    this.pairs = pairs;
+  }
+
+  /** Each distinct word once. */
+  *words(): IterableIterator<number> {
+    for (let slot = 0; slot < this.#ends.length; slot++) if (this.#ends[slot] !== 0) yield this.#words[slot];
   }
 
   /** The slot of `word`, or -1 when it is not in the table. */
@@ -72,62 +140,47 @@ export class WordTable {
   }
 }
 
-/**
- * A set of int32 keys with a bitmap in front: most lookups (a buffer's suffixes that begin no
- * pattern) end at one bit test instead of a probe. Keys are added, then the set is sealed.
- */
-export class KeySet {
-  #pending: Set<number> | undefined = new Set<number>();
+/** A set of int32 words (open addressing, linear probing) that grows as words are added. */
+export class WordSet {
+  #words = new Int32Array(16);
+  #filled = new Uint8Array(16);
   #size = 0;
-  #bitmap = new Int32Array(1);
-  #shift = 32;
-  #keys = new Int32Array(0);
-  #filled = new Uint8Array(0);
-  #mask = 0;
-  #slotShift = 32;
+  #shift = 28;
 
   get size(): number {
-    return this.#pending ? this.#pending.size : this.#size;
+    return this.#size;
   }
 
-  add(key: number): void {
-    this.#pending?.add(key);
-  }
-
-  /** Size the bitmap (about 16 bits a key) and the table once every key is in; no key can be added after. */
-  seal(): void {
-    const keys = this.#pending ?? new Set<number>();
-    this.#pending = undefined;
-    this.#size = keys.size;
-    const bits = Math.min(24, Math.max(10, Math.ceil(Math.log2(keys.size * 16 + 1))));
-    this.#shift = 32 - bits;
-    this.#bitmap = new Int32Array(1 << (bits - 5));
-    const slots = slotBits(keys.size);
-    this.#keys = new Int32Array(1 << slots);
-    this.#filled = new Uint8Array(1 << slots);
-    this.#mask = (1 << slots) - 1;
-    this.#slotShift = 32 - slots;
-    for (const key of keys) {
-      const hash = Math.imul(key, HASH_MULTIPLIER) >>> this.#shift;
-      this.#bitmap[hash >>> 5] |= 1 << (hash & 31);
-      let slot = Math.imul(key, HASH_MULTIPLIER) >>> this.#slotShift;
-      while (this.#filled[slot] === 1) slot = (slot + 1) & this.#mask;
-      this.#keys[slot] = key;
-      this.#filled[slot] = 1;
-    }
-  }
-
-  mayHave(key: number): boolean {
-    const hash = Math.imul(key, HASH_MULTIPLIER) >>> this.#shift;
-    return (this.#bitmap[hash >>> 5] & (1 << (hash & 31))) !== 0;
-  }
-
-  has(key: number): boolean {
-    let slot = Math.imul(key, HASH_MULTIPLIER) >>> this.#slotShift;
+  add(word: number): void {
+    if ((this.#size + 1) * 2 > this.#words.length) this.#grow();
+    const mask = this.#words.length - 1;
+    let slot = Math.imul(word, HASH_MULTIPLIER) >>> this.#shift;
     while (this.#filled[slot] === 1) {
-      if (this.#keys[slot] === key) return true;
-      slot = (slot + 1) & this.#mask;
+      if (this.#words[slot] === word) return;
+      slot = (slot + 1) & mask;
+    }
+    this.#words[slot] = word;
+    this.#filled[slot] = 1;
+    this.#size++;
+  }
+
+  has(word: number): boolean {
+    const mask = this.#words.length - 1;
+    let slot = Math.imul(word, HASH_MULTIPLIER) >>> this.#shift;
+    while (this.#filled[slot] === 1) {
+      if (this.#words[slot] === word) return true;
+      slot = (slot + 1) & mask;
     }
     return false;
+  }
+
+  #grow(): void {
+    const words = this.#words;
+    const filled = this.#filled;
+    this.#words = new Int32Array(words.length * 2);
+    this.#filled = new Uint8Array(words.length * 2);
+    this.#shift--;
+    this.#size = 0;
+    for (let slot = 0; slot < words.length; slot++) if (filled[slot] === 1) this.add(words[slot]);
   }
 }

@@ -5,6 +5,8 @@
  * per pattern set, apart from the scan, which only reads what is built here.
  */
 
+import type { PairOrder } from './tables';
+
 const LF = 0x0a;
 const CR = 0x0d;
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
@@ -15,11 +17,11 @@ export const MIN_WINDOWED_LENGTH = 7;
 // faster than the scan shrinks.
 const MAX_STRIDE = 8;
 // Windows (pattern x offset) the stride may grow to; beyond this a longer stride would fill the
-// bitmap (capped at 2^22 bits) and make false hits common. Measured with 1,000 secrets (16,000
-// patterns, bench/redact.js): 2^15 kept them at a stride of one word; 2^17 allows two (about
-// 40,000 distinct windows, 1.2 % of samples pass the bitmap) and redacts log text and random
-// bytes 1.1-1.4x as fast; 2^18 (a stride of four) was no faster again.
-const WINDOW_BUDGET = 1 << 17;
+// bitmap (capped at 2^22 bits) and make false hits common. 2^17 kept 1,000 secrets (16,000
+// patterns) at a stride of two words; since the short spellings are scanned apart from the long
+// ones (layers.ts), the long ones of 1,000 secrets (about 11,600 patterns) keep the longest
+// stride within 2^19.
+const WINDOW_BUDGET = 1 << 19;
 // Wrapped words (8 per line-tolerant window) registered instead of reading samples joined, at
 // most this many: one secret's base64 spellings need about 1,800 at the longest stride; measured
 // with bench/redact.js, registering them is faster up to a few dozen secrets.
@@ -61,13 +63,13 @@ export function chooseStride(patterns: readonly Buffer[]): number {
   return stride;
 }
 
-/** (pattern, offset) pairs ordered by how far past the window the pattern reaches, farthest first. */
-export function sortByReach(list: number[], patterns: readonly Buffer[]): number[] {
-  const pairs: Array<[number, number]> = [];
-  for (let index = 0; index < list.length; index += 2) pairs.push([list[index], list[index + 1]]);
-  const reach = ([pattern, offset]: [number, number]) => patterns[pattern].length - offset;
-  pairs.sort((a, b) => reach(b) - reach(a) || a[0] - b[0] || a[1] - b[1]);
-  return pairs.flat();
+/**
+ * The order a word's (pattern, offset) pairs are tried in: by how far past the window the pattern
+ * reaches, farthest first (the scan's early end relies on it), then by pattern and offset.
+ */
+export function byReach(patterns: readonly Buffer[]): PairOrder {
+  return (pattern, offset, otherPattern, otherOffset) =>
+    patterns[otherPattern].length - otherOffset - (patterns[pattern].length - offset) || pattern - otherPattern || offset - otherOffset;
 }
 
 /** The 4 bytes at `offset` as the platform's Int32Array would read them. */
