@@ -74,7 +74,7 @@ const GOALS = [
     find: medianOf(4, /redactor, 1,?000 secrets/),
   },
   {
-    id: 'output-capture', figure: 3, what: '1 GiB of output through a sync `gateway.exec`', against: 'a raw Node pipe reader',
+    id: 'output-capture', figure: 3, what: '1 GiB of output through a sync `gateway.exec`, default policy (sandboxed)', against: 'a raw Node pipe reader',
     direction: '>=', target: 0.9, unit: 'x', before: '0.88x',
     find: medianRatio(3, /through gateway\.exec sync, defaults/, /read by Node from a pipe/),
   },
