@@ -78,6 +78,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_POLICY_WRITTEN_BY_RUN: 'A policy file changed while a sandboxed run that could write it was running; it was not loaded.',
   EXECGATE_ERR_POLICY_DENIED: 'The policy refused the request.',
   EXECGATE_ERR_POLICY_INVALID: 'A policy file is not valid (syntax, schema, or contradicting settings); it was not loaded.',
+  EXECGATE_ERR_POLICY_SOURCE_INVALID: 'A `secrets.sources` entry is not valid (a reserved or repeated name, a reference other than `secret:`, no time limit).',
   EXECGATE_ERR_POLICY_NOT_FOUND: 'A policy file, or a policy it extends, cannot be read.',
   EXECGATE_ERR_POLICY_EXTENDS_CYCLE: 'Policy files extend each other in a circle.',
   EXECGATE_ERR_CWD_OUTSIDE_ROOTS: 'The gateway\'s working directory is outside the policy\'s `cwd.roots`; it did not start.',

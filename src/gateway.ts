@@ -34,6 +34,7 @@ import { validateCwdInRoots } from './policy/roots';
 import { describeUnknownRefs, getUnknownRefs } from './policy/unknown-refs';
 import type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-options';
 import { createDefaultSources } from './refs/default-sources';
+import { createProcessSources } from './refs/sources/process';
 import { RefStore } from './refs/store';
 import { maskStrings } from './redact/deep';
 import { createGatewaySandbox, type GatewaySandbox } from './plan/sandbox-context';
@@ -94,7 +95,15 @@ export class Gateway {
       throw error;
     }
     validateCwdInRoots(this.policy, this.#cwd);
-    this.refs = new RefStore(createDefaultSources({ ...options, env: this.#env, home: this.home, warn: (obj, msg) => this.#warn(obj, msg) }));
+    // The policy's `secrets.sources`, read at each lookup (a reload changes them); each call is
+    // recorded once the audit log exists (nothing resolves before).
+    const processSources = createProcessSources({
+      specs: () => this.policy.secrets.sources,
+      env: this.#env,
+      cwd: this.#env.HOME || os.homedir(),
+      record: ({ runId, ...call }) => this.#audit.write('secret.source', { ...(runId ? { runId } : {}), ...call }),
+    });
+    this.refs = new RefStore(createDefaultSources({ ...options, process: processSources, env: this.#env, home: this.home, warn: (obj, msg) => this.#warn(obj, msg) }));
     this.#backgroundOnClose = options.backgroundOnClose;
     this.#backgroundLauncher = options.backgroundLauncher ?? 'in-process';
     const warm = validateWarmSandboxes(options.warmSandboxes);

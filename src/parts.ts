@@ -9,7 +9,7 @@
 export { RefStore } from './refs/store';
 export type { ResolvedRef, Resolution } from './refs/store';
 export { SecretValue } from './refs/secret-value';
-export type { RefKind, RefSource, RefToken, SourceAnswer } from './refs/types';
+export type { LookupContext, RefKind, RefSource, RefToken, SourceAnswer } from './refs/types';
 export { scanTokens, isValidRefId } from './refs/tokens';
 export { Redactor } from './redact';
 export { sanitizeEnv } from './env';

@@ -37,7 +37,7 @@ export async function resolveInput(policy: EffectivePolicy, refs: RefStore, plan
   });
   // An injected secret's value is never asked for: its sentinel stands in for it.
   const resolved = tokens.filter((token) => !sentinels.has(`${token.kind}:${token.id}`));
-  const resolution = await refs.resolveTokens(resolved);
+  const resolution = await refs.resolveTokens(resolved, { runId: plan.runId });
   validateUnknownRefs(policy, resolution.refs, 'written');
   const values = new Map<string, string>(sentinels);
   for (const { ref, value } of revealValues(resolution.refs, policy.secrets.minLength, 'written')) {

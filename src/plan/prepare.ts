@@ -146,7 +146,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // A restricted secret's program must not be found through a PATH entry a run can write.
   const lookup = decideProgramLookup(policy, tokens, analysis, sanitized.env.PATH, getRunWritable(sandboxed.report));
   if (lookup) refuse(lookup);
-  const resolution = await context.refs.resolveTokens(tokens);
+  const resolution = await context.refs.resolveTokens(tokens, { runId });
   validateUnknownRefs(policy, resolution.refs);
 
   const redactor = new Redactor({ minLength: policy.secrets.minLength });

@@ -9,6 +9,7 @@ import { parseHostPattern } from '../egress/hosts';
 import { getHazardCategory } from '../env/hazards';
 import { normalizeNetworkPolicy, normalizeSecretBindings } from './egress-settings';
 import { EXEC_MODES } from './effective';
+import { normalizeSecretSources } from './source-settings';
 import { formatPath, valueAt, type PathSegment, type PolicyProblem } from './problems';
 import type { DurationDocument, PolicyDocument, SizeDocument } from './schema-def';
 import { compileRe2 } from './match';
@@ -139,6 +140,16 @@ export function checkFile(source: PolicySource, doc: PolicyDocument): PolicyProb
     const hazard = getHazardCategory(name);
     if (hazard) report(['env', 'set', name], `sets \`${name}\`, a variable execgate strips from every child (${hazard.why}); remove it, or run a command that sets it itself`);
   }
+
+  doc.secrets?.sources?.forEach((entry, index) => {
+    try {
+      normalizeSecretSources([entry]);
+    } catch (error) {
+      const where = locate(source, ['secrets', 'sources', index]);
+      const code = isExecgateError(error) && error.code === 'EXECGATE_ERR_POLICY_SOURCE_INVALID' ? error.code : 'EXECGATE_ERR_POLICY_INVALID';
+      problems.push({ code, file: source.file, line: where.line, column: where.column, path: formatPath(['secrets', 'sources', index]), message: (error as Error).message });
+    }
+  });
 
   // Two keys that contradict each other: a message must say which one wins and what to change.
   const { mode, allowlist } = doc.env ?? {};

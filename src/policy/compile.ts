@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { normalizeNetworkPolicy, normalizeSecretBindings } from './egress-settings';
 import { DEFAULT_POLICY, EXEC_MODES, deepFreeze, type CommandRule, type EffectivePolicy, type ExecMode, type SecretRestriction } from './effective';
 import { compileRe2, toCommandWords, type CommandMatch } from './match';
+import { normalizeSecretSources } from './source-settings';
 import { getItemId, type ItemOrigin, type MergedDocument } from './merge';
 import type { DurationDocument, RestrictionDocument, RuleDocument, SizeDocument } from './schema-def';
 import { parseDuration, parseSize } from './units';
@@ -99,6 +100,7 @@ export function compilePolicy(doc: MergedDocument, items: Map<object, ItemOrigin
       restrict,
       unknown: secrets.unknown ?? D.secrets.unknown,
       bind: normalizeSecretBindings(secrets.bind),
+      sources: normalizeSecretSources(secrets.sources),
     },
     network: network === undefined
       ? D.network

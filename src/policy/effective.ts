@@ -14,6 +14,7 @@
 
 import { OPEN_NETWORK, type NetworkPolicy, type SecretBinding } from '../egress/rules';
 import type { CommandMatch } from './match';
+import type { ProcessSourceSpec } from '../refs/sources/process';
 import type { AuditSettings } from '../audit/from-policy';
 
 /**
@@ -144,6 +145,8 @@ export interface EffectivePolicy {
     readonly unknown: UnknownRefPolicy;
     /** Secrets bound to the hosts they are for (`secrets.bind`), validated. */
     readonly bind: readonly SecretBinding[];
+    /** Secret managers asked through a program (`secrets.sources`), in the order they are tried. */
+    readonly sources: readonly ProcessSourceSpec[];
   };
   /** `sandbox.network`: what a sandboxed run may reach through the egress proxy. */
   readonly network: NetworkPolicy;
@@ -201,7 +204,7 @@ export const DEFAULT_POLICY: EffectivePolicy = deepFreeze({
     set: {},
   },
   background: { maxConcurrent: 64, maxFileBytes: 256 * 1024 * 1024, ringBytes: 64 * 1024, onClose: 'kill' },
-  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [], unknown: 'literal', bind: [] },
+  secrets: { alias: true, minLength: 8, allow: ['secret:*', 'decrypt:*'], restrict: [], unknown: 'literal', bind: [], sources: [] },
   // The same as `sandbox.network: open`: every public host, through the egress proxy.
   network: OPEN_NETWORK,
   cwd: { roots: [] },

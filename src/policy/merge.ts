@@ -36,7 +36,7 @@ export interface FileEntry {
 }
 
 const ACCUMULATED = new Set([
-  'rules.list', 'secrets.restrict', 'secrets.bind', 'env.strip', 'env.secretNamePatterns', 'env.secretValuePatterns',
+  'rules.list', 'secrets.restrict', 'secrets.bind', 'secrets.sources', 'env.strip', 'env.secretNamePatterns', 'env.secretValuePatterns',
   'sandbox.filesystem.hidden', 'sandbox.filesystem.readOnly', 'sandbox.network.deny',
 ]);
 
@@ -52,7 +52,7 @@ export function mergeEntries(entries: readonly FileEntry[]): { merged: MergedDoc
   const origins = new Map<string, FileEntry>();
   const items = new Map<object, ItemOrigin>();
   for (const entry of entries) {
-    for (const list of [entry.doc.rules?.list, entry.doc.secrets?.restrict, entry.doc.secrets?.bind]) {
+    for (const list of [entry.doc.rules?.list, entry.doc.secrets?.restrict, entry.doc.secrets?.bind, entry.doc.secrets?.sources]) {
       list?.forEach((item, index) => items.set(item, { entry, index }));
     }
     mergeInto(merged, entry.doc, [], entry, origins);
@@ -133,6 +133,23 @@ export function checkConflicts(merged: MergedDocument, origins: Map<string, File
       });
     } else {
       bound.set(item.ref, origin);
+    }
+  }
+
+  const named = new Map<string, ItemOrigin>();
+  for (const item of merged.secrets?.sources ?? []) {
+    const origin = items.get(item) as ItemOrigin;
+    const previous = named.get(item.name);
+    if (previous) {
+      const where = locate(origin.entry.source, ['secrets', 'sources', origin.index, 'name']);
+      const first = previous.entry === origin.entry ? 'earlier in this file' : `in ${previous.entry.source.file}`;
+      problems.push({
+        code: 'EXECGATE_ERR_POLICY_SOURCE_INVALID', file: origin.entry.source.file, line: where.line, column: where.column,
+        path: formatPath(['secrets', 'sources', origin.index, 'name']),
+        message: `a source named \`${item.name}\` is already defined ${first}; names must differ (they name the source in results and audit records)`,
+      });
+    } else {
+      named.set(item.name, origin);
     }
   }
 

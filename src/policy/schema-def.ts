@@ -218,6 +218,29 @@ const Restriction = Type.Object({
   ...ONE_MATCH_FORM,
 });
 
+const SecretSource = Type.Object({
+  name: Type.String({
+    pattern: '^[a-z][a-z0-9-]{0,31}$',
+    description: 'Short name for results, errors and audit records (`onepassword`); not `memory`, `env`, `keyring`, `vault` or `process`.',
+  }),
+  command: Type.Array(Type.String({ minLength: 1, maxLength: 4096, pattern: '^[^\\u0000]+$' }), {
+    minItems: 1,
+    maxItems: 64,
+    description: 'The program and its arguments, run without a shell, outside every sandbox, as the gateway. `{name}` in an argument is replaced by the reference\'s name, `{ref}` by `secret:NAME`. The program is found on the gateway\'s PATH unless the path is absolute.',
+  }),
+  refs: Type.Array(ref('refPattern', RefPattern), {
+    minItems: 1,
+    maxItems: 256,
+    uniqueItems: true,
+    description: 'The `secret:` references this source answers (`secret:gh-*`); the first source whose patterns match is asked, after the environment, the keyring and the vault.',
+  }),
+  format: Type.Optional(oneOfValues(['text', 'json'], {
+    description: '`text` (default): the output is the value (one trailing newline dropped). `json`: an object with `value` and optionally `expiresAt` (ISO date or epoch seconds; `expiration`/`Expiration` too) or `expiresIn` (seconds). No output, or a null `value`: not found.',
+  })),
+  timeout: Type.Optional(ref('duration', Duration, { description: 'How long the program may take before it (and what it started) is killed and the request fails. Default 10s.' })),
+  maxAge: Type.Optional(ref('duration', Duration, { description: 'Longest a value is kept in the gateway\'s memory, whatever expiry the program gave. 0 = asked for on every use. Default 5m.' })),
+}, { additionalProperties: false, description: 'A secret manager asked through its command-line client (a credential process).' });
+
 const Secrets = Type.Object({
   alias: Type.Optional(Type.Boolean({ description: 'Accept the `{{secret:NAME}}` / `{{decrypt:ID}}` spelling. When false it is plain text.' })),
   minLength: Type.Optional(Type.Integer({
@@ -240,6 +263,10 @@ const Secrets = Type.Object({
   bind: Type.Optional(Type.Array(ref('secretBinding', SecretBinding), {
     maxItems: 1024,
     description: 'Secrets bound to the hosts they are for. A run using a bound secret may send it only there; with `delivery: inject` the run never receives the value at all (the egress proxy puts it into requests to those hosts). Lists from extended policies are combined.',
+  })),
+  sources: Type.Optional(Type.Array(ref('secretSource', SecretSource), {
+    maxItems: 64,
+    description: 'Secret managers asked through a program (`op read ...`, `vault kv get ...`, `gh auth token`) for the references they name. Lists from extended policies are combined; names must differ.',
   })),
 }, { additionalProperties: false, description: 'Which references may be used, by which commands, and how.' });
 
@@ -357,6 +384,7 @@ export const PolicySchema = Type.Object({
     restriction: Restriction,
     secrets: Secrets,
     secretBinding: SecretBinding,
+    secretSource: SecretSource,
     httpToken: HttpToken,
     hostPattern: HostPattern,
     network: Network,
@@ -381,6 +409,8 @@ export type SizeDocument = Static<typeof Size>;
 export type RuleDocument = Static<typeof Rule>;
 /** One entry of `secrets.restrict`. */
 export type RestrictionDocument = Static<typeof Restriction>;
+/** One entry of `secrets.sources`. */
+export type SecretSourceDocument = Static<typeof SecretSource>;
 /** One entry of `secrets.bind`. */
 export type SecretBindingDocument = Static<typeof SecretBinding>;
 /** `sandbox.network` in its object form. */

@@ -1,7 +1,7 @@
 /*
  * The reference sources a gateway reads, in order: the `EXECGATE_SECRET_<NAME>` environment,
- * the OS keyring, the vault under the state directory (opened on first use), then any the host
- * adds. Each built-in one can be left out.
+ * the OS keyring, the vault under the state directory (opened on first use), the policy's
+ * `secrets.sources` (refs/sources/process.ts), then any the host adds. Each built-in one can be left out.
  */
 import { isKeyringDisabled } from '../stores/os-keyring';
 import { createEnvSource } from './sources/env';
@@ -16,6 +16,8 @@ export interface DefaultSourcesOptions {
   readonly keyring?: false | { service?: string };
   readonly vault?: false;
   readonly sources?: readonly RefSource[];
+  /** The policy's `secrets.sources` (after the vault, before the host's own). */
+  readonly process?: RefSource;
   /** Operational warnings of the keyring source. */
   readonly warn: (obj: object, msg: string) => void;
 }
@@ -32,6 +34,7 @@ export function createDefaultSources(options: DefaultSourcesOptions): RefSource[
   if (options.vault !== false) {
     sources.push(createLazyVaultSource({ home, env, keyring: keyringEnabled ? (options.keyring || {}) : false }));
   }
+  if (options.process) sources.push(options.process);
   sources.push(...(options.sources ?? []));
   return sources;
 }

@@ -7,7 +7,7 @@ import { ExecgateError, describeValue } from '../errors';
 import { SecretValue } from './secret-value';
 import { suggestNames } from './suggest';
 import { isValidRefId, scanTokens } from './tokens';
-import { REF_KINDS, type RefKind, type RefSource, type RefToken } from './types';
+import { REF_KINDS, type LookupContext, type RefKind, type RefSource, type RefToken } from './types';
 
 /**
  * One reference as resolved: its canonical spelling, whether found, by which source, and the
@@ -118,7 +118,7 @@ export class RefStore {
   }
 
   /** Look one reference up through every source. */
-  async lookup(kind: RefKind, id: string): Promise<ResolvedRef> {
+  async lookup(kind: RefKind, id: string, context?: LookupContext): Promise<ResolvedRef> {
     validateKindAndId(kind, id);
     const ref = formatRef(kind, id);
     const remembered = this.#memory.get(getRefKey(kind, id));
@@ -129,7 +129,7 @@ export class RefStore {
       if (!source.kinds.includes(kind)) continue;
       let answer;
       try {
-        answer = await source.lookup(kind, id);
+        answer = await source.lookup(kind, id, context);
       } catch (error) {
         if (error instanceof ExecgateError && error.code === 'EXECGATE_ERR_REF_SOURCE_FAILED') throw error;
         const reason = error instanceof ExecgateError ? error.toLine() : error instanceof Error ? error.message : String(error);
@@ -148,7 +148,7 @@ export class RefStore {
             { reference: ref, source: source.name },
           );
         }
-        return { kind, id, ref, found: true, source: source.name, value: new SecretValue(answer.value, `${kind}:${id}`) };
+        return { kind, id, ref, found: true, source: answer.source ?? source.name, value: new SecretValue(answer.value, `${kind}:${id}`) };
       }
     }
     return { kind, id, ref, found: false };
@@ -175,14 +175,14 @@ export class RefStore {
   }
 
   /** Resolve already scanned tokens, each distinct reference once. */
-  async resolveTokens(tokens: readonly RefToken[]): Promise<Resolution> {
+  async resolveTokens(tokens: readonly RefToken[], context?: LookupContext): Promise<Resolution> {
     const refs: ResolvedRef[] = [];
     const seen = new Set<string>();
     for (const token of tokens) {
       const key = getRefKey(token.kind, token.id);
       if (seen.has(key)) continue;
       seen.add(key);
-      refs.push(await this.lookup(token.kind, token.id));
+      refs.push(await this.lookup(token.kind, token.id, context));
     }
     return { tokens, refs };
   }

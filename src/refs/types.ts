@@ -32,7 +32,17 @@ export interface RefToken {
  * A source's answer for one reference: not found (resolution goes on to the next source), or the
  * value.
  */
-export type SourceAnswer = { readonly found: false } | { readonly found: true; readonly value: string };
+export type SourceAnswer = { readonly found: false } | {
+  readonly found: true;
+  readonly value: string;
+  /** The name to report as the answering source, when it is not the RefSource's own (a policy's `secrets.sources` entry). */
+  readonly source?: string;
+};
+
+/** What a lookup is for: the run that will use the value, when there is one. */
+export interface LookupContext {
+  readonly runId?: string;
+}
 
 /**
  * A secret source of your own (`GatewayOptions.sources`): answers whether it holds a value for a
@@ -48,7 +58,7 @@ export interface RefSource {
    * (preferably an ExecgateError with code EXECGATE_ERR_REF_SOURCE_FAILED) when the source
    * cannot answer; the error message must name the reference, never a value.
    */
-  lookup(kind: RefKind, id: string): Promise<SourceAnswer> | SourceAnswer;
+  lookup(kind: RefKind, id: string, context?: LookupContext): Promise<SourceAnswer> | SourceAnswer;
   /**
    * The names this source holds for `kind`, for "did you mean" after a reference no source knew.
    * Names only, never values; optional. A source that cannot list returns no names (or throws:

@@ -110,6 +110,8 @@ describe('execgate policy explain', () => {
       sandbox: expect.objectContaining({ sandboxed: expect.any(Boolean) }),
       // What the run could reach (test/egress checks it): the default `open`, or the host's network unsandboxed.
       network: expect.objectContaining({ mode: expect.stringMatching(/^(open|host)$/), allow: [], deny: [], bound: [], injected: [] }),
+      // No `secrets.sources`: no program would be asked (test/refs/process-source.test.ts).
+      sources: [],
     });
   });
 

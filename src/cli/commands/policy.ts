@@ -15,6 +15,7 @@ import { formatProblem } from '../../policy/problems';
 import { getSchemaText } from '../../policy/schema';
 import { readShell, type ShellAnalysis, type Word } from '../../shell';
 import { getYaml } from '../../policy/source';
+import { expandCommand, findProcessSource } from '../../refs/sources/process';
 import { scanTokens } from '../../refs/tokens';
 import { planSandbox, type SandboxReport } from '../../sandbox';
 import { getHome } from '../../home';
@@ -116,6 +117,12 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
       const source = effective === DEFAULT_POLICY ? effective.source : display(effective.source, io);
       const sandbox = await describeSandbox(effective, request.cwd, request.pty, io.env);
       const network = describeNetwork(effective, sandbox, tokens.map((token) => `${token.kind}:${token.id}`), io.env);
+      // Which `secrets.sources` entry would be asked for each reference (after the environment,
+      // the keyring and the vault); nothing is run to find out.
+      const askedOf = [...new Map(tokens.map((token) => [`${token.kind}:${token.id}`, token])).values()].flatMap((token) => {
+        const spec = findProcessSource(effective.secrets.sources, token.kind, token.id);
+        return spec ? [{ reference: `<<${token.kind}:${token.id}>>`, source: spec.name, command: expandCommand(spec, token.kind, token.id) }] : [];
+      });
       if (flags.json) {
         io.stdout.write(
           `${JSON.stringify(
@@ -135,6 +142,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
               sets: analysis.variables,
               sandbox,
               network,
+              sources: askedOf,
             },
             null,
             2,
@@ -149,6 +157,7 @@ export function registerPolicyCommands(program: Command, io: CliIo): void {
           `mode, cwd:  ${request.mode}, ${request.cwd}`,
           `commands:   ${commands.length > 0 ? analysis.commands.map((simple, index) => `${commands[index].join(' ')}${simple.via ? ` (via ${simple.via})` : ''}`).join(' | ') : '-'}`,
           ...(tokens.length > 0 ? [`references: ${tokens.map((token) => token.raw).join(' ')}`] : []),
+          ...askedOf.map((each) => `  ${each.reference}: from the environment, the keyring or the vault, else asked of source ${each.source} (${each.command.join(' ')})`),
           ...contexts.map((each) => `  ${each.reference} at ${each.offset}: ${each.refused ? 'refused' : 'substituted'}, ${each.context}${each.reason ? ` (${each.reason})` : ''}`),
           ...(analysis.uncertain.length > 0
             ? [`uncertain:  allow rules and secret restrictions do not match`, ...analysis.uncertain.map((finding) => `  at ${finding.offset}: ${finding.reason}`)]
