@@ -13,6 +13,7 @@ import { ExecgateError } from '../errors';
 import { checkInputEgress } from '../egress/plan';
 import type { EffectivePolicy } from '../policy/effective';
 import { decideRequest } from '../policy/decide';
+import { getRunWritable } from '../policy/program-path';
 import { validateUnknownRefs } from '../policy/unknown-refs';
 import type { RefStore } from '../refs/store';
 import { scanTokens } from '../refs/tokens';
@@ -37,7 +38,7 @@ export async function resolveInput(policy: EffectivePolicy, refs: RefStore, plan
   });
   // An injected secret's value is never asked for: its sentinel stands in for it.
   const resolved = tokens.filter((token) => !sentinels.has(`${token.kind}:${token.id}`));
-  const resolution = await refs.resolveTokens(resolved, { runId: plan.runId });
+  const resolution = await refs.resolveTokens(resolved, { runId: plan.runId, isWritable: getRunWritable(plan.sandbox) });
   validateUnknownRefs(policy, resolution.refs, 'written');
   const values = new Map<string, string>(sentinels);
   for (const { ref, value } of revealValues(resolution.refs, policy.secrets.minLength, 'written')) {

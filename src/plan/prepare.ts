@@ -144,9 +144,11 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     pty: request.pty,
   });
   // A restricted secret's program must not be found through a PATH entry a run can write.
-  const lookup = decideProgramLookup(policy, tokens, analysis, sanitized.env.PATH, getRunWritable(sandboxed.report));
+  const isWritable = getRunWritable(sandboxed.report);
+  const lookup = decideProgramLookup(policy, tokens, analysis, sanitized.env.PATH, isWritable);
   if (lookup) refuse(lookup);
-  const resolution = await context.refs.resolveTokens(tokens, { runId });
+  // A source program (secrets.sources) found where this run could write is refused.
+  const resolution = await context.refs.resolveTokens(tokens, { runId, isWritable });
   validateUnknownRefs(policy, resolution.refs);
 
   const redactor = new Redactor({ minLength: policy.secrets.minLength });

@@ -42,6 +42,11 @@ export type SourceAnswer = { readonly found: false } | {
 /** What a lookup is for: the run that will use the value, when there is one. */
 export interface LookupContext {
   readonly runId?: string;
+  /**
+   * Whether that run (or any run like it) can write `directory`: a source that starts a program
+   * refuses one found there, since an earlier run could have put it there.
+   */
+  readonly isWritable?: (directory: string) => boolean;
 }
 
 /**

@@ -6,7 +6,7 @@
  * source from the library (sandboxed runs, background input), the CLI and a real MCP client,
  * with no code: values resolve, and no argv, audit record, result or error holds one.
  */
-import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { createGateway } from '../../src/gateway';
@@ -21,12 +21,19 @@ const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 const VALUE = 'op-token-7f3a9c2e5b1d8046';
 
 let tmp: ReturnType<typeof makeTempDir>;
-beforeEach(() => { tmp = makeTempDir('execgate-process-source-'); });
+/** The gateways' workspace (runs write there); source programs live beside it, in `bin`. */
+let work: string;
+beforeEach(() => {
+  tmp = makeTempDir('execgate-process-source-');
+  work = join(tmp.dir, 'work');
+  mkdirSync(work);
+  mkdirSync(join(tmp.dir, 'bin'));
+});
 afterEach(() => tmp.cleanup());
 
-/** A program at `dir/name` with `body` (bash); it counts its calls in `name.calls` and logs its argv. */
-function program(name: string, body: string): string {
-  const path = join(tmp.dir, name);
+/** A program at `bin/name` (or `where/name`) with `body` (bash); it counts its calls in `name.calls` and logs its argv. */
+function program(name: string, body: string, where = join(tmp.dir, 'bin')): string {
+  const path = join(where, name);
   writeFileSync(path, `#!/bin/bash\necho "$*" >> "${path}.argv"\necho x >> "${path}.calls"\n${body}\n`);
   chmodSync(path, 0o755);
   return path;
@@ -207,7 +214,7 @@ describe('secrets.sources in a policy', () => {
 
   test('library: a sandboxed run gets the value, the result and the audit log do not; background input asks again once it expired', async () => {
     const { policy, op, home } = setUp();
-    const gateway = createGateway({ home, env: baseEnv(), cwd: tmp.dir, policyFile: policy });
+    const gateway = createGateway({ home, env: baseEnv(), cwd: work, policyFile: policy });
     try {
       const result = await gateway.exec({ command: 'printf %s <<secret:gh-token>> | wc -c; echo <<secret:gh-token>>' });
       expect(result.exitCode).toBe(0);
@@ -243,16 +250,38 @@ describe('secrets.sources in a policy', () => {
     }
   });
 
+  test('a program a run could have written is never started: in the workspace, by a relative path, or through a relative PATH entry', async () => {
+    const planted = program('op', `echo "${VALUE}"`, work);
+    const home = join(tmp.dir, 'home');
+    const cases = [
+      [planted, /lies in a directory runs can write/],
+      ['./op', /is a relative path/],
+      ['op', /is not on the gateway's PATH/], // PATH below holds `.` and the workspace only as relative entries
+    ] as const;
+    for (const [command, reason] of cases) {
+      const policy = policyFile(`secrets:\n  sources:\n    - { name: planted, command: ["${command}"], refs: ["secret:*"] }\n`);
+      const gateway = createGateway({ home, env: { ...baseEnv(), PATH: `.:work:${baseEnv().PATH}` }, cwd: work, policyFile: policy });
+      try {
+        const error = await gateway.exec({ command: 'echo <<secret:tok>>' }).then(() => undefined, (caught: ExecgateError) => caught);
+        expect(error?.code).toBe('EXECGATE_ERR_REF_SOURCE_FAILED');
+        expect(error?.message).toMatch(reason);
+      } finally {
+        await gateway.close();
+      }
+    }
+    expect(calls(planted)).toBe(0);
+  });
+
   test('CLI and MCP use it with no code; a failing source fails the run closed and names itself', async () => {
     const { policy, op, home } = setUp();
     const env = { ...serverEnv(home), EXECGATE_POLICY: policy };
-    const run = spawnSync(process.execPath, [CLI, 'run', '--', 'printf %s <<secret:gh-token>> | wc -c'], { cwd: tmp.dir, encoding: 'utf8', env });
+    const run = spawnSync(process.execPath, [CLI, 'run', '--', 'printf %s <<secret:gh-token>> | wc -c'], { cwd: work, encoding: 'utf8', env });
     expect(run.status).toBe(0);
     expect(run.stdout.trim()).toBe(String(VALUE.length));
-    const explain = spawnSync(process.execPath, [CLI, 'policy', 'explain', '--json', '--', 'echo <<secret:gh-token>>'], { cwd: tmp.dir, encoding: 'utf8', env });
+    const explain = spawnSync(process.execPath, [CLI, 'policy', 'explain', '--json', '--', 'echo <<secret:gh-token>>'], { cwd: work, encoding: 'utf8', env });
     expect(JSON.parse(explain.stdout).sources).toEqual([{ reference: '<<secret:gh-token>>', source: 'onepassword', command: [op, 'read', 'op://Private/gh-token/credential'] }]);
 
-    const server = await startStdio({ cwd: tmp.dir, env });
+    const server = await startStdio({ cwd: work, env });
     try {
       const result = await server.bash('echo <<secret:gh-token>>');
       expect(structured(result).exit_code).toBe(0);
@@ -264,12 +293,12 @@ describe('secrets.sources in a policy', () => {
 
     writeFileSync(op, `#!/bin/bash\necho "${VALUE}"; echo "session expired" >&2; exit 1\n`);
     // A new CLI process: nothing kept from the runs above.
-    const broken = spawnSync(process.execPath, [CLI, 'run', '--', 'echo <<secret:gh-token>> > ran'], { cwd: tmp.dir, encoding: 'utf8', env });
+    const broken = spawnSync(process.execPath, [CLI, 'run', '--', 'echo <<secret:gh-token>> > ran'], { cwd: work, encoding: 'utf8', env });
     expect(broken.status).not.toBe(0);
     expect(broken.stderr).toContain('EXECGATE_ERR_REF_SOURCE_FAILED');
     expect(broken.stderr).toContain('onepassword source');
     expect(broken.stderr).toContain('session expired');
-    expect(existsSync(join(tmp.dir, 'ran'))).toBe(false);
+    expect(existsSync(join(work, 'ran'))).toBe(false);
     expectNoLeak(broken.stdout + broken.stderr + auditText(home), [VALUE]);
   });
 });

@@ -10,6 +10,10 @@
  *  - outside every sandbox, as the gateway (the program needs the user's session: an unlocked
  *    1Password, a Vault token, `gh`'s login), so a policy that names a source is as trusted as
  *    the gateway's own code (SECURITY.md says so; policy files are read-only inside runs);
+ *  - found where no run can have put it: a program named without a path is looked up in the
+ *    absolute entries of the gateway's PATH (relative and empty ones are skipped), and one that
+ *    lies in a directory the run could write (its workspace, say: an earlier run may have written
+ *    `./op`) is refused, as is a relative path; the program is then started by its full path;
  *  - without a shell: `{name}` (the reference's name) and `{ref}` are replaced inside the
  *    arguments, never parsed, so a name cannot become shell code; a name is 1-128 characters of
  *    A-Z a-z 0-9 . _ - / starting with a letter or digit, so it cannot become an option either;
@@ -32,6 +36,8 @@
  * reference, outcome, duration, expiry; never a value).
  */
 import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
 import { ExecgateError } from '../../errors';
 import type { RefKind, RefSource, SourceAnswer, LookupContext } from '../types';
 
@@ -153,7 +159,9 @@ export function createProcessSources(options: ProcessSourcesOptions): RefSource 
     };
     let outcome: Outcome;
     try {
-      const output = await runProgram(expandCommand(spec, kind, id), spec, options);
+      const argv = expandCommand(spec, kind, id);
+      argv[0] = findProgram(argv[0], options.env.PATH, context?.isWritable);
+      const output = await runProgram(argv, spec, options);
       outcome = readOutput(output, spec, now());
     } catch (error) {
       const reason = error instanceof SourceProgramError ? error.message : `it could not be started: ${(error as Error).message}`;
@@ -195,6 +203,32 @@ export function createProcessSources(options: ProcessSourcesOptions): RefSource 
 }
 
 class SourceProgramError extends Error {}
+
+/** The program's full path: never one a run could have written, never a relative one. */
+function findProgram(program: string, path: string | undefined, isWritable: ((directory: string) => boolean) | undefined): string {
+  const check = (file: string): string => {
+    if (isWritable?.(dirname(file))) {
+      throw new SourceProgramError(`\`${file}\` lies in a directory runs can write, where an earlier run could have put it; install it elsewhere or name it by an absolute path outside every writable root`);
+    }
+    return file;
+  };
+  if (program.includes('/')) {
+    if (!isAbsolute(program)) throw new SourceProgramError(`\`${program}\` is a relative path; name the program by its absolute path, or by its name alone (found on PATH)`);
+    return check(program);
+  }
+  for (const entry of (path ?? '').split(':')) {
+    if (!isAbsolute(entry)) continue;
+    const file = join(entry, program);
+    try {
+      accessSync(file, constants.X_OK);
+      if (!statSync(file).isFile()) continue;
+    } catch {
+      continue;
+    }
+    return check(file);
+  }
+  throw new SourceProgramError(`\`${program}\` is not on the gateway's PATH (absolute entries only)`);
+}
 
 /** Runs the program; resolves to its stdout, rejects with why it failed. */
 function runProgram(argv: readonly string[], spec: ProcessSourceSpec, options: ProcessSourcesOptions): Promise<Buffer> {
