@@ -98,6 +98,22 @@ describe('a redactor with a base masks what one redactor of its values, then the
     expect(run.redactString('base-value-1234 own-value-5678').text).toBe('[REDACTED:secret:mine] [REDACTED:secret:own]');
   });
 
+  test('a spelling that is line-tolerant in the base is so in the redactor with its own label, whether it came before the base or after', () => {
+    const base64 = Buffer.from('wrapped-base-value').toString('base64');
+    const wrapped = `${base64.slice(0, 8)}\n${base64.slice(8)}`;
+    const shared = new Redactor();
+    shared.add('wrapped-base-value', 'secret:base');
+    for (const order of ['before', 'after']) {
+      const run = new Redactor();
+      // The base's base64 spelling, registered here as a value of its own (no encodings): as one
+      // registry would, it matches wrapped too, under this redactor's label.
+      if (order === 'before') run.add(base64, 'secret:own', { encodings: false });
+      run.setBase(shared);
+      if (order === 'after') run.add(base64, 'secret:own', { encodings: false });
+      expect(run.redactString(`[${wrapped}]`).text).toBe('[[REDACTED:secret:own]]');
+    }
+  });
+
   test('a base only, nothing of its own: masks the base\'s values', () => {
     const shared = new Redactor();
     shared.add('only-in-the-base-42', 'secret:base');
