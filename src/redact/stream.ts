@@ -10,6 +10,11 @@ import { createRegionState, endRegion, redactRange, type CompiledPatterns, type 
 export interface RedactStream {
   /** Feed bytes; returns the bytes that are now safe to emit (possibly empty). */
   push(chunk: Buffer): Buffer;
+  /**
+   * Feed bytes; hands the bytes that are now safe to emit to `sink`, in order, in one or two
+   * pieces (never empty ones) rather than joined: what push() returns, without copying the chunk.
+   */
+  pushTo(chunk: Buffer, sink: (bytes: Buffer) => void): void;
   /** End of stream: returns the remaining held bytes, redacted. The stream can then be reused. */
   flush(): Buffer;
   /** Matches (merged regions) replaced so far. */
@@ -48,6 +53,34 @@ export class RedactionStream implements RedactStream {
     const output = redactRange(compiled, buffer, lastStart, this.#state);
     this.#held = lastStart + 1 === buffer.length ? EMPTY : Buffer.from(buffer.subarray(lastStart + 1));
     return output;
+  }
+
+  /*
+   * A chunk usually arrives with a few bytes held from the one before (with many patterns the last
+   * byte of nearly every chunk may begin one: 62 of 64 chunks of log text with 1,000 secrets), and
+   * push() joins them to the chunk, copying all of it (64 KiB, and the garbage of a buffer as large)
+   * to decide a few bytes. Here the held bytes are decided first, with a copy of the chunk's first
+   * bytes only: an occurrence that starts in them ends within SEAM of its start (a line-tolerant
+   * spelling of L bytes with a line break, two bytes at most, every 4 characters or more spans less
+   * than 1.5 L + 4 bytes; endAcrossBreaks in matcher.ts). That is the step redactRange makes at
+   * any chunk boundary (what it decides does not depend on where a buffer was cut): decided bytes,
+   * and an open region carried over to the chunk, which is then pushed with nothing held.
+   */
+  pushTo(chunk: Buffer, sink: (bytes: Buffer) => void): void {
+    const bytes = toBytes(chunk);
+    if (this.#held.length > 0) {
+      const compiled = this.#getCompiled();
+      const seam = 2 * compiled.matcher.maxLength + 8;
+      // A short chunk is joined as push() does: the copy is as short.
+      if (bytes.length > 2 * seam) {
+        const held = this.#held;
+        const decided = redactRange(compiled, Buffer.concat([held, bytes.subarray(0, seam)]), held.length - 1, this.#state);
+        this.#held = EMPTY;
+        if (decided.length > 0) sink(decided);
+      }
+    }
+    const output = this.push(bytes);
+    if (output.length > 0) sink(output);
   }
 
   flush(): Buffer {
