@@ -61,6 +61,11 @@ export class MaskMemory {
     }
   }
 
+  /** Whether `value` is remembered (a forgotten one is not, though a shared redactor may still mask it). */
+  has(value: string): boolean {
+    return this.#entries.has(value);
+  }
+
   entries(): IterableIterator<[string, string]> {
     return this.#entries.entries();
   }

@@ -115,6 +115,20 @@ describe('values met in earlier runs of the same gateway', () => {
   });
 });
 
+describe('gateway.maskKnown (what the file tools return)', () => {
+  const t = useTempGateway({ env: { EXECGATE_SECRET_PLANTED: ENV_VALUE } });
+
+  test('masks the values runs met under their labels, and the gateway\'s own secrets; a remembered label wins', async () => {
+    expect(t.gateway.maskKnown(`a ${ENV_VALUE} b ${VALUE}`)).toBe(`a [REDACTED:env:EXECGATE_SECRET_PLANTED] b ${VALUE}`);
+    t.gateway.refs.set('secret', 'mem', VALUE);
+    await t.gateway.exec({ command: 'printf %s <<secret:mem>> >/dev/null' });
+    expect(t.gateway.maskKnown(`a ${ENV_VALUE} b ${VALUE}`)).toBe('a [REDACTED:env:EXECGATE_SECRET_PLANTED] b [REDACTED:secret:mem]');
+    // A run resolved the gateway's own secret by name: the label it used is the one remembered.
+    await t.gateway.exec({ command: 'printf %s <<secret:PLANTED>> >/dev/null' });
+    expect(t.gateway.maskKnown(`a ${ENV_VALUE} b ${Buffer.from(VALUE).toString('base64')}`)).toBe('a [REDACTED:secret:PLANTED] b [REDACTED:secret:mem]');
+  });
+});
+
 describe("the gateway's own EXECGATE_SECRET_* values", () => {
   test('are masked under strict.yaml, whose allowlist removes them rather than withholding them', async () => {
     const tmp = makeTempDir();
