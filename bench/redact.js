@@ -11,6 +11,11 @@
  * redactor is also set against a single RegExp alternation of the same escaped literals
  * (latin1), the naive baseline. With --baseline=DIST, the redactor of another build (say, the
  * commit before a change) is measured too, interleaved. Samples of the variants alternate.
+ * Last, what setting up a run's redactor costs a gateway that remembers 4,096 values from earlier
+ * runs (src/redact/memory.ts): each run resolves one new value (remembered after it, the oldest
+ * forgotten) and its redactor masks every remembered value too, registered one by one in the
+ * run's own redactor (as every run did before the shared base) against the memory's shared
+ * redactor taken as the run's base; one run of the first kind after every 16 of the second.
  *
  *   npm run build && node bench/redact.js [--quick] [--baseline=../other/dist]
  *   (EXECGATE_BENCH_SECRETS=10,1000 for those counts alone)
@@ -68,6 +73,7 @@ function logText(size) {
 }
 
 let Redactor;
+let MaskMemory;
 let getEncodedForms;
 const corpora = {};
 
@@ -116,11 +122,14 @@ function sample(chunks, fn, mib) {
   return (rounds * chunks.length * CHUNK) / ((user + system) / 1e6) / 1e6;
 }
 
+/** A stream as a run's output goes through one (src/run/lifecycle.ts): pushTo where the build has it. */
 function streamWith(redactor) {
   return (chunks) => {
     const stream = redactor.createStream();
     let bytes = 0;
-    for (const chunk of chunks) bytes += stream.push(chunk).length;
+    const sink = (piece) => { bytes += piece.length; };
+    if (typeof stream.pushTo === 'function') for (const chunk of chunks) stream.pushTo(chunk, sink);
+    else for (const chunk of chunks) bytes += stream.push(chunk).length;
     bytes += stream.flush().length;
     return bytes;
   };
@@ -180,8 +189,42 @@ function alternationsOf(count) {
   return { all: alternationOf(unique), small: alternationOf(fitting), literals: unique.length, fitting: fitting.length };
 }
 
+const REMEMBERED = 4096;
+
+/**
+ * ms of CPU to set up a run's redactor (its own value registered, every remembered one masked too,
+ * compiled by a first line of output), at a full memory of `size` values: `registered` runs
+ * register each remembered value in the run's redactor; the others take the memory's shared
+ * redactor as their base. After each run its value is remembered (and the oldest forgotten).
+ */
+function rememberedSetup(size, { runs, registered }) {
+  const memory = new MaskMemory(size);
+  const value = () => KINDS[Math.floor(random() * KINDS.length)]();
+  for (let index = 0; index < size; index++) memory.remember(value(), `secret:r${index}`);
+  let started = process.cpuUsage();
+  memory.getShared(8);
+  const first = process.cpuUsage(started);
+  const shared = [];
+  const each = [];
+  for (let index = 0; index < runs; index++) {
+    const register = index % 17 === 16 && each.length < registered;
+    const own = value();
+    started = process.cpuUsage();
+    const redactor = new Redactor({ minLength: 8 });
+    redactor.add(own, 'secret:own');
+    if (register) {
+      for (const [remembered, label] of memory.entries()) if (remembered.length >= 8) redactor.add(remembered, label);
+    } else redactor.setBase(memory.getShared(8));
+    redactor.redactString('a line of output');
+    const { user, system } = process.cpuUsage(started);
+    (register ? each : shared).push((user + system) / 1000);
+    memory.remember(own, `secret:run${index}`);
+  }
+  return { first: (first.user + first.system) / 1000, shared, each };
+}
+
 async function run({ quick, baseline, log }) {
-  ({ Redactor, getEncodedForms } = require(join(DIST, 'redact', 'index.js')));
+  ({ Redactor, MaskMemory, getEncodedForms } = require(join(DIST, 'redact', 'index.js')));
   const Baseline = baseline ? require(join(baseline, 'redact', 'index.js')).Redactor : undefined;
   buildCorpora(quick ? 1024 * 1024 : 4 * 1024 * 1024);
   const chunks = mixedChunks();
@@ -231,6 +274,15 @@ async function run({ quick, baseline, log }) {
     rows.push(row(4, `adding one secret to ${count}`, one.ours, { unit: 'ms CPU', ...(Baseline ? { of: { name: 'baseline', samples: one.baseline } } : {}) }));
     rows.push(row(4, `adding ${quick ? 64 : ADDED} secrets to ${count} one at a time, per secret`, many, { unit: 'ms CPU' }));
   }
+  // A run's redactor at a full memory of remembered values, registered in it or shared (see the header).
+  const size = quick ? 512 : REMEMBERED;
+  const setup = rememberedSetup(size, quick ? { runs: 40, registered: 2 } : { runs: 300, registered: 6 });
+  const mean = (samples) => samples.reduce((sum, each) => sum + each, 0) / samples.length;
+  rows.push(row(4, `a run's redactor with ${size} remembered values registered in it (each run before the shared base)`, setup.each, { unit: 'ms CPU' }));
+  rows.push(row(4, `a run's redactor with the ${size} remembered values as its base (memory.getShared), a new value each run`, setup.shared, {
+    unit: 'ms CPU',
+    of: { name: 'registered in it', samples: setup.each },
+  }));
   const first = medians.get(COUNTS[0]);
   const growth = COUNTS.map((count) => `${count}: ${(first / medians.get(count)).toFixed(2)}x`).join(', ');
   return {
@@ -239,6 +291,7 @@ async function run({ quick, baseline, log }) {
       'Rates use the process CPU time of each sample (MB = 10^6 bytes); adding costs are ms of process CPU per secret.',
       `Cost per byte against ${COUNTS[0]} secrets (median rates): ${growth}.`,
       ...(medians.has(GOAL_COUNT) ? [`Goal: ${GOAL_COUNT} secrets at >= ${GOAL_MBS} MB/s: ${medians.get(GOAL_COUNT).toFixed(0)} MB/s, ${medians.get(GOAL_COUNT) >= GOAL_MBS ? 'met' : 'MISSED'}.`] : []),
+      `A run's redactor at ${size} remembered values, with the shared base: median ${[...setup.shared].sort((a, b) => a - b)[Math.floor(setup.shared.length / 2)].toFixed(2)} ms, mean ${mean(setup.shared).toFixed(2)} ms of CPU over ${setup.shared.length} runs (the shared redactor's merges included); the shared redactor's first build ${setup.first.toFixed(0)} ms, once per gateway.`,
       ...(baseline ? ['With --baseline, the ratios are against the baseline build, measured interleaved in the same process.'] : []),
     ],
   };

@@ -345,15 +345,15 @@ export class Gateway {
     let known = this.#known;
     if (known === undefined || known.version !== this.#masks.version || known.policy !== policy) {
       const redactor = new Redactor({ minLength: policy.secrets.minLength });
-      // The labels runs used first (the first label registered wins): `secret:NAME` as resolved.
-      for (const [value, label] of this.#masks.entries()) {
-        if (value.length >= policy.secrets.minLength) redactor.add(value, label);
-      }
+      // The values runs met, compiled once for every run (redact/memory.ts), under the labels runs
+      // used: `secret:NAME` as resolved. The gateway's own secrets that no run met are added
+      // above them (a remembered one keeps its label).
+      redactor.setBase(this.#masks.getShared(policy.secrets.minLength));
       for (const [name, value] of Object.entries(this.#env)) {
-        if (isExecgateSecretName(name) && typeof value === 'string' && value.length >= policy.secrets.minLength) redactor.add(value, `env:${name}`);
+        if (isExecgateSecretName(name) && typeof value === 'string' && value.length >= policy.secrets.minLength && !this.#masks.has(value)) redactor.add(value, `env:${name}`);
       }
       for (const password of getParentPasswords(this.#env, policy.network.upstream)) {
-        if (password.length >= policy.secrets.minLength) redactor.add(password, 'env:HTTPS_PROXY');
+        if (password.length >= policy.secrets.minLength && !this.#masks.has(password)) redactor.add(password, 'env:HTTPS_PROXY');
       }
       known = { redactor, version: this.#masks.version, policy };
       this.#known = known;

@@ -187,7 +187,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   const script = `${parked ? PARK : ''}${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
-  maskGatewaySecrets(mask, secrets, { context, request, sanitized });
+  maskGatewaySecrets(mask, secrets, { context, request, sanitized, redactor, carry: (value, label) => void secrets.push({ value, label }) });
 
   // The run's proxy endpoint, opened only now that every value is known. An injected secret's
   // variable holds its sentinel: the value stays in the gateway (the proxy and the redactor).

@@ -5,6 +5,7 @@
 import { getParentPasswords } from '../egress/upstream';
 import type { SanitizedEnv } from '../env/sanitize';
 import { isExecgateSecretName, isSecretName } from '../env/secrets';
+import type { Redactor } from '../redact';
 import type { RefStore } from '../refs/store';
 import type { RefKind } from '../refs/types';
 import type { NormalizedRequest } from './options';
@@ -22,11 +23,14 @@ async function getSuggestions(refs: RefStore, resolved: ReadonlyArray<{ kind: Re
  * Mask what the run may meet besides its resolved values: the secrets its environment passes,
  * withholds or drops, the gateway's own EXECGATE_SECRET_* values and parent proxy password, and
  * the values earlier runs of this gateway met (`context.remembered`, which learns this run's).
+ * `mask` registers a value in `redactor` and lists it among `secrets`; the remembered values are
+ * compiled once for all runs and become `redactor`'s base, and `carry` only lists them (a
+ * background supervisor rebuilds its redactor from the list).
  */
 export function maskGatewaySecrets(
   mask: (value: string, label: string) => void,
   secrets: readonly PlanSecret[],
-  { context, request, sanitized }: { context: PrepareContext; request: NormalizedRequest; sanitized: SanitizedEnv },
+  { context, request, sanitized, redactor, carry }: { context: PrepareContext; request: NormalizedRequest; sanitized: SanitizedEnv; redactor: Redactor; carry: (value: string, label: string) => void },
 ): void {
   const { policy } = context;
   for (const { name, value } of sanitized.passedSecrets) {
@@ -52,11 +56,13 @@ export function maskGatewaySecrets(
     if (password.length >= policy.secrets.minLength) mask(password, 'env:HTTPS_PROXY');
   }
   // Values earlier runs met: a file, file name or socket one run filled with a value reaches the
-  // caller masked when this run prints it. Labels this run registered first stay.
+  // caller masked when this run prints it. Labels this run registered first stay: the shared
+  // redactor of them is scanned below the run's own values (redact/memory.ts).
   if (context.remembered) {
     const own = secrets.length;
+    redactor.setBase(context.remembered.getShared(policy.secrets.minLength));
     for (const [value, label] of context.remembered.entries()) {
-      if (value.length >= policy.secrets.minLength) mask(value, label);
+      if (value.length >= policy.secrets.minLength) carry(value, label);
     }
     // The first label a value got in this run is the one its output shows: remembered so.
     const first = new Map<string, string>();

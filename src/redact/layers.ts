@@ -29,10 +29,14 @@ export const TOP_LAYER_LIMIT = 1024;
 const LONG_SPELLING = 35;
 const SPLIT_MIN_PATTERNS = 512;
 
-/** A matcher over some of the patterns: `indexes[local]` is a local pattern's index among all. */
+/**
+ * A matcher over some of the patterns: `indexes[local] + offset` is a local pattern's index among
+ * all (the offset is 0 but in a stack, see LayeredMatcher.stack).
+ */
 interface Part {
   readonly matcher: Matcher;
   readonly indexes: Int32Array;
+  readonly offset: number;
 }
 
 interface Layer {
@@ -52,7 +56,7 @@ function buildLayer(patterns: readonly Buffer[], tolerant: ReadonlySet<number>, 
       const at = local.get(index - offset);
       if (at !== undefined) localTolerant.push(at);
     }
-    return { matcher: new Matcher(group.map((index) => patterns[index]), localTolerant), indexes: Int32Array.from(group, (index) => index + offset) };
+    return { matcher: new Matcher(group.map((index) => patterns[index]), localTolerant), indexes: Int32Array.from(group, (index) => index + offset), offset: 0 };
   });
   return { parts, maxLength: parts.reduce((max, part) => Math.max(max, part.matcher.maxLength), 0) };
 }
@@ -67,12 +71,12 @@ export class LayeredMatcher {
   /** Number of patterns in the base layer. */
   readonly baseCount: number;
 
-  private constructor(layers: readonly Layer[], count: number, baseCount: number) {
+  private constructor(layers: readonly Layer[], count: number, baseCount: number, parts: readonly Part[] = layers.flatMap((layer) => layer.parts)) {
     this.#layers = layers;
     this.count = count;
     this.baseCount = baseCount;
-    this.maxLength = layers.reduce((max, layer) => Math.max(max, layer.maxLength), 0);
-    this.#parts = layers.flatMap((layer) => layer.parts);
+    this.maxLength = parts.reduce((max, part) => Math.max(max, part.matcher.maxLength), 0);
+    this.#parts = parts;
   }
 
   /** One layer of every pattern. */
@@ -93,12 +97,26 @@ export class LayeredMatcher {
     return new LayeredMatcher([previous.#layers[0], top], patterns.length, baseCount);
   }
 
+  /**
+   * `top`'s patterns (indexes 0..top.count) above `below`'s (indexes top.count on): what both
+   * mask, and where both match the same bytes the lower index, `top`'s, names the region. Nothing
+   * is built: the parts of both are scanned as they are, so a large `below` compiled once (a
+   * gateway's remembered values, memory.ts) serves every run's own small `top`. The result is only
+   * scanned, never extended (a stack has no base of its own: extend() builds one anew).
+   */
+  static stack(top: LayeredMatcher | undefined, below: LayeredMatcher): LayeredMatcher {
+    if (top === undefined || top.count === 0) return below;
+    const offset = top.count;
+    const parts = [...top.#parts, ...below.#parts.map((part) => ({ ...part, offset: part.offset + offset }))];
+    return new LayeredMatcher([], top.count + below.count, 0, parts);
+  }
+
   /** Number of matchers scanned (a layer's short and long spellings may be apart). */
   get parts(): number {
     return this.#parts.length;
   }
 
-  /** Number of layers (1 or 2). */
+  /** Number of layers (1 or 2; 0 for a stack). */
   get layers(): number {
     return this.#layers.length;
   }
@@ -114,11 +132,11 @@ export class LayeredMatcher {
   findCover(buffer: Buffer, lastStart: number): Match[] {
     const parts = this.#parts;
     // One part of every pattern in order: its indexes are the patterns' own.
-    if (parts.length === 1) return parts[0].matcher.findCover(buffer, lastStart);
+    if (parts.length === 1 && parts[0].offset === 0) return parts[0].matcher.findCover(buffer, lastStart);
     const matches: Match[] = [];
-    for (const { matcher, indexes } of parts) {
+    for (const { matcher, indexes, offset } of parts) {
       for (const match of matcher.findCover(buffer, lastStart)) {
-        match.pattern = indexes[match.pattern];
+        match.pattern = indexes[match.pattern] + offset;
         matches.push(match);
       }
     }

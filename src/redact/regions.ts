@@ -39,13 +39,22 @@ export function endRegion(state: RegionState): void {
   state.regionEnd = NO_REGION;
 }
 
-/** Redacted bytes for buffer[0..lastStart]; updates `state` so the next buffer starts at lastStart + 1. */
-export function redactRange(compiled: CompiledPatterns, buffer: Buffer, lastStart: number, state: RegionState): Buffer {
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * Redacted bytes for buffer[0..lastStart]; updates `state` so the next buffer starts at lastStart + 1.
+ * With `sink`, the pieces (views of `buffer` and replacements, none empty) go to it in order, not
+ * joined, and the result is empty.
+ */
+export function redactRange(compiled: CompiledPatterns, buffer: Buffer, lastStart: number, state: RegionState, sink?: (bytes: Buffer) => void): Buffer {
   const matches = compiled.matcher.findCover(buffer, lastStart);
   let regionEnd = state.regionEnd;
   if (matches.length === 0 && regionEnd <= 0) {
     state.regionEnd = NO_REGION;
-    return lastStart + 1 === buffer.length ? buffer : buffer.subarray(0, lastStart + 1);
+    const whole = lastStart + 1 === buffer.length ? buffer : buffer.subarray(0, lastStart + 1);
+    if (sink === undefined) return whole;
+    if (whole.length > 0) sink(whole);
+    return EMPTY;
   }
   const parts: Buffer[] = [];
   let emitFrom = 0;
@@ -65,5 +74,7 @@ export function redactRange(compiled: CompiledPatterns, buffer: Buffer, lastStar
   if (from <= lastStart) parts.push(buffer.subarray(from, lastStart + 1));
   const consumed = lastStart + 1;
   state.regionEnd = regionEnd >= consumed ? regionEnd - consumed : NO_REGION;
-  return parts.length === 1 ? parts[0] : Buffer.concat(parts);
+  if (sink === undefined) return parts.length === 1 ? parts[0] : Buffer.concat(parts);
+  for (const part of parts) if (part.length > 0) sink(part);
+  return EMPTY;
 }

@@ -207,6 +207,8 @@ export class Run {
     const stripper = plan.request.pty && plan.request.ansi === 'strip' ? new AnsiStripper() : undefined;
     const redactors = { stdout: plan.redactor.createStream(), stderr: plan.redactor.createStream() };
     const emit = (name: StreamName, bytes: Buffer): void => { if (bytes.length > 0) options.onData(name, bytes); };
+    // What the redactor decides goes on in pieces, not joined: joining held bytes to each chunk copied it (redact/stream.ts pushTo).
+    const sinks = { stdout: (bytes: Buffer): void => options.onData('stdout', bytes), stderr: (bytes: Buffer): void => options.onData('stderr', bytes) };
     const closed = (['stdout', 'stderr'] as const).map((name) => new Promise<void>((resolve) => {
       const stream = child[name];
       // A parked shell's syntax error on the first line quotes the park with it: removed, so
@@ -218,7 +220,7 @@ export class Run {
           parkWindow -= chunk.length;
           chunk = withoutPark(chunk);
         }
-        emit(name, redactors[name].push(stripper ? stripper.push(chunk) : chunk));
+        redactors[name].pushTo(stripper ? stripper.push(chunk) : chunk, sinks[name]);
       });
       stream.on('error', () => { /* EIO ends a terminal; the close that follows settles */ });
       stream.once('close', () => resolve());

@@ -161,3 +161,25 @@ test('long values (the matcher samples one word in up to 32 bytes): any chunking
     { numRuns: 600 },
   );
 });
+
+test('pushTo hands on what push returns, in pieces, whatever was held: with chunks long enough to decide the held bytes apart', () => {
+  fc.assert(
+    fc.property(scenario, fc.integer({ min: 1, max: 40 }), (sample, repeat) => {
+      const { redactor } = build(sample);
+      // The pieces repeated, so that chunks are long beside the longest spelling and most pushes find bytes held.
+      const input = Buffer.concat(Array.from({ length: repeat }, () => sample.pieces).flat());
+      const chunks = split(input, sample.cuts.slice(0, 3));
+      const pushed = streamThrough(redactor, chunks);
+      const stream = redactor.createStream();
+      const pieces: Buffer[] = [];
+      for (const chunk of chunks) stream.pushTo(chunk, (bytes) => {
+        expect(bytes.length).toBeGreaterThan(0);
+        pieces.push(bytes);
+      });
+      pieces.push(stream.flush());
+      expect(Buffer.concat(pieces).equals(pushed.buffer)).toBe(true);
+      expect(stream.count).toBe(pushed.count);
+    }),
+    { numRuns: 600 },
+  );
+});
