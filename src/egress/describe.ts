@@ -7,7 +7,7 @@
  */
 import type { EgressDecision } from './proxy';
 import { getReason } from './reasons';
-import type { NetworkPolicy, SecretBinding } from './rules';
+import type { Delivery, NetworkPolicy, SecretBinding } from './rules';
 
 export interface RunNetwork {
   /** What the run may reach: the policy's mode, or `host` for an unsandboxed run (the host's network, unfiltered). */
@@ -24,7 +24,7 @@ export interface RunNetwork {
   readonly allow: readonly string[];
   readonly deny: readonly string[];
   /** The bound secrets (`secrets.bind`) this run uses. */
-  readonly bound: readonly { readonly ref: string; readonly delivery: 'env' | 'inject'; readonly hosts: readonly string[] }[];
+  readonly bound: readonly { readonly ref: string; readonly delivery: Delivery; readonly hosts: readonly string[] }[];
   /** Of those, the ones whose value stayed in the gateway (the run held a sentinel). */
   readonly injected: readonly string[];
 }

@@ -14,6 +14,7 @@ import { pipeline, type Readable, type Transform } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { canonicalHost, formatAuthority } from './authority';
 import { matchesHost } from './hosts';
+import { prepareAws, withSignatures } from './aws-forward';
 import { BodyScan, canScanEncoding, getSwaps, ScanEncoded, SentinelInBody, SwapStream } from './inject';
 import { placeInjections, refuse } from './placement';
 import type { BoundInjection } from './plan';
@@ -22,6 +23,7 @@ import type { EgressDecision } from './proxy-types';
 import { clip, isRefusal, readRequest, type Refusal } from './reading';
 import { getReason } from './reasons';
 import { canRedactEncoding, getAcceptedEncodings, redactBody, redactHeaders, WrappedValue } from './redact-response';
+import { PayloadMismatch } from './sigv4';
 import { getParent, type ParentProxy } from './upstream';
 
 const MAX_REDIRECTS = 256;
@@ -40,7 +42,9 @@ export function deny(core: ProxyCore, context: RunContext, res: ServerResponse, 
 }
 
 /** Send `req` on: a plain-HTTP proxy request, or (`tls`) one inside a terminated tunnel whose client sent `sni`. */
-export async function forward(core: ProxyCore, context: RunContext, req: IncomingMessage, res: ServerResponse, decision: EgressDecision, tls: boolean, sni?: string): Promise<void> {
+export async function forward(core: ProxyCore, runContext: RunContext, req: IncomingMessage, res: ServerResponse, asked: EgressDecision, tls: boolean, sni?: string): Promise<void> {
+  let context = runContext;
+  let decision = asked;
   const method = req.method ?? 'GET';
   const refused = (refusal: Refusal): void => deny(core, context, res, { ...decision, allowed: false, method, rule: refusal.rule, reason: refusal.reason });
   const reading = readRequest(req, { host: decision.host, port: decision.port, tls, ...(sni !== undefined ? { sni } : {}) });
@@ -48,7 +52,17 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
   const origin = `${tls ? 'https' : 'http'}://${formatAuthority(decision.host, decision.port)}`;
   const redirected = context.redirects.has(`${origin}${reading.target}`);
   const injections = context.injections;
-  const placementRequest = { method, target: reading.target, headers: stripHopByHop(req.rawHeaders), host: decision.host, port: decision.port, tls };
+  // A request signed with the run's AWS placeholder is checked and signed again first (aws-forward.ts).
+  const aws = await prepareAws(injections, { method, target: reading.target, headers: stripHopByHop(req.rawHeaders), host: decision.host, port: decision.port, tls }, req);
+  if (aws && isRefusal(aws)) return void refused(aws);
+  if (aws) {
+    const { resigned } = aws;
+    decision = { ...decision, resigned: Object.freeze({ ref: resigned.ref, keyId: resigned.keyId, service: resigned.service, region: resigned.region }) };
+    // Its response is cleaned of the real signatures too (an S3 error echoes the one it was given).
+    const redactor = withSignatures(injections, resigned.signatures, context.options.minLength ?? 8);
+    context = Object.create(runContext, { redactor: { get: () => redactor } }) as RunContext;
+  }
+  const placementRequest = { method, target: aws?.target ?? reading.target, headers: aws?.headers ?? stripHopByHop(req.rawHeaders), host: decision.host, port: decision.port, tls };
   const placed = placeInjections(placementRequest, injections, context.detector, redirected);
   if (isRefusal(placed)) return void refused(placed);
   const headers = placed.headers;
@@ -65,7 +79,7 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
   if (encoded && placed.bodyInjections.length > 0) {
     // A value cannot be put into compressed bytes; a sentinel found there is refused below.
   }
-  const stages: Transform[] = [];
+  const stages: Transform[] = [...(aws?.stages ?? [])];
   if (placed.bodyInjections.length > 0 && !encoded) stages.push(new SwapStream(getSwaps(placed.bodyInjections), { highWaterMark: STREAM_HIGH_WATER_MARK }));
   if (context.detector) stages.push(encoded ? new ScanEncoded(encoding, context.detector) : new BodyScan(context.detector, { highWaterMark: STREAM_HIGH_WATER_MARK }));
   const parent = decision.parent ? getParent(context.route, decision.host, decision.port, tls) : undefined;
@@ -73,7 +87,7 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
   let answered = false;
   // Set once the request was refused on its body: the upstream's reset that follows is ours.
   let refusedBody = false;
-  const injected = (): string[] => [...new Set([...placed.injected, ...stages.flatMap((stage) => (stage instanceof SwapStream ? [...stage.used] : []))])];
+  const injected = (): string[] => [...new Set([...(aws ? [aws.resigned.ref] : []), ...placed.injected, ...stages.flatMap((stage) => (stage instanceof SwapStream ? [...stage.used] : []))])];
   upstream.once('response', (response) => {
     answered = true;
     const base = { ...decision, method, status: response.statusCode, injected: injected() };
@@ -121,12 +135,14 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
     upstream.end();
     return;
   }
-  pipeline([req, ...stages, upstream] as unknown as [Readable, Transform], (error) => {
+  pipeline([aws?.source ?? req, ...stages, upstream] as unknown as [Readable, Transform], (error) => {
     if (!error) return;
     refusedBody = true;
     upstream.destroy();
     if (error instanceof SentinelInBody) {
       refused(refuse(error.ref, 'the body', injections, placementRequest, redirected));
+    } else if (error instanceof PayloadMismatch) {
+      refused({ rule: 'aws-sigv4-payload', reason: `${error.message}; it was cut off before its end` });
     } else if (!answered && !res.headersSent) {
       deny(core, context, res, { ...decision, allowed: false, method, rule: 'request-body-failed', reason: `the request body could not be read (${(error).code ?? error.message})` }, 400);
     }
