@@ -105,7 +105,8 @@ export async function forward(core: ProxyCore, runContext: RunContext, req: Inco
       deny(core, context, res, { ...base, allowed: false, rule: 'response-unreadable', reason: `the response is encoded as \`${clip(String(responseEncoding))}\`, which the proxy ${canRedactEncoding(responseEncoding) ? 'was told not to decode (responses: identity)' : 'cannot read'} to remove secrets` }, 502);
       return;
     }
-    const drop = new Set([...HOP_BY_HOP, 'content-length']);
+    // A cleaned body may change length; a response to HEAD has none, and its length is the resource's.
+    const drop = new Set(method === 'HEAD' ? HOP_BY_HOP : [...HOP_BY_HOP, 'content-length']);
     res.writeHead(response.statusCode ?? 502, redactHeaders(response.rawHeaders, context.redactor, drop) as unknown as Record<string, string>);
     const body = redactBody(response, responseEncoding, context.redactor, (error) => {
       res.destroy();

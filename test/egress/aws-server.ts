@@ -198,7 +198,7 @@ async function verify(req: IncomingMessage, body: Buffer, key: AwsKey): Promise<
   let expected: string;
   if (presigned) {
     const signed = await signer.presign({ method: req.method ?? 'GET', protocol: 'https:', hostname: 'x', path: url.pathname, query, headers: { ...headers, ...(service === 's3' ? { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' } : {}) } } as never, {
-      signingDate, expiresIn: Number(url.searchParams.get('X-Amz-Expires')), signableHeaders: new Set(signedHeaders), unhoistableHeaders: new Set(['x-amz-content-sha256']),
+      signingDate, expiresIn: Number(url.searchParams.get('X-Amz-Expires')), signableHeaders: new Set(signedHeaders), unhoistableHeaders: new Set(['x-amz-content-sha256']), unsignableHeaders: new Set(['x-amz-content-sha256']),
     });
     expected = String((signed.query as Record<string, string>)['X-Amz-Signature']);
   } else {
