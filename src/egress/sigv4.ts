@@ -291,10 +291,10 @@ const signers = new WeakMap<AwsCredential, Map<boolean, Signer>>();
 function getSigner(credential: AwsCredential, service: string): Signer {
   const s3 = service === 's3';
   let byKind = signers.get(credential);
-  if (!byKind) signers.set(credential, byKind = new Map());
+  if (!byKind) signers.set(credential, byKind = new Map<boolean, Signer>());
   let signer = byKind.get(s3);
   if (!signer) {
-    signer = new Signer({ service, region: 'us-east-1', sha256: Hash.bind(null, 'sha256') as never, credentials: credential, uriEscapePath: !s3 });
+    signer = new Signer({ service, region: 'us-east-1', sha256: Hash.bind(null, 'sha256'), credentials: credential, uriEscapePath: !s3 });
     byKind.set(s3, signer);
   }
   return signer;

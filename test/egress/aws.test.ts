@@ -212,6 +212,10 @@ maybe('aws-sigv4: awscli and boto3 in sandboxed runs with a placeholder pair', (
     }
   }, 300_000);
 
+  test('a command that names the AWS reference itself is refused before anything resolves', async () => {
+    await expect(gateway.exec({ command: 'echo <<secret:aws>>', cwd: dir })).rejects.toMatchObject({ code: 'EXECGATE_ERR_AWS_REF_IN_COMMAND' });
+  });
+
   test('background: the CLI lists the bucket from a background run', async () => {
     const started = await gateway.exec({ command: `${ENV} ${AWS} s3 ls s3://bucket1/`, cwd: dir, mode: 'background' });
     const ended = await gateway.background.wait(started.id, 120_000);
