@@ -14,7 +14,7 @@ import { pipeline, type Readable, type Transform } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { canonicalHost, formatAuthority } from './authority';
 import { matchesHost } from './hosts';
-import { prepareAws, withSignatures } from './aws-forward';
+import { maskSignatureHeaders, prepareAws, SignatureMask } from './aws-forward';
 import { BodyScan, canScanEncoding, getSwaps, ScanEncoded, SentinelInBody, SwapStream } from './inject';
 import { placeInjections, refuse } from './placement';
 import type { BoundInjection } from './plan';
@@ -42,8 +42,7 @@ export function deny(core: ProxyCore, context: RunContext, res: ServerResponse, 
 }
 
 /** Send `req` on: a plain-HTTP proxy request, or (`tls`) one inside a terminated tunnel whose client sent `sni`. */
-export async function forward(core: ProxyCore, runContext: RunContext, req: IncomingMessage, res: ServerResponse, asked: EgressDecision, tls: boolean, sni?: string): Promise<void> {
-  let context = runContext;
+export async function forward(core: ProxyCore, context: RunContext, req: IncomingMessage, res: ServerResponse, asked: EgressDecision, tls: boolean, sni?: string): Promise<void> {
   let decision = asked;
   const method = req.method ?? 'GET';
   const refused = (refusal: Refusal): void => deny(core, context, res, { ...decision, allowed: false, method, rule: refusal.rule, reason: refusal.reason });
@@ -58,9 +57,6 @@ export async function forward(core: ProxyCore, runContext: RunContext, req: Inco
   if (aws) {
     const { resigned } = aws;
     decision = { ...decision, resigned: Object.freeze({ ref: resigned.ref, keyId: resigned.keyId, service: resigned.service, region: resigned.region }) };
-    // Its response is cleaned of the real signatures too (an S3 error echoes the one it was given).
-    const redactor = withSignatures(injections, resigned.signatures, context.options.minLength ?? 8);
-    context = Object.create(runContext, { redactor: { get: () => redactor } }) as RunContext;
   }
   const placementRequest = { method, target: aws?.target ?? reading.target, headers: aws?.headers ?? stripHopByHop(req.rawHeaders), host: decision.host, port: decision.port, tls };
   const placed = placeInjections(placementRequest, injections, context.detector, redirected);
@@ -107,14 +103,17 @@ export async function forward(core: ProxyCore, runContext: RunContext, req: Inco
     }
     // A cleaned body may change length; a response to HEAD has none, and its length is the resource's.
     const drop = new Set(method === 'HEAD' ? HOP_BY_HOP : [...HOP_BY_HOP, 'content-length']);
-    res.writeHead(response.statusCode ?? 502, redactHeaders(response.rawHeaders, context.redactor, drop) as unknown as Record<string, string>);
+    const cleaned = redactHeaders(response.rawHeaders, context.redactor, drop);
+    // A re-signed request's response is cleaned of the signatures made for it too (an S3 error echoes the one it was given).
+    res.writeHead(response.statusCode ?? 502, (aws ? maskSignatureHeaders(cleaned, aws.resigned.signatures) : cleaned) as unknown as Record<string, string>);
     const body = redactBody(response, responseEncoding, context.redactor, (error) => {
       res.destroy();
       if (error instanceof WrappedValue) {
         core.record(context, { ...base, allowed: false, rule: 'response-wrapped-value', reason: `the response holds <<${error.ref}>> split over lines, which cannot be masked where it stands; it was cut off` });
       }
     }, context.wrap);
-    body.pipe(res);
+    if (aws) body.pipe(new SignatureMask(aws.resigned.signatures)).pipe(res);
+    else body.pipe(res);
     body.once('end', record);
   });
   // Every error, not only the first: a request that errs twice must not take the process down

@@ -65,9 +65,9 @@ export async function startAwsServer(name: string, key: AwsKey): Promise<AwsServ
           res.writeHead(status, { 'content-type': 'application/xml', 'x-amz-request-id': 'test', ...headers });
           res.end(text);
         };
-        if (verdict.error) {
+        if (verdict.error || req.url === '/echo-error') {
           // As S3 does: the error names what it was given (the key id and the signature).
-          return reply(403, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${verdict.error}</Code><Message>The request signature we calculated does not match the signature you provided.</Message><AWSAccessKeyId>${verdict.keyId ?? ''}</AWSAccessKeyId><SignatureProvided>${verdict.signature ?? ''}</SignatureProvided></Error>`);
+          return reply(403, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${verdict.error ?? 'AccessDenied'}</Code><Message>The request signature we calculated does not match the signature you provided.</Message><AWSAccessKeyId>${verdict.keyId ?? ''}</AWSAccessKeyId><SignatureProvided>${verdict.signature ?? ''}</SignatureProvided></Error>`);
         }
         const url = new URL(req.url ?? '/', 'https://x');
         const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);

@@ -286,6 +286,10 @@ maybe('aws-sigv4: awscli and boto3 in sandboxed runs with a placeholder pair', (
   }, 150_000);
 
   test('a request signed in one run and replayed from another is refused there', async () => {
+    // An error that quotes what it was given: the real key id and the real signature are masked.
+    const echoed = await gateway.exec({ command: `${ENV} /usr/bin/python3 sign.py GET https://s3.aws.test/echo-error - echo.cfg && curl -sS -K echo.cfg https://s3.aws.test/echo-error`, cwd: dir });
+    expect(echoed.stdout).toContain('<SignatureProvided>[REDACTED:aws-signature]');
+    expect(echoed.stdout).toContain('<AWSAccessKeyId>[REDACTED:secret:aws]</AWSAccessKeyId>');
     const first = await gateway.exec({
       command: `${ENV} /usr/bin/python3 sign.py GET https://s3.aws.test/bucket1/small.txt - replay.cfg && curl -sS -w "\\nfirst=%{http_code}\\n" -K replay.cfg https://s3.aws.test/bucket1/small.txt`,
       cwd: dir,
