@@ -116,7 +116,9 @@ export function checkInputEgress(options: {
       continue;
     }
     const hosts = binding.hosts.map((h) => h.text).join(', ');
-    const why = binding.delivery === 'inject'
+    const why = binding.delivery === 'aws-sigv4'
+      ? 'its value must never enter the sandbox (the run signs with a placeholder key pair instead)'
+      : binding.delivery === 'inject'
       ? 'its value must never enter the sandbox, and this run has no sentinel for it to write instead'
       : `every connection of a run that holds its value must be limited to ${hosts}, and this run's connections were fixed when it started without that limit`;
     throw new ExecgateError(

@@ -177,6 +177,8 @@ maybe('aws-sigv4: awscli and boto3 in sandboxed runs with a placeholder pair', (
     expect(result.stdout).toContain('small-file-content');
     expect(result.stdout).toMatch(/123456789012\s+arn:aws:iam::123456789012:user\/test/);
     expect(result.stdout).toContain('BOTO written by boto3');
+    // The run's record says the binding applies though the command does not name it.
+    expect(result.network.bound).toEqual([{ ref: 'secret:aws', delivery: 'aws-sigv4', hosts: ['s3.aws.test', 'sts.aws.test'] }]);
     // The upload was multipart, and what arrived is the file.
     expect(s3.seen.some((s) => s.method === 'POST' && s.url.includes('uploads'))).toBe(true);
     expect(s3.seen.filter((s) => s.url.includes('partNumber=')).length).toBeGreaterThan(1);
