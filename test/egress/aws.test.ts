@@ -16,6 +16,7 @@ import { startAwsServer, type AwsKey, type AwsServer } from './aws-server';
 import { makeNames, publicCa, startService, type TestService } from './helpers';
 
 const REAL: AwsKey = { accessKeyId: 'AKIAREALKEY7TESTQ2XZ', secretAccessKey: 'rEaL/sEcReT+kEy0123456789abcdefGHIJKLMN' };
+const TEMPORARY: AwsKey = { accessKeyId: 'ASIATEMPKEY7TESTQ2XZ', secretAccessKey: 'tEmP/sEcReT+kEy0123456789abcdefGHIJKLMN', sessionToken: 'IQoJtemporarySessionTokenValue0123456789abcdefghijklmnopqrstuvwxyz' };
 const sandboxable = checkPlatform(undefined).ok && existsSync('/usr/bin/aws');
 const maybe = sandboxable ? describe : describe.skip;
 const AWS = '/usr/bin/aws --endpoint-url https://s3.aws.test';
@@ -24,6 +25,7 @@ let tmp: ReturnType<typeof makeTempDir>;
 let s3: AwsServer;
 let sts: AwsServer;
 let other: TestService;
+let temporary: AwsServer;
 let names: ReturnType<typeof makeNames>;
 
 beforeAll(async () => {
@@ -31,31 +33,33 @@ beforeAll(async () => {
   s3 = await startAwsServer('s3', REAL);
   sts = await startAwsServer('sts', REAL);
   other = await startService('other');
-  names = makeNames({ 's3.aws.test': s3 as unknown as TestService, 'sts.aws.test': sts as unknown as TestService, 'other.test': other });
+  temporary = await startAwsServer('s3-temporary', TEMPORARY);
+  names = makeNames({ 's3-temp.aws.test': temporary as unknown as TestService, 's3.aws.test': s3 as unknown as TestService, 'sts.aws.test': sts as unknown as TestService, 'other.test': other });
 });
 
 afterAll(async () => {
   await s3?.close();
   await sts?.close();
   await other?.close();
+  await temporary?.close();
   tmp?.cleanup();
 });
 
-function makeGateway(name: string, extra = ''): { gateway: Gateway; dir: string; home: string } {
+function makeGateway(name: string, extra = '', key: AwsKey = REAL): { gateway: Gateway; dir: string; home: string } {
   const dir = join(tmp.dir, name);
   const home = join(dir, 'home');
   mkdirSync(dir, { recursive: true });
   const policy = join(dir, 'policy.yaml');
   writeFileSync(policy, [
     'version: 1',
-    'sandbox: { mode: required, network: { mode: allowlist, allow: [s3.aws.test, sts.aws.test, other.test] } }',
+    'sandbox: { mode: required, network: { mode: allowlist, allow: [s3.aws.test, s3-temp.aws.test, sts.aws.test, other.test] } }',
     'secrets:',
     '  bind:',
-    `    - { ref: "secret:aws", hosts: [s3.aws.test, sts.aws.test], delivery: aws-sigv4${extra} }`,
+    `    - { ref: "secret:aws", hosts: [s3.aws.test, s3-temp.aws.test, sts.aws.test], delivery: aws-sigv4${extra} }`,
   ].join('\n'));
   const gateway = createGateway({
     home, env: baseEnv(), cwd: dir, policyFile: policy,
-    sources: [{ name: 'test', kinds: ['secret'], lookup: (_kind, id) => (id === 'aws' ? { found: true, value: JSON.stringify(REAL) } : { found: false }) }],
+    sources: [{ name: 'test', kinds: ['secret'], lookup: (_kind, id) => (id === 'aws' ? { found: true, value: JSON.stringify(key) } : { found: false }) }],
     egress: { ...names, upstreamCa: [publicCa.certPem], runtimeDir: dir },
   });
   return { gateway, dir, home };
@@ -178,7 +182,7 @@ maybe('aws-sigv4: awscli and boto3 in sandboxed runs with a placeholder pair', (
     expect(result.stdout).toMatch(/123456789012\s+arn:aws:iam::123456789012:user\/test/);
     expect(result.stdout).toContain('BOTO written by boto3');
     // The run's record says the binding applies though the command does not name it.
-    expect(result.network.bound).toEqual([{ ref: 'secret:aws', delivery: 'aws-sigv4', hosts: ['s3.aws.test', 'sts.aws.test'] }]);
+    expect(result.network.bound).toEqual([{ ref: 'secret:aws', delivery: 'aws-sigv4', hosts: ['s3.aws.test', 's3-temp.aws.test', 'sts.aws.test'] }]);
     // The upload was multipart, and what arrived is the file.
     expect(s3.seen.some((s) => s.method === 'POST' && s.url.includes('uploads'))).toBe(true);
     expect(s3.seen.filter((s) => s.url.includes('partNumber=')).length).toBeGreaterThan(1);
@@ -324,5 +328,32 @@ maybe('aws-sigv4 with presign allowed', () => {
     const arrived = s3.seen.slice(before);
     expect(arrived.map((s) => [s.method, s.status, s.keyId])).toEqual([['GET', 200, REAL.accessKeyId]]);
     expect(arrived[0]!.url).toContain(`X-Amz-Credential=${REAL.accessKeyId}`);
+  }, 60_000);
+});
+
+maybe('aws-sigv4 with temporary credentials (a session token)', () => {
+  let gateway: Gateway;
+  let dir: string;
+  beforeAll(() => ({ gateway, dir } = makeGateway('temporary', '', TEMPORARY)));
+  afterAll(async () => { await gateway.close(); });
+
+  test('the run gets an ASIA placeholder and a placeholder token; S3 sees the real key and the real token', async () => {
+    const result = await gateway.exec({
+      command: `${ENV} env > env.txt; /usr/bin/aws --endpoint-url https://s3-temp.aws.test s3 mb s3://temp-bucket && /usr/bin/aws --endpoint-url https://s3-temp.aws.test s3 ls`,
+      cwd: dir,
+    });
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toContain('temp-bucket');
+    const env = envOf(join(dir, 'env.txt'));
+    expect(env.get('AWS_ACCESS_KEY_ID')).toMatch(/^ASIA[A-Z2-7]{16}$/);
+    const token = env.get('AWS_SESSION_TOKEN')!;
+    expect(token).toBeDefined();
+    expect(token).not.toBe(TEMPORARY.sessionToken);
+    expect(temporary.seen.map((s) => [s.keyId, s.headers['x-amz-security-token'], s.status])).toEqual([
+      [TEMPORARY.accessKeyId, TEMPORARY.sessionToken, 200],
+      [TEMPORARY.accessKeyId, TEMPORARY.sessionToken, 200],
+    ]);
+    expect(readTree(dir).includes(TEMPORARY.sessionToken!)).toBe(false);
+    expect(temporary.seen.some((s) => s.raw.includes(token))).toBe(false);
   }, 60_000);
 });
