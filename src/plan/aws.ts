@@ -10,7 +10,7 @@ import { createAwsInjections, createAwsPlaceholder, getAwsEnv, parseAwsCredentia
 import type { Injection } from '../egress/plan';
 import type { SecretBinding } from '../egress/rules';
 import type { RefStore } from '../refs/store';
-import type { RefKind } from '../refs/types';
+import type { LookupContext, RefKind } from '../refs/types';
 
 export interface AwsBindings {
   readonly injections: readonly Injection[];
@@ -21,7 +21,7 @@ export interface AwsBindings {
 export async function resolveAwsBindings(
   refs: RefStore,
   bindings: readonly SecretBinding[],
-  runId: string,
+  lookup: LookupContext,
   mask: (value: string, label: string) => void,
 ): Promise<AwsBindings | undefined> {
   const aws = bindings.filter((binding) => binding.delivery === 'aws-sigv4');
@@ -30,7 +30,7 @@ export async function resolveAwsBindings(
   let variables: Record<string, string> | undefined;
   for (const binding of aws) {
     const colon = binding.ref.indexOf(':');
-    const resolved = await refs.lookup(binding.ref.slice(0, colon) as RefKind, binding.ref.slice(colon + 1), { runId });
+    const resolved = await refs.lookup(binding.ref.slice(0, colon) as RefKind, binding.ref.slice(colon + 1), lookup);
     if (!resolved.found || !resolved.value) continue;
     const real = parseAwsCredential(binding.ref, resolved.value.reveal());
     for (const part of [real.accessKeyId, real.secretAccessKey, real.sessionToken]) if (part !== undefined) mask(part, binding.ref);

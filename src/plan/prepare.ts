@@ -195,7 +195,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   let egress: RunEgress | undefined;
   if (proxied) {
     // AWS bindings go to every proxied run, named in its command or not (plan/aws.ts).
-    const aws = await resolveAwsBindings(context.refs, policy.secrets.bind, runId, mask);
+    const aws = await resolveAwsBindings(context.refs, policy.secrets.bind, { runId, isWritable }, mask);
     const values = new Map<string, string>();
     for (const { ref, index } of indexed) values.set(`${ref.kind}:${ref.id}`, injected[`${REF_ENV_PREFIX}${index}`]);
     egress = await openRunEgress(egressProxy, {
