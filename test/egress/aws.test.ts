@@ -357,3 +357,37 @@ maybe('aws-sigv4 with temporary credentials (a session token)', () => {
     expect(temporary.seen.some((s) => s.raw.includes(token))).toBe(false);
   }, 60_000);
 });
+
+maybe('aws-sigv4 with the credential from a credential-process source', () => {
+  test('a program printing credential_process JSON answers the binding; the CLI in the run works with the placeholder', async () => {
+    const dir = join(tmp.dir, 'process-source');
+    mkdirSync(dir, { recursive: true });
+    // Outside the runs' writable workspace (the source refuses a program a run could have written).
+    const script = join(tmp.dir, 'export-credentials.sh');
+    writeFileSync(script, `#!/bin/sh\nprintf '%s\\n' '${JSON.stringify({ Version: 1, AccessKeyId: REAL.accessKeyId, SecretAccessKey: REAL.secretAccessKey })}'\n`, { mode: 0o755 });
+    const policy = join(dir, 'policy.yaml');
+    writeFileSync(policy, [
+      'version: 1',
+      'sandbox: { mode: required, network: { mode: allowlist, allow: [s3.aws.test] } }',
+      'secrets:',
+      '  sources:',
+      `    - { name: aws-export, command: [${JSON.stringify(script)}], refs: ["secret:aws"] }`,
+      '  bind:',
+      '    - { ref: "secret:aws", hosts: [s3.aws.test], delivery: aws-sigv4 }',
+    ].join('\n'));
+    const home = join(dir, 'home');
+    const gateway = createGateway({ home, env: baseEnv(), cwd: dir, policyFile: policy, egress: { ...names, upstreamCa: [publicCa.certPem], runtimeDir: dir } });
+    try {
+      const before = s3.seen.length;
+      const result = await gateway.exec({ command: `${ENV} ${AWS} s3 mb s3://from-process && ${AWS} s3 ls`, cwd: dir });
+      expect(result.stderr).toBe('');
+      expect(result.stdout).toMatch(/\d\d:\d\d:\d\d from-process/);
+      expect(s3.seen.slice(before).map((s) => [s.keyId, s.status])).toEqual([[REAL.accessKeyId, 200], [REAL.accessKeyId, 200]]);
+      const log = readFileSync(join(home, 'audit.log'), 'utf8');
+      expect(auditRecords(home).some((r) => r.event === 'secret.source' && r.source === 'aws-export')).toBe(true);
+      expect(log).not.toContain(REAL.secretAccessKey);
+    } finally {
+      await gateway.close();
+    }
+  }, 60_000);
+});
