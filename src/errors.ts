@@ -125,6 +125,8 @@ export const ERROR_CATALOG = {
 
   // --- egress (network path) ---
   EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID: 'A host pattern in `sandbox.network` or `secrets.bind` is not valid syntax.',
+  EXECGATE_ERR_AWS_CREDENTIAL_INVALID: 'The value of a `delivery: aws-sigv4` binding is not an AWS credential (JSON with accessKeyId and secretAccessKey).',
+  EXECGATE_ERR_AWS_REF_IN_COMMAND: 'A command names a reference bound with `delivery: aws-sigv4`; the run gets a placeholder key pair instead.',
   EXECGATE_ERR_EGRESS_BIND_INVALID: 'A `secrets.bind` entry is not valid (no hosts, unknown delivery, bad reference).',
   EXECGATE_ERR_EGRESS_UNREACHABLE: 'A bound secret used by the request can never reach any of its hosts under the network policy; nothing was run.',
   EXECGATE_ERR_EGRESS_NEEDS_SANDBOX: 'A secret bound to hosts (`secrets.bind`) was used by a run that has no sandbox, so the binding could not be enforced; nothing was run.',

@@ -22,5 +22,6 @@ export function getEgressAuditFields(decision: EgressDecision): Record<string, u
     ...(decision.injected && decision.injected.length > 0 ? { injected: [...decision.injected] } : {}),
     ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
     ...(decision.parent !== undefined ? { parent: decision.parent } : {}),
+    ...(decision.resigned !== undefined ? { resigned: true, aws: { ...decision.resigned } } : {}),
   };
 }

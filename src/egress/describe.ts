@@ -7,7 +7,7 @@
  */
 import type { EgressDecision } from './proxy';
 import { getReason } from './reasons';
-import type { NetworkPolicy, SecretBinding } from './rules';
+import type { Delivery, NetworkPolicy, SecretBinding } from './rules';
 
 export interface RunNetwork {
   /** What the run may reach: the policy's mode, or `host` for an unsandboxed run (the host's network, unfiltered). */
@@ -24,7 +24,7 @@ export interface RunNetwork {
   readonly allow: readonly string[];
   readonly deny: readonly string[];
   /** The bound secrets (`secrets.bind`) this run uses. */
-  readonly bound: readonly { readonly ref: string; readonly delivery: 'env' | 'inject'; readonly hosts: readonly string[] }[];
+  readonly bound: readonly { readonly ref: string; readonly delivery: Delivery; readonly hosts: readonly string[] }[];
   /** Of those, the ones whose value stayed in the gateway (the run held a sentinel). */
   readonly injected: readonly string[];
 }
@@ -42,7 +42,8 @@ export function describeRunNetwork(options: {
   parent?: string;
 }): RunNetwork {
   const used = new Set(options.refs);
-  const bound = options.bindings.filter((binding) => used.has(binding.ref));
+  // An AWS binding is given to every proxied run, named in its command or not (plan/aws.ts).
+  const bound = options.bindings.filter((binding) => used.has(binding.ref) || (binding.delivery === 'aws-sigv4' && options.proxied));
   const mode = !options.sandboxed ? 'host' : options.proxied ? options.network.mode : 'none';
   return Object.freeze({
     mode,
@@ -65,7 +66,7 @@ export function formatRunNetwork(network: RunNetwork): string {
       : `${network.mode === 'open' ? 'every public host' : `only ${network.allow.join(', ') || '(nothing allowed)'}`}${network.deny.length > 0 ? ` except ${network.deny.join(', ')}` : ''} through the egress proxy${network.parent ? ` (leaving through the parent proxy ${network.parent})` : ''}`;
   const namespace = network.namespace === 'host' ? '' : `; ${network.namespace === 'shared' ? 'loopback shared by the gateway\'s runs' : 'a loopback of its own'}`;
   const bound = network.bound.length > 0
-    ? `; bound: ${network.bound.map((b) => `<<${b.ref}>> -> ${b.hosts.join(', ')} (${b.delivery === 'inject' && network.injected.includes(b.ref) ? 'injected' : b.delivery})`).join(', ')}`
+    ? `; bound: ${network.bound.map((b) => `<<${b.ref}>> -> ${b.hosts.join(', ')} (${b.delivery === 'inject' && network.injected.includes(b.ref) ? 'injected' : b.delivery === 'aws-sigv4' ? 'AWS requests signed again by the proxy; the run holds a placeholder key' : b.delivery})`).join(', ')}`
     : '';
   return `${network.mode}: ${reach}${namespace}${bound}`;
 }

@@ -14,6 +14,7 @@ import { pipeline, type Readable, type Transform } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { canonicalHost, formatAuthority } from './authority';
 import { matchesHost } from './hosts';
+import { maskSignatureHeaders, prepareAws, SignatureMask } from './aws-forward';
 import { BodyScan, canScanEncoding, getSwaps, ScanEncoded, SentinelInBody, SwapStream } from './inject';
 import { placeInjections, refuse } from './placement';
 import type { BoundInjection } from './plan';
@@ -22,6 +23,7 @@ import type { EgressDecision } from './proxy-types';
 import { clip, isRefusal, readRequest, type Refusal } from './reading';
 import { getReason } from './reasons';
 import { canRedactEncoding, getAcceptedEncodings, redactBody, redactHeaders, WrappedValue } from './redact-response';
+import { PayloadMismatch } from './sigv4';
 import { getParent, type ParentProxy } from './upstream';
 
 const MAX_REDIRECTS = 256;
@@ -40,7 +42,8 @@ export function deny(core: ProxyCore, context: RunContext, res: ServerResponse, 
 }
 
 /** Send `req` on: a plain-HTTP proxy request, or (`tls`) one inside a terminated tunnel whose client sent `sni`. */
-export async function forward(core: ProxyCore, context: RunContext, req: IncomingMessage, res: ServerResponse, decision: EgressDecision, tls: boolean, sni?: string): Promise<void> {
+export async function forward(core: ProxyCore, context: RunContext, req: IncomingMessage, res: ServerResponse, asked: EgressDecision, tls: boolean, sni?: string): Promise<void> {
+  let decision = asked;
   const method = req.method ?? 'GET';
   const refused = (refusal: Refusal): void => deny(core, context, res, { ...decision, allowed: false, method, rule: refusal.rule, reason: refusal.reason });
   const reading = readRequest(req, { host: decision.host, port: decision.port, tls, ...(sni !== undefined ? { sni } : {}) });
@@ -48,7 +51,14 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
   const origin = `${tls ? 'https' : 'http'}://${formatAuthority(decision.host, decision.port)}`;
   const redirected = context.redirects.has(`${origin}${reading.target}`);
   const injections = context.injections;
-  const placementRequest = { method, target: reading.target, headers: stripHopByHop(req.rawHeaders), host: decision.host, port: decision.port, tls };
+  // A request signed with the run's AWS placeholder is checked and signed again first (aws-forward.ts).
+  const aws = await prepareAws(injections, { method, target: reading.target, headers: stripHopByHop(req.rawHeaders), host: decision.host, port: decision.port, tls }, req);
+  if (aws && isRefusal(aws)) return void refused(aws);
+  if (aws) {
+    const { resigned } = aws;
+    decision = { ...decision, resigned: Object.freeze({ ref: resigned.ref, keyId: resigned.keyId, service: resigned.service, region: resigned.region }) };
+  }
+  const placementRequest = { method, target: aws?.target ?? reading.target, headers: aws?.headers ?? stripHopByHop(req.rawHeaders), host: decision.host, port: decision.port, tls };
   const placed = placeInjections(placementRequest, injections, context.detector, redirected);
   if (isRefusal(placed)) return void refused(placed);
   const headers = placed.headers;
@@ -65,7 +75,7 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
   if (encoded && placed.bodyInjections.length > 0) {
     // A value cannot be put into compressed bytes; a sentinel found there is refused below.
   }
-  const stages: Transform[] = [];
+  const stages: Transform[] = [...(aws?.stages ?? [])];
   if (placed.bodyInjections.length > 0 && !encoded) stages.push(new SwapStream(getSwaps(placed.bodyInjections), { highWaterMark: STREAM_HIGH_WATER_MARK }));
   if (context.detector) stages.push(encoded ? new ScanEncoded(encoding, context.detector) : new BodyScan(context.detector, { highWaterMark: STREAM_HIGH_WATER_MARK }));
   const parent = decision.parent ? getParent(context.route, decision.host, decision.port, tls) : undefined;
@@ -73,7 +83,7 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
   let answered = false;
   // Set once the request was refused on its body: the upstream's reset that follows is ours.
   let refusedBody = false;
-  const injected = (): string[] => [...new Set([...placed.injected, ...stages.flatMap((stage) => (stage instanceof SwapStream ? [...stage.used] : []))])];
+  const injected = (): string[] => [...new Set([...(aws ? [aws.resigned.ref] : []), ...placed.injected, ...stages.flatMap((stage) => (stage instanceof SwapStream ? [...stage.used] : []))])];
   upstream.once('response', (response) => {
     answered = true;
     const base = { ...decision, method, status: response.statusCode, injected: injected() };
@@ -91,15 +101,19 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
       deny(core, context, res, { ...base, allowed: false, rule: 'response-unreadable', reason: `the response is encoded as \`${clip(String(responseEncoding))}\`, which the proxy ${canRedactEncoding(responseEncoding) ? 'was told not to decode (responses: identity)' : 'cannot read'} to remove secrets` }, 502);
       return;
     }
-    const drop = new Set([...HOP_BY_HOP, 'content-length']);
-    res.writeHead(response.statusCode ?? 502, redactHeaders(response.rawHeaders, context.redactor, drop) as unknown as Record<string, string>);
+    // A cleaned body may change length; a response to HEAD has none, and its length is the resource's.
+    const drop = new Set(method === 'HEAD' ? HOP_BY_HOP : [...HOP_BY_HOP, 'content-length']);
+    const cleaned = redactHeaders(response.rawHeaders, context.redactor, drop);
+    // A re-signed request's response is cleaned of the signatures made for it too (an S3 error echoes the one it was given).
+    res.writeHead(response.statusCode ?? 502, (aws ? maskSignatureHeaders(cleaned, aws.resigned.signatures) : cleaned) as unknown as Record<string, string>);
     const body = redactBody(response, responseEncoding, context.redactor, (error) => {
       res.destroy();
       if (error instanceof WrappedValue) {
         core.record(context, { ...base, allowed: false, rule: 'response-wrapped-value', reason: `the response holds <<${error.ref}>> split over lines, which cannot be masked where it stands; it was cut off` });
       }
     }, context.wrap);
-    body.pipe(res);
+    if (aws) body.pipe(new SignatureMask(aws.resigned.signatures)).pipe(res);
+    else body.pipe(res);
     body.once('end', record);
   });
   // Every error, not only the first: a request that errs twice must not take the process down
@@ -121,12 +135,14 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
     upstream.end();
     return;
   }
-  pipeline([req, ...stages, upstream] as unknown as [Readable, Transform], (error) => {
+  pipeline([aws?.source ?? req, ...stages, upstream] as unknown as [Readable, Transform], (error) => {
     if (!error) return;
     refusedBody = true;
     upstream.destroy();
     if (error instanceof SentinelInBody) {
       refused(refuse(error.ref, 'the body', injections, placementRequest, redirected));
+    } else if (error instanceof PayloadMismatch) {
+      refused({ rule: 'aws-sigv4-payload', reason: `${error.message}; it was cut off before its end` });
     } else if (!answered && !res.headersSent) {
       deny(core, context, res, { ...decision, allowed: false, method, rule: 'request-body-failed', reason: `the request body could not be read (${(error).code ?? error.message})` }, 400);
     }

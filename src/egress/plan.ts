@@ -27,6 +27,8 @@ export interface Injection {
   readonly hosts: readonly HostPattern[];
   /** Where and how the value may go (placement.ts); without one, the defaults of a binding to `hosts`. */
   readonly binding?: SecretBinding;
+  /** `aws-sigv4` bindings: which part of the credential `value` is, `sentinel` its placeholder (sigv4.ts). */
+  readonly aws?: 'accessKeyId' | 'secretAccessKey' | 'sessionToken';
 }
 
 /** An injection as the proxy holds it: always with its binding. */
@@ -42,6 +44,14 @@ export function checkEgress(options: {
   const used = new Set(options.refs);
   const bound = options.bindings.filter((binding) => used.has(binding.ref));
   for (const binding of bound) {
+    if (binding.delivery === 'aws-sigv4') {
+      // The run signs with a placeholder pair (aws.ts); the value itself never enters it.
+      throw new ExecgateError(
+        'EXECGATE_ERR_AWS_REF_IN_COMMAND',
+        `<<${binding.ref}>> is bound with \`delivery: aws-sigv4\`: its value never enters a run. Leave the reference out; every sandboxed run has a placeholder key pair in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, and the egress proxy signs its requests to ${binding.hosts.map((h) => h.text).join(', ')} again with the real key. Nothing was run.`,
+        { ref: binding.ref },
+      );
+    }
     if (!binding.hosts.some((host) => isReachable(options.network, host))) {
       throw unreachable(binding, `none of its hosts (${binding.hosts.map((h) => h.text).join(', ')}) is reachable under \`sandbox.network\` (mode \`${options.network.mode}\`)`);
     }
@@ -106,7 +116,9 @@ export function checkInputEgress(options: {
       continue;
     }
     const hosts = binding.hosts.map((h) => h.text).join(', ');
-    const why = binding.delivery === 'inject'
+    const why = binding.delivery === 'aws-sigv4'
+      ? 'its value must never enter the sandbox (the run signs with a placeholder key pair instead)'
+      : binding.delivery === 'inject'
       ? 'its value must never enter the sandbox, and this run has no sentinel for it to write instead'
       : `every connection of a run that holds its value must be limited to ${hosts}, and this run's connections were fixed when it started without that limit`;
     throw new ExecgateError(

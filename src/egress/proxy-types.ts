@@ -29,6 +29,8 @@ export interface EgressDecision {
   readonly reason?: string;
   /** Left through the parent proxy (host:port), not directly. */
   readonly parent?: string;
+  /** An AWS request signed again with the real key (sigv4.ts): the binding, the run's placeholder key id, the scope. */
+  readonly resigned?: { readonly ref: string; readonly keyId: string; readonly service: string; readonly region: string };
 }
 
 export interface EgressProxyOptions {

@@ -15,7 +15,7 @@ import { isIP } from 'node:net';
 import { findMatch, matchesHost, type HostPattern } from './hosts';
 
 export type NetworkMode = 'open' | 'none' | 'allowlist';
-export type Delivery = 'env' | 'inject';
+export type Delivery = 'env' | 'inject' | 'aws-sigv4';
 
 export interface NetworkPolicy {
   readonly mode: NetworkMode;
@@ -67,7 +67,24 @@ export interface SecretBinding {
   readonly http: readonly HostPattern[];
   /** Injection only: `decode` compressed responses to clean them, or ask for `identity` and refuse any encoded one. */
   readonly responses: 'decode' | 'identity';
+  /** `aws-sigv4` only: what the proxy signs with the real key (sigv4.ts). */
+  readonly aws?: AwsSettings;
 }
+
+/** Limits of an AWS binding (`delivery: aws-sigv4`). */
+export interface AwsSettings {
+  /** Service names of the credential scope (`s3`, `sts`, ...); absent = any. */
+  readonly services?: readonly string[];
+  /** Regions of the credential scope; absent = any. */
+  readonly regions?: readonly string[];
+  /** Whether query-signed (presigned) requests are signed again. */
+  readonly presign: boolean;
+  /** The longest X-Amz-Expires of a presigned request signed again, in seconds. */
+  readonly presignMaxExpiry?: number;
+}
+
+/** The hosts an AWS binding is for when it names none. */
+export const AWS_DEFAULT_HOSTS = Object.freeze(['*.amazonaws.com', 'amazonaws.com']);
 
 /** The port an injected value goes to when a binding's host pattern names none. */
 export const DEFAULT_INJECT_PORT = 443;

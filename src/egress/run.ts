@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { getSandboxEgress, SharedListener, type NamespaceLauncher, type SandboxEgress } from './bridge';
-import { createInjections, type EgressCheck } from './plan';
+import { createInjections, type EgressCheck, type Injection } from './plan';
 import type { EgressProxy, EgressRun } from './proxy';
 import type { NetworkPolicy } from './rules';
 
@@ -53,8 +53,10 @@ export async function openRunEgress(proxy: EgressProxy, options: {
    * serve (a detached background run's supervisor adopts the socket; proxy.ts handOff).
    */
   ownSocket?: boolean;
+  /** Injections made outside the command's references (AWS bindings, plan/aws.ts). */
+  extraInjections?: readonly Injection[];
 }): Promise<RunEgress> {
-  const injections = createInjections(options.check, options.values);
+  const injections = [...createInjections(options.check, options.values), ...(options.extraInjections ?? [])];
   // Per-run proxy credentials: the gateway's runs share a loopback and a listener, and these are
   // what the proxy tells them apart by. The username is the lookup key, the password the proof.
   const credentials = { username: `run-${randomBytes(9).toString('base64url')}`, password: randomBytes(24).toString('base64url') };
@@ -67,6 +69,6 @@ export async function openRunEgress(proxy: EgressProxy, options: {
   return Object.freeze({
     run,
     sandbox: getSandboxEgress(run, { port: options.port, sharedPort, allow: options.network.allow }),
-    sentinels: new Map(injections.map((injection) => [injection.ref, injection.sentinel])),
+    sentinels: new Map(injections.filter((injection) => injection.aws === undefined).map((injection) => [injection.ref, injection.sentinel])),
   });
 }

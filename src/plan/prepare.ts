@@ -34,6 +34,7 @@ import { getDescriptorCloser } from '../process/inherited-fds';
 import { validateExecSize } from './arg-limits';
 import { revealValues } from './resolve';
 import { RUN_ID_VARIABLE } from '../process/terminate';
+import { resolveAwsBindings } from './aws';
 import { withEgressBinds } from './egress';
 import { getRunEnv, getShellFlags } from './environment';
 import { PlanResources } from './resources';
@@ -193,12 +194,16 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // variable holds its sentinel: the value stays in the gateway (the proxy and the redactor).
   let egress: RunEgress | undefined;
   if (proxied) {
+    // AWS bindings go to every proxied run, named in its command or not (plan/aws.ts).
+    const aws = await resolveAwsBindings(context.refs, policy.secrets.bind, { runId, isWritable }, mask);
     const values = new Map<string, string>();
     for (const { ref, index } of indexed) values.set(`${ref.kind}:${ref.id}`, injected[`${REF_ENV_PREFIX}${index}`]);
     egress = await openRunEgress(egressProxy, {
       runId, network: policy.network, check: egressCheck, values, shared: sandboxed.shared,
       ownSocket: context.handsOver?.(request.mode) === true, minLength: policy.secrets.minLength,
+      ...(aws ? { extraInjections: aws.injections } : {}),
     });
+    if (aws) Object.assign(injected, aws.env(egress.sandbox.env.SSL_CERT_FILE));
     for (const [ref, sentinel] of egress.sentinels) {
       const envName = envNames.get(ref);
       if (envName) injected[envName] = sentinel;

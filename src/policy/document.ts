@@ -91,6 +91,13 @@ export function policyToDocument(policy: EffectivePolicy): PolicyDocument {
             responses: binding.responses,
           }
           : {}),
+        ...(binding.aws
+          ? {
+            ...(binding.aws.services ? { services: [...binding.aws.services] } : {}),
+            ...(binding.aws.regions ? { regions: [...binding.aws.regions] } : {}),
+            presign: binding.aws.presign && binding.aws.presignMaxExpiry !== undefined ? { maxExpiry: binding.aws.presignMaxExpiry } : binding.aws.presign,
+          }
+          : {}),
       })),
     },
     audit: {

@@ -11,8 +11,8 @@
 import { describeValue, ExecgateError } from '../errors';
 import { matchesHost, parseHostPattern, parseHostPatterns, type HostPattern } from '../egress/hosts';
 import {
-  DEFAULT_HTTP_PORT, DEFAULT_INJECT_PORT, DEFAULT_PLACEMENT, OPEN_NETWORK, UNPLACEABLE_HEADERS, isProxyUrl,
-  type NetworkPolicy, type Placement, type SecretBinding, type UpstreamPolicy,
+  AWS_DEFAULT_HOSTS, DEFAULT_HTTP_PORT, DEFAULT_INJECT_PORT, DEFAULT_PLACEMENT, OPEN_NETWORK, UNPLACEABLE_HEADERS, isProxyUrl,
+  type AwsSettings, type NetworkPolicy, type Placement, type SecretBinding, type UpstreamPolicy,
 } from '../egress/rules';
 import type { NetworkDocument, SecretBindingDocument, UpstreamDocument } from './schema-def';
 
@@ -50,7 +50,8 @@ export function normalizeSecretBindings(input: readonly SecretBindingDocument[] 
   const seen = new Set<string>();
   return Object.freeze(input.map((fields, index) => {
     const where = `secrets.bind[${index}]`;
-    const { ref, hosts, delivery = 'env' } = fields;
+    const { ref, delivery = 'env' } = fields;
+    const hosts = fields.hosts ?? (delivery === 'aws-sigv4' ? AWS_DEFAULT_HOSTS : []);
     // One entry per reference: its hosts are the whole of where it may go (merge.ts says the
     // same across files, with positions; this holds for a list given on its own).
     if (seen.has(ref)) throw bindInvalid(`\`${ref}\` is bound twice in \`secrets.bind\`; list all its hosts in one entry.`);
@@ -65,17 +66,38 @@ export function normalizeSecretBindings(input: readonly SecretBindingDocument[] 
     if (delivery === 'env' && injectOnly !== undefined) {
       throw bindInvalid(`\`${where}.${injectOnly}\` (\`${ref}\`) applies to \`delivery: inject\` only: with \`env\` the command holds the value and places it itself.`);
     }
+    if (delivery === 'aws-sigv4' && injectOnly !== undefined) {
+      throw bindInvalid(`\`${where}.${injectOnly}\` (\`${ref}\`) applies to \`delivery: inject\` only: with \`aws-sigv4\` the proxy signs requests, it places no value.`);
+    }
+    const awsOnly = (['services', 'regions', 'presign'] as const).find((key) => fields[key] !== undefined);
+    if (delivery !== 'aws-sigv4' && awsOnly !== undefined) {
+      throw bindInvalid(`\`${where}.${awsOnly}\` (\`${ref}\`) applies to \`delivery: aws-sigv4\` only.`);
+    }
     const parsedHosts = parseHostPatterns(hosts, `${where}.hosts`);
     return Object.freeze({
       ref,
       hosts: parsedHosts,
       delivery,
-      place: normalizePlacement(fields, where, ref),
+      // An AWS binding places no value: the proxy signs (an empty placement, so a placeholder in any header is refused).
+      place: delivery === 'aws-sigv4' ? NO_PLACEMENT : normalizePlacement(fields, where, ref),
       ...normalizeScope(fields),
       http: normalizeHttp(fields.http, parsedHosts, where, ref),
       responses: fields.responses ?? 'decode',
+      ...(delivery === 'aws-sigv4' ? { aws: normalizeAws(fields) } : {}),
     });
   }));
+}
+
+const NO_PLACEMENT: Placement = Object.freeze({ headers: Object.freeze([]), query: Object.freeze([]), cookies: Object.freeze([]), path: false, body: false });
+
+function normalizeAws(fields: SecretBindingDocument): AwsSettings {
+  const presign = fields.presign ?? false;
+  return Object.freeze({
+    ...(fields.services !== undefined ? { services: Object.freeze([...fields.services]) } : {}),
+    ...(fields.regions !== undefined ? { regions: Object.freeze([...fields.regions]) } : {}),
+    presign: presign !== false,
+    ...(typeof presign === 'object' ? { presignMaxExpiry: presign.maxExpiry } : {}),
+  });
 }
 
 function normalizePlacement(fields: SecretBindingDocument, where: string, ref: string): Placement {

@@ -22,12 +22,12 @@ export const SecretBinding = Type.Object({
     title: 'one reference, `secret:NAME` or `decrypt:ID` (no `*`)',
     pattern: '^(secret|decrypt):[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$',
   }),
-  hosts: Type.Array(ref('hostPattern', HostPattern), {
+  hosts: Type.Optional(Type.Array(ref('hostPattern', HostPattern), {
     maxItems: 256,
-    description: 'The hosts the secret is for (at least one). They also bound what the run may reach: intersected with `sandbox.network`.',
-  }),
-  delivery: Type.Optional(oneOfValues(['env', 'inject'], {
-    description: "`env` (default): the value is in the child's environment, the run gets a network namespace of its own, and every connection of the run is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value only over TLS to these hosts on their port (443 when a pattern names none), only where `headers`, `query`, `cookies`, `path` and `body` allow; a sentinel anywhere else fails the request (needs the sandbox).",
+    description: 'The hosts the secret is for (at least one; `aws-sigv4` defaults to `*.amazonaws.com` and `amazonaws.com`). They also bound what the run may reach: intersected with `sandbox.network`.',
+  })),
+  delivery: Type.Optional(oneOfValues(['env', 'inject', 'aws-sigv4'], {
+    description: "`env` (default): the value is in the child's environment, the run gets a network namespace of its own, and every connection of the run is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value only over TLS to these hosts on their port (443 when a pattern names none), only where `headers`, `query`, `cookies`, `path` and `body` allow; a sentinel anywhere else fails the request (needs the sandbox). `aws-sigv4`: the value is an AWS credential (JSON `accessKeyId`, `secretAccessKey`, `sessionToken`); every sandboxed run gets a placeholder pair of the same shape in `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN`, and the egress proxy checks each request to these hosts is signed with the run's placeholder, then signs it again with the real key (SigV4).",
   })),
   headers: Type.Optional(Type.Array(ref('httpToken', HttpToken), {
     maxItems: 64,
@@ -62,8 +62,23 @@ export const SecretBinding = Type.Object({
   responses: Type.Optional(oneOfValues(['decode', 'identity'], {
     description: '`inject` only. `decode` (default): compressed responses (gzip, deflate, br) from these hosts are decoded, cleaned of the value and encoded again. `identity`: the proxy asks for uncompressed responses and refuses any encoded one. A response in an encoding the proxy cannot read is refused either way.',
   })),
+  services: Type.Optional(Type.Array(Type.String({ pattern: '^[a-z0-9-]{1,64}$' }), {
+    minItems: 1,
+    maxItems: 256,
+    description: '`aws-sigv4` only. Services (the credential scope\'s, such as `s3`, `sts`) the proxy signs for. Default any.',
+  })),
+  regions: Type.Optional(Type.Array(Type.String({ pattern: '^[a-z0-9-]{1,64}$' }), {
+    minItems: 1,
+    maxItems: 256,
+    description: '`aws-sigv4` only. Regions (the credential scope\'s, such as `us-east-1`) the proxy signs in. Default any.',
+  })),
+  presign: Type.Optional(Type.Union([Type.Boolean(), Type.Object({
+    maxExpiry: Type.Integer({ minimum: 1, maximum: 604800, description: 'The longest `X-Amz-Expires` signed, in seconds.' }),
+  }, { additionalProperties: false })], {
+    description: '`aws-sigv4` only. Whether query-signed (presigned) requests are signed again: `false` (default) refuses them, because a presigned URL carries a usable real signature to wherever it is sent; `true`, or `{maxExpiry: SECONDS}` to bound how long such a signature stays valid.',
+  })),
 }, {
-  title: 'a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject, headers, query, ...}`',
+  title: 'a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject|aws-sigv4, headers, query, ...}`',
   additionalProperties: false,
 });
 

@@ -59,6 +59,10 @@ test('a bound secret with no hosts, or bound twice across layers, is refused at 
   const none = loadError({ 'policy.yaml': 'version: 1\nsecrets:\n  bind:\n    - { ref: "secret:gh", hosts: [] }\n' });
   expect(none.code).toBe('EXECGATE_ERR_EGRESS_BIND_INVALID');
   expect(none.message).toContain('lists no hosts');
+  // Without `hosts` at all (only `aws-sigv4` has a default): the same coded error.
+  const missing = loadError({ 'policy.yaml': 'version: 1\nsecrets:\n  bind:\n    - { ref: "secret:gh", delivery: inject }\n' });
+  expect(missing.code).toBe('EXECGATE_ERR_EGRESS_BIND_INVALID');
+  expect(missing.message).toContain('lists no hosts');
   const twice = loadError({
     'base.yaml': 'version: 1\nsecrets: { bind: [{ ref: "secret:gh", hosts: [github.com] }] }\n',
     'policy.yaml': 'version: 1\nextends: base.yaml\nsecrets: { bind: [{ ref: "secret:gh", hosts: [gitlab.com] }] }\n',
@@ -77,7 +81,6 @@ test.each([
   ['sandbox: { network: { upstream: { noProxy: a.test } } }', 'sandbox.network.upstream.noProxy'],
   ['sandbox: { network: { upstream: { ca: [relative.pem] } } }', 'sandbox.network.upstream.ca[0]'],
   ['secrets: { bind: "secret:gh" }', 'secrets.bind'],
-  ['secrets: { bind: [{ ref: "secret:gh" }] }', 'secrets.bind[0]'],
   ['secrets: { bind: [{ ref: gh, hosts: [github.com] }] }', 'secrets.bind[0].ref'],
   ['secrets: { bind: [{ ref: "secret:gh", hosts: [github.com], delivery: inject, headers: [Bad Header] }] }', 'secrets.bind[0].headers[0]'],
   ['secrets: { bind: [{ ref: "secret:gh", hosts: [github.com], delivery: inject, methods: [] }] }', 'secrets.bind[0].methods'],
