@@ -38,6 +38,8 @@ import type { BoundInjection, Injection } from './plan';
 import { ProxyCore, STREAM_HIGH_WATER_MARK, type RunContext } from './proxy-core';
 import type { EgressProxyOptions, EgressRun, EgressRunOptions, HandedOffRun } from './proxy-types';
 import { createWrapDetector } from './redact-response';
+import { relayTcp } from './tcp';
+import { attributeConnection } from './attribution';
 import { DEFAULT_PLACEMENT, type NetworkPolicy, type SecretBinding } from './rules';
 import { getEnvironmentRoute, getRunRoute, UpstreamTrust, type UpstreamRoute } from './upstream';
 
@@ -162,6 +164,7 @@ export class EgressProxy {
       close: () => this.#closeRun(options.runId, dir),
       handOff: () => this.#handOff(options.runId, dir),
       decisions: () => [...context.decisions],
+      started: (pid: number) => { context.pids.add(pid); },
     });
   }
 
@@ -184,6 +187,7 @@ export class EgressProxy {
       decisions: [],
       redirects: new Set(),
       route: options.upstreamRoute ?? getRunRoute(options.network.upstream, this.#environmentRoute),
+      pids: new Set(),
       get trust() {
         return trust();
       },
@@ -245,6 +249,42 @@ export class EgressProxy {
     this.#listeners.add(server);
   }
 
+  /**
+   * Serve a raw TCP listener of the shared network namespace (a named destination's 127.77.X.Y:PORT
+   * or a host service's loopback port, tcp.ts): each connection is traced to the run whose process
+   * holds it (attribution.ts; `holderPid` is a process inside the namespace) and relayed as that
+   * run's policy says, or refused. Closed with the proxy.
+   */
+  serveTcp(server: NetServer, holderPid: () => number | undefined): void {
+    if (this.#closed) {
+      server.close();
+      return;
+    }
+    (server as NetServer & { highWaterMark: number }).highWaterMark = STREAM_HIGH_WATER_MARK;
+    server.on('connection', (socket) => {
+      this.#sharedSockets.add(socket);
+      socket.once('close', () => this.#sharedSockets.delete(socket));
+      const local = { address: socket.localAddress ?? '', port: socket.localPort ?? 0 };
+      const peer = { address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 };
+      // A run's pid is known once its spawn returned (EgressRun.started): a connection its first
+      // process made before that is looked for again a few times, a few milliseconds apart.
+      const attribute = (tries: number): void => {
+        const found = attributeConnection(holderPid(), peer, local, this.#core.sharedRuns.values());
+        if (found.refusal === 'no-run:not-a-run' && tries > 0 && !socket.destroyed) {
+          setTimeout(() => attribute(tries - 1), 20);
+          return;
+        }
+        void relayTcp(this.#core, found.context, socket, local.address, local.port, found.refusal);
+      };
+      socket.pause();
+      attribute(5);
+    });
+    server.on('error', () => undefined);
+    server.once('close', () => this.#listeners.delete(server));
+    server.unref();
+    this.#listeners.add(server);
+  }
+
   /** Listeners in shared network namespaces (serveShared), closed with the proxy. */
   readonly #listeners = new Set<NetServer>();
 
@@ -275,6 +315,7 @@ export class EgressProxy {
         throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Run ${options.runId} uses the gateway's shared egress socket; only a run with a socket of its own can be handed to another process.`, { runId: options.runId });
       },
       decisions: () => [...context.decisions],
+      started: (pid: number) => { context.pids.add(pid); },
     });
   }
 

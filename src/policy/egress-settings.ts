@@ -12,19 +12,71 @@ import { describeValue, ExecgateError } from '../errors';
 import { matchesHost, parseHostPattern, parseHostPatterns, type HostPattern } from '../egress/hosts';
 import {
   DEFAULT_HTTP_PORT, DEFAULT_INJECT_PORT, DEFAULT_PLACEMENT, OPEN_NETWORK, UNPLACEABLE_HEADERS, isProxyUrl,
-  type NetworkPolicy, type Placement, type SecretBinding, type UpstreamPolicy,
+  type NetworkPolicy, type Placement, type SecretBinding, type TcpEntry, type UpstreamPolicy,
 } from '../egress/rules';
 import type { NetworkDocument, SecretBindingDocument, UpstreamDocument } from './schema-def';
 
 export function normalizeNetworkPolicy(input: NetworkDocument | undefined): NetworkPolicy {
   if (input === undefined) return OPEN_NETWORK;
   const upstream = input.upstream === undefined ? undefined : normalizeUpstream(input.upstream);
+  const mode = input.mode ?? 'open';
+  const tcp = normalizeTcp(input.tcp, mode);
+  const hostServices = normalizeHostServices(input.hostServices, mode);
   return Object.freeze({
-    mode: input.mode ?? 'open',
+    mode,
     allow: parseHostPatterns(input.allow, 'sandbox.network.allow'),
     deny: parseHostPatterns(input.deny, 'sandbox.network.deny'),
     ...(upstream ? { upstream } : {}),
+    ...(tcp.length > 0 ? { tcp } : {}),
+    ...(hostServices.length > 0 ? { hostServices } : {}),
   });
+}
+
+/*
+ * `sandbox.network.tcp`: `host:port` by name. The run's network namespace routes nothing but
+ * loopback, so a destination is reached only through the name the run's /etc/hosts gives an
+ * address of its own: an IP literal has no name to resolve and is refused here, as is a wildcard
+ * (no hosts file can list every subdomain) and an entry without a port (raw TCP has no default).
+ */
+export function normalizeTcp(input: readonly string[] | undefined, mode: NetworkPolicy['mode'] = 'allowlist', first = 0): readonly TcpEntry[] {
+  if (input === undefined || input.length === 0) return Object.freeze([]);
+  if (mode === 'none') throw tcpInvalid('`sandbox.network.tcp` is set with `mode: none`, where nothing leaves a run; remove it, or choose `mode: allowlist`.');
+  const seen = new Set<string>();
+  const out: TcpEntry[] = [];
+  input.forEach((item, index) => {
+    const where = `sandbox.network.tcp[${first + index}]`;
+    const pattern = parseHostPattern(item, where);
+    if (pattern.kind === 'ip') {
+      throw tcpInvalid(`\`${where}\` is \`${pattern.text}\`, an IP literal: a run reaches raw TCP destinations by name only (its network has nothing but loopback). Name the host (\`db.example.com:${pattern.port ?? 'PORT'}\`, in DNS or the gateway's /etc/hosts).`);
+    }
+    if (pattern.kind !== 'name') {
+      throw tcpInvalid(`\`${where}\` is \`${pattern.text}\`: raw TCP destinations are named one by one, without wildcards.`);
+    }
+    if (pattern.port === undefined) {
+      throw tcpInvalid(`\`${where}\` is \`${pattern.text}\` with no port: write \`${pattern.host}:PORT\` (raw TCP has no default port).`);
+    }
+    const key = `${pattern.host}:${pattern.port}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    out.push(Object.freeze({ text: pattern.text, host: pattern.host, port: pattern.port }));
+  });
+  return Object.freeze(out);
+}
+
+/** `sandbox.network.hostServices`: ports of the host's loopback, each once. */
+export function normalizeHostServices(input: readonly number[] | undefined, mode: NetworkPolicy['mode'] = 'allowlist', first = 0): readonly number[] {
+  if (input === undefined || input.length === 0) return Object.freeze([]);
+  if (mode === 'none') throw tcpInvalid('`sandbox.network.hostServices` is set with `mode: none`, where nothing leaves a run; remove it, or choose `mode: allowlist`.');
+  input.forEach((port, index) => {
+    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+      throw tcpInvalid(`\`sandbox.network.hostServices[${first + index}]\` is ${describeValue(port)}; a host service is a port of the host's loopback, 1 to 65535.`);
+    }
+  });
+  return Object.freeze([...new Set(input)]);
+}
+
+function tcpInvalid(message: string): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_EGRESS_TCP_INVALID', message);
 }
 
 function normalizeUpstream(input: UpstreamDocument): UpstreamPolicy {
