@@ -6,7 +6,10 @@
  * public-looking address, its dialler maps that to the server), a Node HTTP server and a real
  * PostgreSQL as host services. Every connection is an `egress.decision` record against its run.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { join } from 'node:path';
@@ -103,7 +106,7 @@ maybe('named raw TCP destinations, shared namespace', () => {
   });
 
   test('background: the same from a background run', async () => {
-    const started = await gateway.exec({ command: `${talk('echo.test', echoPort, 'hello-bg')} > bg-echo.txt`, cwd: dir, mode: 'background' });
+    const started = await gateway.exec({ command: `{ ${talk('echo.test', echoPort, 'hello-bg')}; } > bg-echo.txt`, cwd: dir, mode: 'background' });
     const ended = await gateway.background.wait(started.id, 30_000);
     expect(ended.exitCode).toBe(0);
     expect(readFileSync(join(dir, 'bg-echo.txt'), 'utf8')).toContain('echo:hello-bg');
@@ -150,5 +153,178 @@ except OSError as e:
       cwd: dir,
     });
     expect(result.stdout).toMatch(/refused 98/);
+  });
+});
+
+/** A real PostgreSQL on 127.0.0.1 (trust auth), run as the `postgres` user when the test runs as root. */
+async function startPostgres(): Promise<{ port: number; stop: () => Promise<void> } | undefined> {
+  const bin = '/usr/lib/postgresql/15/bin';
+  if (!existsSync(`${bin}/postgres`)) return undefined;
+  const root = process.getuid?.() === 0;
+  const data = mkdtempSync(join(tmpdir(), 'execgate-pg-'));
+  const as = (argv: string[]): string[] => (root ? ['runuser', '-u', 'postgres', '--', ...argv] : argv);
+  if (root) execFileSync('chown', ['postgres:postgres', data]);
+  execFileSync(as([`${bin}/initdb`, '-D', join(data, 'db'), '-A', 'trust', '-U', 'postgres'])[0], as([`${bin}/initdb`, '-D', join(data, 'db'), '-A', 'trust', '-U', 'postgres']).slice(1), { stdio: 'ignore' });
+  const probe = createServer();
+  const port = await listen(probe);
+  await new Promise((resolve) => probe.close(resolve));
+  const argv = as([`${bin}/postgres`, '-D', join(data, 'db'), '-h', '127.0.0.1', '-p', String(port), '-k', data]);
+  const child = spawn(argv[0], argv.slice(1), { stdio: 'ignore' });
+  for (let i = 0; i < 200; i++) {
+    try {
+      execFileSync(`${bin}/pg_isready`, ['-h', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+      break;
+    } catch {
+      await delay(100);
+    }
+  }
+  return {
+    port,
+    stop: async () => {
+      // runuser does not pass signals on: the server's own pid is in its data directory.
+      try {
+        process.kill(Number(readFileSync(join(data, 'db', 'postmaster.pid'), 'utf8').split('\n')[0]), 'SIGINT');
+      } catch {
+        child.kill('SIGKILL');
+      }
+      await new Promise((resolve) => { if (child.exitCode !== null) resolve(undefined); else child.once('exit', resolve); });
+      rmSync(data, { recursive: true, force: true });
+    },
+  };
+}
+
+maybe('host services', () => {
+  let gateway: Gateway;
+  let dir: string;
+  let home: string;
+  let pg: Awaited<ReturnType<typeof startPostgres>>;
+  beforeAll(async () => {
+    pg = await startPostgres();
+    ({ gateway, dir, home } = makeGateway('host', `{ mode: allowlist, hostServices: [${webPort}${pg ? `, ${pg.port}` : ''}] }`));
+  });
+  afterAll(async () => {
+    await gateway.close();
+    await pg?.stop();
+  });
+
+  test('a dev server on the host\'s loopback is reached with curl localhost:PORT (directly, not through the proxy)', async () => {
+    const result = await gateway.exec({ command: `curl -sS --max-time 10 http://localhost:${webPort}/hello; curl -sS --max-time 10 http://127.0.0.1:${webPort}/v4`, cwd: dir });
+    expect(result.stdout).toContain('dev-server /hello');
+    expect(result.stdout).toContain('dev-server /v4');
+    const records = decisionsOf(home, result.id);
+    expect(records.length).toBeGreaterThanOrEqual(2);
+    expect(records.every((r) => r.via === 'host' && r.host === '127.0.0.1' && r.port === webPort && r.allowed === true && r.rule === `hostService:${webPort}`)).toBe(true);
+  });
+
+  test('PostgreSQL: psql -h localhost reaches the host\'s server (sync and PTY)', async () => {
+    if (!pg) return;
+    const sync = await gateway.exec({ command: `psql -h localhost -p ${pg.port} -U postgres -tAc 'select 40 + 2'`, cwd: dir });
+    expect(sync.stdout.trim()).toBe('42');
+    const pty = await gateway.exec({ command: `psql -h localhost -p ${pg.port} -U postgres -tAc 'select 40 + 3'`, cwd: dir, mode: 'pty' });
+    expect(pty.stdout).toContain('43');
+    expect(decisionsOf(home, sync.id)).toEqual(expect.arrayContaining([expect.objectContaining({ via: 'host', port: pg.port, allowed: true })]));
+  });
+
+  test('adversarial: the host\'s other loopback ports stay out of reach; a run cannot take a host service\'s port', async () => {
+    const result = await gateway.exec({
+      command: [
+        `curl -sS --max-time 5 http://localhost:${otherPort}/ || echo other-refused`,
+        `python3 -c "
+import socket
+for host in ('127.0.0.1', '0.0.0.0'):
+    s = socket.socket()
+    try:
+        s.bind((host, ${webPort})); print('bound', host)
+    except OSError as e:
+        print('refused', host, e.errno)
+"`,
+      ].join('\n'),
+      cwd: dir,
+    });
+    expect(result.stdout).toContain('other-refused');
+    expect(result.stdout).not.toContain('other-host-port');
+    expect(result.stdout).toContain('refused 127.0.0.1 98');
+    expect(result.stdout).toContain('refused 0.0.0.0 98');
+  });
+
+  test('without hostServices naming the port, the host service is not there', async () => {
+    const { gateway: closed, dir: closedDir } = makeGateway('host-closed', '{ mode: open }');
+    try {
+      const result = await closed.exec({ command: `curl -sS --max-time 5 http://localhost:${webPort}/ || echo closed${pg ? `; psql -h localhost -p ${pg.port} -U postgres -tAc 'select 1' || echo pg-closed` : ''}`, cwd: closedDir });
+      expect(result.stdout).toContain('closed');
+      expect(result.stdout).not.toContain('dev-server');
+      if (pg) expect(result.stdout).toContain('pg-closed');
+    } finally {
+      await closed.close();
+    }
+  });
+});
+
+maybe('a run with a network namespace of its own (narrowed by a secret in its environment)', () => {
+  let gateway: Gateway;
+  let dir: string;
+  let home: string;
+  beforeAll(() => {
+    dir = join(tmp.dir, 'own');
+    home = join(dir, 'home');
+    mkdirSync(dir, { recursive: true });
+    const policy = join(dir, 'policy.yaml');
+    writeFileSync(policy, [
+      'version: 1',
+      `sandbox: { mode: required, network: { mode: allowlist, allow: [echo.test], tcp: ["echo.test:${echoPort}"], hostServices: [${webPort}] } }`,
+      'secrets:',
+      '  bind:',
+      `    - { ref: "secret:tok", hosts: [echo.test, "127.0.0.1"], delivery: env }`,
+    ].join('\n'));
+    gateway = createGateway({
+      home, env: baseEnv(), cwd: dir, policyFile: policy, egress: { ...names, runtimeDir: dir },
+      sources: [{ name: 'test', kinds: ['secret'], lookup: (_kind, id) => (id === 'tok' ? { found: true, value: 'tok-value-0123456789' } : { found: false }) }],
+    });
+  });
+  afterAll(async () => { await gateway.close(); });
+
+  test('sync, PTY and background reach the named destination and the host service through the run\'s bridge', async () => {
+    const command = (tag: string): string => `: <<secret:tok>>; test "$(readlink /proc/self/ns/net)" != "$(cat shared-ns 2>/dev/null)"; { ${talk('echo.test', echoPort, `own-${tag}`)}; curl -sS --max-time 10 http://localhost:${webPort}/own-${tag}; } > own-${tag}.txt`;
+    const sync = await gateway.exec({ command: command('sync'), cwd: dir });
+    const pty = await gateway.exec({ command: command('pty'), cwd: dir, mode: 'pty' });
+    const started = await gateway.exec({ command: command('bg'), cwd: dir, mode: 'background' });
+    await gateway.background.wait(started.id, 30_000);
+    for (const [tag, id] of [['sync', sync.id], ['pty', pty.id], ['bg', started.id]] as const) {
+      const text = readFileSync(join(dir, `own-${tag}.txt`), 'utf8');
+      expect(text).toContain(`echo:own-${tag}`);
+      expect(text).toContain(`dev-server /own-${tag}`);
+      expect(decisionsOf(home, id)).toEqual(expect.arrayContaining([
+        expect.objectContaining({ via: 'tcp', host: 'echo.test', allowed: true }),
+        expect.objectContaining({ via: 'host', port: webPort, allowed: true }),
+      ]));
+    }
+  });
+
+  test('adversarial: a forged preamble on the proxy\'s socket reaches only what the run\'s policy names', async () => {
+    // The run's own credentials (from its proxy variables) and an address that is no destination
+    // of it, then the host's other loopback port, then a destination's address with another port.
+    const script = `
+import os, socket, urllib.parse
+auth = urllib.parse.urlparse(os.environ['HTTP_PROXY'])
+user, pw = urllib.parse.unquote(auth.username), urllib.parse.unquote(auth.password)
+for addr, port in (('127.77.0.2', ${echoPort}), ('127.0.0.1', ${otherPort}), ('127.77.0.1', ${otherPort}), ('10.0.0.1', 22)):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect('/tmp/.execgate-egress.sock')
+    s.sendall(b'\\0execgate-tcp %s %s %s %d\\nhello\\n' % (user.encode(), pw.encode(), addr.encode(), port))
+    s.settimeout(10)
+    try:
+        data = s.recv(100)
+    except OSError as e:
+        data = repr(e).encode()
+    print(addr, port, 'got', data)
+`;
+    writeFileSync(join(dir, 'forge.py'), script);
+    const result = await gateway.exec({ command: ': <<secret:tok>>; python3 forge.py', cwd: dir });
+    expect(result.stdout).not.toContain('echo:hello');
+    expect(result.stdout).not.toContain('other-host-port');
+    expect(result.stdout.match(/got b''/g)).toHaveLength(4);
+    const records = decisionsOf(home, result.id);
+    expect(records.filter((r) => r.allowed === false && r.rule === 'not-a-destination')).toHaveLength(4);
+    expect(records.some((r) => r.allowed === true)).toBe(false);
   });
 });
