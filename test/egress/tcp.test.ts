@@ -140,6 +140,48 @@ maybe('named raw TCP destinations, shared namespace', () => {
     expect(records.every((r) => r.allowed === false)).toBe(true);
   });
 
+  test('attribution: two runs connecting at once are each recorded as themselves', async () => {
+    // Each holds its connection open until the other's has been made (a file each writes once
+    // connected), so both are open on the shared listener at the same time.
+    const command = (me: string, peer: string): string => [
+      `exec 3<>/dev/tcp/echo.test/${echoPort}`, `printf '%s\\n' ${me} >&3`, `head -n1 <&3 > ${me}.txt`, `touch ${me}.ready`,
+      `for i in $(seq 200); do test -e ${peer}.ready && break; sleep 0.05; done`, 'exec 3<&-',
+    ].join('\n');
+    const [a, b] = await Promise.all([
+      gateway.exec({ command: command('run-a', 'run-b'), cwd: dir }),
+      gateway.exec({ command: command('run-b', 'run-a'), cwd: dir, mode: 'pty' }),
+    ]);
+    expect(readFileSync(join(dir, 'run-a.txt'), 'utf8')).toContain('echo:run-a');
+    expect(readFileSync(join(dir, 'run-b.txt'), 'utf8')).toContain('echo:run-b');
+    expect(decisionsOf(home, a.id)).toEqual([expect.objectContaining({ via: 'tcp', host: 'echo.test', allowed: true })]);
+    expect(decisionsOf(home, b.id)).toEqual([expect.objectContaining({ via: 'tcp', host: 'echo.test', allowed: true })]);
+  });
+
+  test('adversarial: a forged preamble on the shared proxy listener reaches only what the run\'s policy names', async () => {
+    const script = `
+import os, socket, urllib.parse
+auth = urllib.parse.urlparse(os.environ['HTTP_PROXY'])
+user, pw = urllib.parse.unquote(auth.username), urllib.parse.unquote(auth.password)
+for addr, port, u, p in (('127.77.0.9', ${echoPort}, user, pw), ('127.0.0.1', ${otherPort}, user, pw), ('127.77.0.1', ${echoPort}, user, 'wrong')):
+    s = socket.create_connection(('127.0.0.1', auth.port))
+    s.sendall(b'\\0execgate-tcp %s %s %s %d\\nhello\\n' % (u.encode(), p.encode(), addr.encode(), port))
+    s.settimeout(10)
+    try:
+        data = s.recv(100)
+    except OSError as e:
+        data = repr(e).encode()
+    print(addr, port, 'got', data)
+`;
+    writeFileSync(join(dir, 'forge.py'), script);
+    const before = echoPeers.length;
+    const result = await gateway.exec({ command: 'python3 forge.py', cwd: dir });
+    expect(result.stdout.match(/got b''/g)).toHaveLength(3);
+    expect(echoPeers.length).toBe(before);
+    const records = decisionsOf(home, result.id);
+    expect(records.filter((r) => r.allowed === false && r.rule === 'not-a-destination')).toHaveLength(2);
+    expect(records.some((r) => r.allowed === true)).toBe(false);
+  });
+
   test('adversarial: a run cannot bind a destination\'s 127.77 address and port, which the gateway holds', async () => {
     const result = await gateway.exec({
       command: `python3 -c "
@@ -284,12 +326,15 @@ maybe('a run with a network namespace of its own (narrowed by a secret in its en
   afterAll(async () => { await gateway.close(); });
 
   test('sync, PTY and background reach the named destination and the host service through the run\'s bridge', async () => {
-    const command = (tag: string): string => `: <<secret:tok>>; test "$(readlink /proc/self/ns/net)" != "$(cat shared-ns 2>/dev/null)"; { ${talk('echo.test', echoPort, `own-${tag}`)}; curl -sS --max-time 10 http://localhost:${webPort}/own-${tag}; } > own-${tag}.txt`;
+    const command = (tag: string): string => `: <<secret:tok>>; { ${talk('echo.test', echoPort, `own-${tag}`)}; curl -sS --max-time 10 http://localhost:${webPort}/own-${tag}; } > own-${tag}.txt`;
     const sync = await gateway.exec({ command: command('sync'), cwd: dir });
     const pty = await gateway.exec({ command: command('pty'), cwd: dir, mode: 'pty' });
     const started = await gateway.exec({ command: command('bg'), cwd: dir, mode: 'background' });
     await gateway.background.wait(started.id, 30_000);
     for (const [tag, id] of [['sync', sync.id], ['pty', pty.id], ['bg', started.id]] as const) {
+      const record = readFileSync(join(home, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { event: string; runId: string; network?: { namespace?: string } })
+        .find((r) => r.event === 'exec.started' && r.runId === id);
+      expect(record?.network?.namespace).toBe('own');
       const text = readFileSync(join(dir, `own-${tag}.txt`), 'utf8');
       expect(text).toContain(`echo:own-${tag}`);
       expect(text).toContain(`dev-server /own-${tag}`);
