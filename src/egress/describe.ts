@@ -6,7 +6,9 @@
  * when the run is not sandboxed), and which of its secrets were bound to hosts or injected.
  */
 import type { EgressDecision } from './proxy';
+import { formatAuthority } from './authority';
 import { getReason } from './reasons';
+import { getHostServices, getTcpDestinations } from './tcp';
 import type { NetworkPolicy, SecretBinding } from './rules';
 
 export interface RunNetwork {
@@ -27,6 +29,10 @@ export interface RunNetwork {
   readonly bound: readonly { readonly ref: string; readonly delivery: 'env' | 'inject'; readonly hosts: readonly string[] }[];
   /** Of those, the ones whose value stayed in the gateway (the run held a sentinel). */
   readonly injected: readonly string[];
+  /** Raw TCP destinations (`sandbox.network.tcp`, and the hosts of keys delivered by ssh-agent), with the address each name has inside the run. */
+  readonly tcp?: readonly { readonly destination: string; readonly address: string; readonly rule: string }[];
+  /** Ports of the host's loopback forwarded into the run (`sandbox.network.hostServices`). */
+  readonly hostServices?: readonly number[];
 }
 
 export function describeRunNetwork(options: {
@@ -44,6 +50,9 @@ export function describeRunNetwork(options: {
   const used = new Set(options.refs);
   const bound = options.bindings.filter((binding) => used.has(binding.ref));
   const mode = !options.sandboxed ? 'host' : options.proxied ? options.network.mode : 'none';
+  // Raw TCP and host services exist only through the proxy (an unsandboxed run has the host's network anyway).
+  const tcp = options.proxied ? getTcpDestinations(options.network, options.bindings) : [];
+  const hostServices = options.proxied ? getHostServices(options.network) : [];
   return Object.freeze({
     mode,
     namespace: !options.sandboxed ? 'host' : options.shared ? 'shared' : 'own',
@@ -53,6 +62,8 @@ export function describeRunNetwork(options: {
     deny: Object.freeze(options.network.deny.map((h) => h.text)),
     bound: Object.freeze(bound.map((b) => Object.freeze({ ref: b.ref, delivery: b.delivery, hosts: Object.freeze(b.hosts.map((h) => h.text)) }))),
     injected: Object.freeze(options.proxied ? bound.filter((b) => b.delivery === 'inject').map((b) => b.ref) : []),
+    ...(tcp.length > 0 ? { tcp: Object.freeze(tcp.map((d) => Object.freeze({ destination: formatAuthority(d.host, d.port), address: d.address, rule: d.rule }))) } : {}),
+    ...(hostServices.length > 0 ? { hostServices: Object.freeze([...hostServices]) } : {}),
   });
 }
 
@@ -67,7 +78,13 @@ export function formatRunNetwork(network: RunNetwork): string {
   const bound = network.bound.length > 0
     ? `; bound: ${network.bound.map((b) => `<<${b.ref}>> -> ${b.hosts.join(', ')} (${b.delivery === 'inject' && network.injected.includes(b.ref) ? 'injected' : b.delivery})`).join(', ')}`
     : '';
-  return `${network.mode}: ${reach}${namespace}${bound}`;
+  const tcp = network.tcp && network.tcp.length > 0
+    ? `; raw TCP: ${network.tcp.map((d) => `${d.destination} (at ${d.address}${d.rule.startsWith('bound:') ? `, for <<${d.rule.slice(6)}>>` : ''})`).join(', ')}`
+    : '';
+  const host = network.hostServices && network.hostServices.length > 0
+    ? `; host services (the host's loopback, open to every run): ${network.hostServices.map((port) => `localhost:${port}`).join(', ')}`
+    : '';
+  return `${network.mode}: ${reach}${namespace}${bound}${tcp}${host}`;
 }
 
 /** A decision as a run's result carries it: where, allowed or not, why. */

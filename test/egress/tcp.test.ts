@@ -13,6 +13,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { join } from 'node:path';
+import { formatEgressEntry, readEgressEntry } from '../../src/audit/egress';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { checkPlatform } from '../../src/sandbox/detect';
 import { baseEnv, makeTempDir } from '../helpers/tmp';
@@ -97,6 +98,12 @@ maybe('named raw TCP destinations, shared namespace', () => {
     expect(result.stdout).toContain('echo:hello-sync');
     const records = decisionsOf(home, result.id);
     expect(records).toEqual([expect.objectContaining({ via: 'tcp', host: 'echo.test', port: echoPort, allowed: true, rule: `tcp:echo.test:${echoPort}` })]);
+    // The report and `audit show` say it as they say every decision, with its `via`.
+    expect(formatEgressEntry(readEgressEntry(records[0] as never))).toContain(`allowed echo.test:${echoPort} via tcp`);
+    // exec.started and the result say the run's raw TCP destinations.
+    const started = readFileSync(join(home, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { event: string; runId: string; network?: { tcp?: unknown } })
+      .find((r) => r.event === 'exec.started' && r.runId === result.id);
+    expect(started?.network?.tcp).toEqual(expect.arrayContaining([{ destination: `echo.test:${echoPort}`, address: '127.77.0.1', rule: `tcp:echo.test:${echoPort}` }]));
   });
 
   test('pty: the same through a terminal', async () => {
