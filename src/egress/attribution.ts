@@ -124,7 +124,7 @@ function toProcAddress(address: string): string {
     const parts = (text: string): number[] => (text === '' ? [] : text.split(':').map((p) => parseInt(p, 16)));
     const h = parts(head);
     const t = address.includes('::') ? parts(tail) : [];
-    const groups = [...h, ...new Array(8 - h.length - t.length).fill(0), ...t];
+    const groups: number[] = [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t];
     groups.forEach((g, i) => bytes.writeUInt16BE(g, i * 2));
   }
   return [0, 4, 8, 12].map((i) => word(bytes.subarray(i, i + 4))).join('');

@@ -190,7 +190,7 @@ export async function relayTcp(core: ProxyCore, context: RunContext | undefined,
       return;
     }
     joined = true;
-    core.record(context!, decision);
+    core.record(context, decision);
     joinSockets(client, upstream);
     client.resume();
   }
