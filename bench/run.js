@@ -40,6 +40,7 @@ const FIGURES = [
   'cli-start.js',
   'mcp.js',
   'egress.js',
+  'tcp.js',
   'sandbox.js',
   'shell-reader.js',
   'files.js',
