@@ -177,6 +177,11 @@ export async function relayTcp(core: ProxyCore, context: RunContext | undefined,
     client.destroy();
     return;
   }
+  // The relay is joinSockets (a Node pipe of the two sockets, 256 KiB buffers), chosen by
+  // measurement: 100 MiB from a loopback server through a relay process of each kind, 5 runs on a
+  // loaded 2-core machine, median MB/s: Node pipe with 256 KiB buffers 658, with Node's 16 KiB
+  // 547, socat 526 (direct 2110). Inside the gateway it also needs no process per connection
+  // (bench/tcp.js, figure 15, measures it end to end).
   let joined = false;
   const upstream = decision.via === 'host'
     ? core.openHost(decision.port, (error) => onOpen(error))
