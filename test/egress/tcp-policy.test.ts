@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import { checkPolicyFile, loadPolicyFile } from '../../src/policy/load';
 import { normalizeNetworkPolicy } from '../../src/policy/egress-settings';
+import { describeRunNetwork, formatRunNetwork } from '../../src/egress/describe';
 import { getHostsFile, getLocalEndpoints, getTcpAddress, getTcpDestinations } from '../../src/egress/tcp';
 import { makeTempDir } from '../helpers/tmp';
 import { writeFiles } from '../policy/helpers';
@@ -74,4 +75,18 @@ test('destinations: one 127.77 address per distinct name, in order; ssh-agent ke
   expect(hosts.match(/db\.example\.com/g)).toHaveLength(1);
   expect(getLocalEndpoints(destinations, [3000])).toEqual(expect.arrayContaining([{ host: '::1', port: 3000 }, { host: '127.0.0.1', port: 3000 }, { host: '127.77.0.3', port: 22 }]));
   expect(getTcpDestinations({ ...network, mode: 'none' })).toEqual([]);
+});
+
+test('policy explain and exec.started say the destinations with their inside addresses, and the host services', () => {
+  const network = normalizeNetworkPolicy({ mode: 'allowlist', allow: ['api.example.com'], tcp: ['db.example.com:5432'], hostServices: [3000] });
+  const described = describeRunNetwork({ network, bindings: [], refs: [], sandboxed: true, proxied: true, shared: true });
+  expect(described.tcp).toEqual([{ destination: 'db.example.com:5432', address: '127.77.0.1', rule: 'tcp:db.example.com:5432' }]);
+  expect(described.hostServices).toEqual([3000]);
+  const line = formatRunNetwork(described);
+  expect(line).toContain('raw TCP: db.example.com:5432 (at 127.77.0.1)');
+  expect(line).toContain('host services (the host\'s loopback, open to every run): localhost:3000');
+  // Without the proxy (mode none, or no sandbox) there is neither.
+  const unsandboxed = describeRunNetwork({ network, bindings: [], refs: [], sandboxed: false, proxied: false, shared: false });
+  expect(unsandboxed.tcp).toBeUndefined();
+  expect(formatRunNetwork(unsandboxed)).not.toContain('raw TCP');
 });
