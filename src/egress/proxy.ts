@@ -268,16 +268,16 @@ export class EgressProxy {
       const peer = { address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 };
       // A run's pid is known once its spawn returned (EgressRun.started): a connection its first
       // process made before that is looked for again a few times, a few milliseconds apart.
-      const attribute = (tries: number): void => {
-        const found = attributeConnection(holderPid(), peer, local, this.#core.sharedRuns.values());
+      const attribute = async (tries: number): Promise<void> => {
+        const found = await attributeConnection(holderPid(), peer, local, this.#core.sharedRuns.values()).catch(() => ({ context: undefined, refusal: 'no-run:unreadable' }));
         if (found.refusal === 'no-run:not-a-run' && tries > 0 && !socket.destroyed) {
-          setTimeout(() => attribute(tries - 1), 20);
+          setTimeout(() => void attribute(tries - 1), 20);
           return;
         }
-        void relayTcp(this.#core, found.context, socket, local.address, local.port, found.refusal);
+        await relayTcp(this.#core, found.context, socket, local.address, local.port, found.refusal);
       };
       socket.pause();
-      attribute(5);
+      void attribute(5);
     });
     server.on('error', () => undefined);
     server.once('close', () => this.#listeners.delete(server));
