@@ -352,6 +352,35 @@ maybe('a run with a network namespace of its own (narrowed by a secret in its en
     }
   });
 
+  test('a secret in the environment narrows raw TCP and host services to its hosts', async () => {
+    const narrowDir = join(tmp.dir, 'narrow');
+    mkdirSync(narrowDir, { recursive: true });
+    const policy = join(narrowDir, 'policy.yaml');
+    writeFileSync(policy, [
+      'version: 1',
+      `sandbox: { mode: required, network: { mode: allowlist, allow: [echo.test], tcp: ["echo.test:${echoPort}", "deny.test:${echoPort}"], hostServices: [${webPort}] } }`,
+      'secrets: { bind: [{ ref: "secret:tok", hosts: [echo.test], delivery: env }] }',
+    ].join('\n'));
+    const narrow = createGateway({
+      home: join(narrowDir, 'home'), env: baseEnv(), cwd: narrowDir, policyFile: policy, egress: { ...names, runtimeDir: narrowDir },
+      sources: [{ name: 'test', kinds: ['secret'], lookup: (_kind, id) => (id === 'tok' ? { found: true, value: 'tok-value-0123456789' } : { found: false }) }],
+    });
+    try {
+      const result = await narrow.exec({ command: `: <<secret:tok>>; ${talk('deny.test', echoPort, 'x')}; curl -sS --max-time 5 http://localhost:${webPort}/ || echo host-refused; ${talk('echo.test', echoPort, 'narrowed')}`, cwd: narrowDir });
+      expect(result.stdout).not.toContain('echo:x');
+      expect(result.stdout).toContain('host-refused');
+      expect(result.stdout).not.toContain('dev-server');
+      expect(result.stdout).toContain('echo:narrowed');
+      expect(decisionsOf(join(narrowDir, 'home'), result.id)).toEqual(expect.arrayContaining([
+        expect.objectContaining({ via: 'tcp', host: 'deny.test', allowed: false, rule: 'bound:secret:tok' }),
+        expect.objectContaining({ via: 'host', port: webPort, allowed: false, rule: 'bound:secret:tok' }),
+        expect.objectContaining({ via: 'tcp', host: 'echo.test', allowed: true }),
+      ]));
+    } finally {
+      await narrow.close();
+    }
+  });
+
   test('adversarial: a forged preamble on the proxy\'s socket reaches only what the run\'s policy names', async () => {
     // The run's own credentials (from its proxy variables) and an address that is no destination
     // of it, then the host's other loopback port, then a destination's address with another port.
