@@ -125,10 +125,10 @@ maybe('named raw TCP destinations, shared namespace', () => {
     const result = await gateway.exec({
       command: [
         'getent hosts other.test || echo other-unresolved',
-        `${talk('deny.test', echoPort, 'x')} || echo deny-refused`,
-        `${talk('loop.test', echoPort, 'x')} || echo loop-refused`,
-        `${talk('meta.test', echoPort, 'x')} || echo meta-refused`,
-        `${talk('127.77.0.1', otherPort, 'x')} || echo port-refused`,
+        talk('deny.test', echoPort, 'x'),
+        talk('loop.test', echoPort, 'x'),
+        talk('meta.test', echoPort, 'x'),
+        talk('127.77.0.1', otherPort, 'x'),
         'echo done',
       ].join('\n'),
       cwd: dir,
