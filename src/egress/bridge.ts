@@ -72,6 +72,8 @@ export function getSandboxEgress(run: EgressRun, options: {
   hostsFile?: string;
   /** Loopback addresses and ports a bridge of the run's own listens on for raw TCP (tcp.ts getLocalEndpoints). */
   tcpEndpoints?: ReadonlyArray<{ readonly host: string; readonly port: number }>;
+  /** The run's own sockets for the host's UNIX sockets (source), bound at the host's paths (dest). */
+  hostSockets?: ReadonlyArray<{ readonly source: string; readonly dest: string }>;
 } = {}): SandboxEgress {
   const nodePath = options.nodePath ?? process.execPath;
   const nodeOptions = `--require ${EGRESS_MOUNT}/node-preload.cjs`;
@@ -86,6 +88,8 @@ export function getSandboxEgress(run: EgressRun, options: {
   // (shared by every run of the gateway) cannot be rewritten from inside.
   const files: BwrapMount[] = [{ kind: 'bind', source: run.dir, dest: EGRESS_MOUNT, readOnly: true }];
   if (options.hostsFile) files.push({ kind: 'bind', source: options.hostsFile, dest: HOSTS_MOUNT, readOnly: true });
+  // Read-only: connect(2) works on it, and the run cannot replace it.
+  for (const socket of options.hostSockets ?? []) files.push({ kind: 'bind', source: socket.source, dest: socket.dest, readOnly: true });
   if (options.sharedPort !== undefined) {
     const at = `${auth ? `${auth}@` : ''}127.0.0.1:${options.sharedPort}`;
     for (const name of ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy']) env[name] = `http://${at}`;

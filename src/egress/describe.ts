@@ -33,6 +33,8 @@ export interface RunNetwork {
   readonly tcp?: readonly { readonly destination: string; readonly address: string; readonly rule: string }[];
   /** Ports of the host's loopback forwarded into the run (`sandbox.network.hostServices`). */
   readonly hostServices?: readonly number[];
+  /** The host's UNIX sockets put at their own paths in the run (`hostServices: [{ unix: PATH }]`). */
+  readonly hostSockets?: readonly string[];
 }
 
 export function describeRunNetwork(options: {
@@ -64,6 +66,7 @@ export function describeRunNetwork(options: {
     injected: Object.freeze(options.proxied ? bound.filter((b) => b.delivery === 'inject').map((b) => b.ref) : []),
     ...(tcp.length > 0 ? { tcp: Object.freeze(tcp.map((d) => Object.freeze({ destination: formatAuthority(d.host, d.port), address: d.address, rule: d.rule }))) } : {}),
     ...(hostServices.length > 0 ? { hostServices: Object.freeze([...hostServices]) } : {}),
+    ...(options.proxied && (options.network.hostSockets ?? []).length > 0 ? { hostSockets: Object.freeze([...options.network.hostSockets!]) } : {}),
   });
 }
 
@@ -81,9 +84,8 @@ export function formatRunNetwork(network: RunNetwork): string {
   const tcp = network.tcp && network.tcp.length > 0
     ? `; raw TCP: ${network.tcp.map((d) => `${d.destination} (at ${d.address}${d.rule.startsWith('bound:') ? `, for <<${d.rule.slice(6)}>>` : ''})`).join(', ')}`
     : '';
-  const host = network.hostServices && network.hostServices.length > 0
-    ? `; host services (the host's loopback, open to every run): ${network.hostServices.map((port) => `localhost:${port}`).join(', ')}`
-    : '';
+  const services = [...(network.hostServices ?? []).map((port) => `localhost:${port}`), ...(network.hostSockets ?? []).map((path) => `unix:${path}`)];
+  const host = services.length > 0 ? `; host services (the host's, open to every run): ${services.join(', ')}` : '';
   return `${network.mode}: ${reach}${namespace}${bound}${tcp}${host}`;
 }
 

@@ -99,6 +99,8 @@ export interface EgressRun {
   handOff(): HandedOffRun;
   /** The run's decisions so far (the latest 500), for its result. */
   decisions(): readonly EgressDecision[];
+  /** The run's UNIX-socket host services: its own socket (source) to bind at each host path (dest). */
+  readonly hostSockets: ReadonlyArray<{ readonly source: string; readonly dest: string }>;
   /**
    * The run's process has started with this pid (its sandbox's outermost process): raw TCP
    * connections on the shared namespace's listeners are the run's when a process of that tree

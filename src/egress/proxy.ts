@@ -24,7 +24,7 @@
  * Every decision is recorded against its run (the audit log, and the run's own list for its
  * result); a refusal answers the client with its reason, in words an agent can act on.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { basename, dirname, join } from 'node:path';
@@ -38,7 +38,7 @@ import type { BoundInjection, Injection } from './plan';
 import { ProxyCore, STREAM_HIGH_WATER_MARK, type RunContext } from './proxy-core';
 import type { EgressProxyOptions, EgressRun, EgressRunOptions, HandedOffRun } from './proxy-types';
 import { createWrapDetector } from './redact-response';
-import { relayTcp } from './tcp';
+import { relaySocket, relayTcp } from './tcp';
 import { attributeConnection } from './attribution';
 import { DEFAULT_PLACEMENT, type NetworkPolicy, type SecretBinding } from './rules';
 import { getEnvironmentRoute, getRunRoute, UpstreamTrust, type UpstreamRoute } from './upstream';
@@ -50,7 +50,7 @@ const RUNTIME_PREFIX = 'execgate-egress-';
 export class EgressProxy {
   readonly #options: EgressProxyOptions;
   readonly #dir: string;
-  readonly #runs = new Map<string, { server?: NetServer; context: RunContext; dir?: string }>();
+  readonly #runs = new Map<string, { server?: NetServer; context: RunContext; dir?: string; hostSockets?: NetServer[] }>();
   /** Directories of runs handed to another process (kept by close()). */
   readonly #handedOff = new Set<string>();
   /** Directories of runs adopted from another process (removed with the run). */
@@ -111,6 +111,7 @@ export class EgressProxy {
     this.#handedOff.add(dir);
     // Closing the listener removes the socket file; the adopting process listens on the same path.
     entry.server?.close();
+    for (const hostSocket of entry.hostSockets ?? []) hostSocket.close();
     for (const socket of entry.context.sockets) socket.destroy();
     // The route came from this gateway's environment, which the adopting process does not have.
     return { dir, options: { ...entry.context.options, upstreamRoute: entry.context.route } };
@@ -154,8 +155,10 @@ export class EgressProxy {
       )));
       server.listen(socketPath, () => resolve());
     });
-    this.#runs.set(options.runId, { server, context, dir });
+    const hostSockets = await this.#openHostSockets(context, dir);
+    this.#runs.set(options.runId, { server, context, dir, hostSockets: hostSockets.servers });
     return Object.freeze({
+      hostSockets: hostSockets.mounts,
       runId: options.runId,
       dir,
       socketPath,
@@ -285,6 +288,37 @@ export class EgressProxy {
     this.#listeners.add(server);
   }
 
+  /**
+   * The run's UNIX-socket host services (`hostServices: [{ unix: PATH }]`, tcp.ts relaySocket):
+   * one listening socket of the run's own per path, in `dir` (the run's directory, so that a
+   * process adopting the run listens at the same place; the proxy's own for a shared run), which
+   * the sandbox binds at PATH. A connection to it is the run's: the socket is no other run's.
+   */
+  async #openHostSockets(context: RunContext, dir: string): Promise<{ servers: NetServer[]; mounts: Array<{ source: string; dest: string }> }> {
+    const paths = context.options.network.mode === 'none' ? [] : context.options.network.hostSockets ?? [];
+    const servers: NetServer[] = [];
+    const mounts: Array<{ source: string; dest: string }> = [];
+    const tag = createHash('sha256').update(context.options.runId).digest('hex').slice(0, 12);
+    try {
+      for (const [index, dest] of paths.entries()) {
+        const source = join(dir, `host-${tag}-${index}.sock`);
+        rmSync(source, { force: true });
+        const server = createNetServer({ highWaterMark: STREAM_HIGH_WATER_MARK }, (socket) => void relaySocket(this.#core, context, socket, dest));
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(source, () => resolve());
+        });
+        chmodSync(source, 0o666);
+        servers.push(server);
+        mounts.push({ source, dest });
+      }
+    } catch (error) {
+      for (const server of servers) server.close();
+      throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not open the host socket services of run ${context.options.runId}: ${(error as Error).message}.`, { runId: context.options.runId }, { cause: error });
+    }
+    return { servers, mounts };
+  }
+
   /** Listeners in shared network namespaces (serveShared), closed with the proxy. */
   readonly #listeners = new Set<NetServer>();
 
@@ -302,9 +336,11 @@ export class EgressProxy {
       throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not prepare the egress files for run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
     }
     const context = this.#createContext(options);
-    this.#runs.set(options.runId, { context });
+    const hostSockets = await this.#openHostSockets(context, this.#dir);
+    this.#runs.set(options.runId, { context, hostSockets: hostSockets.servers });
     this.#core.sharedRuns.set(credentials.username, context);
     return Object.freeze({
+      hostSockets: hostSockets.mounts,
       runId: options.runId,
       dir: this.#publicDir(),
       socketPath,
@@ -411,6 +447,7 @@ export class EgressProxy {
     const username = entry.context.options.credentials?.username;
     if (username !== undefined && this.#core.sharedRuns.get(username) === entry.context) this.#core.sharedRuns.delete(username);
     for (const socket of entry.context.sockets) socket.destroy();
+    for (const hostSocket of entry.hostSockets ?? []) hostSocket.close();
     const server = entry.server;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
     if (dir) rmSync(dir, { recursive: true, force: true });

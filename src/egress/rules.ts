@@ -27,6 +27,8 @@ export interface NetworkPolicy {
   readonly tcp?: readonly TcpEntry[];
   /** `sandbox.network.hostServices`: ports of the host's loopback forwarded into every run; absent = none. */
   readonly hostServices?: readonly number[];
+  /** `sandbox.network.hostServices` `{ unix: PATH }` entries: the host's UNIX sockets, at the same path in every run; absent = none. */
+  readonly hostSockets?: readonly string[];
 }
 
 /** One `sandbox.network.tcp` entry: a host name (canonical, never an IP literal) and its port. */

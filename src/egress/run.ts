@@ -107,7 +107,7 @@ export async function openRunEgress(proxy: EgressProxy, options: {
   return Object.freeze({
     run,
     sandbox: getSandboxEgress(run, {
-      port: options.port, sharedPort, allow: options.network.allow, hostsFile,
+      port: options.port, sharedPort, allow: options.network.allow, hostsFile, hostSockets: run.hostSockets,
       // A bridge speaks for its run (it adds the run's credentials to every raw connection), so
       // it listens for raw TCP only where no other run can reach it: in a namespace of its own.
       // A run with its own socket in the shared namespace (a CLI background run) gets no raw TCP.

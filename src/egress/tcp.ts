@@ -20,12 +20,12 @@
  * against its run; a refused one is closed at once (no bytes are sent back: a raw protocol has no
  * place for a reason).
  */
-import type { Socket } from 'node:net';
+import { connect as netConnect, type Socket } from 'node:net';
 import { resolveAllowed, systemResolver } from './address';
 import { formatAuthority } from './authority';
 import { matchesHost } from './hosts';
 import type { ProxyCore, RunContext } from './proxy-core';
-import { track } from './proxy-core';
+import { STREAM_HIGH_WATER_MARK, track } from './proxy-core';
 import type { EgressDecision } from './proxy-types';
 import type { NetworkPolicy, SecretBinding } from './rules';
 import { joinSockets } from './tunnel';
@@ -199,6 +199,42 @@ export async function relayTcp(core: ProxyCore, context: RunContext | undefined,
     joinSockets(client, upstream);
     client.resume();
   }
+  context.sockets.add(upstream);
+  upstream.once('close', () => context.sockets.delete(upstream));
+  client.once('close', () => { if (!joined) upstream.destroy(); });
+}
+
+/**
+ * Carry `client` (a connection to the run's own socket for the host's UNIX socket `path`) to that
+ * socket, or close it. Recorded either way (`via: host`, the path as host, port 0).
+ */
+export function relaySocket(core: ProxyCore, context: RunContext, client: Socket, path: string): void {
+  client.on('error', () => client.destroy());
+  track(context, client);
+  const base = { runId: context.options.runId, via: 'host' as const, host: path, port: 0 };
+  // A secret in the run's environment narrows it to that secret's hosts; a socket is none of them.
+  const narrowed = (context.options.narrowing ?? [])[0];
+  if (context.options.network.mode === 'none' || narrowed) {
+    core.record(context, { ...base, allowed: false, rule: narrowed ? `bound:${narrowed.ref}` : 'mode:none' });
+    client.destroy();
+    return;
+  }
+  const decision = { ...base, allowed: true, rule: `hostService:unix:${path}` };
+  client.pause();
+  const upstream = netConnect({ path, highWaterMark: STREAM_HIGH_WATER_MARK } as never);
+  let joined = false;
+  upstream.once('connect', () => {
+    joined = true;
+    core.record(context, decision);
+    joinSockets(client, upstream);
+    client.resume();
+  });
+  upstream.once('error', (error: NodeJS.ErrnoException) => {
+    if (joined) return;
+    joined = true;
+    core.record(context, { ...decision, allowed: false, rule: `dial-failed:${error.code ?? 'error'}` });
+    client.destroy();
+  });
   context.sockets.add(upstream);
   upstream.once('close', () => context.sockets.delete(upstream));
   client.once('close', () => { if (!joined) upstream.destroy(); });

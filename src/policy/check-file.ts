@@ -131,7 +131,7 @@ export function checkFile(source: PolicySource, doc: PolicyDocument): PolicyProb
     try {
       normalizeHostServices([entry], 'allowlist', index);
     } catch (error) {
-      egressProblem(['sandbox', 'network', 'hostServices', index], error);
+      egressProblem(typeof entry === 'object' ? ['sandbox', 'network', 'hostServices', index, 'unix'] : ['sandbox', 'network', 'hostServices', index], error);
     }
   });
   for (const key of ['tcp', 'hostServices'] as const) {

@@ -8,6 +8,7 @@
  * reported with its position at load time (check-file.ts), not discovered when a run needs the
  * network. Nothing else is: the types below are the schema's.
  */
+import { posix } from 'node:path';
 import { describeValue, ExecgateError } from '../errors';
 import { matchesHost, parseHostPattern, parseHostPatterns, type HostPattern } from '../egress/hosts';
 import {
@@ -22,6 +23,7 @@ export function normalizeNetworkPolicy(input: NetworkDocument | undefined): Netw
   const mode = input.mode ?? 'open';
   const tcp = normalizeTcp(input.tcp, mode);
   const hostServices = normalizeHostServices(input.hostServices, mode);
+  const hostSockets = normalizeHostSockets(input.hostServices);
   return Object.freeze({
     mode,
     allow: parseHostPatterns(input.allow, 'sandbox.network.allow'),
@@ -29,6 +31,7 @@ export function normalizeNetworkPolicy(input: NetworkDocument | undefined): Netw
     ...(upstream ? { upstream } : {}),
     ...(tcp.length > 0 ? { tcp } : {}),
     ...(hostServices.length > 0 ? { hostServices } : {}),
+    ...(hostSockets.length > 0 ? { hostSockets } : {}),
   });
 }
 
@@ -64,15 +67,29 @@ export function normalizeTcp(input: readonly string[] | undefined, mode: Network
 }
 
 /** `sandbox.network.hostServices`: ports of the host's loopback, each once. */
-export function normalizeHostServices(input: readonly number[] | undefined, mode: NetworkPolicy['mode'] = 'allowlist', first = 0): readonly number[] {
+export function normalizeHostServices(input: ReadonlyArray<number | { readonly unix: string }> | undefined, mode: NetworkPolicy['mode'] = 'allowlist', first = 0): readonly number[] {
   if (input === undefined || input.length === 0) return Object.freeze([]);
   if (mode === 'none') throw tcpInvalid('`sandbox.network.hostServices` is set with `mode: none`, where nothing leaves a run; remove it, or choose `mode: allowlist`.');
-  input.forEach((port, index) => {
-    if (!Number.isInteger(port) || port < 1 || port > 65535) {
-      throw tcpInvalid(`\`sandbox.network.hostServices[${first + index}]\` is ${describeValue(port)}; a host service is a port of the host's loopback, 1 to 65535.`);
+  const ports: number[] = [];
+  input.forEach((entry, index) => {
+    if (typeof entry === 'object') {
+      // A socket is put at its own path inside the run: a plain absolute path, nothing to resolve.
+      if (entry.unix !== posix.normalize(entry.unix) || entry.unix.endsWith('/') || entry.unix.includes('\0')) {
+        throw tcpInvalid(`\`sandbox.network.hostServices[${first + index}].unix\` is ${describeValue(entry.unix)}; write the socket's absolute path without \`..\`, \`.\`, doubled or trailing slashes.`);
+      }
+      return;
     }
+    if (!Number.isInteger(entry) || entry < 1 || entry > 65535) {
+      throw tcpInvalid(`\`sandbox.network.hostServices[${first + index}]\` is ${describeValue(entry)}; a host service is a port of the host's loopback, 1 to 65535.`);
+    }
+    ports.push(entry);
   });
-  return Object.freeze([...new Set(input)]);
+  return Object.freeze([...new Set(ports)]);
+}
+
+/** The `{ unix: PATH }` entries of `sandbox.network.hostServices`, each once (checked by normalizeHostServices). */
+function normalizeHostSockets(input: ReadonlyArray<number | { readonly unix: string }> | undefined): readonly string[] {
+  return Object.freeze([...new Set((input ?? []).flatMap((entry) => (typeof entry === 'object' ? [entry.unix] : [])))]);
 }
 
 function tcpInvalid(message: string): ExecgateError {

@@ -30,6 +30,8 @@ test.each([
   ['{ mode: allowlist, tcp: [db.example.com] }', 'sandbox.network.tcp[0]', 'no port'],
   ['{ mode: allowlist, hostServices: [0] }', 'sandbox.network.hostServices[0]', '1 to 65535'],
   ['{ mode: allowlist, hostServices: [5432, 70000] }', 'sandbox.network.hostServices[1]', '1 to 65535'],
+  ['{ mode: allowlist, hostServices: [5432, { unix: "/run/../etc/x.sock" }] }', 'sandbox.network.hostServices[1].unix', 'absolute path'],
+  ['{ mode: allowlist, hostServices: [{ unix: "/run/postgresql/" }] }', 'sandbox.network.hostServices[0].unix', 'absolute path'],
   ['{ mode: none, tcp: [db.example.com:5432] }', 'sandbox.network.tcp', 'mode: none'],
   ['{ mode: none, hostServices: [5432] }', 'sandbox.network.hostServices', 'mode: none'],
 ])('%s is refused with EXECGATE_ERR_EGRESS_TCP_INVALID at %s', (network, path, words) => {
@@ -56,6 +58,9 @@ test('a valid policy loads: names canonical, duplicates once, host services once
   expect(network.tcp?.map((t) => [t.host, t.port])).toEqual([['db.example.com', 5432], ['cache.example.com', 6379], ['db.example.com', 5433]]);
   expect(network.hostServices).toEqual([3000, 5432]);
   expect(normalizeNetworkPolicy({ mode: 'open' }).tcp).toBeUndefined();
+  const sockets = normalizeNetworkPolicy({ mode: 'allowlist', hostServices: [{ unix: '/srv/app.sock' }, 8080, { unix: '/srv/app.sock' }] });
+  expect(sockets.hostSockets).toEqual(['/srv/app.sock']);
+  expect(sockets.hostServices).toEqual([8080]);
 });
 
 test('destinations: one 127.77 address per distinct name, in order; ssh-agent keys\' hosts are implied; mode none has none', () => {
@@ -84,7 +89,7 @@ test('policy explain and exec.started say the destinations with their inside add
   expect(described.hostServices).toEqual([3000]);
   const line = formatRunNetwork(described);
   expect(line).toContain('raw TCP: db.example.com:5432 (at 127.77.0.1)');
-  expect(line).toContain('host services (the host\'s loopback, open to every run): localhost:3000');
+  expect(line).toContain('host services (the host\'s, open to every run): localhost:3000');
   // Without the proxy (mode none, or no sandbox) there is neither.
   const unsandboxed = describeRunNetwork({ network, bindings: [], refs: [], sandboxed: false, proxied: false, shared: false });
   expect(unsandboxed.tcp).toBeUndefined();

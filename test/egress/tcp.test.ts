@@ -409,3 +409,57 @@ for addr, port in (('127.77.0.2', ${echoPort}), ('127.0.0.1', ${otherPort}), ('1
     expect(records.some((r) => r.allowed === true)).toBe(false);
   });
 });
+
+maybe('UNIX-socket host services', () => {
+  let gateway: Gateway;
+  let dir: string;
+  let home: string;
+  let sockServer: Server;
+  let socketPath: string;
+  let otherPath: string;
+  let otherServer: Server;
+  beforeAll(async () => {
+    dir = join(tmp.dir, 'unix');
+    home = join(dir, 'home');
+    mkdirSync(dir, { recursive: true });
+    // The host's sockets, outside the workspace (which the run sees anyway): one named by the
+    // policy, one beside it that is not.
+    const sockets = mkdtempSync(join(tmpdir(), 'execgate-sock-'));
+    socketPath = join(sockets, 'app.sock');
+    otherPath = join(sockets, 'other.sock');
+    sockServer = createServer((socket) => socket.end('unix-service\n'));
+    otherServer = createServer((socket) => socket.end('other-socket\n'));
+    await new Promise<void>((resolve) => sockServer.listen(socketPath, () => resolve()));
+    await new Promise<void>((resolve) => otherServer.listen(otherPath, () => resolve()));
+    const policy = join(dir, 'policy.yaml');
+    writeFileSync(policy, ['version: 1', `sandbox: { mode: required, network: { mode: allowlist, hostServices: [{ unix: "${socketPath}" }, { unix: "/var/tmp/execgate-test/db.sock" }] } }`].join('\n'));
+    gateway = createGateway({ home, env: baseEnv(), cwd: dir, policyFile: policy, egress: { ...names, runtimeDir: dir } });
+  });
+  afterAll(async () => {
+    await gateway.close();
+    for (const server of [sockServer, otherServer]) await new Promise((resolve) => server.close(resolve));
+    rmSync(join(socketPath, '..'), { recursive: true, force: true });
+  });
+
+  test('the host\'s socket is at its own path inside (sync, PTY), the connection recorded as the run\'s; another socket beside it is not', async () => {
+    const command = `python3 -c "
+import socket
+for path in ('${socketPath}', '${otherPath}'):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path); print(path[-9:], s.recv(100))
+    except OSError as e:
+        print(path[-9:], 'refused', e.errno)
+"`;
+    const sync = await gateway.exec({ command, cwd: dir });
+    expect(sync.stdout).toContain("app.sock b'unix-service\\n'");
+    expect(sync.stdout).not.toContain('other-socket');
+    const pty = await gateway.exec({ command, cwd: dir, mode: 'pty' });
+    expect(pty.stdout).toContain('unix-service');
+    expect(decisionsOf(home, sync.id)).toEqual([expect.objectContaining({ via: 'host', host: socketPath, port: 0, allowed: true, rule: `hostService:unix:${socketPath}` })]);
+    // A path no host socket is at yet: the run's socket is there, the connection fails on the host side and is recorded.
+    const missing = await gateway.exec({ command: 'python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect(\'/var/tmp/execgate-test/db.sock\'); print(repr(s.recv(10)))"', cwd: dir });
+    expect(missing.stdout).toContain("b''");
+    expect(decisionsOf(home, missing.id)).toEqual([expect.objectContaining({ via: 'host', host: '/var/tmp/execgate-test/db.sock', allowed: false, rule: 'dial-failed:ENOENT' })]);
+  });
+});
