@@ -77,6 +77,11 @@ export function normalizeHostServices(input: ReadonlyArray<number | { readonly u
       if (entry.unix !== posix.normalize(entry.unix) || entry.unix.endsWith('/') || entry.unix.includes('\0')) {
         throw tcpInvalid(`\`sandbox.network.hostServices[${first + index}].unix\` is ${describeValue(entry.unix)}; write the socket's absolute path without \`..\`, \`.\`, doubled or trailing slashes.`);
       }
+      // /run is hidden in every sandbox (an empty tmpfs the mount check requires empty): a socket
+      // cannot be put there. PostgreSQL's default socket directory is one; its TCP port is not.
+      if (/^\/(var\/)?run(\/|$)/.test(entry.unix)) {
+        throw tcpInvalid(`\`sandbox.network.hostServices[${first + index}].unix\` is ${describeValue(entry.unix)}, under /run, which every sandbox hides: forward the service's loopback port instead (\`hostServices: [5432]\`), or have it listen on a socket elsewhere.`);
+      }
       return;
     }
     if (!Number.isInteger(entry) || entry < 1 || entry > 65535) {

@@ -31,7 +31,8 @@ test.each([
   ['{ mode: allowlist, hostServices: [0] }', 'sandbox.network.hostServices[0]', '1 to 65535'],
   ['{ mode: allowlist, hostServices: [5432, 70000] }', 'sandbox.network.hostServices[1]', '1 to 65535'],
   ['{ mode: allowlist, hostServices: [5432, { unix: "/run/../etc/x.sock" }] }', 'sandbox.network.hostServices[1].unix', 'absolute path'],
-  ['{ mode: allowlist, hostServices: [{ unix: "/run/postgresql/" }] }', 'sandbox.network.hostServices[0].unix', 'absolute path'],
+  ['{ mode: allowlist, hostServices: [{ unix: "/srv/app/" }] }', 'sandbox.network.hostServices[0].unix', 'absolute path'],
+  ['{ mode: allowlist, hostServices: [{ unix: "/var/run/postgresql/.s.PGSQL.5432" }] }', 'sandbox.network.hostServices[0].unix', 'every sandbox hides'],
   ['{ mode: none, tcp: [db.example.com:5432] }', 'sandbox.network.tcp', 'mode: none'],
   ['{ mode: none, hostServices: [5432] }', 'sandbox.network.hostServices', 'mode: none'],
 ])('%s is refused with EXECGATE_ERR_EGRESS_TCP_INVALID at %s', (network, path, words) => {
