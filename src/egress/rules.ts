@@ -23,6 +23,20 @@ export interface NetworkPolicy {
   readonly deny: readonly HostPattern[];
   /** How the proxy's own connections leave (`sandbox.network.upstream`); absent: the gateway's environment decides. */
   readonly upstream?: UpstreamPolicy;
+  /** `sandbox.network.tcp`: raw TCP destinations, by name (tcp.ts); absent = none. */
+  readonly tcp?: readonly TcpEntry[];
+  /** `sandbox.network.hostServices`: ports of the host's loopback forwarded into every run; absent = none. */
+  readonly hostServices?: readonly number[];
+  /** `sandbox.network.hostServices` `{ unix: PATH }` entries: the host's UNIX sockets, at the same path in every run; absent = none. */
+  readonly hostSockets?: readonly string[];
+}
+
+/** One `sandbox.network.tcp` entry: a host name (canonical, never an IP literal) and its port. */
+export interface TcpEntry {
+  /** As written in the policy (the rule of a decision). */
+  readonly text: string;
+  readonly host: string;
+  readonly port: number;
 }
 
 /** `sandbox.network.upstream`: a parent proxy, hosts that bypass it, extra CA files for upstream TLS. */

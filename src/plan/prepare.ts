@@ -199,7 +199,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     const values = new Map<string, string>();
     for (const { ref, index } of indexed) values.set(`${ref.kind}:${ref.id}`, injected[`${REF_ENV_PREFIX}${index}`]);
     egress = await openRunEgress(egressProxy, {
-      runId, network: policy.network, check: egressCheck, values, shared: sandboxed.shared,
+      runId, network: policy.network, bindings: policy.secrets.bind, check: egressCheck, values, shared: sandboxed.shared,
       ownSocket: context.handsOver?.(request.mode) === true, minLength: policy.secrets.minLength,
       ...(aws ? { extraInjections: aws.injections } : {}),
     });

@@ -23,6 +23,8 @@ export interface PlanEndpoint {
   decisions(): readonly EgressDecision[];
   close(): Promise<void>;
   handOff(): HandedOffRun;
+  /** The run's process started with this pid (raw TCP connections are traced to its tree). */
+  started?(pid: number): void;
 }
 
 export class PlanResources {
@@ -31,6 +33,7 @@ export class PlanResources {
   readonly #decisions: (() => readonly EgressDecision[]) | undefined;
   #release: (() => Promise<void>) | undefined;
   #handOff: (() => HandedOffRun) | undefined;
+  #started: ((pid: number) => void) | undefined;
 
   constructor(secrets: ReadonlyArray<PlanSecret> = [], egress?: StartedEgress & { readonly endpoint: PlanEndpoint }) {
     this.#secrets = Object.freeze([...secrets]);
@@ -40,6 +43,7 @@ export class PlanResources {
       this.#decisions = () => endpoint.decisions();
       this.#release = () => endpoint.close();
       this.#handOff = () => endpoint.handOff();
+      this.#started = (pid) => endpoint.started?.(pid);
     }
   }
 
@@ -59,6 +63,11 @@ export class PlanResources {
   /** The run's egress decisions so far (its proxy endpoint keeps them), for its result. */
   getEgressDecisions(): readonly EgressDecision[] {
     return this.#decisions?.() ?? [];
+  }
+
+  /** The run's process has started (its pid, outside its sandbox): for the egress proxy's raw TCP attribution. */
+  started(pid: number): void {
+    this.#started?.(pid);
   }
 
   /** Undo what the run holds (its egress endpoint); once, later calls do nothing. */

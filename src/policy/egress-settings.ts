@@ -8,23 +8,97 @@
  * reported with its position at load time (check-file.ts), not discovered when a run needs the
  * network. Nothing else is: the types below are the schema's.
  */
+import { posix } from 'node:path';
 import { describeValue, ExecgateError } from '../errors';
 import { matchesHost, parseHostPattern, parseHostPatterns, type HostPattern } from '../egress/hosts';
 import {
   AWS_DEFAULT_HOSTS, DEFAULT_HTTP_PORT, DEFAULT_INJECT_PORT, DEFAULT_PLACEMENT, OPEN_NETWORK, UNPLACEABLE_HEADERS, isProxyUrl,
-  type AwsSettings, type NetworkPolicy, type Placement, type SecretBinding, type UpstreamPolicy,
+  type AwsSettings, type NetworkPolicy, type Placement, type SecretBinding, type TcpEntry, type UpstreamPolicy,
 } from '../egress/rules';
 import type { NetworkDocument, SecretBindingDocument, UpstreamDocument } from './schema-def';
 
 export function normalizeNetworkPolicy(input: NetworkDocument | undefined): NetworkPolicy {
   if (input === undefined) return OPEN_NETWORK;
   const upstream = input.upstream === undefined ? undefined : normalizeUpstream(input.upstream);
+  const mode = input.mode ?? 'open';
+  const tcp = normalizeTcp(input.tcp, mode);
+  const hostServices = normalizeHostServices(input.hostServices, mode);
+  const hostSockets = normalizeHostSockets(input.hostServices);
   return Object.freeze({
-    mode: input.mode ?? 'open',
+    mode,
     allow: parseHostPatterns(input.allow, 'sandbox.network.allow'),
     deny: parseHostPatterns(input.deny, 'sandbox.network.deny'),
     ...(upstream ? { upstream } : {}),
+    ...(tcp.length > 0 ? { tcp } : {}),
+    ...(hostServices.length > 0 ? { hostServices } : {}),
+    ...(hostSockets.length > 0 ? { hostSockets } : {}),
   });
+}
+
+/*
+ * `sandbox.network.tcp`: `host:port` by name. The run's network namespace routes nothing but
+ * loopback, so a destination is reached only through the name the run's /etc/hosts gives an
+ * address of its own: an IP literal has no name to resolve and is refused here, as is a wildcard
+ * (no hosts file can list every subdomain) and an entry without a port (raw TCP has no default).
+ */
+export function normalizeTcp(input: readonly string[] | undefined, mode: NetworkPolicy['mode'] = 'allowlist', first = 0): readonly TcpEntry[] {
+  if (input === undefined || input.length === 0) return Object.freeze([]);
+  if (mode === 'none') throw tcpInvalid('`sandbox.network.tcp` is set with `mode: none`, where nothing leaves a run; remove it, or choose `mode: allowlist`.');
+  const seen = new Set<string>();
+  const out: TcpEntry[] = [];
+  input.forEach((item, index) => {
+    const where = `sandbox.network.tcp[${first + index}]`;
+    const pattern = parseHostPattern(item, where);
+    if (pattern.kind === 'ip') {
+      throw tcpInvalid(`\`${where}\` is \`${pattern.text}\`, an IP literal: a run reaches raw TCP destinations by name only (its network has nothing but loopback). Name the host (\`db.example.com:${pattern.port ?? 'PORT'}\`, in DNS or the gateway's /etc/hosts).`);
+    }
+    if (pattern.kind !== 'name') {
+      throw tcpInvalid(`\`${where}\` is \`${pattern.text}\`: raw TCP destinations are named one by one, without wildcards.`);
+    }
+    if (pattern.port === undefined) {
+      throw tcpInvalid(`\`${where}\` is \`${pattern.text}\` with no port: write \`${pattern.host}:PORT\` (raw TCP has no default port).`);
+    }
+    const key = `${pattern.host}:${pattern.port}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    out.push(Object.freeze({ text: pattern.text, host: pattern.host, port: pattern.port }));
+  });
+  return Object.freeze(out);
+}
+
+/** `sandbox.network.hostServices`: ports of the host's loopback, each once. */
+export function normalizeHostServices(input: ReadonlyArray<number | { readonly unix: string }> | undefined, mode: NetworkPolicy['mode'] = 'allowlist', first = 0): readonly number[] {
+  if (input === undefined || input.length === 0) return Object.freeze([]);
+  if (mode === 'none') throw tcpInvalid('`sandbox.network.hostServices` is set with `mode: none`, where nothing leaves a run; remove it, or choose `mode: allowlist`.');
+  const ports: number[] = [];
+  input.forEach((entry, index) => {
+    if (typeof entry === 'object') {
+      // A socket is put at its own path inside the run: a plain absolute path, nothing to resolve.
+      if (entry.unix !== posix.normalize(entry.unix) || entry.unix.endsWith('/') || entry.unix.includes('\0')) {
+        throw tcpInvalid(`\`sandbox.network.hostServices[${first + index}].unix\` is ${describeValue(entry.unix)}; write the socket's absolute path without \`..\`, \`.\`, doubled or trailing slashes.`);
+      }
+      // /run is hidden in every sandbox (an empty tmpfs the mount check requires empty): a socket
+      // cannot be put there. PostgreSQL's default socket directory is one; its TCP port is not.
+      if (/^\/(var\/)?run(\/|$)/.test(entry.unix)) {
+        throw tcpInvalid(`\`sandbox.network.hostServices[${first + index}].unix\` is ${describeValue(entry.unix)}, under /run, which every sandbox hides: forward the service's loopback port instead (\`hostServices: [5432]\`), or have it listen on a socket elsewhere.`);
+      }
+      return;
+    }
+    if (!Number.isInteger(entry) || entry < 1 || entry > 65535) {
+      throw tcpInvalid(`\`sandbox.network.hostServices[${first + index}]\` is ${describeValue(entry)}; a host service is a port of the host's loopback, 1 to 65535.`);
+    }
+    ports.push(entry);
+  });
+  return Object.freeze([...new Set(ports)]);
+}
+
+/** The `{ unix: PATH }` entries of `sandbox.network.hostServices`, each once (checked by normalizeHostServices). */
+function normalizeHostSockets(input: ReadonlyArray<number | { readonly unix: string }> | undefined): readonly string[] {
+  return Object.freeze([...new Set((input ?? []).flatMap((entry) => (typeof entry === 'object' ? [entry.unix] : [])))]);
+}
+
+function tcpInvalid(message: string): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_EGRESS_TCP_INVALID', message);
 }
 
 function normalizeUpstream(input: UpstreamDocument): UpstreamPolicy {

@@ -113,6 +113,19 @@ export const Network = Type.Object({
     description: 'Host patterns never reached; deny wins over allow. Lists from extended policies are combined.',
   })),
   upstream: Type.Optional(Upstream),
+  tcp: Type.Optional(Type.Array(Type.String({ title: 'a host name and port, `db.example.com:5432`', minLength: 3, maxLength: 300 }), {
+    maxItems: 250,
+    description: "Raw TCP destinations (`host:port`, port required, a host name: no IP literal, no wildcard) a run may reach with any client (`psql`, `nc`, `ssh`). Inside the run each name resolves (a generated `/etc/hosts`) to an address of its own in 127.77.0.0/16, where the gateway accepts and connects on to the real host after the same checks as for HTTP (`deny`, and names resolving to loopback, link-local, metadata or this host's addresses are refused). `mode: open` does not open raw TCP: only these are reached. Default none.",
+  })),
+  hostServices: Type.Optional(Type.Array(Type.Union([
+    Type.Integer({ title: 'a port of the host\'s loopback (1-65535)' }),
+    Type.Object({
+      unix: Type.String({ pattern: '^/', maxLength: 100, description: 'An absolute path of a UNIX socket of the host, put at the same path inside every run.' }),
+    }, { additionalProperties: false, title: 'a UNIX socket of the host: `{ unix: /abs/path }`' }),
+  ]), {
+    maxItems: 64,
+    description: "Ports of the host's loopback forwarded into every run's loopback: `localhost:5432` inside reaches the host's `127.0.0.1:5432` (a local database, a dev server); `{ unix: /abs/path }`: the host's UNIX socket at that path, at the same path inside. Each opens that host service to every run under this policy. Default none.",
+  })),
 }, {
   additionalProperties: false,
   description: "What a sandboxed run may reach. The run has no network interface but loopback in `none` and `allowlist`; traffic leaves only through the gateway's egress proxy, which decides by host name and refuses names resolving to loopback, link-local, metadata or this host's addresses.",
