@@ -128,6 +128,7 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_EGRESS_UNREACHABLE: 'A bound secret used by the request can never reach any of its hosts under the network policy; nothing was run.',
   EXECGATE_ERR_EGRESS_NEEDS_SANDBOX: 'A secret bound to hosts (`secrets.bind`) was used by a run that has no sandbox, so the binding could not be enforced; nothing was run.',
   EXECGATE_ERR_SSH_KEY_INVALID: 'An SSH private key (`secret set --ssh-key`, or a secret bound with `delivery: ssh-agent`) is encrypted, a public key, several keys or no key; nothing was stored or run.',
+  EXECGATE_ERR_SSH_HOST_KEY_INVALID: 'A `hostKeys` entry of a `delivery: ssh-agent` binding is not an OpenSSH public-key line.',
   EXECGATE_ERR_SSH_AGENT_FAILED: "The run's SSH agent (its socket or known-hosts file) could not be set up; nothing was run.",
   EXECGATE_ERR_EGRESS_CA_FAILED: 'The per-gateway certificate authority for TLS interception could not be created or written.',
   EXECGATE_ERR_EGRESS_PROXY_FAILED: 'The egress proxy could not open the socket for a run.',

@@ -7,7 +7,7 @@
  */
 import type { EgressDecision } from './proxy';
 import { getReason } from './reasons';
-import type { NetworkPolicy, SecretBinding } from './rules';
+import type { Delivery, NetworkPolicy, SecretBinding } from './rules';
 
 export interface RunNetwork {
   /** What the run may reach: the policy's mode, or `host` for an unsandboxed run (the host's network, unfiltered). */
@@ -24,7 +24,12 @@ export interface RunNetwork {
   readonly allow: readonly string[];
   readonly deny: readonly string[];
   /** The bound secrets (`secrets.bind`) this run uses. */
-  readonly bound: readonly { readonly ref: string; readonly delivery: 'env' | 'inject'; readonly hosts: readonly string[] }[];
+  readonly bound: readonly { readonly ref: string; readonly delivery: Delivery; readonly hosts: readonly string[] }[];
+  /**
+   * SSH keys the run's agent holds (`delivery: ssh-agent` bindings; sandboxed runs only): the
+   * servers (`host:port`) and the host keys (fingerprints) each may log in to.
+   */
+  readonly ssh?: readonly { readonly ref: string; readonly hosts: readonly string[]; readonly hostKeys: readonly string[] }[];
   /** Of those, the ones whose value stayed in the gateway (the run held a sentinel). */
   readonly injected: readonly string[];
 }
@@ -44,6 +49,7 @@ export function describeRunNetwork(options: {
   const used = new Set(options.refs);
   const bound = options.bindings.filter((binding) => used.has(binding.ref));
   const mode = !options.sandboxed ? 'host' : options.proxied ? options.network.mode : 'none';
+  const ssh = options.sandboxed ? getSshKeysOfRun(options.bindings) : [];
   return Object.freeze({
     mode,
     namespace: !options.sandboxed ? 'host' : options.shared ? 'shared' : 'own',
@@ -53,7 +59,17 @@ export function describeRunNetwork(options: {
     deny: Object.freeze(options.network.deny.map((h) => h.text)),
     bound: Object.freeze(bound.map((b) => Object.freeze({ ref: b.ref, delivery: b.delivery, hosts: Object.freeze(b.hosts.map((h) => h.text)) }))),
     injected: Object.freeze(options.proxied ? bound.filter((b) => b.delivery === 'inject').map((b) => b.ref) : []),
+    ...(ssh.length > 0 ? { ssh: Object.freeze(ssh) } : {}),
   });
+}
+
+/** The `delivery: ssh-agent` bindings as a run's agent holds them (every sandboxed run gets them). */
+export function getSshKeysOfRun(bindings: readonly SecretBinding[]): Array<{ ref: string; hosts: readonly string[]; hostKeys: readonly string[] }> {
+  return bindings.filter((b) => b.delivery === 'ssh-agent').map((b) => Object.freeze({
+    ref: b.ref,
+    hosts: Object.freeze(b.hosts.map((h) => `${h.host}:${h.port ?? 22}`)),
+    hostKeys: Object.freeze((b.hostKeys ?? []).map((k) => `${k.type} ${k.fingerprint}`)),
+  }));
 }
 
 /** One line for people (`policy explain`, the report). */
@@ -67,7 +83,10 @@ export function formatRunNetwork(network: RunNetwork): string {
   const bound = network.bound.length > 0
     ? `; bound: ${network.bound.map((b) => `<<${b.ref}>> -> ${b.hosts.join(', ')} (${b.delivery === 'inject' && network.injected.includes(b.ref) ? 'injected' : b.delivery})`).join(', ')}`
     : '';
-  return `${network.mode}: ${reach}${namespace}${bound}`;
+  const ssh = network.ssh && network.ssh.length > 0
+    ? `; SSH agent: ${network.ssh.map((k) => `<<${k.ref}>> for ${k.hosts.join(', ')} (host keys ${k.hostKeys.join(', ')})`).join(', ')}`
+    : '';
+  return `${network.mode}: ${reach}${namespace}${bound}${ssh}`;
 }
 
 /** A decision as a run's result carries it: where, allowed or not, why. */

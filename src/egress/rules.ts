@@ -13,9 +13,10 @@
  */
 import { isIP } from 'node:net';
 import { findMatch, matchesHost, type HostPattern } from './hosts';
+import type { HostKey } from './ssh/keys';
 
 export type NetworkMode = 'open' | 'none' | 'allowlist';
-export type Delivery = 'env' | 'inject';
+export type Delivery = 'env' | 'inject' | 'ssh-agent';
 
 export interface NetworkPolicy {
   readonly mode: NetworkMode;
@@ -67,10 +68,14 @@ export interface SecretBinding {
   readonly http: readonly HostPattern[];
   /** Injection only: `decode` compressed responses to clean them, or ask for `identity` and refuse any encoded one. */
   readonly responses: 'decode' | 'identity';
+  /** `ssh-agent` only: the servers' public host keys the key may log in to (egress/ssh/keys.ts). */
+  readonly hostKeys?: readonly HostKey[];
 }
 
 /** The port an injected value goes to when a binding's host pattern names none. */
 export const DEFAULT_INJECT_PORT = 443;
+/** The port of a `delivery: ssh-agent` binding's host that names none. */
+export const DEFAULT_SSH_PORT = 22;
 /** The port of a binding's `http` pattern that names none. */
 export const DEFAULT_HTTP_PORT = 80;
 

@@ -32,8 +32,12 @@ export class PlanResources {
   #release: (() => Promise<void>) | undefined;
   #handOff: (() => HandedOffRun) | undefined;
 
-  constructor(secrets: ReadonlyArray<PlanSecret> = [], egress?: StartedEgress & { readonly endpoint: PlanEndpoint }) {
+  /** The run's SSH agent (egress/ssh/run.ts): it ends with the run, and is never handed off. */
+  #ssh: { close(): Promise<void> } | undefined;
+
+  constructor(secrets: ReadonlyArray<PlanSecret> = [], egress?: StartedEgress & { readonly endpoint: PlanEndpoint }, ssh?: { close(): Promise<void> }) {
     this.#secrets = Object.freeze([...secrets]);
+    this.#ssh = ssh;
     if (egress) {
       const { endpoint } = egress;
       this.#egress = Object.freeze({ check: egress.check, sentinels: egress.sentinels });
@@ -64,8 +68,10 @@ export class PlanResources {
   /** Undo what the run holds (its egress endpoint); once, later calls do nothing. */
   async release(): Promise<void> {
     const release = this.#release;
+    const ssh = this.#ssh;
     this.#release = undefined;
-    await release?.().catch(() => undefined);
+    this.#ssh = undefined;
+    await Promise.all([release?.().catch(() => undefined), ssh?.close().catch(() => undefined)]);
   }
 
   /**

@@ -91,6 +91,7 @@ export function policyToDocument(policy: EffectivePolicy): PolicyDocument {
             responses: binding.responses,
           }
           : {}),
+        ...(binding.delivery === 'ssh-agent' ? { hostKeys: (binding.hostKeys ?? []).map((key) => key.line) } : {}),
       })),
     },
     audit: {

@@ -26,8 +26,12 @@ export const SecretBinding = Type.Object({
     maxItems: 256,
     description: 'The hosts the secret is for (at least one). They also bound what the run may reach: intersected with `sandbox.network`.',
   }),
-  delivery: Type.Optional(oneOfValues(['env', 'inject'], {
-    description: "`env` (default): the value is in the child's environment, the run gets a network namespace of its own, and every connection of the run is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value only over TLS to these hosts on their port (443 when a pattern names none), only where `headers`, `query`, `cookies`, `path` and `body` allow; a sentinel anywhere else fails the request (needs the sandbox).",
+  delivery: Type.Optional(oneOfValues(['env', 'inject', 'ssh-agent'], {
+    description: "`env` (default): the value is in the child's environment, the run gets a network namespace of its own, and every connection of the run is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value only over TLS to these hosts on their port (443 when a pattern names none), only where `headers`, `query`, `cookies`, `path` and `body` allow; a sentinel anywhere else fails the request (needs the sandbox). `ssh-agent`: the value is an SSH private key (`execgate secret set NAME --ssh-key FILE`); every sandboxed run gets an SSH agent socket of the gateway (`SSH_AUTH_SOCK`) that signs with it only to log in to a server holding one of `hostKeys`, and a known-hosts file naming these hosts (`host` or `host:port`, port 22 by default, named exactly); the key never enters the sandbox, and the command may not use the reference.",
+  })),
+  hostKeys: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 16384 }), {
+    maxItems: 64,
+    description: '`ssh-agent` only, and required there: the OpenSSH public-key lines (`ssh-ed25519 AAAA...`, as in a `.pub` file or `ssh-keyscan` output) of the servers the key may log in to. The agent signs only for a session whose server proved it holds one of them.',
   })),
   headers: Type.Optional(Type.Array(ref('httpToken', HttpToken), {
     maxItems: 64,
@@ -63,7 +67,7 @@ export const SecretBinding = Type.Object({
     description: '`inject` only. `decode` (default): compressed responses (gzip, deflate, br) from these hosts are decoded, cleaned of the value and encoded again. `identity`: the proxy asks for uncompressed responses and refuses any encoded one. A response in an encoding the proxy cannot read is refused either way.',
   })),
 }, {
-  title: 'a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject, headers, query, ...}`',
+  title: 'a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject|ssh-agent, headers, query, ..., hostKeys}`',
   additionalProperties: false,
 });
 

@@ -19,9 +19,9 @@
  */
 import { chmodSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { AgentProtocol, type AgentInboundRequest, type ParsedKey } from 'ssh2';
+import { AgentProtocol, type AgentInboundRequest } from 'ssh2';
 import { convertSignature } from 'ssh2/lib/protocol/utils.js';
-import type { HostKey, PrivateSshKey } from './keys';
+import type { HostKey, ParsedKey, PrivateSshKey } from './keys';
 import { checkUserauthRequest, readSessionBind, SESSION_BIND, type SessionBind } from './session';
 import { agentFrame, WireReader } from './wire';
 

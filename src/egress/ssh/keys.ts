@@ -6,10 +6,26 @@
  * `ssh-keygen -lf` print and what the audit log records. Parsing is ssh2's (`utils.parseKey`).
  */
 import { createHash } from 'node:crypto';
-import { utils, type ParsedKey } from 'ssh2';
 import { ExecgateError } from '../../errors';
 
-export type { ParsedKey } from 'ssh2';
+/**
+ * A key as ssh2 parses it (the part execgate uses). Declared here rather than taken from ssh2,
+ * which ships no types, so that execgate's published declarations need nothing of it; ssh2 itself
+ * is loaded on first use (a policy without SSH keys never loads it).
+ */
+export interface ParsedKey {
+  readonly type: string;
+  readonly comment: string;
+  sign(data: Buffer, algo?: string): Buffer | Error;
+  verify(data: Buffer, signature: Buffer, algo?: string): boolean | Error;
+  isPrivateKey(): boolean;
+  getPublicSSH(): Buffer;
+}
+
+/** ssh2's `utils.parseKey`, loaded on first use. */
+export function parseKey(data: Buffer | string): ParsedKey | ParsedKey[] | Error {
+  return (require('ssh2') as { utils: { parseKey(data: Buffer | string): ParsedKey | ParsedKey[] | Error } }).utils.parseKey(data);
+}
 
 /** `SHA256:...` of an SSH public key blob. */
 export function getFingerprint(blob: Buffer): string {
@@ -83,7 +99,7 @@ export function parseHostKeyLine(line: string): HostKey {
 
 function parseQuietly(text: string): ParsedKey | ParsedKey[] | Error {
   try {
-    return utils.parseKey(text);
+    return parseKey(text);
   } catch (error) {
     return error instanceof Error ? error : new Error(String(error));
   }

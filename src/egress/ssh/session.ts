@@ -8,8 +8,7 @@
  * server's private host key.
  */
 import { sigSSHToASN1 } from 'ssh2/lib/protocol/utils.js';
-import { utils } from 'ssh2';
-import { getFingerprint } from './keys';
+import { getFingerprint, parseKey } from './keys';
 import { WireReader } from './wire';
 
 export const SESSION_BIND = 'session-bind@openssh.com';
@@ -37,7 +36,7 @@ export function readSessionBind(reader: WireReader): SessionBind | { refused: st
 }
 
 function verifyHostSignature(hostKey: Buffer, sessionId: Buffer, signature: Buffer): boolean {
-  const key = utils.parseKey(hostKey);
+  const key = parseKey(hostKey);
   if (key instanceof Error || Array.isArray(key)) return false;
   const reader = new WireReader(signature);
   const algorithm = reader.string()?.toString('latin1');

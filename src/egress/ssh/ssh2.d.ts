@@ -13,10 +13,7 @@ declare module 'ssh2' {
     sign(data: Buffer, algo?: string): Buffer | Error;
     verify(data: Buffer, signature: Buffer, algo?: string): boolean | Error;
     isPrivateKey(): boolean;
-    getPrivatePEM(): string;
-    getPublicPEM(): string;
     getPublicSSH(): Buffer;
-    equals(key: Buffer | string | ParsedKey): boolean;
   }
 
   export class AgentInboundRequest {
