@@ -10,23 +10,29 @@
  * session with another server, a forwarded agent, adding, removing or locking keys. Every
  * signature and every refusal is an `ssh.sign` record (fingerprints and host names, never a key).
  *
- * Identities and signing go through ssh2's AgentProtocol (server side). It answers every message
- * it does not know with a failure, including SSH_AGENTC_EXTENSION, so the extension that carries
- * session-bind is read here, by hand, in a small framing layer in front of it: messages are cut
- * from the socket (at most OpenSSH's 256 KiB each), an extension is answered here, everything else
- * is passed to AgentProtocol and its reply awaited before the next message is read, so replies
- * keep the order of requests.
+ * Identities and signing go through ssh2's AgentProtocol (server side). It does not know
+ * SSH_AGENTC_EXTENSION, which carries session-bind, so that is read here, by hand, in a small
+ * framing layer in front of it: messages are cut from the socket (at most OpenSSH's 256 KiB each);
+ * a request for identities (exactly one byte) and a well-formed sign request are passed to
+ * AgentProtocol, and its reply awaited before the next message is read, so replies keep the order
+ * of requests; an extension is answered here; everything else gets SSH_AGENT_FAILURE here.
+ * AgentProtocol is not given the rest because of how it treats them: for a message it does not
+ * know it does not skip the body, and reads the body as further messages (one message would get
+ * several answers, or hide another request inside it); and a sign request whose fields it cannot
+ * read stops it from reading anything after.
  */
 import { chmodSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { AgentProtocol, type AgentInboundRequest } from 'ssh2';
 import { convertSignature } from 'ssh2/lib/protocol/utils.js';
-import type { HostKey, ParsedKey, PrivateSshKey } from './keys';
+import { parseKey, type HostKey, type ParsedKey, type PrivateSshKey } from './keys';
 import { checkUserauthRequest, readSessionBind, SESSION_BIND, type SessionBind } from './session';
 import { agentFrame, WireReader } from './wire';
 
 const SSH_AGENT_FAILURE = 5;
 const SSH_AGENT_SUCCESS = 6;
+const SSH_AGENTC_REQUEST_IDENTITIES = 11;
+const SSH_AGENTC_SIGN_REQUEST = 13;
 const SSH_AGENTC_EXTENSION = 27;
 /** OpenSSH's ssh-agent refuses longer messages (AGENT_MAX_LEN). */
 const MAX_MESSAGE = 256 * 1024;
@@ -113,6 +119,17 @@ export class SshAgent {
   }
 }
 
+/** `string key_blob, string data, uint32 flags` and nothing more, with a key blob ssh2 can read. */
+function isSignRequest(body: Buffer): boolean {
+  const reader = new WireReader(body);
+  const blob = reader.string();
+  const data = reader.string();
+  const flags = reader.uint32();
+  if (blob === undefined || data === undefined || flags === undefined || !reader.done) return false;
+  const key = parseKey(blob);
+  return !(key instanceof Error) && !Array.isArray(key);
+}
+
 class AgentConnection {
   readonly #socket: Socket;
   readonly #options: SshAgentOptions;
@@ -164,8 +181,16 @@ class AgentConnection {
 
   #handle(frame: Buffer): Promise<void> | void {
     if (this.#socket.destroyed) return;
-    if (frame[4] === SSH_AGENTC_EXTENSION) {
+    const type = frame[4];
+    if (type === SSH_AGENTC_EXTENSION) {
       this.#socket.write(agentFrame(this.#extension(frame.subarray(5)) ? SSH_AGENT_SUCCESS : SSH_AGENT_FAILURE));
+      return;
+    }
+    const passed = type === SSH_AGENTC_REQUEST_IDENTITIES ? frame.length === 5 : type === SSH_AGENTC_SIGN_REQUEST && isSignRequest(frame.subarray(5));
+    if (!passed) {
+      // Adding, removing or locking keys, smartcards, anything malformed: this agent's keys are the policy's.
+      if (type === SSH_AGENTC_SIGN_REQUEST) this.#record({ hosts: this.#allHosts(), allowed: false, reason: 'malformed sign request' });
+      this.#socket.write(agentFrame(SSH_AGENT_FAILURE));
       return;
     }
     return new Promise<void>((resolve) => {

@@ -114,7 +114,7 @@ function copyHostConfig(etc: string): void {
     }
   };
   copy(join(HOST_SSH_DIR, 'ssh_config'), join(etc, 'ssh_config'));
-  let names: string[] = [];
+  let names: string[];
   try {
     names = readdirSync(join(HOST_SSH_DIR, 'ssh_config.d'));
   } catch {

@@ -29,11 +29,11 @@ declare module 'ssh2' {
     signReply(req: AgentInboundRequest, signature: Buffer): boolean;
     on(event: 'identities', listener: (req: AgentInboundRequest) => void): this;
     on(event: 'sign', listener: (req: AgentInboundRequest, pubKey: ParsedKey, data: Buffer, flags: { hash?: string }) => void): this;
-    on(event: string, listener: (...args: any[]) => void): this;
+    on(event: string, listener: (...args: never[]) => void): this;
   }
 
   export class Client {
-    on(event: string, listener: (...args: any[]) => void): this;
+    on(event: string, listener: (...args: never[]) => void): this;
     connect(config: Record<string, unknown>): this;
     exec(command: string, callback: (error: Error | undefined, stream: Duplex & { stderr: NodeJS.ReadableStream }) => void): boolean;
     end(): this;
