@@ -84,7 +84,7 @@ export function formatRunNetwork(network: RunNetwork): string {
     ? `; bound: ${network.bound.map((b) => `<<${b.ref}>> -> ${b.hosts.join(', ')} (${b.delivery === 'inject' && network.injected.includes(b.ref) ? 'injected' : b.delivery})`).join(', ')}`
     : '';
   const ssh = network.ssh && network.ssh.length > 0
-    ? `; SSH agent: ${network.ssh.map((k) => `<<${k.ref}>> for ${k.hosts.join(', ')} (host keys ${k.hostKeys.join(', ')})`).join(', ')}`
+    ? `; SSH agent: ${network.ssh.map((k) => `<<${k.ref}>> for ${k.hosts.join(', ')} (host keys ${k.hostKeys.join(', ')})`).join(', ')} (the key stays in the gateway; its hosts are raw TCP destinations too)`
     : '';
   return `${network.mode}: ${reach}${namespace}${bound}${ssh}`;
 }
