@@ -32,6 +32,7 @@ export const AUDIT_EVENTS = Object.freeze({
   'background.kill': 'run',
   'background.ended': 'ended',
   'egress.decision': 'run',
+  'ssh.sign': 'run',
   'gateway.started': 'lifecycle',
   'gateway.stopped': 'lifecycle',
   'policy.loaded': 'lifecycle',

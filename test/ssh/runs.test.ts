@@ -14,6 +14,7 @@ import { createGateway, type Gateway } from '../../src/gateway';
 import { parseHostKeyLine, parsePrivateSshKey } from '../../src/egress/ssh/keys';
 import { checkPlatform } from '../../src/sandbox/detect';
 import { baseEnv, makeTempDir, waitFor } from '../helpers/tmp';
+import { execgateSync } from '../cli/helpers';
 import { makeKey, startSshd, type Sshd } from './sshd';
 
 const sandboxable = checkPlatform(undefined).ok;
@@ -142,6 +143,15 @@ maybe('a sandboxed run and the SSH agent of its gateway', () => {
       hosts: ['127.0.0.1.nip.test:22', 'git.example.test:22'],
       allowed: true,
     }));
+    // `audit show` and the HTML report list the run's agent answers.
+    const show = execgateSync(['audit', 'show', result.id], { cwd: tmp.dir, env: { EXECGATE_HOME: home } });
+    expect(show.stdout).toMatch(new RegExp(`ssh +\\d+ agent answer\\(s\\)`));
+    expect(show.stdout).toContain(`signed with ${parsePrivateSshKey(key.text, 'k').fingerprint} (secret:deploy) for host key ${parseHostKeyLine(sshd.hostKey).fingerprint} (bound to 127.0.0.1.nip.test:22, git.example.test:22)`);
+    const html = join(tmp.dir, 'report.html');
+    expect(execgateSync(['audit', 'report', '--html', html], { cwd: tmp.dir, env: { EXECGATE_HOME: home } }).status).toBe(0);
+    const page = readFileSync(html, 'utf8');
+    expect(page).toContain('ssh agent (');
+    expect(page).toContain(`signed with ${parsePrivateSshKey(key.text, 'k').fingerprint}`);
   });
 
   test('sync: git clones and pushes over SSH with the agent\'s key', async () => {
