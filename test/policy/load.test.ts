@@ -28,8 +28,8 @@ const withoutSource = (policy: EffectivePolicy): Omit<EffectivePolicy, 'source'>
 describe('shipped policies and documented examples', () => {
   const shipped = readdirSync(POLICIES).filter((name) => /\.(ya?ml|json)$/.test(name) && name !== 'schema.json');
 
-  test('policies/ ships default, strict and ci', () => {
-    expect(shipped.sort()).toEqual(['ci.yaml', 'default.yaml', 'strict.yaml']);
+  test('policies/ ships default, strict, ci and the git-over-ssh example', () => {
+    expect(shipped.sort()).toEqual(['ci.yaml', 'default.yaml', 'git-over-ssh.yaml', 'strict.yaml']);
   });
 
   test.each(shipped)('policies/%s validates', (name) => {
