@@ -96,10 +96,11 @@ beforeAll(async () => {
     '  bind:',
     `    - { ref: "secret:deploy", delivery: ssh-agent, hosts: ["127.0.0.1.nip.test:22", "git.example.test"], hostKeys: ["${sshd.hostKey}"] }`,
     `    - { ref: "secret:absent", delivery: ssh-agent, hosts: ["other.example.test"], hostKeys: ["${sshd.hostKey}"] }`,
+    '    - { ref: "secret:envtok", hosts: ["127.0.0.1"] }',
   ].join('\n'));
   gateway = createGateway({
     home, env: baseEnv(), cwd: work, policyFile: policy,
-    sources: [{ name: 'test', kinds: ['secret'], lookup: (_kind, id) => (id === 'deploy' ? { found: true, value: key.text } : { found: false }) }],
+    sources: [{ name: 'test', kinds: ['secret'], lookup: (_kind, id) => (id === 'deploy' ? { found: true, value: key.text } : id === 'envtok' ? { found: true, value: 'env-token-value-5f2a9c' } : { found: false }) }],
     egress: { runtimeDir: tmp.dir },
   });
 });
@@ -168,6 +169,13 @@ maybe('a sandboxed run and the SSH agent of its gateway', () => {
     expect(result.stdout).toContain('hello over ssh');
     expect(result.stdout).toContain('push-ok');
     expect(execFileSync('git', ['-C', bare, 'log', '--format=%s', '-1', 'main'], { encoding: 'utf8' }).trim()).toBe('push');
+  });
+
+  test('a run with a network namespace of its own (it holds an env-bound secret) gets the agent too', async () => {
+    const result = await gateway.exec({ command: 'test -n "<<secret:envtok>>" && ssh-add -l', cwd: work });
+    expect(result.exitCode).toBe(0);
+    expect(result.network).toMatchObject({ namespace: 'own', ssh: expect.arrayContaining([expect.objectContaining({ ref: 'secret:deploy' })]) });
+    expect(result.stdout).toContain(parsePrivateSshKey(key.text, 'k').fingerprint);
   });
 
   test('pty: the agent answers through a terminal', async () => {
