@@ -18,12 +18,14 @@ let bound: Sshd;
 let other: Sshd;
 let agent: SshAgent;
 let clientKey: ReturnType<typeof makeKey>;
+let rsaKey: ReturnType<typeof makeKey>;
+let ecdsaKey: ReturnType<typeof makeKey>;
 const records: SshSignRecord[] = [];
 
-function ssh(port: number, knownHosts: string, extra: string[] = []): Promise<{ code: number; stderr: string; stdout: string }> {
+function ssh(port: number, knownHosts: string, extra: string[] = [], socket = agent.socketPath): Promise<{ code: number; stderr: string; stdout: string }> {
   return new Promise((resolve) => {
     execFile('ssh', [
-      '-F', 'none', '-o', `IdentityAgent=${agent.socketPath}`, '-o', 'IdentitiesOnly=no', '-o', `UserKnownHostsFile=${knownHosts}`,
+      '-F', 'none', '-o', `IdentityAgent=${socket}`, '-o', 'IdentitiesOnly=no', '-o', `UserKnownHostsFile=${knownHosts}`,
       '-o', 'GlobalKnownHostsFile=/dev/null', '-o', 'StrictHostKeyChecking=yes', '-o', 'BatchMode=yes', '-o', 'PasswordAuthentication=no',
       '-o', 'IdentityFile=/dev/null', '-p', String(port), ...extra, `${bound.user}@127.0.0.1`, 'echo signed-in',
     ], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: tmp.dir } }, (error, stdout, stderr) => {
@@ -39,7 +41,9 @@ beforeAll(async () => {
   const otherDir = join(tmp.dir, 'other');
   require('node:fs').mkdirSync(boundDir);
   require('node:fs').mkdirSync(otherDir);
-  bound = await startSshd(boundDir, [clientKey.pub]);
+  rsaKey = makeKey(tmp.dir, 'client-rsa', 'rsa');
+  ecdsaKey = makeKey(tmp.dir, 'client-ecdsa', 'ecdsa');
+  bound = await startSshd(boundDir, [clientKey.pub, rsaKey.pub, ecdsaKey.pub]);
   other = await startSshd(otherDir, [clientKey.pub]);
   agent = await SshAgent.listen({
     runId: 'run_test',
@@ -93,4 +97,22 @@ test('a client that does not bind the session (ssh2) gets no signature, even fro
   expect(outcome).toMatch(/^error: (Agent responded with failure|All configured authentication methods failed)/);
   expect(records).toContainEqual(expect.objectContaining({ allowed: false, reason: expect.stringMatching(/not bound to an SSH session/) }));
   expect(records.some((record) => record.allowed)).toBe(false);
+});
+
+test.each([['an RSA key (SHA-2 signatures)', () => rsaKey], ['an ECDSA key (signatures converted to SSH\'s encoding)', () => ecdsaKey]])('%s: the key signs in as well', async (_what, which) => {
+  const other = await SshAgent.listen({
+    runId: 'run_types',
+    socketPath: join(tmp.dir, `agent-${Math.random().toString(36).slice(2)}.sock`),
+    keys: [{ ref: 'secret:typed', key: parsePrivateSshKey(which().text, 'test key'), hosts: ['git.example.test:22'], hostKeys: [parseHostKeyLine(bound.hostKey)] }],
+    onSign: (record) => records.push(record),
+  });
+  try {
+    const known = join(tmp.dir, 'known-types');
+    writeFileSync(known, `[127.0.0.1]:${bound.port} ${bound.hostKey}\n`);
+    const result = await ssh(bound.port, known, [], other.socketPath);
+    expect(result.stdout).toBe('signed-in\n');
+    expect(records).toContainEqual(expect.objectContaining({ runId: 'run_types', allowed: true, key: parsePrivateSshKey(which().text, 'k').fingerprint }));
+  } finally {
+    await other.close();
+  }
 });

@@ -173,6 +173,7 @@ maybe('a sandboxed run and the SSH agent of its gateway', () => {
 
   test('a run with a network namespace of its own (it holds an env-bound secret) gets the agent too', async () => {
     const result = await gateway.exec({ command: 'test -n "<<secret:envtok>>" && ssh-add -l', cwd: work });
+    expect(result.stderr).toBe('');
     expect(result.exitCode).toBe(0);
     expect(result.network).toMatchObject({ namespace: 'own', ssh: expect.arrayContaining([expect.objectContaining({ ref: 'secret:deploy' })]) });
     expect(result.stdout).toContain(parsePrivateSshKey(key.text, 'k').fingerprint);
