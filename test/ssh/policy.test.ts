@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeRunNetwork, formatRunNetwork } from '../../src/egress/describe';
-import { checkEgress } from '../../src/egress/plan';
+import { checkEgress, checkInputEgress } from '../../src/egress/plan';
 import { OPEN_NETWORK } from '../../src/egress/rules';
 import { getSshDestinations } from '../../src/egress/ssh/destinations';
 import { getKnownHosts } from '../../src/egress/ssh/run';
@@ -54,6 +54,11 @@ test('the known-hosts file names a non-22 port as [host]:port, each line once', 
 
 test('a command naming an ssh-agent key is refused before anything resolves', () => {
   expect(() => checkEgress({ network: OPEN_NETWORK, bindings: bindings(), refs: ['secret:deploy'], sandboxed: true }))
+    .toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_POLICY_DENIED', message: expect.stringMatching(/never enters a run/) }));
+});
+
+test('an ssh-agent key written to a running run\'s stdin is refused too', () => {
+  expect(() => checkInputEgress({ bindings: bindings(), refs: ['secret:deploy'], started: undefined }))
     .toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_POLICY_DENIED', message: expect.stringMatching(/never enters a run/) }));
 });
 
