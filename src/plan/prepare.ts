@@ -205,10 +205,10 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     }
   }
   // The policy's SSH keys (`delivery: ssh-agent`): an agent of the gateway for every sandboxed
-  // run, the keys resolved here and held by the agent only (egress/ssh/run.ts). Not for a run
-  // another process will hold (a detached background run): the agent lives in this process.
+  // run, the keys resolved here and held by the agent only (egress/ssh/run.ts). A run another
+  // process will hold (a detached background run) gets its directory here and its agent there.
   let ssh: RunSsh | undefined;
-  if (sandboxed.launch && context.handsOver?.(request.mode) !== true && policy.secrets.bind.some((binding) => binding.delivery === 'ssh-agent')) {
+  if (sandboxed.launch && policy.secrets.bind.some((binding) => binding.delivery === 'ssh-agent')) {
     // Loaded on first need: ssh2 stays unloaded for policies without SSH keys.
     const { openRunSsh } = require('../egress/ssh/run') as typeof import('../egress/ssh/run');
     try {
@@ -224,6 +224,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
           return value;
         },
         ...(context.onSshSign ? { onSign: context.onSshSign } : {}),
+        serve: context.handsOver?.(request.mode) !== true,
       });
     } catch (error) {
       await egress?.run.close().catch(() => undefined);

@@ -12,6 +12,7 @@
  */
 import type { StartedEgress } from '../egress/plan';
 import type { EgressDecision, HandedOffRun } from '../egress/proxy';
+import type { HandedOffSsh } from '../egress/ssh/run';
 
 export interface PlanSecret {
   readonly value: string;
@@ -25,6 +26,13 @@ export interface PlanEndpoint {
   handOff(): HandedOffRun;
 }
 
+/** The run's SSH agent (egress/ssh/run.ts `RunSsh`). */
+export interface PlanSsh {
+  close(): Promise<void>;
+  /** Present when another process will serve the agent (a detached background run). */
+  handOff?(): HandedOffSsh;
+}
+
 export class PlanResources {
   readonly #secrets: ReadonlyArray<PlanSecret>;
   readonly #egress: StartedEgress | undefined;
@@ -32,10 +40,10 @@ export class PlanResources {
   #release: (() => Promise<void>) | undefined;
   #handOff: (() => HandedOffRun) | undefined;
 
-  /** The run's SSH agent (egress/ssh/run.ts): it ends with the run, and is never handed off. */
-  #ssh: { close(): Promise<void> } | undefined;
+  /** The run's SSH agent (egress/ssh/run.ts): it ends with the run, or goes to the process that holds the run. */
+  #ssh: PlanSsh | undefined;
 
-  constructor(secrets: ReadonlyArray<PlanSecret> = [], egress?: StartedEgress & { readonly endpoint: PlanEndpoint }, ssh?: { close(): Promise<void> }) {
+  constructor(secrets: ReadonlyArray<PlanSecret> = [], egress?: StartedEgress & { readonly endpoint: PlanEndpoint }, ssh?: PlanSsh) {
     this.#secrets = Object.freeze([...secrets]);
     this.#ssh = ssh;
     if (egress) {
@@ -72,6 +80,16 @@ export class PlanResources {
     this.#release = undefined;
     this.#ssh = undefined;
     await Promise.all([release?.().catch(() => undefined), ssh?.close().catch(() => undefined)]);
+  }
+
+  /**
+   * The SSH agent of a run another process holds (egress/ssh/run.ts adoptRunSsh serves it
+   * there): its directory and keys go along, and releasing here does nothing after.
+   */
+  handOffSsh(): HandedOffSsh | undefined {
+    const ssh = this.#ssh;
+    this.#ssh = undefined;
+    return ssh?.handOff?.();
   }
 
   /**

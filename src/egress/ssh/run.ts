@@ -20,7 +20,7 @@ import { getRuntimeBase } from '../../fs/runtime-dir';
 import type { BwrapMount } from '../../process/bwrap/spec';
 import { DEFAULT_SSH_PORT, type SecretBinding } from '../rules';
 import { SshAgent, type AgentKey, type SshSignRecord } from './agent';
-import { parseStoredSshKey } from './keys';
+import { parseHostKeyLine, parseStoredSshKey } from './keys';
 
 /** Where the agent's socket appears inside the sandbox (on its private /tmp). */
 export const SSH_AGENT_MOUNT = '/tmp/.execgate-ssh-agent.sock';
@@ -34,6 +34,8 @@ export interface RunSsh {
   /** Fingerprints (`SHA256:...`) of the keys the agent holds. */
   readonly fingerprints: readonly string[];
   close(): Promise<void>;
+  /** Present when the agent was not started here (`serve: false`): what the serving process needs. */
+  handOff?(): HandedOffSsh;
 }
 
 /** The known-hosts file for the bindings: one line per server and host key. */
@@ -50,10 +52,20 @@ export function getKnownHosts(bindings: readonly SecretBinding[]): string {
   return [...lines].map((line) => `${line}\n`).join('');
 }
 
+/** A run's agent as handed to the process that will serve it (a detached background run's supervisor). Holds the keys: a pipe only. */
+export interface HandedOffSsh {
+  readonly runId: string;
+  readonly dir: string;
+  readonly socketPath: string;
+  readonly keys: ReadonlyArray<{ readonly ref: string; readonly text: string; readonly hosts: readonly string[]; readonly hostKeys: readonly string[] }>;
+}
+
 /**
  * Open the run's agent and its /etc/ssh; undefined when the policy binds no SSH key. `lookup`
  * resolves a reference (`secret:NAME`) to its value, undefined when no source knows it (that key
- * is left out: the agent lists only keys that resolve).
+ * is left out: the agent lists only keys that resolve). With `serve: false` (a run another process
+ * will hold) the directory is made and the agent is not started: `handOff()` gives what
+ * adoptRunSsh needs there, which listens on the same socket path before the run starts.
  */
 export async function openRunSsh(options: {
   runId: string;
@@ -61,15 +73,17 @@ export async function openRunSsh(options: {
   lookup: (ref: string) => Promise<string | undefined>;
   onSign?: (record: SshSignRecord) => void;
   runtimeDir?: string;
+  serve?: boolean;
 }): Promise<RunSsh | undefined> {
   const bindings = options.bindings.filter((binding) => binding.delivery === 'ssh-agent');
   if (bindings.length === 0) return undefined;
-  const keys: AgentKey[] = [];
+  const keys: Array<AgentKey & { text: string }> = [];
   for (const binding of bindings) {
     const value = await options.lookup(binding.ref);
     if (value === undefined) continue;
     keys.push(Object.freeze({
       ref: binding.ref,
+      text: value,
       key: parseStoredSshKey(value, binding.ref),
       hosts: Object.freeze(binding.hosts.map((host) => `${host.host}:${host.port ?? DEFAULT_SSH_PORT}`)),
       hostKeys: binding.hostKeys ?? [],
@@ -83,25 +97,61 @@ export async function openRunSsh(options: {
     mkdirSync(etc, { mode: 0o755 });
     copyHostConfig(etc);
     writeFileSync(join(etc, 'ssh_known_hosts'), getKnownHosts(bindings), { mode: 0o644 });
-    const agent = await SshAgent.listen({ runId: options.runId, socketPath: join(dir, 'agent.sock'), keys, ...(options.onSign ? { onSign: options.onSign } : {}) });
+    const socketPath = join(dir, 'agent.sock');
     const owned = dir;
+    const agent = options.serve === false ? undefined : await SshAgent.listen({ runId: options.runId, socketPath, keys, ...(options.onSign ? { onSign: options.onSign } : {}) });
     let closing: Promise<void> | undefined;
+    let handed = false;
     return Object.freeze({
       env: Object.freeze({ SSH_AUTH_SOCK: SSH_AGENT_MOUNT }),
-      mounts: Object.freeze([
-        { kind: 'bind', source: agent.socketPath, dest: SSH_AGENT_MOUNT, readOnly: true },
-        { kind: 'bind', source: etc, dest: SSH_CONFIG_MOUNT, readOnly: true },
-      ] satisfies BwrapMount[]),
+      mounts: getMounts(socketPath, etc),
       fingerprints: Object.freeze(keys.map((key) => key.key.fingerprint)),
       close: () => {
-        closing ??= agent.close().finally(() => rmSync(owned, { recursive: true, force: true }));
+        if (handed) return Promise.resolve();
+        closing ??= (agent?.close() ?? Promise.resolve()).finally(() => rmSync(owned, { recursive: true, force: true }));
         return closing;
       },
+      ...(agent ? {} : {
+        handOff: (): HandedOffSsh => {
+          handed = true;
+          return {
+            runId: options.runId,
+            dir: owned,
+            socketPath,
+            keys: keys.map((key) => ({ ref: key.ref, text: key.text, hosts: [...key.hosts], hostKeys: key.hostKeys.map((hostKey) => hostKey.line) })),
+          };
+        },
+      }),
     });
   } catch (error) {
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
     throw new ExecgateError('EXECGATE_ERR_SSH_AGENT_FAILED', `Could not set up the SSH agent of run ${options.runId}: ${(error as Error).message}. Nothing was run.`, { runId: options.runId }, { cause: error });
   }
+}
+
+/** Serve a run's agent another process prepared (openRunSsh with `serve: false`); close() ends it and removes its directory. */
+export async function adoptRunSsh(handed: HandedOffSsh, onSign?: (record: SshSignRecord) => void): Promise<{ close(): Promise<void> }> {
+  try {
+    const keys: AgentKey[] = handed.keys.map((key) => Object.freeze({
+      ref: key.ref,
+      key: parseStoredSshKey(key.text, key.ref),
+      hosts: key.hosts,
+      hostKeys: key.hostKeys.map((line) => parseHostKeyLine(line)),
+    }));
+    const agent = await SshAgent.listen({ runId: handed.runId, socketPath: handed.socketPath, keys, ...(onSign ? { onSign } : {}) });
+    let closing: Promise<void> | undefined;
+    return { close: () => (closing ??= agent.close().finally(() => rmSync(handed.dir, { recursive: true, force: true }))) };
+  } catch (error) {
+    rmSync(handed.dir, { recursive: true, force: true });
+    throw new ExecgateError('EXECGATE_ERR_SSH_AGENT_FAILED', `Could not serve the SSH agent of run ${handed.runId}: ${(error as Error).message}. Nothing was run.`, { runId: handed.runId }, { cause: error });
+  }
+}
+
+function getMounts(socketPath: string, etc: string): readonly BwrapMount[] {
+  return Object.freeze([
+    { kind: 'bind', source: socketPath, dest: SSH_AGENT_MOUNT, readOnly: true },
+    { kind: 'bind', source: etc, dest: SSH_CONFIG_MOUNT, readOnly: true },
+  ] satisfies BwrapMount[]);
 }
 
 /** The host's client configuration (regular files only), so that the run's ssh reads what the host's does. */
