@@ -88,7 +88,15 @@ function execgate(args: string[]): Promise<{ status: number | null; stdout: stri
   });
 }
 
-const agentDirs = (): string[] => readdirSync('/tmp').filter((name) => name.startsWith('execgate-ssh-'));
+/** Agent directories in /tmp whose known-hosts file names this test's server (other tests' runs make theirs there too). */
+const agentDirs = (): string[] => readdirSync('/tmp').filter((name) => {
+  if (!name.startsWith('execgate-ssh-')) return false;
+  try {
+    return readFileSync(join('/tmp', name, 'etc-ssh', 'ssh_known_hosts'), 'utf8').includes(sshd.hostKey);
+  } catch {
+    return false;
+  }
+});
 
 maybe('the SSH agent of a background run started from the CLI', () => {
   test('is served by the detached supervisor while the run lives, and removed after', async () => {
