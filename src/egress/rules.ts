@@ -13,9 +13,10 @@
  */
 import { isIP } from 'node:net';
 import { findMatch, matchesHost, type HostPattern } from './hosts';
+import type { HostKey } from './ssh/keys';
 
 export type NetworkMode = 'open' | 'none' | 'allowlist';
-export type Delivery = 'env' | 'inject' | 'aws-sigv4';
+export type Delivery = 'env' | 'inject' | 'aws-sigv4' | 'ssh-agent';
 
 export interface NetworkPolicy {
   readonly mode: NetworkMode;
@@ -83,6 +84,8 @@ export interface SecretBinding {
   readonly responses: 'decode' | 'identity';
   /** `aws-sigv4` only: what the proxy signs with the real key (sigv4.ts). */
   readonly aws?: AwsSettings;
+  /** `ssh-agent` only: the servers' public host keys the key may log in to (egress/ssh/keys.ts). */
+  readonly hostKeys?: readonly HostKey[];
 }
 
 /** Limits of an AWS binding (`delivery: aws-sigv4`). */
@@ -102,6 +105,8 @@ export const AWS_DEFAULT_HOSTS = Object.freeze(['*.amazonaws.com', 'amazonaws.co
 
 /** The port an injected value goes to when a binding's host pattern names none. */
 export const DEFAULT_INJECT_PORT = 443;
+/** The port of a `delivery: ssh-agent` binding's host that names none. */
+export const DEFAULT_SSH_PORT = 22;
 /** The port of a binding's `http` pattern that names none. */
 export const DEFAULT_HTTP_PORT = 80;
 

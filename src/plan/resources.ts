@@ -12,6 +12,7 @@
  */
 import type { StartedEgress } from '../egress/plan';
 import type { EgressDecision, HandedOffRun } from '../egress/proxy';
+import type { HandedOffSsh } from '../egress/ssh/run';
 
 export interface PlanSecret {
   readonly value: string;
@@ -27,6 +28,13 @@ export interface PlanEndpoint {
   started?(pid: number): void;
 }
 
+/** The run's SSH agent (egress/ssh/run.ts `RunSsh`). */
+export interface PlanSsh {
+  close(): Promise<void>;
+  /** Present when another process will serve the agent (a detached background run). */
+  handOff?(): HandedOffSsh;
+}
+
 export class PlanResources {
   readonly #secrets: ReadonlyArray<PlanSecret>;
   readonly #egress: StartedEgress | undefined;
@@ -35,8 +43,12 @@ export class PlanResources {
   #handOff: (() => HandedOffRun) | undefined;
   #started: ((pid: number) => void) | undefined;
 
-  constructor(secrets: ReadonlyArray<PlanSecret> = [], egress?: StartedEgress & { readonly endpoint: PlanEndpoint }) {
+  /** The run's SSH agent (egress/ssh/run.ts): it ends with the run, or goes to the process that holds the run. */
+  #ssh: PlanSsh | undefined;
+
+  constructor(secrets: ReadonlyArray<PlanSecret> = [], egress?: StartedEgress & { readonly endpoint: PlanEndpoint }, ssh?: PlanSsh) {
     this.#secrets = Object.freeze([...secrets]);
+    this.#ssh = ssh;
     if (egress) {
       const { endpoint } = egress;
       this.#egress = Object.freeze({ check: egress.check, sentinels: egress.sentinels });
@@ -73,8 +85,20 @@ export class PlanResources {
   /** Undo what the run holds (its egress endpoint); once, later calls do nothing. */
   async release(): Promise<void> {
     const release = this.#release;
+    const ssh = this.#ssh;
     this.#release = undefined;
-    await release?.().catch(() => undefined);
+    this.#ssh = undefined;
+    await Promise.all([release?.().catch(() => undefined), ssh?.close().catch(() => undefined)]);
+  }
+
+  /**
+   * The SSH agent of a run another process holds (egress/ssh/run.ts adoptRunSsh serves it
+   * there): its directory and keys go along, and releasing here does nothing after.
+   */
+  handOffSsh(): HandedOffSsh | undefined {
+    const ssh = this.#ssh;
+    this.#ssh = undefined;
+    return ssh?.handOff?.();
   }
 
   /**

@@ -105,7 +105,7 @@ export function checkFile(source: PolicySource, doc: PolicyDocument): PolicyProb
   // its own code, not discovered when a run needs the network.
   const egressProblem = (path: PathSegment[], error: unknown): void => {
     const where = locate(source, path);
-    const code = isExecgateError(error) && (error.code === 'EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_BIND_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_UPSTREAM_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_TCP_INVALID')
+    const code = isExecgateError(error) && (error.code === 'EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_BIND_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_UPSTREAM_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_TCP_INVALID' || error.code === 'EXECGATE_ERR_SSH_HOST_KEY_INVALID')
       ? error.code
       : 'EXECGATE_ERR_POLICY_INVALID';
     problems.push({ code, file: source.file, line: where.line, column: where.column, path: formatPath(path), message: (error as Error).message });

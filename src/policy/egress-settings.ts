@@ -12,9 +12,10 @@ import { posix } from 'node:path';
 import { describeValue, ExecgateError } from '../errors';
 import { matchesHost, parseHostPattern, parseHostPatterns, type HostPattern } from '../egress/hosts';
 import {
-  AWS_DEFAULT_HOSTS, DEFAULT_HTTP_PORT, DEFAULT_INJECT_PORT, DEFAULT_PLACEMENT, OPEN_NETWORK, UNPLACEABLE_HEADERS, isProxyUrl,
+  AWS_DEFAULT_HOSTS, DEFAULT_HTTP_PORT, DEFAULT_INJECT_PORT, DEFAULT_PLACEMENT, DEFAULT_SSH_PORT, OPEN_NETWORK, UNPLACEABLE_HEADERS, isProxyUrl,
   type AwsSettings, type NetworkPolicy, type Placement, type SecretBinding, type TcpEntry, type UpstreamPolicy,
 } from '../egress/rules';
+import { parseHostKeyLine } from '../egress/ssh/keys';
 import type { NetworkDocument, SecretBindingDocument, UpstreamDocument } from './schema-def';
 
 export function normalizeNetworkPolicy(input: NetworkDocument | undefined): NetworkPolicy {
@@ -147,6 +148,10 @@ export function normalizeSecretBindings(input: readonly SecretBindingDocument[] 
     if (delivery !== 'aws-sigv4' && awsOnly !== undefined) {
       throw bindInvalid(`\`${where}.${awsOnly}\` (\`${ref}\`) applies to \`delivery: aws-sigv4\` only.`);
     }
+    if (delivery === 'ssh-agent') return normalizeSshBinding(fields, where);
+    if (fields.hostKeys !== undefined) {
+      throw bindInvalid(`\`${where}.hostKeys\` (\`${ref}\`) applies to \`delivery: ssh-agent\` only.`);
+    }
     const parsedHosts = parseHostPatterns(hosts, `${where}.hosts`);
     return Object.freeze({
       ref,
@@ -212,6 +217,49 @@ function normalizeHttp(input: readonly string[] | undefined, hosts: readonly Hos
     }
     return withPort;
   }));
+}
+
+/*
+ * `delivery: ssh-agent`: an SSH key for named servers. Its hosts are also the run's raw TCP
+ * destinations (egress/ssh/destinations.ts), so they follow the rule of `sandbox.network.tcp`: a
+ * name (a run resolves it through its generated hosts file), a port (22 by default), no wildcard
+ * and no IP literal. Its host keys are parsed now, so that a pasted line with a typo is an error at
+ * load time with its position, not a server that is silently never trusted.
+ */
+function normalizeSshBinding(fields: SecretBindingDocument, where: string): SecretBinding {
+  const { ref } = fields;
+  if (!ref.startsWith('secret:')) {
+    throw bindInvalid(`\`${where}\` (\`${ref}\`) uses \`delivery: ssh-agent\`, which takes a stored key, \`secret:NAME\` (store it with \`execgate secret set NAME --ssh-key FILE\`).`);
+  }
+  const injectOnly = (['headers', 'query', 'cookies', 'path', 'body', 'methods', 'paths', 'http', 'responses'] as const).find((key) => fields[key] !== undefined);
+  if (injectOnly !== undefined) throw bindInvalid(`\`${where}.${injectOnly}\` (\`${ref}\`) applies to \`delivery: inject\` only, not to \`ssh-agent\`.`);
+  const hosts = (fields.hosts ?? []).map((item, index) => {
+    const pattern = parseHostPattern(item, `${where}.hosts[${index}]`);
+    if (pattern.kind !== 'name') {
+      const what = pattern.kind === 'ip' ? 'an IP literal (a run reaches SSH servers by name: name the host, as in `git.example.com:22`)' : 'a wildcard (name each server)';
+      throw bindInvalid(`\`${where}.hosts[${index}]\` (\`${ref}\`) is \`${pattern.text}\`, ${what}.`);
+    }
+    return Object.freeze({ ...pattern, port: pattern.port ?? DEFAULT_SSH_PORT });
+  });
+  if (fields.hostKeys === undefined || fields.hostKeys.length === 0) {
+    throw bindInvalid(`\`${where}\` (\`${ref}\`) has \`delivery: ssh-agent\` but no \`hostKeys\`: list the servers' public host keys (\`ssh-keyscan -t ed25519 HOST\` prints them; check them against what the server's operator publishes).`);
+  }
+  const hostKeys = fields.hostKeys.map((line, index) => {
+    try {
+      return parseHostKeyLine(line);
+    } catch (error) {
+      throw new ExecgateError('EXECGATE_ERR_SSH_HOST_KEY_INVALID', `\`${where}.hostKeys[${index}]\` (\`${ref}\`) is not an OpenSSH public-key line: ${(error as Error).message}.`, { ref });
+    }
+  });
+  return Object.freeze({
+    ref,
+    hosts: Object.freeze(hosts),
+    delivery: 'ssh-agent',
+    place: DEFAULT_PLACEMENT,
+    http: Object.freeze([]),
+    responses: 'decode',
+    hostKeys: Object.freeze(hostKeys),
+  });
 }
 
 function bindInvalid(message: string): ExecgateError {
