@@ -9,7 +9,9 @@
  * the shell starts, and carries each connection to the proxy's socket after one line naming the
  * run's proxy credentials and the address and port the client connected to
  * (`\0execgate-tcp USER PASS ADDRESS PORT\n`): the proxy reads what that address stands for from
- * the run's policy (src/egress/connections.ts). ::1 is skipped where the namespace has no IPv6.
+ * the run's policy (src/egress/connections.ts). ::1 is skipped where the namespace has no IPv6,
+ * and a port below 1024 (SSH's 22) where the sandbox holds no capability to open it, with a line
+ * on the run's stderr.
  *
  *   node -e "$(cat egress-run-bridge.js)" -- SOCKET PORT PROGRAM [ARG...]
  */
@@ -30,12 +32,22 @@ let raw = [];
 try { raw = JSON.parse(env.EXECGATE_EGRESS_TCP || '[]'); } catch (e) { fail(125, 'cannot read EXECGATE_EGRESS_TCP: ' + e.message); }
 delete env.EXECGATE_EGRESS_TCP;
 const [user = '', pass = ''] = (auth || '').split(':').map(decodeURIComponent);
+const skipped = [];
 const listenRaw = (index, then) => {
-  if (index >= raw.length) return then();
+  if (index >= raw.length) {
+    if (skipped.length > 0) process.stderr.write('execgate: raw TCP to ' + skipped.join(', ') + ' is not available in a run with a network namespace of its own (one holding a delivery: env secret): ports below 1024 cannot be opened there\n');
+    return then();
+  }
   const [host, p] = raw[index];
   const server = net.createServer({ highWaterMark: HWM }, (c) => relay(c, '\0execgate-tcp ' + user + ' ' + pass + ' ' + host + ' ' + p + '\n'));
   server.once('error', (e) => {
     if (host === '::1' && (e.code === 'EADDRNOTAVAIL' || e.code === 'EAFNOSUPPORT')) return listenRaw(index + 1, then);
+    // A port below 1024 needs a capability no sandboxed process keeps: that destination is not
+    // reachable from a namespace of its own (said once, on the run's stderr), the others are.
+    if (e.code === 'EACCES' && Number(p) < 1024) {
+      skipped.push(host.includes(':') ? '[' + host + ']:' + p : host + ':' + p);
+      return listenRaw(index + 1, then);
+    }
     fail(125, 'cannot listen on ' + host + ':' + p + ': ' + e.message);
   });
   server.listen({ host, port: Number(p), exclusive: true }, () => listenRaw(index + 1, then));
