@@ -1,6 +1,6 @@
 'use strict';
 /*
- * Figure 15: what SigV4 re-signing costs at the egress proxy (`delivery: aws-sigv4`). The same
+ * Figure 16: what SigV4 re-signing costs at the egress proxy (`delivery: aws-sigv4`). The same
  * PUT through the same run's proxy socket, TLS intercepted with the gateway CA both ways:
  *
  *   - intercepted, a bearer token injected (the proxy's usual work on a bound host: read, place,
@@ -146,16 +146,16 @@ async function run({ quick, log }) {
     const cpuUnit = large ? 'ms/MiB' : 'ms/req';
     const cpuValue = (list) => (large ? list.map((ms) => ms / (size / 1048576)) : list);
     for (const v of Object.keys(variants)) {
-      rows.push(row(15, `${sizeName} PUT: ${label[v]} (${unit})`, value(samples[v]), {
+      rows.push(row(16, `${sizeName} PUT: ${label[v]} (${unit})`, value(samples[v]), {
         unit, ...(v !== 'injected' ? { of: { name: label.injected, samples: value(samples.injected) } } : {}), ...(large ? { higherIsBetter: true } : {}),
       }));
-      cpuRows.push(row(15, `${sizeName} PUT: ${label[v]}, CPU (${cpuUnit})`, cpuValue(cpu[v]), {
+      cpuRows.push(row(16, `${sizeName} PUT: ${label[v]}, CPU (${cpuUnit})`, cpuValue(cpu[v]), {
         unit: cpuUnit, ...(v !== 'injected' ? { of: { name: label.injected, samples: cpuValue(cpu.injected) } } : {}),
       }));
     }
     if (!large) {
       const extra = summarize(cpu.unsigned).median - summarize(cpu.injected).median;
-      cpuRows.push(row(15, '  re-signing\'s own CPU per request (re-signed less injected, medians)', { median: extra, min: extra, max: extra, n: 1 }, { unit: 'ms/req' }));
+      cpuRows.push(row(16, '  re-signing\'s own CPU per request (re-signed less injected, medians)', { median: extra, min: extra, max: extra, n: 1 }, { unit: 'ms/req' }));
     }
   }
   await bound.close();
@@ -168,7 +168,7 @@ async function run({ quick, log }) {
   };
 }
 
-const figure = { id: 15, title: 'SigV4 re-signing at the egress proxy: a re-signed PUT against an intercepted one with a token injected', run };
+const figure = { id: 16, title: 'SigV4 re-signing at the egress proxy: a re-signed PUT against an intercepted one with a token injected', run };
 module.exports = figure;
 
 if (require.main === module) runFigure(figure);

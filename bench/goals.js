@@ -103,6 +103,11 @@ const GOALS = [
     direction: '<=', target: 1, unit: 'x', before: '0.75-0.89x (two runs)',
     find: () => undefined,
   },
+  {
+    id: 'tcp-relay', figure: 15, what: 'raw TCP egress, 100 MiB by name (`sandbox.network.tcp`), a client inside the sandbox', against: 'the same client, direct',
+    direction: '>=', target: 0.8, unit: 'x', before: '0.46x (loaded host)',
+    find: ratioOf(15, /^100 MiB raw TCP: the same client in a sandboxed run/),
+  },
 ];
 
 const byId = new Map(GOALS.map((goal) => [goal.id, goal]));

@@ -41,6 +41,7 @@ const FIGURES = [
   'mcp.js',
   'egress.js',
   'egress-aws.js',
+  'tcp.js',
   'sandbox.js',
   'shell-reader.js',
   'files.js',

@@ -130,8 +130,12 @@ export const ERROR_CATALOG = {
   EXECGATE_ERR_EGRESS_BIND_INVALID: 'A `secrets.bind` entry is not valid (no hosts, unknown delivery, bad reference).',
   EXECGATE_ERR_EGRESS_UNREACHABLE: 'A bound secret used by the request can never reach any of its hosts under the network policy; nothing was run.',
   EXECGATE_ERR_EGRESS_NEEDS_SANDBOX: 'A secret bound to hosts (`secrets.bind`) was used by a run that has no sandbox, so the binding could not be enforced; nothing was run.',
+  EXECGATE_ERR_SSH_KEY_INVALID: 'An SSH private key (`secret set --ssh-key`, or a secret bound with `delivery: ssh-agent`) is encrypted, a public key, several keys or no key; nothing was stored or run.',
+  EXECGATE_ERR_SSH_HOST_KEY_INVALID: 'A `hostKeys` entry of a `delivery: ssh-agent` binding is not an OpenSSH public-key line.',
+  EXECGATE_ERR_SSH_AGENT_FAILED: "The run's SSH agent (its socket or known-hosts file) could not be set up; nothing was run.",
   EXECGATE_ERR_EGRESS_CA_FAILED: 'The per-gateway certificate authority for TLS interception could not be created or written.',
   EXECGATE_ERR_EGRESS_PROXY_FAILED: 'The egress proxy could not open the socket for a run.',
+  EXECGATE_ERR_EGRESS_TCP_INVALID: 'A `sandbox.network.tcp` or `hostServices` entry is not valid (no port, an IP literal, a wildcard, a port out of range, a socket path that is not plain or lies under /run, or set with `mode: none`).',
   EXECGATE_ERR_EGRESS_UPSTREAM_INVALID: 'The way the egress proxy leaves (`sandbox.network.upstream`, or the gateway\'s own HTTPS_PROXY / HTTP_PROXY) is not valid, or a CA file it names cannot be read.',
 
   // --- CLI ---

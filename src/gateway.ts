@@ -274,6 +274,7 @@ export class Gateway {
         egress: () => this.#getEgress(),
         handsOver: (mode) => mode === 'background' && this.#backgroundLauncher === 'detached',
         remembered: this.#masks,
+        onSshSign: (record) => this.#audit.write('ssh.sign', { ...record }),
         // The shell starts while the start record is made durable, and acts only after.
         park: this.#parks,
         onNormalized: (normalized) => records.requested(normalized),

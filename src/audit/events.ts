@@ -33,6 +33,7 @@ export const AUDIT_EVENTS = Object.freeze({
   'background.ended': 'ended',
   'egress.decision': 'run',
   'secret.source': 'run',
+  'ssh.sign': 'run',
   'gateway.started': 'lifecycle',
   'gateway.stopped': 'lifecycle',
   'policy.loaded': 'lifecycle',

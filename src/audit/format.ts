@@ -6,6 +6,7 @@
  */
 import type { ChainRecord } from './chain';
 import { EGRESS_DECISION_EVENT, formatEgressCounted, formatEgressEntry, readEgressEntry } from './egress';
+import { formatSshSign, SSH_SIGN_EVENT } from './ssh';
 import { getExtra, type RunSummary } from './runs';
 import { getExitLabel } from './stats';
 
@@ -96,10 +97,17 @@ export function formatRunStory(summary: RunSummary, records: readonly Record<str
     for (const entry of egress.entries) lines.push(`  ${escapeTerminal(formatEgressCounted(entry))}`);
     if (egress.dropped > 0) lines.push(`  ... and ${egress.dropped} more decision(s) (see \`audit show --json\`)`);
   }
+  const ssh = summary.ssh;
+  if (ssh !== undefined) {
+    lines.push(`ssh       ${ssh.total} agent answer(s)${ssh.entries.length < ssh.total ? ', identical ones counted (xN)' : ''}:`);
+    for (const entry of ssh.entries) lines.push(`  ${escapeTerminal(entry.text)}${entry.count > 1 ? `  x${entry.count}` : ''}`);
+    if (ssh.dropped > 0) lines.push(`  ... and ${ssh.dropped} more (see \`audit show --json\`)`);
+  }
   lines.push('records:');
   for (const record of records) {
     const details: string[] = [];
     if (record.event === EGRESS_DECISION_EVENT) details.push(escapeTerminal(formatEgressEntry(readEgressEntry(record as ChainRecord))));
+    if (record.event === SSH_SIGN_EVENT) details.push(escapeTerminal(formatSshSign(record)));
     for (const key of ['code', 'exitCode', 'signal', 'timedOut', 'durationMs', 'message']) {
       if (record[key] !== undefined && record[key] !== null && record[key] !== false) details.push(`${key}=${escapeTerminal(String(record[key]))}`);
     }

@@ -285,6 +285,14 @@ export const REPORT_SCRIPT = String.raw`
       if (run.eg.more) egress.appendChild(el('div', {}, 'and ' + run.eg.more + ' more; run: execgate audit show ' + run.i));
       row(dl, 'egress (' + run.eg.n + ')', egress);
     }
+    if (run.sh) {
+      var ssh = el('div');
+      run.sh.d.forEach(function (pair) {
+        ssh.appendChild(el('div', { class: 'code' }, [S[pair[0]], pair[1] > 1 ? el('span', { class: 'pill' }, '\u00d7' + pair[1]) : '']));
+      });
+      if (run.sh.more) ssh.appendChild(el('div', {}, 'and ' + run.sh.more + ' more; run: execgate audit show ' + run.i));
+      row(dl, 'ssh agent (' + run.sh.n + ')', ssh);
+    }
     row(dl, 'records', collapseRepeats(run.ev).join(' \u2192 '));
     if (run.extra) {
       Object.keys(run.extra).forEach(function (key) {

@@ -127,6 +127,8 @@ export interface EmbeddedRun {
   extra?: Record<string, unknown>;
   /** egress decisions: [decision text, count] (identical ones counted), total, past the kept ones */
   eg?: { d: [number, number][]; n: number; more: number };
+  /** SSH agent answers: [answer text, count], total, past the kept ones */
+  sh?: { d: [number, number][]; n: number; more: number };
 }
 
 export interface ReportModel {
@@ -280,6 +282,7 @@ export class ReportCollector {
       ev: run.events,
       ...(getExtra(run) !== undefined ? { extra: getExtra(run) } : {}),
       ...(run.egress !== undefined ? { eg: { d: run.egress.entries.map((entry): [number, number] => [intern(formatEgressEntry(entry)), entry.count]), n: run.egress.total, more: run.egress.dropped } } : {}),
+      ...(run.ssh !== undefined ? { sh: { d: run.ssh.entries.map((entry): [number, number] => [intern(entry.text), entry.count]), n: run.ssh.total, more: run.ssh.dropped } } : {}),
     }));
     const secrets = [...this.#secrets.values()]
       .map(({ actors, commands, lastFingerprint: _last, prints, deniedRuns, rotations, ...rest }): SecretView => ({

@@ -10,6 +10,7 @@
  */
 import { parseChainLine, type ChainRecord } from './chain';
 import { addEgressDecision, EGRESS_DECISION_EVENT, type EgressLog } from './egress';
+import { addSshSign, SSH_SIGN_EVENT, type SshSignLog } from './ssh';
 import { getEventRole, isTerminalRole } from './events';
 import type { AuditLine } from './reader';
 
@@ -78,6 +79,8 @@ export interface RunSummary {
   detail?: unknown[];
   /** The run's egress decisions, identical ones counted (see egress.ts). */
   egress?: EgressLog;
+  /** Its SSH agent's signatures and refusals, identical ones counted (see ssh.ts). */
+  ssh?: SshSignLog;
   /** `finished`, `failed`, or undefined while no end record was seen. */
   end?: 'finished' | 'failed';
   /** The records as stored (only kept when asked). */
@@ -132,6 +135,7 @@ function newSummary(record: ChainRecord): RunSummary {
     state: undefined,
     detail: undefined,
     egress: undefined,
+    ssh: undefined,
     end: undefined,
     lines: undefined,
     record: undefined,
@@ -239,6 +243,7 @@ export function applyRecord(summary: RunSummary, record: ChainRecord): void {
       break;
     case 'run':
       if (record.event === EGRESS_DECISION_EVENT) summary.egress = addEgressDecision(summary.egress, record);
+      else if (record.event === SSH_SIGN_EVENT) summary.ssh = addSshSign(summary.ssh, record);
       else if (summary.runId !== undefined && record.event !== 'background.started') keepExtra(summary, record);
       break;
     default:

@@ -32,6 +32,7 @@ import { getRunBridgeSource } from '../process/programs';
 import type { BwrapMount } from '../process/bwrap/spec';
 import type { HostPattern } from './hosts';
 import type { EgressRun } from './proxy';
+import { HOSTS_MOUNT } from './tcp';
 
 /** Where the proxy's public files (Node preload, CA bundle) appear inside the sandbox (on its private /tmp). */
 export const EGRESS_MOUNT = '/tmp/.execgate-egress';
@@ -65,7 +66,15 @@ export function getNoProxy(allow: readonly HostPattern[] = []): string {
   return ['localhost', '127.0.0.1', '::1'].filter((entry) => !named.has(entry)).join(',');
 }
 
-export function getSandboxEgress(run: EgressRun, options: { port?: number; nodePath?: string; sharedPort?: number; allow?: readonly HostPattern[] } = {}): SandboxEgress {
+export function getSandboxEgress(run: EgressRun, options: {
+  port?: number; nodePath?: string; sharedPort?: number; allow?: readonly HostPattern[];
+  /** The run's generated /etc/hosts (its raw TCP destinations' names), bound read-only over the sandbox's. */
+  hostsFile?: string;
+  /** Loopback addresses and ports a bridge of the run's own listens on for raw TCP (tcp.ts getLocalEndpoints). */
+  tcpEndpoints?: ReadonlyArray<{ readonly host: string; readonly port: number }>;
+  /** The run's own sockets for the host's UNIX sockets (source), bound at the host's paths (dest). */
+  hostSockets?: ReadonlyArray<{ readonly source: string; readonly dest: string }>;
+} = {}): SandboxEgress {
   const nodePath = options.nodePath ?? process.execPath;
   const nodeOptions = `--require ${EGRESS_MOUNT}/node-preload.cjs`;
   const auth = run.credentials ? `${encodeURIComponent(run.credentials.username)}:${encodeURIComponent(run.credentials.password)}` : undefined;
@@ -78,6 +87,9 @@ export function getSandboxEgress(run: EgressRun, options: { port?: number; nodeP
   // Read-only: connect(2) on a socket still works, while the CA bundle and the Node preload
   // (shared by every run of the gateway) cannot be rewritten from inside.
   const files: BwrapMount[] = [{ kind: 'bind', source: run.dir, dest: EGRESS_MOUNT, readOnly: true }];
+  if (options.hostsFile) files.push({ kind: 'bind', source: options.hostsFile, dest: HOSTS_MOUNT, readOnly: true });
+  // Read-only: connect(2) works on it, and the run cannot replace it.
+  for (const socket of options.hostSockets ?? []) files.push({ kind: 'bind', source: socket.source, dest: socket.dest, readOnly: true });
   if (options.sharedPort !== undefined) {
     const at = `${auth ? `${auth}@` : ''}127.0.0.1:${options.sharedPort}`;
     for (const name of ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy']) env[name] = `http://${at}`;
@@ -86,6 +98,7 @@ export function getSandboxEgress(run: EgressRun, options: { port?: number; nodeP
   }
   // The run's own bridge sets HTTP(S)_PROXY / ALL_PROXY (it alone knows the port it got).
   if (auth) env.EXECGATE_EGRESS_AUTH = auth;
+  if (options.tcpEndpoints && options.tcpEndpoints.length > 0) env.EXECGATE_EGRESS_TCP = JSON.stringify(options.tcpEndpoints.map((e) => [e.host, e.port]));
   env.EXECGATE_EGRESS_NODE_OPTIONS = nodeOptions;
   const port = options.port ?? DEFAULT_BRIDGE_PORT;
   return Object.freeze({
@@ -102,6 +115,80 @@ export interface NamespaceLauncher {
   current(): Promise<string | undefined>;
   /** A TCP listener on 127.0.0.1 inside namespace `namespace`, held by this process; undefined when that namespace is gone. */
   listenInside(namespace: string): Promise<NetServer | undefined>;
+  /** Listeners on several addresses inside the namespace in one go (each: the listener, or the error code); undefined when it is gone. */
+  listenInsideMany?(namespace: string, endpoints: ReadonlyArray<{ readonly host: string; readonly port: number }>): Promise<Array<NetServer | string> | undefined>;
+  /** A process inside the namespace, whose /proc/PID/net lists its sockets; undefined when it is gone. */
+  holderPid?(namespace: string): number | undefined;
+}
+
+/**
+ * The raw TCP listeners of one shared network namespace (tcp.ts): one per loopback address and
+ * port any run of the gateway needs (a destination's 127.77.X.Y:PORT, a host service's
+ * 127.0.0.1:PORT and [::1]:PORT), opened when a run first needs them, all of a run's missing ones
+ * by one process, and kept while the namespace lives: they are the gateway's, so no run can take
+ * their ports. A run whose policy does not name one is refused on it (the proxy decides per run).
+ */
+export class SharedTcpListeners {
+  readonly #launcher: NamespaceLauncher;
+  readonly #serve: (server: NetServer, holderPid: () => number | undefined) => void;
+  /** address:port -> its listener, or null where the namespace has no such address (::1 without IPv6). */
+  readonly #open = new Map<string, NetServer | null>();
+  #namespace = '';
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(launcher: NamespaceLauncher, serve: (server: NetServer, holderPid: () => number | undefined) => void) {
+    this.#launcher = launcher;
+    this.#serve = serve;
+  }
+
+  /** Listeners on all of `endpoints` in the current shared namespace (one at a time: runs opening together wait for each other). */
+  ensure(endpoints: ReadonlyArray<{ readonly host: string; readonly port: number }>): Promise<void> {
+    const next = this.#queue.then(() => this.#ensure(endpoints));
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async #ensure(endpoints: ReadonlyArray<{ readonly host: string; readonly port: number }>): Promise<void> {
+    const namespace = await this.#launcher.current();
+    if (namespace === undefined) throw failed('the shared network namespace is gone');
+    if (namespace !== this.#namespace) {
+      this.stop();
+      this.#namespace = namespace;
+    }
+    const missing = endpoints.filter((e) => !this.#open.has(key(e)));
+    if (missing.length === 0) return;
+    if (!this.#launcher.listenInsideMany || !this.#launcher.holderPid) throw failed('it cannot open raw TCP listeners');
+    let results: Array<NetServer | string> | undefined;
+    try {
+      results = await this.#launcher.listenInsideMany(namespace, missing);
+    } catch (error) {
+      throw failed((error as Error).message);
+    }
+    if (!results) throw failed('the shared network namespace is gone');
+    const launcher = this.#launcher;
+    let problem: string | undefined;
+    results.forEach((result, index) => {
+      const endpoint = missing[index];
+      if (typeof result === 'string') {
+        if (endpoint.host === '::1' && (result === 'EADDRNOTAVAIL' || result === 'EAFNOSUPPORT')) this.#open.set(key(endpoint), null);
+        else problem ??= `${endpoint.host === '::1' ? '[::1]' : endpoint.host}:${endpoint.port} is taken (${result}${result === 'EADDRINUSE' ? ': a run listens there' : ''})`;
+        return;
+      }
+      this.#serve(result, () => launcher.holderPid!(namespace));
+      this.#open.set(key(endpoint), result);
+    });
+    if (problem) throw failed(`raw TCP listener ${problem}`);
+  }
+
+  /** Close every listener (the gateway closes, or the namespace was replaced). */
+  stop(): void {
+    for (const server of this.#open.values()) server?.close();
+    this.#open.clear();
+  }
+}
+
+function key(endpoint: { readonly host: string; readonly port: number }): string {
+  return `${endpoint.host}|${endpoint.port}`;
 }
 
 /** Where a listener's connections go: the proxy's front door, as for its shared socket. */

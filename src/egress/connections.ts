@@ -21,7 +21,43 @@ import { clip } from './reading';
 import { getReason } from './reasons';
 import { DEFAULT_INJECT_PORT } from './rules';
 import { handleSocks } from './socks';
+import { relayTcp } from './tcp';
 import { joinSockets } from './tunnel';
+
+/** The longest preamble a bridge sends before a raw TCP connection's bytes. */
+const MAX_PREAMBLE = 512;
+
+/**
+ * A raw TCP connection carried by a run's own bridge (egress-run-bridge.js) starts with one line,
+ * `\0execgate-tcp USER PASS ADDRESS PORT\n`: the run's proxy credentials (which run it is) and
+ * the address and port on the run's loopback the client connected to (which of the run's
+ * destinations it means). It names no outside host: what the address stands for is read from
+ * the run's own policy, so a forged line reaches nothing the run's policy does not name.
+ */
+function readPreamble(socket: Socket, done: (preamble: { username: string; password: string; address: string; port: number } | undefined) => void): void {
+  let head = Buffer.alloc(0);
+  const onData = (chunk: Buffer): void => {
+    head = Buffer.concat([head, chunk]);
+    const end = head.indexOf(0x0a);
+    if (end === -1) {
+      if (head.length > MAX_PREAMBLE) finish(undefined);
+      return;
+    }
+    const rest = head.subarray(end + 1);
+    const match = /^\0execgate-tcp ([A-Za-z0-9_-]{1,64}) ([A-Za-z0-9_-]{1,128}) ([0-9a-f.:]{2,45}) (\d{1,5})$/.exec(head.subarray(0, end).toString('latin1'));
+    socket.pause();
+    if (rest.length > 0) socket.unshift(rest);
+    finish(match ? { username: match[1], password: match[2], address: match[3], port: Number(match[4]) } : undefined);
+  };
+  const finish = (value: Parameters<typeof done>[0]): void => {
+    socket.off('data', onData);
+    socket.off('end', onEnd);
+    done(value);
+  };
+  const onEnd = (): void => finish(undefined);
+  socket.on('data', onData);
+  socket.once('end', onEnd);
+}
 
 /** One proxy's front door, with the HTTP servers its sockets' requests are parsed by (one per run's own socket, one for the shared socket). */
 export class FrontDoor {
@@ -39,7 +75,22 @@ export class FrontDoor {
       const first = socket.read(1) as Buffer | null;
       if (!first) return void socket.destroy();
       socket.unshift(first);
-      if (first[0] === 0x05) {
+      if (first[0] === 0x00) {
+        readPreamble(socket, (preamble) => {
+          let run: RunContext | undefined;
+          if (preamble) {
+            const credentials = context?.options.credentials;
+            if (context) run = !credentials || (safeEqual(preamble.username, credentials.username) && safeEqual(preamble.password, credentials.password)) ? context : undefined;
+            else run = this.#core.findRun(preamble.username, preamble.password, socket);
+          }
+          if (!run) {
+            this.#core.record(context, { runId: context?.options.runId ?? '', via: 'tcp', host: preamble?.address ?? '', port: preamble?.port ?? 0, allowed: false, rule: preamble ? 'proxy-auth' : 'bad-target' });
+            socket.destroy();
+            return;
+          }
+          void relayTcp(this.#core, run, socket, preamble!.address, preamble!.port);
+        });
+      } else if (first[0] === 0x05) {
         let run = context;
         const credentials = context?.options.credentials;
         const authenticate = context

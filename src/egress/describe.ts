@@ -6,7 +6,9 @@
  * when the run is not sandboxed), and which of its secrets were bound to hosts or injected.
  */
 import type { EgressDecision } from './proxy';
+import { formatAuthority } from './authority';
 import { getReason } from './reasons';
+import { getHostServices, getTcpDestinations } from './tcp';
 import type { Delivery, NetworkPolicy, SecretBinding } from './rules';
 
 export interface RunNetwork {
@@ -25,8 +27,19 @@ export interface RunNetwork {
   readonly deny: readonly string[];
   /** The bound secrets (`secrets.bind`) this run uses. */
   readonly bound: readonly { readonly ref: string; readonly delivery: Delivery; readonly hosts: readonly string[] }[];
+  /**
+   * SSH keys the run's agent holds (`delivery: ssh-agent` bindings; sandboxed runs only): the
+   * servers (`host:port`) and the host keys (fingerprints) each may log in to.
+   */
+  readonly ssh?: readonly { readonly ref: string; readonly hosts: readonly string[]; readonly hostKeys: readonly string[] }[];
   /** Of those, the ones whose value stayed in the gateway (the run held a sentinel). */
   readonly injected: readonly string[];
+  /** Raw TCP destinations (`sandbox.network.tcp`, and the hosts of keys delivered by ssh-agent), with the address each name has inside the run. */
+  readonly tcp?: readonly { readonly destination: string; readonly address: string; readonly rule: string }[];
+  /** Ports of the host's loopback forwarded into the run (`sandbox.network.hostServices`). */
+  readonly hostServices?: readonly number[];
+  /** The host's UNIX sockets put at their own paths in the run (`hostServices: [{ unix: PATH }]`). */
+  readonly hostSockets?: readonly string[];
 }
 
 export function describeRunNetwork(options: {
@@ -45,6 +58,10 @@ export function describeRunNetwork(options: {
   // An AWS binding is given to every proxied run, named in its command or not (plan/aws.ts).
   const bound = options.bindings.filter((binding) => used.has(binding.ref) || (binding.delivery === 'aws-sigv4' && options.proxied));
   const mode = !options.sandboxed ? 'host' : options.proxied ? options.network.mode : 'none';
+  // Raw TCP and host services exist only through the proxy (an unsandboxed run has the host's network anyway).
+  const tcp = options.proxied ? getTcpDestinations(options.network, options.bindings) : [];
+  const hostServices = options.proxied ? getHostServices(options.network) : [];
+  const ssh = options.sandboxed ? getSshKeysOfRun(options.bindings) : [];
   return Object.freeze({
     mode,
     namespace: !options.sandboxed ? 'host' : options.shared ? 'shared' : 'own',
@@ -54,7 +71,20 @@ export function describeRunNetwork(options: {
     deny: Object.freeze(options.network.deny.map((h) => h.text)),
     bound: Object.freeze(bound.map((b) => Object.freeze({ ref: b.ref, delivery: b.delivery, hosts: Object.freeze(b.hosts.map((h) => h.text)) }))),
     injected: Object.freeze(options.proxied ? bound.filter((b) => b.delivery === 'inject').map((b) => b.ref) : []),
+    ...(tcp.length > 0 ? { tcp: Object.freeze(tcp.map((d) => Object.freeze({ destination: formatAuthority(d.host, d.port), address: d.address, rule: d.rule }))) } : {}),
+    ...(hostServices.length > 0 ? { hostServices: Object.freeze([...hostServices]) } : {}),
+    ...(options.proxied && (options.network.hostSockets ?? []).length > 0 ? { hostSockets: Object.freeze([...options.network.hostSockets!]) } : {}),
+    ...(ssh.length > 0 ? { ssh: Object.freeze(ssh) } : {}),
   });
+}
+
+/** The `delivery: ssh-agent` bindings as a run's agent holds them (every sandboxed run gets them). */
+export function getSshKeysOfRun(bindings: readonly SecretBinding[]): Array<{ ref: string; hosts: readonly string[]; hostKeys: readonly string[] }> {
+  return bindings.filter((b) => b.delivery === 'ssh-agent').map((b) => Object.freeze({
+    ref: b.ref,
+    hosts: Object.freeze(b.hosts.map((h) => `${h.host}:${h.port ?? 22}`)),
+    hostKeys: Object.freeze((b.hostKeys ?? []).map((k) => `${k.type} ${k.fingerprint}`)),
+  }));
 }
 
 /** One line for people (`policy explain`, the report). */
@@ -68,7 +98,15 @@ export function formatRunNetwork(network: RunNetwork): string {
   const bound = network.bound.length > 0
     ? `; bound: ${network.bound.map((b) => `<<${b.ref}>> -> ${b.hosts.join(', ')} (${b.delivery === 'inject' && network.injected.includes(b.ref) ? 'injected' : b.delivery === 'aws-sigv4' ? 'AWS requests signed again by the proxy; the run holds a placeholder key' : b.delivery})`).join(', ')}`
     : '';
-  return `${network.mode}: ${reach}${namespace}${bound}`;
+  const ssh = network.ssh && network.ssh.length > 0
+    ? `; SSH agent: ${network.ssh.map((k) => `<<${k.ref}>> for ${k.hosts.join(', ')} (host keys ${k.hostKeys.join(', ')})`).join(', ')} (the key stays in the gateway; its hosts are raw TCP destinations too)`
+    : '';
+  const tcp = network.tcp && network.tcp.length > 0
+    ? `; raw TCP: ${network.tcp.map((d) => `${d.destination} (at ${d.address}${d.rule.startsWith('bound:') ? `, for <<${d.rule.slice(6)}>>` : ''})`).join(', ')}`
+    : '';
+  const services = [...(network.hostServices ?? []).map((port) => `localhost:${port}`), ...(network.hostSockets ?? []).map((path) => `unix:${path}`)];
+  const host = services.length > 0 ? `; host services (the host's, open to every run): ${services.join(', ')}` : '';
+  return `${network.mode}: ${reach}${namespace}${bound}${ssh}${tcp}${host}`;
 }
 
 /** A decision as a run's result carries it: where, allowed or not, why. */

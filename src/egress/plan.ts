@@ -52,6 +52,7 @@ export function checkEgress(options: {
         { ref: binding.ref },
       );
     }
+    if (binding.delivery === 'ssh-agent') throw sshKeyAsToken(binding);
     if (!binding.hosts.some((host) => isReachable(options.network, host))) {
       throw unreachable(binding, `none of its hosts (${binding.hosts.map((h) => h.text).join(', ')}) is reachable under \`sandbox.network\` (mode \`${options.network.mode}\`)`);
     }
@@ -107,6 +108,7 @@ export function checkInputEgress(options: {
   const used = new Set(options.refs);
   const sentinels = new Map<string, string>();
   for (const binding of options.bindings.filter((b) => used.has(b.ref))) {
+    if (binding.delivery === 'ssh-agent') throw sshKeyAsToken(binding);
     const held = options.started && [...options.started.check.narrowing, ...options.started.check.injected].find((b) => b.ref === binding.ref);
     const same = held !== undefined && held.delivery === binding.delivery && sameHosts(held.hosts, binding.hosts);
     const sentinel = options.started?.sentinels.get(binding.ref);
@@ -150,6 +152,16 @@ function isReachable(network: NetworkPolicy, host: HostPattern): boolean {
   if (network.deny.some((deny) => patternCovers(deny, host))) return false;
   if (network.mode === 'open' && host.kind !== 'ip') return true;
   return network.allow.some((allow) => patternsOverlap(allow, host));
+}
+
+/** An SSH key bound for the agent is used by the gateway only: as a token its value would enter the run. */
+function sshKeyAsToken(binding: SecretBinding): ExecgateError {
+  return new ExecgateError(
+    'EXECGATE_ERR_POLICY_DENIED',
+    `<<${binding.ref}>> is an SSH key bound with \`delivery: ssh-agent\` (${binding.hosts.map((h) => `${h.host}:${h.port}`).join(', ')}): it never enters a run. ` +
+      'Use ssh or git as usual; the run\'s SSH agent (SSH_AUTH_SOCK) signs with it for those hosts. Nothing was run.',
+    { rule: 'secrets.bind', ref: binding.ref, delivery: binding.delivery, reason: 'SSH agent key used as a reference' },
+  );
 }
 
 function unreachable(binding: SecretBinding, why: string): ExecgateError {

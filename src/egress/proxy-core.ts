@@ -38,6 +38,8 @@ export interface RunContext {
   readonly redirects: Set<string>;
   readonly route: UpstreamRoute;
   readonly trust: SecureContext;
+  /** The pids the run's processes descend from (EgressRun.started): where its raw TCP connections are found. */
+  readonly pids: Set<number>;
 }
 
 const MAX_DECISIONS = 500;
@@ -163,6 +165,15 @@ export class ProxyCore {
       return this.limitConnect(connectThrough(parent, decision.host, decision.port, { highWaterMark: STREAM_HIGH_WATER_MARK }, callback));
     }
     const dial = this.dialTarget(decision.address!, decision.port);
+    const socket = this.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
+    socket.once('connect', () => callback(null, socket));
+    socket.once('error', (error) => callback(error));
+    return socket;
+  }
+
+  /** A connection to the host's own 127.0.0.1:PORT (a host service): no name, no parent proxy. */
+  openHost(port: number, callback: (error: Error | null, socket?: Socket) => void): Socket {
+    const dial = this.dialTarget('127.0.0.1', port);
     const socket = this.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
     socket.once('connect', () => callback(null, socket));
     socket.once('error', (error) => callback(error));

@@ -7,9 +7,10 @@ import type { Resolver } from './address';
 import type { EgressCa } from './ca';
 import type { Injection } from './plan';
 import type { NetworkPolicy, SecretBinding } from './rules';
+import type { TcpDestination } from './tcp';
 import type { UpstreamRoute } from './upstream';
 
-export type EgressVia = 'connect' | 'http' | 'socks' | 'https-intercepted';
+export type EgressVia = 'connect' | 'http' | 'socks' | 'https-intercepted' | 'tcp' | 'host';
 
 /** One egress decision, recorded against the run (never holds a value or a sentinel). */
 export interface EgressDecision {
@@ -73,6 +74,8 @@ export interface EgressRunOptions {
   readonly shared?: boolean;
   /** The upstream route fixed where the run opened (set when a run is handed to another process). */
   readonly upstreamRoute?: UpstreamRoute;
+  /** Its raw TCP destinations with their inside addresses (tcp.ts getTcpDestinations); absent = none. */
+  readonly tcp?: readonly TcpDestination[];
 }
 
 export interface ProxyCredentials {
@@ -98,6 +101,14 @@ export interface EgressRun {
   handOff(): HandedOffRun;
   /** The run's decisions so far (the latest 500), for its result. */
   decisions(): readonly EgressDecision[];
+  /** The run's UNIX-socket host services: its own socket (source) to bind at each host path (dest). */
+  readonly hostSockets: ReadonlyArray<{ readonly source: string; readonly dest: string }>;
+  /**
+   * The run's process has started with this pid (its sandbox's outermost process): raw TCP
+   * connections on the shared namespace's listeners are the run's when a process of that tree
+   * holds them (attribution.ts).
+   */
+  started(pid: number): void;
 }
 
 /** A run's endpoint as handed between processes (JSON; holds injected values: pipes only). */

@@ -24,7 +24,7 @@
  * Every decision is recorded against its run (the audit log, and the run's own list for its
  * result); a refusal answers the client with its reason, in words an agent can act on.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { basename, dirname, join } from 'node:path';
@@ -38,6 +38,8 @@ import type { BoundInjection, Injection } from './plan';
 import { ProxyCore, STREAM_HIGH_WATER_MARK, type RunContext } from './proxy-core';
 import type { EgressProxyOptions, EgressRun, EgressRunOptions, HandedOffRun } from './proxy-types';
 import { createWrapDetector } from './redact-response';
+import { relaySocket, relayTcp } from './tcp';
+import { attributeConnection } from './attribution';
 import { DEFAULT_PLACEMENT, type NetworkPolicy, type SecretBinding } from './rules';
 import { getEnvironmentRoute, getRunRoute, UpstreamTrust, type UpstreamRoute } from './upstream';
 
@@ -48,7 +50,7 @@ const RUNTIME_PREFIX = 'execgate-egress-';
 export class EgressProxy {
   readonly #options: EgressProxyOptions;
   readonly #dir: string;
-  readonly #runs = new Map<string, { server?: NetServer; context: RunContext; dir?: string }>();
+  readonly #runs = new Map<string, { server?: NetServer; context: RunContext; dir?: string; hostSockets?: NetServer[] }>();
   /** Directories of runs handed to another process (kept by close()). */
   readonly #handedOff = new Set<string>();
   /** Directories of runs adopted from another process (removed with the run). */
@@ -109,6 +111,7 @@ export class EgressProxy {
     this.#handedOff.add(dir);
     // Closing the listener removes the socket file; the adopting process listens on the same path.
     entry.server?.close();
+    for (const hostSocket of entry.hostSockets ?? []) hostSocket.close();
     for (const socket of entry.context.sockets) socket.destroy();
     // The route came from this gateway's environment, which the adopting process does not have.
     return { dir, options: { ...entry.context.options, upstreamRoute: entry.context.route } };
@@ -152,8 +155,10 @@ export class EgressProxy {
       )));
       server.listen(socketPath, () => resolve());
     });
-    this.#runs.set(options.runId, { server, context, dir });
+    const hostSockets = await this.#openHostSockets(context, dir);
+    this.#runs.set(options.runId, { server, context, dir, hostSockets: hostSockets.servers });
     return Object.freeze({
+      hostSockets: hostSockets.mounts,
       runId: options.runId,
       dir,
       socketPath,
@@ -162,6 +167,7 @@ export class EgressProxy {
       close: () => this.#closeRun(options.runId, dir),
       handOff: () => this.#handOff(options.runId, dir),
       decisions: () => [...context.decisions],
+      started: (pid: number) => { context.pids.add(pid); },
     });
   }
 
@@ -184,6 +190,7 @@ export class EgressProxy {
       decisions: [],
       redirects: new Set(),
       route: options.upstreamRoute ?? getRunRoute(options.network.upstream, this.#environmentRoute),
+      pids: new Set(),
       get trust() {
         return trust();
       },
@@ -245,6 +252,73 @@ export class EgressProxy {
     this.#listeners.add(server);
   }
 
+  /**
+   * Serve a raw TCP listener of the shared network namespace (a named destination's 127.77.X.Y:PORT
+   * or a host service's loopback port, tcp.ts): each connection is traced to the run whose process
+   * holds it (attribution.ts; `holderPid` is a process inside the namespace) and relayed as that
+   * run's policy says, or refused. Closed with the proxy.
+   */
+  serveTcp(server: NetServer, holderPid: () => number | undefined): void {
+    if (this.#closed) {
+      server.close();
+      return;
+    }
+    (server as NetServer & { highWaterMark: number }).highWaterMark = STREAM_HIGH_WATER_MARK;
+    server.on('connection', (socket) => {
+      this.#sharedSockets.add(socket);
+      socket.once('close', () => this.#sharedSockets.delete(socket));
+      const local = { address: socket.localAddress ?? '', port: socket.localPort ?? 0 };
+      const peer = { address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 };
+      // A run's pid is known once its spawn returned (EgressRun.started): a connection its first
+      // process made before that is looked for again a few times, a few milliseconds apart.
+      const attribute = async (tries: number): Promise<void> => {
+        const found = await attributeConnection(holderPid(), peer, local, this.#core.sharedRuns.values()).catch(() => ({ context: undefined, refusal: 'no-run:unreadable' }));
+        if (found.refusal === 'no-run:not-a-run' && tries > 0 && !socket.destroyed) {
+          setTimeout(() => void attribute(tries - 1), 20);
+          return;
+        }
+        await relayTcp(this.#core, found.context, socket, local.address, local.port, found.refusal);
+      };
+      socket.pause();
+      void attribute(5);
+    });
+    server.on('error', () => undefined);
+    server.once('close', () => this.#listeners.delete(server));
+    server.unref();
+    this.#listeners.add(server);
+  }
+
+  /**
+   * The run's UNIX-socket host services (`hostServices: [{ unix: PATH }]`, tcp.ts relaySocket):
+   * one listening socket of the run's own per path, in `dir` (the run's directory, so that a
+   * process adopting the run listens at the same place; the proxy's own for a shared run), which
+   * the sandbox binds at PATH. A connection to it is the run's: the socket is no other run's.
+   */
+  async #openHostSockets(context: RunContext, dir: string): Promise<{ servers: NetServer[]; mounts: Array<{ source: string; dest: string }> }> {
+    const paths = context.options.network.mode === 'none' ? [] : context.options.network.hostSockets ?? [];
+    const servers: NetServer[] = [];
+    const mounts: Array<{ source: string; dest: string }> = [];
+    const tag = createHash('sha256').update(context.options.runId).digest('hex').slice(0, 12);
+    try {
+      for (const [index, dest] of paths.entries()) {
+        const source = join(dir, `host-${tag}-${index}.sock`);
+        rmSync(source, { force: true });
+        const server = createNetServer({ highWaterMark: STREAM_HIGH_WATER_MARK }, (socket) => void relaySocket(this.#core, context, socket, dest));
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(source, () => resolve());
+        });
+        chmodSync(source, 0o666);
+        servers.push(server);
+        mounts.push({ source, dest });
+      }
+    } catch (error) {
+      for (const server of servers) server.close();
+      throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not open the host socket services of run ${context.options.runId}: ${(error as Error).message}.`, { runId: context.options.runId }, { cause: error });
+    }
+    return { servers, mounts };
+  }
+
   /** Listeners in shared network namespaces (serveShared), closed with the proxy. */
   readonly #listeners = new Set<NetServer>();
 
@@ -262,9 +336,11 @@ export class EgressProxy {
       throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not prepare the egress files for run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
     }
     const context = this.#createContext(options);
-    this.#runs.set(options.runId, { context });
+    const hostSockets = await this.#openHostSockets(context, this.#dir);
+    this.#runs.set(options.runId, { context, hostSockets: hostSockets.servers });
     this.#core.sharedRuns.set(credentials.username, context);
     return Object.freeze({
+      hostSockets: hostSockets.mounts,
       runId: options.runId,
       dir: this.#publicDir(),
       socketPath,
@@ -275,6 +351,7 @@ export class EgressProxy {
         throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Run ${options.runId} uses the gateway's shared egress socket; only a run with a socket of its own can be handed to another process.`, { runId: options.runId });
       },
       decisions: () => [...context.decisions],
+      started: (pid: number) => { context.pids.add(pid); },
     });
   }
 
@@ -370,6 +447,7 @@ export class EgressProxy {
     const username = entry.context.options.credentials?.username;
     if (username !== undefined && this.#core.sharedRuns.get(username) === entry.context) this.#core.sharedRuns.delete(username);
     for (const socket of entry.context.sockets) socket.destroy();
+    for (const hostSocket of entry.hostSockets ?? []) hostSocket.close();
     const server = entry.server;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
     if (dir) rmSync(dir, { recursive: true, force: true });

@@ -28,6 +28,11 @@ export function describeRule(rule: string): string {
     case 'proxy-auth': return 'the run\'s proxy credentials are missing or wrong (use the proxy variables the run was given)';
     case 'dial-failed': return `could not connect (${detail})`;
     case 'upstream-failed': return `the upstream connection failed (${detail})`;
+    case 'not-a-destination': return 'no raw TCP destination (sandbox.network.tcp) or host service (sandbox.network.hostServices) of this run is at that address and port';
+    case 'no-run': return detail === 'held-by-several-runs'
+      ? 'the connection is held by processes of more than one run, so it is no run\'s'
+      : 'no live run of this gateway holds the connection (its client had gone, or it is no run\'s process)';
+    case 'client-gone': return 'the client closed the connection before it was carried on';
     case 'response-unreadable': return 'the response is in an encoding the proxy cannot read to remove secrets';
     default: return rule;
   }

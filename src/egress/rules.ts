@@ -13,9 +13,10 @@
  */
 import { isIP } from 'node:net';
 import { findMatch, matchesHost, type HostPattern } from './hosts';
+import type { HostKey } from './ssh/keys';
 
 export type NetworkMode = 'open' | 'none' | 'allowlist';
-export type Delivery = 'env' | 'inject' | 'aws-sigv4';
+export type Delivery = 'env' | 'inject' | 'aws-sigv4' | 'ssh-agent';
 
 export interface NetworkPolicy {
   readonly mode: NetworkMode;
@@ -23,6 +24,20 @@ export interface NetworkPolicy {
   readonly deny: readonly HostPattern[];
   /** How the proxy's own connections leave (`sandbox.network.upstream`); absent: the gateway's environment decides. */
   readonly upstream?: UpstreamPolicy;
+  /** `sandbox.network.tcp`: raw TCP destinations, by name (tcp.ts); absent = none. */
+  readonly tcp?: readonly TcpEntry[];
+  /** `sandbox.network.hostServices`: ports of the host's loopback forwarded into every run; absent = none. */
+  readonly hostServices?: readonly number[];
+  /** `sandbox.network.hostServices` `{ unix: PATH }` entries: the host's UNIX sockets, at the same path in every run; absent = none. */
+  readonly hostSockets?: readonly string[];
+}
+
+/** One `sandbox.network.tcp` entry: a host name (canonical, never an IP literal) and its port. */
+export interface TcpEntry {
+  /** As written in the policy (the rule of a decision). */
+  readonly text: string;
+  readonly host: string;
+  readonly port: number;
 }
 
 /** `sandbox.network.upstream`: a parent proxy, hosts that bypass it, extra CA files for upstream TLS. */
@@ -69,6 +84,8 @@ export interface SecretBinding {
   readonly responses: 'decode' | 'identity';
   /** `aws-sigv4` only: what the proxy signs with the real key (sigv4.ts). */
   readonly aws?: AwsSettings;
+  /** `ssh-agent` only: the servers' public host keys the key may log in to (egress/ssh/keys.ts). */
+  readonly hostKeys?: readonly HostKey[];
 }
 
 /** Limits of an AWS binding (`delivery: aws-sigv4`). */
@@ -88,6 +105,8 @@ export const AWS_DEFAULT_HOSTS = Object.freeze(['*.amazonaws.com', 'amazonaws.co
 
 /** The port an injected value goes to when a binding's host pattern names none. */
 export const DEFAULT_INJECT_PORT = 443;
+/** The port of a `delivery: ssh-agent` binding's host that names none. */
+export const DEFAULT_SSH_PORT = 22;
 /** The port of a binding's `http` pattern that names none. */
 export const DEFAULT_HTTP_PORT = 80;
 

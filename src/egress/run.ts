@@ -10,11 +10,15 @@
  * here on the first proxied run, held and served by the gateway's process); a run with a network
  * namespace of its own brings its own bridge.
  */
-import { randomBytes } from 'node:crypto';
-import { getSandboxEgress, SharedListener, type NamespaceLauncher, type SandboxEgress } from './bridge';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ExecgateError } from '../errors';
+import { getSandboxEgress, SharedListener, SharedTcpListeners, type NamespaceLauncher, type SandboxEgress } from './bridge';
+import { getHostsFile, getHostServices, getLocalEndpoints, getTcpDestinations } from './tcp';
 import { createInjections, type EgressCheck, type Injection } from './plan';
 import type { EgressProxy, EgressRun } from './proxy';
-import type { NetworkPolicy } from './rules';
+import type { NetworkPolicy, SecretBinding } from './rules';
 
 export interface RunEgress {
   readonly run: EgressRun;
@@ -24,6 +28,29 @@ export interface RunEgress {
 }
 
 const listeners = new WeakMap<NamespaceLauncher, { proxy: EgressProxy; listener: SharedListener }>();
+const tcpListeners = new WeakMap<NamespaceLauncher, { proxy: EgressProxy; listeners: SharedTcpListeners }>();
+
+/** The shared namespace's raw TCP listeners, served by `proxy`. */
+function getSharedTcpListeners(launcher: NamespaceLauncher, proxy: EgressProxy): SharedTcpListeners {
+  let entry = tcpListeners.get(launcher);
+  if (!entry || entry.proxy !== proxy) {
+    entry?.listeners.stop();
+    entry = { proxy, listeners: new SharedTcpListeners(launcher, (server, holderPid) => proxy.serveTcp(server, holderPid)) };
+    tcpListeners.set(launcher, entry);
+  }
+  return entry.listeners;
+}
+
+/** The run's /etc/hosts, written once per content into `dir` (files every run may read). */
+function writeHostsFile(dir: string, text: string): string {
+  const path = join(dir, `hosts-${createHash('sha256').update(text).digest('hex').slice(0, 16)}`);
+  if (!existsSync(path)) {
+    const temp = `${path}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(temp, text, { mode: 0o644 });
+    renameSync(temp, path);
+  }
+  return path;
+}
 
 /** The shared namespace's listener, served by `proxy` (one per namespace). */
 export function getSharedListener(launcher: NamespaceLauncher, proxy: EgressProxy): SharedListener {
@@ -46,6 +73,8 @@ export async function openRunEgress(proxy: EgressProxy, options: {
   minLength?: number;
   /** The shared network namespace the run joins; absent: the run has a namespace (and a bridge) of its own. */
   shared?: NamespaceLauncher;
+  /** The policy's `secrets.bind` (all of it: keys delivered by ssh-agent imply raw TCP destinations, tcp.ts). */
+  bindings?: readonly SecretBinding[];
   /** The port of a bridge of the run's own (tests); default: ephemeral. */
   port?: number;
   /**
@@ -62,13 +91,30 @@ export async function openRunEgress(proxy: EgressProxy, options: {
   const credentials = { username: `run-${randomBytes(9).toString('base64url')}`, password: randomBytes(24).toString('base64url') };
   const listener = options.shared && !options.ownSocket ? getSharedListener(options.shared, proxy) : undefined;
   const sharedPort = await listener?.port();
+  const tcp = getTcpDestinations(options.network, options.bindings);
+  const endpoints = getLocalEndpoints(tcp, getHostServices(options.network));
+  if (listener && endpoints.length > 0) await getSharedTcpListeners(options.shared!, proxy).ensure(endpoints);
   const run = await proxy.openRun({
     runId: options.runId, network: options.network, narrowing: options.check.narrowing, injections, credentials, shared: !options.ownSocket,
     ...(options.minLength !== undefined ? { minLength: options.minLength } : {}),
+    ...(tcp.length > 0 ? { tcp } : {}),
   });
+  let hostsFile: string | undefined;
+  try {
+    if (tcp.length > 0) hostsFile = writeHostsFile(run.dir, getHostsFile(tcp));
+  } catch (error) {
+    await run.close().catch(() => undefined);
+    throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not write the hosts file of run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
+  }
   return Object.freeze({
     run,
-    sandbox: getSandboxEgress(run, { port: options.port, sharedPort, allow: options.network.allow }),
+    sandbox: getSandboxEgress(run, {
+      port: options.port, sharedPort, allow: options.network.allow, hostsFile, hostSockets: run.hostSockets,
+      // A bridge speaks for its run (it adds the run's credentials to every raw connection), so
+      // it listens for raw TCP only where no other run can reach it: in a namespace of its own.
+      // A run with its own socket in the shared namespace (a CLI background run) gets no raw TCP.
+      ...(options.shared ? {} : { tcpEndpoints: endpoints }),
+    }),
     sentinels: new Map(injections.filter((injection) => injection.aws === undefined).map((injection) => [injection.ref, injection.sentinel])),
   });
 }

@@ -17,6 +17,8 @@ import { ExecgateError } from '../errors';
 import { describeRunNetwork } from '../egress/describe';
 import { checkEgress } from '../egress/plan';
 import { openRunEgress, type RunEgress } from '../egress/run';
+import type { RunSsh } from '../egress/ssh/run';
+import type { RefKind } from '../refs/types';
 import { sanitizeEnv, validateRequestedEnv } from '../env';
 import { Redactor } from '../redact';
 import { substituteTokens, validateTokenPlacements, type Replacement } from '../refs/substitute';
@@ -199,7 +201,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     const values = new Map<string, string>();
     for (const { ref, index } of indexed) values.set(`${ref.kind}:${ref.id}`, injected[`${REF_ENV_PREFIX}${index}`]);
     egress = await openRunEgress(egressProxy, {
-      runId, network: policy.network, check: egressCheck, values, shared: sandboxed.shared,
+      runId, network: policy.network, bindings: policy.secrets.bind, check: egressCheck, values, shared: sandboxed.shared,
       ownSocket: context.handsOver?.(request.mode) === true, minLength: policy.secrets.minLength,
       ...(aws ? { extraInjections: aws.injections } : {}),
     });
@@ -209,7 +211,34 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       if (envName) injected[envName] = sentinel;
     }
   }
-  const env = getRunEnv({ ...sanitized.env, ...injected, ...egress?.sandbox.env, [RUN_ID_VARIABLE]: runId }, egress?.sandbox, sandboxed.report.sandboxed);
+  // The policy's SSH keys (`delivery: ssh-agent`): an agent of the gateway for every sandboxed
+  // run, the keys resolved here and held by the agent only (egress/ssh/run.ts). A run another
+  // process will hold (a detached background run) gets its directory here and its agent there.
+  let ssh: RunSsh | undefined;
+  if (sandboxed.launch && policy.secrets.bind.some((binding) => binding.delivery === 'ssh-agent')) {
+    // Loaded on first need: ssh2 stays unloaded for policies without SSH keys.
+    const { openRunSsh } = require('../egress/ssh/run') as typeof import('../egress/ssh/run');
+    try {
+      ssh = await openRunSsh({
+        runId,
+        bindings: policy.secrets.bind,
+        lookup: async (ref) => {
+          const [kind, ...name] = ref.split(':');
+          const found = await context.refs.lookup(kind as RefKind, name.join(':'));
+          if (!found.found || !found.value) return undefined;
+          const value = found.value.reveal();
+          mask(value, ref);
+          return value;
+        },
+        ...(context.onSshSign ? { onSign: context.onSshSign } : {}),
+        serve: context.handsOver?.(request.mode) !== true,
+      });
+    } catch (error) {
+      await egress?.run.close().catch(() => undefined);
+      throw error;
+    }
+  }
+  const env = getRunEnv({ ...sanitized.env, ...injected, ...egress?.sandbox.env, ...ssh?.env, [RUN_ID_VARIABLE]: runId }, egress?.sandbox, sandboxed.report.sandboxed);
 
   // Inherited descriptors are closed by a bash that then becomes the shell (one exec more), not
   // in the script itself: bash quotes the whole first line of a script with a syntax error, and
@@ -222,16 +251,18 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // A run with a bridge of its own has the bridge run the shell (see egress/bridge.ts); the
   // proxy's files are bound in after the sandbox's own mounts.
   const program = egress ? egress.sandbox.wrap(inner) : inner;
-  const launch = sandboxed.launch && egress ? withEgressBinds(sandboxed.launch, egress.sandbox.mounts) : sandboxed.launch;
+  const extraMounts = [...(egress?.sandbox.mounts ?? []), ...(ssh?.mounts ?? [])];
+  const launch = sandboxed.launch && extraMounts.length > 0 ? withEgressBinds(sandboxed.launch, extraMounts) : sandboxed.launch;
   // The whole exec as the kernel will see it (values resolved, variables inherited): one coded
   // error for cold and warm runs alike, not E2BIG somewhere in the spawn chain.
   try {
     validateExecSize(launch ? [...launch.launcher, ...program] : program, env);
   } catch (error) {
     await egress?.run.close().catch(() => undefined);
+    await ssh?.close().catch(() => undefined);
     throw error;
   }
-  const resources = new PlanResources(secrets, egress ? { check: egressCheck, sentinels: egress.sentinels, endpoint: egress.run } : undefined);
+  const resources = new PlanResources(secrets, egress ? { check: egressCheck, sentinels: egress.sentinels, endpoint: egress.run } : undefined, ssh);
   const plan: SpawnPlan = Object.freeze({
     runId,
     request,

@@ -12,6 +12,7 @@
  */
 import type { StartedEgress } from '../egress/plan';
 import type { EgressDecision, HandedOffRun } from '../egress/proxy';
+import type { HandedOffSsh } from '../egress/ssh/run';
 
 export interface PlanSecret {
   readonly value: string;
@@ -23,6 +24,15 @@ export interface PlanEndpoint {
   decisions(): readonly EgressDecision[];
   close(): Promise<void>;
   handOff(): HandedOffRun;
+  /** The run's process started with this pid (raw TCP connections are traced to its tree). */
+  started?(pid: number): void;
+}
+
+/** The run's SSH agent (egress/ssh/run.ts `RunSsh`). */
+export interface PlanSsh {
+  close(): Promise<void>;
+  /** Present when another process will serve the agent (a detached background run). */
+  handOff?(): HandedOffSsh;
 }
 
 export class PlanResources {
@@ -31,15 +41,21 @@ export class PlanResources {
   readonly #decisions: (() => readonly EgressDecision[]) | undefined;
   #release: (() => Promise<void>) | undefined;
   #handOff: (() => HandedOffRun) | undefined;
+  #started: ((pid: number) => void) | undefined;
 
-  constructor(secrets: ReadonlyArray<PlanSecret> = [], egress?: StartedEgress & { readonly endpoint: PlanEndpoint }) {
+  /** The run's SSH agent (egress/ssh/run.ts): it ends with the run, or goes to the process that holds the run. */
+  #ssh: PlanSsh | undefined;
+
+  constructor(secrets: ReadonlyArray<PlanSecret> = [], egress?: StartedEgress & { readonly endpoint: PlanEndpoint }, ssh?: PlanSsh) {
     this.#secrets = Object.freeze([...secrets]);
+    this.#ssh = ssh;
     if (egress) {
       const { endpoint } = egress;
       this.#egress = Object.freeze({ check: egress.check, sentinels: egress.sentinels });
       this.#decisions = () => endpoint.decisions();
       this.#release = () => endpoint.close();
       this.#handOff = () => endpoint.handOff();
+      this.#started = (pid) => endpoint.started?.(pid);
     }
   }
 
@@ -61,11 +77,28 @@ export class PlanResources {
     return this.#decisions?.() ?? [];
   }
 
+  /** The run's process has started (its pid, outside its sandbox): for the egress proxy's raw TCP attribution. */
+  started(pid: number): void {
+    this.#started?.(pid);
+  }
+
   /** Undo what the run holds (its egress endpoint); once, later calls do nothing. */
   async release(): Promise<void> {
     const release = this.#release;
+    const ssh = this.#ssh;
     this.#release = undefined;
-    await release?.().catch(() => undefined);
+    this.#ssh = undefined;
+    await Promise.all([release?.().catch(() => undefined), ssh?.close().catch(() => undefined)]);
+  }
+
+  /**
+   * The SSH agent of a run another process holds (egress/ssh/run.ts adoptRunSsh serves it
+   * there): its directory and keys go along, and releasing here does nothing after.
+   */
+  handOffSsh(): HandedOffSsh | undefined {
+    const ssh = this.#ssh;
+    this.#ssh = undefined;
+    return ssh?.handOff?.();
   }
 
   /**

@@ -2,6 +2,7 @@
  * The shapes of the plan step: what a run used (RefUse), what preparePlan is given
  * (PrepareContext) and what it returns (SpawnPlan).
  */
+import type { SshSignRecord } from '../egress/ssh/agent';
 import type { RunNetwork } from '../egress/describe';
 import type { EgressProxy } from '../egress/proxy';
 import type { Decision } from '../policy/decide';
@@ -123,4 +124,6 @@ export interface PrepareContext {
    * and this run's values join them once its plan exists.
    */
   readonly remembered?: MaskMemory;
+  /** Called with each signature or refusal of the run's SSH agent (an `ssh.sign` record). */
+  readonly onSshSign?: (record: SshSignRecord) => void;
 }

@@ -4,10 +4,10 @@
  * bindings that parse, no hazardous variable set, no allowlist that an `inherit` mode in the same
  * file ignores. Each problem is positioned at the value it is about.
  */
-import { isExecgateError } from '../errors';
+import { ExecgateError, isExecgateError } from '../errors';
 import { parseHostPattern } from '../egress/hosts';
 import { getHazardCategory } from '../env/hazards';
-import { normalizeNetworkPolicy, normalizeSecretBindings } from './egress-settings';
+import { normalizeHostServices, normalizeNetworkPolicy, normalizeSecretBindings, normalizeTcp } from './egress-settings';
 import { EXEC_MODES } from './effective';
 import { normalizeSecretSources } from './source-settings';
 import { formatPath, valueAt, type PathSegment, type PolicyProblem } from './problems';
@@ -105,7 +105,7 @@ export function checkFile(source: PolicySource, doc: PolicyDocument): PolicyProb
   // its own code, not discovered when a run needs the network.
   const egressProblem = (path: PathSegment[], error: unknown): void => {
     const where = locate(source, path);
-    const code = isExecgateError(error) && (error.code === 'EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_BIND_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_UPSTREAM_INVALID')
+    const code = isExecgateError(error) && (error.code === 'EXECGATE_ERR_EGRESS_HOST_PATTERN_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_BIND_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_UPSTREAM_INVALID' || error.code === 'EXECGATE_ERR_EGRESS_TCP_INVALID' || error.code === 'EXECGATE_ERR_SSH_HOST_KEY_INVALID')
       ? error.code
       : 'EXECGATE_ERR_POLICY_INVALID';
     problems.push({ code, file: source.file, line: where.line, column: where.column, path: formatPath(path), message: (error as Error).message });
@@ -117,6 +117,27 @@ export function checkFile(source: PolicySource, doc: PolicyDocument): PolicyProb
       normalizeNetworkPolicy({ upstream });
     } catch (error) {
       egressProblem(['sandbox', 'network', 'upstream'], error);
+    }
+  }
+  // Raw TCP destinations and host services, each with its position (`mode: none` at the list).
+  const networkMode = typeof doc.sandbox?.network === 'string' ? doc.sandbox.network : network?.mode;
+  network?.tcp?.forEach((entry, index) => {
+    try {
+      normalizeTcp([entry], 'allowlist', index);
+    } catch (error) {
+      egressProblem(['sandbox', 'network', 'tcp', index], error);
+    }
+  });
+  network?.hostServices?.forEach((entry, index) => {
+    try {
+      normalizeHostServices([entry], 'allowlist', index);
+    } catch (error) {
+      egressProblem(typeof entry === 'object' ? ['sandbox', 'network', 'hostServices', index, 'unix'] : ['sandbox', 'network', 'hostServices', index], error);
+    }
+  });
+  for (const key of ['tcp', 'hostServices'] as const) {
+    if (networkMode === 'none' && (network?.[key]?.length ?? 0) > 0) {
+      egressProblem(['sandbox', 'network', key], new ExecgateError('EXECGATE_ERR_EGRESS_TCP_INVALID', `\`sandbox.network.${key}\` is set with \`mode: none\`, where nothing leaves a run; remove it, or choose \`mode: allowlist\`.`));
     }
   }
   for (const key of ['allow', 'deny'] as const) {

@@ -98,6 +98,7 @@ export function policyToDocument(policy: EffectivePolicy): PolicyDocument {
             presign: binding.aws.presign && binding.aws.presignMaxExpiry !== undefined ? { maxExpiry: binding.aws.presignMaxExpiry } : binding.aws.presign,
           }
           : {}),
+        ...(binding.delivery === 'ssh-agent' ? { hostKeys: (binding.hostKeys ?? []).map((key) => key.line) } : {}),
       })),
     },
     audit: {

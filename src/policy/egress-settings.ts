@@ -8,23 +8,98 @@
  * reported with its position at load time (check-file.ts), not discovered when a run needs the
  * network. Nothing else is: the types below are the schema's.
  */
+import { posix } from 'node:path';
 import { describeValue, ExecgateError } from '../errors';
 import { matchesHost, parseHostPattern, parseHostPatterns, type HostPattern } from '../egress/hosts';
 import {
-  AWS_DEFAULT_HOSTS, DEFAULT_HTTP_PORT, DEFAULT_INJECT_PORT, DEFAULT_PLACEMENT, OPEN_NETWORK, UNPLACEABLE_HEADERS, isProxyUrl,
-  type AwsSettings, type NetworkPolicy, type Placement, type SecretBinding, type UpstreamPolicy,
+  AWS_DEFAULT_HOSTS, DEFAULT_HTTP_PORT, DEFAULT_INJECT_PORT, DEFAULT_PLACEMENT, DEFAULT_SSH_PORT, OPEN_NETWORK, UNPLACEABLE_HEADERS, isProxyUrl,
+  type AwsSettings, type NetworkPolicy, type Placement, type SecretBinding, type TcpEntry, type UpstreamPolicy,
 } from '../egress/rules';
+import { parseHostKeyLine } from '../egress/ssh/keys';
 import type { NetworkDocument, SecretBindingDocument, UpstreamDocument } from './schema-def';
 
 export function normalizeNetworkPolicy(input: NetworkDocument | undefined): NetworkPolicy {
   if (input === undefined) return OPEN_NETWORK;
   const upstream = input.upstream === undefined ? undefined : normalizeUpstream(input.upstream);
+  const mode = input.mode ?? 'open';
+  const tcp = normalizeTcp(input.tcp, mode);
+  const hostServices = normalizeHostServices(input.hostServices, mode);
+  const hostSockets = normalizeHostSockets(input.hostServices);
   return Object.freeze({
-    mode: input.mode ?? 'open',
+    mode,
     allow: parseHostPatterns(input.allow, 'sandbox.network.allow'),
     deny: parseHostPatterns(input.deny, 'sandbox.network.deny'),
     ...(upstream ? { upstream } : {}),
+    ...(tcp.length > 0 ? { tcp } : {}),
+    ...(hostServices.length > 0 ? { hostServices } : {}),
+    ...(hostSockets.length > 0 ? { hostSockets } : {}),
   });
+}
+
+/*
+ * `sandbox.network.tcp`: `host:port` by name. The run's network namespace routes nothing but
+ * loopback, so a destination is reached only through the name the run's /etc/hosts gives an
+ * address of its own: an IP literal has no name to resolve and is refused here, as is a wildcard
+ * (no hosts file can list every subdomain) and an entry without a port (raw TCP has no default).
+ */
+export function normalizeTcp(input: readonly string[] | undefined, mode: NetworkPolicy['mode'] = 'allowlist', first = 0): readonly TcpEntry[] {
+  if (input === undefined || input.length === 0) return Object.freeze([]);
+  if (mode === 'none') throw tcpInvalid('`sandbox.network.tcp` is set with `mode: none`, where nothing leaves a run; remove it, or choose `mode: allowlist`.');
+  const seen = new Set<string>();
+  const out: TcpEntry[] = [];
+  input.forEach((item, index) => {
+    const where = `sandbox.network.tcp[${first + index}]`;
+    const pattern = parseHostPattern(item, where);
+    if (pattern.kind === 'ip') {
+      throw tcpInvalid(`\`${where}\` is \`${pattern.text}\`, an IP literal: a run reaches raw TCP destinations by name only (its network has nothing but loopback). Name the host (\`db.example.com:${pattern.port ?? 'PORT'}\`, in DNS or the gateway's /etc/hosts).`);
+    }
+    if (pattern.kind !== 'name') {
+      throw tcpInvalid(`\`${where}\` is \`${pattern.text}\`: raw TCP destinations are named one by one, without wildcards.`);
+    }
+    if (pattern.port === undefined) {
+      throw tcpInvalid(`\`${where}\` is \`${pattern.text}\` with no port: write \`${pattern.host}:PORT\` (raw TCP has no default port).`);
+    }
+    const key = `${pattern.host}:${pattern.port}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    out.push(Object.freeze({ text: pattern.text, host: pattern.host, port: pattern.port }));
+  });
+  return Object.freeze(out);
+}
+
+/** `sandbox.network.hostServices`: ports of the host's loopback, each once. */
+export function normalizeHostServices(input: ReadonlyArray<number | { readonly unix: string }> | undefined, mode: NetworkPolicy['mode'] = 'allowlist', first = 0): readonly number[] {
+  if (input === undefined || input.length === 0) return Object.freeze([]);
+  if (mode === 'none') throw tcpInvalid('`sandbox.network.hostServices` is set with `mode: none`, where nothing leaves a run; remove it, or choose `mode: allowlist`.');
+  const ports: number[] = [];
+  input.forEach((entry, index) => {
+    if (typeof entry === 'object') {
+      // A socket is put at its own path inside the run: a plain absolute path, nothing to resolve.
+      if (entry.unix !== posix.normalize(entry.unix) || entry.unix.endsWith('/') || entry.unix.includes('\0')) {
+        throw tcpInvalid(`\`sandbox.network.hostServices[${first + index}].unix\` is ${describeValue(entry.unix)}; write the socket's absolute path without \`..\`, \`.\`, doubled or trailing slashes.`);
+      }
+      // /run is hidden in every sandbox (an empty tmpfs the mount check requires empty): a socket
+      // cannot be put there. PostgreSQL's default socket directory is one; its TCP port is not.
+      if (/^\/(var\/)?run(\/|$)/.test(entry.unix)) {
+        throw tcpInvalid(`\`sandbox.network.hostServices[${first + index}].unix\` is ${describeValue(entry.unix)}, under /run, which every sandbox hides: forward the service's loopback port instead (\`hostServices: [5432]\`), or have it listen on a socket elsewhere.`);
+      }
+      return;
+    }
+    if (!Number.isInteger(entry) || entry < 1 || entry > 65535) {
+      throw tcpInvalid(`\`sandbox.network.hostServices[${first + index}]\` is ${describeValue(entry)}; a host service is a port of the host's loopback, 1 to 65535.`);
+    }
+    ports.push(entry);
+  });
+  return Object.freeze([...new Set(ports)]);
+}
+
+/** The `{ unix: PATH }` entries of `sandbox.network.hostServices`, each once (checked by normalizeHostServices). */
+function normalizeHostSockets(input: ReadonlyArray<number | { readonly unix: string }> | undefined): readonly string[] {
+  return Object.freeze([...new Set((input ?? []).flatMap((entry) => (typeof entry === 'object' ? [entry.unix] : [])))]);
+}
+
+function tcpInvalid(message: string): ExecgateError {
+  return new ExecgateError('EXECGATE_ERR_EGRESS_TCP_INVALID', message);
 }
 
 function normalizeUpstream(input: UpstreamDocument): UpstreamPolicy {
@@ -72,6 +147,10 @@ export function normalizeSecretBindings(input: readonly SecretBindingDocument[] 
     const awsOnly = (['services', 'regions', 'presign'] as const).find((key) => fields[key] !== undefined);
     if (delivery !== 'aws-sigv4' && awsOnly !== undefined) {
       throw bindInvalid(`\`${where}.${awsOnly}\` (\`${ref}\`) applies to \`delivery: aws-sigv4\` only.`);
+    }
+    if (delivery === 'ssh-agent') return normalizeSshBinding(fields, where);
+    if (fields.hostKeys !== undefined) {
+      throw bindInvalid(`\`${where}.hostKeys\` (\`${ref}\`) applies to \`delivery: ssh-agent\` only.`);
     }
     const parsedHosts = parseHostPatterns(hosts, `${where}.hosts`);
     return Object.freeze({
@@ -138,6 +217,49 @@ function normalizeHttp(input: readonly string[] | undefined, hosts: readonly Hos
     }
     return withPort;
   }));
+}
+
+/*
+ * `delivery: ssh-agent`: an SSH key for named servers. Its hosts are also the run's raw TCP
+ * destinations (egress/ssh/destinations.ts), so they follow the rule of `sandbox.network.tcp`: a
+ * name (a run resolves it through its generated hosts file), a port (22 by default), no wildcard
+ * and no IP literal. Its host keys are parsed now, so that a pasted line with a typo is an error at
+ * load time with its position, not a server that is silently never trusted.
+ */
+function normalizeSshBinding(fields: SecretBindingDocument, where: string): SecretBinding {
+  const { ref } = fields;
+  if (!ref.startsWith('secret:')) {
+    throw bindInvalid(`\`${where}\` (\`${ref}\`) uses \`delivery: ssh-agent\`, which takes a stored key, \`secret:NAME\` (store it with \`execgate secret set NAME --ssh-key FILE\`).`);
+  }
+  const injectOnly = (['headers', 'query', 'cookies', 'path', 'body', 'methods', 'paths', 'http', 'responses'] as const).find((key) => fields[key] !== undefined);
+  if (injectOnly !== undefined) throw bindInvalid(`\`${where}.${injectOnly}\` (\`${ref}\`) applies to \`delivery: inject\` only, not to \`ssh-agent\`.`);
+  const hosts = (fields.hosts ?? []).map((item, index) => {
+    const pattern = parseHostPattern(item, `${where}.hosts[${index}]`);
+    if (pattern.kind !== 'name') {
+      const what = pattern.kind === 'ip' ? 'an IP literal (a run reaches SSH servers by name: name the host, as in `git.example.com:22`)' : 'a wildcard (name each server)';
+      throw bindInvalid(`\`${where}.hosts[${index}]\` (\`${ref}\`) is \`${pattern.text}\`, ${what}.`);
+    }
+    return Object.freeze({ ...pattern, port: pattern.port ?? DEFAULT_SSH_PORT });
+  });
+  if (fields.hostKeys === undefined || fields.hostKeys.length === 0) {
+    throw bindInvalid(`\`${where}\` (\`${ref}\`) has \`delivery: ssh-agent\` but no \`hostKeys\`: list the servers' public host keys (\`ssh-keyscan -t ed25519 HOST\` prints them; check them against what the server's operator publishes).`);
+  }
+  const hostKeys = fields.hostKeys.map((line, index) => {
+    try {
+      return parseHostKeyLine(line);
+    } catch (error) {
+      throw new ExecgateError('EXECGATE_ERR_SSH_HOST_KEY_INVALID', `\`${where}.hostKeys[${index}]\` (\`${ref}\`) is not an OpenSSH public-key line: ${(error as Error).message}.`, { ref });
+    }
+  });
+  return Object.freeze({
+    ref,
+    hosts: Object.freeze(hosts),
+    delivery: 'ssh-agent',
+    place: DEFAULT_PLACEMENT,
+    http: Object.freeze([]),
+    responses: 'decode',
+    hostKeys: Object.freeze(hostKeys),
+  });
 }
 
 function bindInvalid(message: string): ExecgateError {

@@ -26,8 +26,12 @@ export const SecretBinding = Type.Object({
     maxItems: 256,
     description: 'The hosts the secret is for (at least one; `aws-sigv4` defaults to `*.amazonaws.com` and `amazonaws.com`). They also bound what the run may reach: intersected with `sandbox.network`.',
   })),
-  delivery: Type.Optional(oneOfValues(['env', 'inject', 'aws-sigv4'], {
-    description: "`env` (default): the value is in the child's environment, the run gets a network namespace of its own, and every connection of the run is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value only over TLS to these hosts on their port (443 when a pattern names none), only where `headers`, `query`, `cookies`, `path` and `body` allow; a sentinel anywhere else fails the request (needs the sandbox). `aws-sigv4`: the value is an AWS credential (JSON `accessKeyId`, `secretAccessKey`, `sessionToken`); every sandboxed run gets a placeholder pair of the same shape in `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN`, and the egress proxy checks each request to these hosts is signed with the run's placeholder, then signs it again with the real key (SigV4).",
+  delivery: Type.Optional(oneOfValues(['env', 'inject', 'aws-sigv4', 'ssh-agent'], {
+    description: "`env` (default): the value is in the child's environment, the run gets a network namespace of its own, and every connection of the run is limited to these hosts. `inject`: the child holds a random sentinel of the same shape; the egress proxy swaps in the value only over TLS to these hosts on their port (443 when a pattern names none), only where `headers`, `query`, `cookies`, `path` and `body` allow; a sentinel anywhere else fails the request (needs the sandbox). `aws-sigv4`: the value is an AWS credential (JSON `accessKeyId`, `secretAccessKey`, `sessionToken`); every sandboxed run gets a placeholder pair of the same shape in `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN`, and the egress proxy checks each request to these hosts is signed with the run's placeholder, then signs it again with the real key (SigV4). `ssh-agent`: the value is an SSH private key (`execgate secret set NAME --ssh-key FILE`); every sandboxed run gets an SSH agent socket of the gateway (`SSH_AUTH_SOCK`) that signs with it only to log in to a server holding one of `hostKeys`, and a known-hosts file naming these hosts (`host` or `host:port`, port 22 by default, named exactly); the key never enters the sandbox, and the command may not use the reference.",
+  })),
+  hostKeys: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 16384 }), {
+    maxItems: 64,
+    description: '`ssh-agent` only, and required there: the OpenSSH public-key lines (`ssh-ed25519 AAAA...`, as in a `.pub` file or `ssh-keyscan` output) of the servers the key may log in to. The agent signs only for a session whose server proved it holds one of them.',
   })),
   headers: Type.Optional(Type.Array(ref('httpToken', HttpToken), {
     maxItems: 64,
@@ -78,7 +82,7 @@ export const SecretBinding = Type.Object({
     description: '`aws-sigv4` only. Whether query-signed (presigned) requests are signed again: `false` (default) refuses them, because a presigned URL carries a usable real signature to wherever it is sent; `true`, or `{maxExpiry: SECONDS}` to bound how long such a signature stays valid.',
   })),
 }, {
-  title: 'a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject|aws-sigv4, headers, query, ...}`',
+  title: 'a secret bound to hosts: `{ref: secret:NAME, hosts: [HOST, ...], delivery: env|inject|aws-sigv4|ssh-agent, headers, query, ..., hostKeys}`',
   additionalProperties: false,
 });
 
@@ -113,6 +117,19 @@ export const Network = Type.Object({
     description: 'Host patterns never reached; deny wins over allow. Lists from extended policies are combined.',
   })),
   upstream: Type.Optional(Upstream),
+  tcp: Type.Optional(Type.Array(Type.String({ title: 'a host name and port, `db.example.com:5432`', minLength: 3, maxLength: 300 }), {
+    maxItems: 250,
+    description: "Raw TCP destinations (`host:port`, port required, a host name: no IP literal, no wildcard) a run may reach with any client (`psql`, `nc`, `ssh`). Inside the run each name resolves (a generated `/etc/hosts`) to an address of its own in 127.77.0.0/16, where the gateway accepts and connects on to the real host after the same checks as for HTTP (`deny`, and names resolving to loopback, link-local, metadata or this host's addresses are refused). `mode: open` does not open raw TCP: only these are reached. Default none.",
+  })),
+  hostServices: Type.Optional(Type.Array(Type.Union([
+    Type.Integer({ title: 'a port of the host\'s loopback (1-65535)' }),
+    Type.Object({
+      unix: Type.String({ pattern: '^/', maxLength: 100, description: 'An absolute path of a UNIX socket of the host, put at the same path inside every run.' }),
+    }, { additionalProperties: false, title: 'a UNIX socket of the host: `{ unix: /abs/path }`' }),
+  ]), {
+    maxItems: 64,
+    description: "Ports of the host's loopback forwarded into every run's loopback: `localhost:5432` inside reaches the host's `127.0.0.1:5432` (a local database, a dev server); `{ unix: /abs/path }`: the host's UNIX socket at that path, at the same path inside. Each opens that host service to every run under this policy. Default none.",
+  })),
 }, {
   additionalProperties: false,
   description: "What a sandboxed run may reach. The run has no network interface but loopback in `none` and `allowlist`; traffic leaves only through the gateway's egress proxy, which decides by host name and refuses names resolving to loopback, link-local, metadata or this host's addresses.",

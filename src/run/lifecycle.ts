@@ -146,6 +146,7 @@ export class Run {
     this.#plan = plan;
     this.#child = child;
     this.pid = child.pid;
+    plan.resources.started(child.pid);
     this.#unwatch = unwatch;
     this.#released = released;
     const timeout = options.timeout ?? plan.limits.timeout;

@@ -95,7 +95,7 @@ export const BROKEN_CASES: readonly BrokenCase[] = [
     files: { 'p.yaml': 'version: 1\nextends: execgate:strictest\n' },
     main: 'p.yaml',
     code: 'EXECGATE_ERR_POLICY_NOT_FOUND',
-    first: 'p.yaml:2:10: `extends`: no policy named `execgate:strictest` ships with execgate; shipped: `execgate:aws`, `execgate:ci`, `execgate:default`, `execgate:strict`',
+    first: 'p.yaml:2:10: `extends`: no policy named `execgate:strictest` ships with execgate; shipped: `execgate:aws`, `execgate:ci`, `execgate:default`, `execgate:git-over-ssh`, `execgate:local-database`, `execgate:strict`',
   },
   {
     name: 'empty file',

@@ -28,8 +28,8 @@ const withoutSource = (policy: EffectivePolicy): Omit<EffectivePolicy, 'source'>
 describe('shipped policies and documented examples', () => {
   const shipped = readdirSync(POLICIES).filter((name) => /\.(ya?ml|json)$/.test(name) && name !== 'schema.json');
 
-  test('policies/ ships default, strict, ci and aws', () => {
-    expect(shipped.sort()).toEqual(['aws.yaml', 'ci.yaml', 'default.yaml', 'strict.yaml']);
+  test('policies/ ships default, strict, ci and the aws, git-over-ssh and local-database examples', () => {
+    expect(shipped.sort()).toEqual(['aws.yaml', 'ci.yaml', 'default.yaml', 'git-over-ssh.yaml', 'local-database.yaml', 'strict.yaml']);
   });
 
   test.each(shipped)('policies/%s validates', (name) => {

@@ -6,7 +6,8 @@
 import { Option, type Command } from 'commander';
 import { ChangeRecord } from '../../audit/cli-events';
 import { ExecgateError, isExecgateError } from '../../errors';
-import { KeyringUnavailableError, isValidSecretName, validateSecretName } from '../../stores';
+import { readFileSync, statSync } from 'node:fs';
+import { KeyringUnavailableError, MAX_VALUE_BYTES, isValidSecretName, validateSecretName } from '../../stores';
 import { CliExit, type CliIo } from '../io';
 import { registerEncryptCommand } from './encrypt';
 import { readSecretValue } from './secret-input';
@@ -17,6 +18,26 @@ import { registerVaultCommands } from './vault';
 export type { CliIo } from '../io';
 export { findSecretSource, getSecretVariable } from './secret-source';
 export type { FindSecretOptions, SecretLocation } from './secret-source';
+
+/** An SSH private key file, checked (ssh2 parses it) before anything is stored; never printed. */
+function readSshKeyFile(path: string): { text: string; type: string; fingerprint: string } {
+  let text: string;
+  try {
+    if (statSync(path).size > MAX_VALUE_BYTES) throw new Error(`it is larger than ${MAX_VALUE_BYTES} bytes`);
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ExecgateError('EXECGATE_ERR_SSH_KEY_INVALID', `Could not read the SSH key file ${path}: ${(error as Error).message}. Nothing was stored.`, { problem: 'unreadable' });
+  }
+  // Lazily: ssh2 is loaded only by commands that handle SSH keys.
+  const { parsePrivateSshKey } = require('../../egress/ssh/keys') as typeof import('../../egress/ssh/keys');
+  try {
+    const key = parsePrivateSshKey(text, `The file ${path}`);
+    return { text, type: key.type, fingerprint: key.fingerprint };
+  } catch (error) {
+    if (error instanceof ExecgateError) throw new ExecgateError(error.code, `${error.message} Nothing was stored.`, error.details);
+    throw error;
+  }
+}
 
 function describeLocation(location: SecretLocation): string {
   return location.source === 'env' ? `env (${location.variable})` : location.source;
@@ -41,9 +62,12 @@ export function registerSecretCommands(program: Command, io: CliIo): void {
     .description('Store a secret read from stdin (one trailing newline is removed); never pass values as arguments')
     .argument('<name>', '1-128 characters of A-Z a-z 0-9 . _ - /, starting with a letter or digit')
     .addOption(storeOption())
-    .addHelpText('after', '\nDefault store: the OS keyring when one is reachable, else the vault.\nExample: printf %s "$TOKEN" | execgate secret set github-token')
-    .action(async (name: string, flags: { store?: StoreName }) => {
+    .option('--ssh-key <file>', 'store the SSH private key in FILE (checked first; for `delivery: ssh-agent` bindings) instead of reading stdin')
+    .addHelpText('after', '\nDefault store: the OS keyring when one is reachable, else the vault.\nExample: printf %s "$TOKEN" | execgate secret set github-token\nExample: execgate secret set deploy-key --ssh-key ~/.ssh/id_ed25519_deploy')
+    .action(async (name: string, flags: { store?: StoreName; sshKey?: string }) => {
       validateSecretName(name);
+      // A key file is checked before any store is asked: a refusal stores nothing.
+      const sshKey = flags.sshKey === undefined ? undefined : readSshKeyFile(flags.sshKey);
       const stores = getCliStores(io);
       // Decide the store before reading the value, so a refusal comes before anyone types it.
       let store = flags.store;
@@ -53,7 +77,7 @@ export function registerSecretCommands(program: Command, io: CliIo): void {
         else if (store === 'keyring') throw toKeyringError(new KeyringUnavailableError(probe.reason), `storing <<secret:${name}>>`);
         else store = 'vault';
       }
-      const value = await readSecretValue(io, `<<secret:${name}>>`);
+      const value = sshKey?.text ?? await readSecretValue(io, `<<secret:${name}>>`);
       // Recorded before it is stored: the log never lacks a secret that commands can resolve.
       const change = new ChangeRecord(io.env, 'secret.set');
       try {
@@ -66,7 +90,7 @@ export function registerSecretCommands(program: Command, io: CliIo): void {
       } catch (error) {
         throw change.failed(error);
       }
-      io.stdout.write(`${name}: stored in the ${store}\n`);
+      io.stdout.write(`${name}: stored in the ${store}${sshKey ? ` (SSH key ${sshKey.type} ${sshKey.fingerprint})` : ''}\n`);
       // Say so when an earlier source would shadow what was just stored.
       const location = await findSecretSource(name, { env: io.env, home: stores.home, keyring: stores.keyring, vault: stores.vault }).catch(
         () => undefined,

@@ -138,13 +138,26 @@ export class SharedNetwork {
    * not only the holder's pid) or the child did not hand a listener over in time.
    */
   async listenInside(namespace: string): Promise<NetServer | undefined> {
+    const [first] = (await this.listenInsideMany(namespace, [{ host: '127.0.0.1', port: 0 }])) ?? [];
+    if (typeof first === 'string') throw new Error(`cannot listen on 127.0.0.1: ${first}`);
+    return first;
+  }
+
+  /**
+   * Listeners on several addresses inside the namespace in one go (one short-lived process for
+   * all): each entry is the listener, or the error code that kept it from listening there
+   * (`EADDRINUSE`: a run holds that port; `EADDRNOTAVAIL`: no such address, as ::1 without IPv6).
+   * Undefined as for listenInside.
+   */
+  async listenInsideMany(namespace: string, endpoints: ReadonlyArray<{ readonly host: string; readonly port: number }>): Promise<Array<NetServer | string> | undefined> {
     if (this.#closed || !this.#holder || namespace !== this.#namespace || !this.#isCurrent()) return undefined;
     const [nsenter, ...prefix] = this.#describe().prefix;
     const cookie = { name: 'EXECGATE_RUN_ID', value: `listener_${randomBytes(8).toString('hex')}` };
     const unwatch = this.#watch?.(cookie);
     // No bubblewrap around it: it runs execgate's own code only, handles no connection, and is gone
     // before any run uses the listener. The helper (last word of the prefix) is left out.
-    const child = spawn(nsenter, [...prefix.slice(0, -1), process.execPath, '-e', getEgressListenerSource()], {
+    const wanted = JSON.stringify(endpoints.map((endpoint) => [endpoint.host, endpoint.port]));
+    const child = spawn(nsenter, [...prefix.slice(0, -1), process.execPath, '-e', getEgressListenerSource(), wanted], {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       env: { PATH: '/usr/bin:/bin', [cookie.name]: cookie.value },
     });
@@ -152,30 +165,51 @@ export class SharedNetwork {
     let stderr = '';
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (chunk: string) => { stderr = (stderr + chunk).slice(-500); });
+    const results: Array<NetServer | string | undefined> = endpoints.map(() => undefined);
+    const closeAll = (): void => { for (const result of results) if (result instanceof NetServer) result.close(); };
     try {
-      return await new Promise<NetServer | undefined>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`it did not hand a listener over within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+      return await new Promise<Array<NetServer | string> | undefined>((resolve, reject) => {
+        let left = endpoints.length;
+        let foreign = false;
+        const timer = setTimeout(() => reject(new Error(`it did not hand its listeners over within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
         child.once('error', (error) => { clearTimeout(timer); reject(error); });
         child.once('exit', (code, signal) => {
           clearTimeout(timer);
-          reject(new Error(`it exited (${signal ?? `code ${code}`}) without handing a listener over${stderr ? `: ${stderr.trim()}` : ''}`));
+          reject(new Error(`it exited (${signal ?? `code ${code}`}) without handing its listeners over${stderr ? `: ${stderr.trim()}` : ''}`));
         });
-        child.once('message', (message: { namespace?: unknown; port?: unknown }, handle: unknown) => {
-          clearTimeout(timer);
+        child.on('message', (message: { namespace?: unknown; index?: unknown; error?: unknown }, handle: unknown) => {
           const server = handle instanceof NetServer ? handle : undefined;
-          if (server && message?.namespace === namespace && !this.#closed) {
-            resolve(server);
+          const index = typeof message?.index === 'number' && message.index >= 0 && message.index < endpoints.length ? message.index : -1;
+          if (message?.namespace !== namespace || this.#closed || index === -1 || results[index] !== undefined) foreign = true;
+          if (foreign) {
+            server?.close();
+          } else {
+            results[index] = server ?? (typeof message.error === 'string' ? message.error : 'ENOLISTENER');
+          }
+          left -= 1;
+          if (left > 0) return;
+          clearTimeout(timer);
+          if (foreign) {
+            closeAll();
+            resolve(undefined);
             return;
           }
-          server?.close();
-          resolve(undefined);
+          resolve(results as Array<NetServer | string>);
         });
       });
+    } catch (error) {
+      closeAll();
+      throw error;
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       this.#inside.delete(child);
       unwatch?.();
     }
+  }
+
+  /** A process inside the namespace (its holder): /proc/PID/net/tcp lists the namespace's sockets. Undefined when there is none. */
+  holderPid(namespace: string): number | undefined {
+    return this.#holder && namespace === this.#namespace && this.#isCurrent() ? this.#pid : undefined;
   }
 
   /** The holder is still the process whose namespace we recorded (pids are reused). */

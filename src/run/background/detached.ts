@@ -2,14 +2,16 @@
  * Background runs that must outlive the process that asked for them (the CLI exits at once).
  * The prepared plan, resolved values included, is handed to a detached supervisor process over
  * a pipe on its stdin (never argv, never a file), which runs it exactly as a gateway would and
- * keeps its record under $EXECGATE_HOME/bg/ up to date. A sandboxed run's egress endpoint goes
- * along: the supervisor outlives this process, so it serves the run's proxy socket itself.
+ * keeps its record under $EXECGATE_HOME/bg/ up to date. A sandboxed run's egress endpoint and SSH
+ * agent go along: the supervisor outlives this process, so it serves the run's proxy socket and
+ * agent socket itself.
  */
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExecgateError, spawnFailed } from '../../errors';
 import type { HandedOffRun } from '../../egress/proxy';
+import type { HandedOffSsh } from '../../egress/ssh/run';
 import type { SpawnPlan } from '../../plan/prepare';
 import type { BackgroundProcess } from './types';
 
@@ -24,6 +26,8 @@ export interface SupervisorInput {
   readonly audit?: DetachedAudit;
   /** The run's egress endpoint, which the supervisor serves with a proxy of its own (values inside). */
   readonly egress?: HandedOffRun;
+  /** The run's SSH agent, which the supervisor serves (private keys inside). */
+  readonly ssh?: HandedOffSsh;
 }
 
 export interface DetachedAudit {
@@ -40,7 +44,8 @@ export function launchDetached(
   const { redactor: _redactor, resources, ...serializable } = plan;
   // This process's proxy stops serving the run; the supervisor listens on the same socket path.
   const egress = resources.handOffEgress();
-  const input: SupervisorInput = { ...options, secrets: resources.secrets, plan: serializable, ...(egress ? { egress } : {}) };
+  const ssh = resources.handOffSsh();
+  const input: SupervisorInput = { ...options, secrets: resources.secrets, plan: serializable, ...(egress ? { egress } : {}), ...(ssh ? { ssh } : {}) };
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(__dirname, 'supervisor.js')], {
       detached: true,
@@ -52,6 +57,7 @@ export function launchDetached(
     const fail = (message: string): void => {
       // A supervisor that never started leaves the run's egress directory behind otherwise.
       if (egress) rmSync(egress.dir, { recursive: true, force: true });
+      if (ssh) rmSync(ssh.dir, { recursive: true, force: true });
       reject(spawnFailed('the command\'s background supervisor', message));
     };
     child.once('error', (error) => fail(error.message));

@@ -2,7 +2,7 @@
  * Entry point of the detached background supervisor (see detached.ts). It reads one JSON plan
  * from stdin, starts the run, replies with one JSON line on stdout, then stays alive, reading
  * and redacting the run's output into its file, until the run has ended. A sandboxed run's
- * egress proxy lives here too, for as long as the run does.
+ * egress proxy and SSH agent live here too, for as long as the run does.
  */
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -32,6 +32,7 @@ async function main(): Promise<void> {
   let run: BackgroundRun;
   let started;
   let egress: EgressProxy | undefined;
+  let ssh: { close(): Promise<void> } | undefined;
   try {
     // Its output file is created here: a full disk is a coded answer, not a supervisor that died.
     run = new BackgroundRun(plan, {
@@ -43,9 +44,12 @@ async function main(): Promise<void> {
     });
     // The run's egress endpoint is served here before the run starts (it connects from its start on).
     if (input.egress) egress = await serveEgress(input);
+    if (input.ssh) ssh = await serveSsh(input);
     started = await run.start(process.pid);
   } catch (error) {
     await egress?.close();
+    await ssh?.close();
+    if (input.ssh) rmSync(input.ssh.dir, { recursive: true, force: true });
     if (input.egress) rmSync(input.egress.dir, { recursive: true, force: true });
     const code = getErrorCode(error, 'EXECGATE_ERR_SPAWN_FAILED');
     process.stdout.write(`${JSON.stringify({ error: { code, message: (error as Error).message } })}\n`);
@@ -63,6 +67,7 @@ async function main(): Promise<void> {
   process.on('SIGHUP', () => { /* detached: a closing terminal does not end the run */ });
   const ended = await run.status.done;
   await egress?.close();
+  await ssh?.close();
   decisions?.close();
   await settleEnd(input, run, ended);
 }
@@ -117,6 +122,19 @@ async function serveEgress(input: SupervisorInput): Promise<EgressProxy> {
     throw error;
   }
   return proxy;
+}
+
+/** The run's SSH agent, served here for as long as the run lives; its answers go to the run's audit log. */
+async function serveSsh(input: SupervisorInput): Promise<{ close(): Promise<void> }> {
+  const { adoptRunSsh } = require('../../egress/ssh/run') as typeof import('../../egress/ssh/run');
+  return adoptRunSsh(input.ssh!, (record) => {
+    try {
+      decisions ??= openAudit(input);
+      decisions?.write('ssh.sign', { ...record });
+    } catch {
+      // The agent answered; a log that cannot be written must not take the run down.
+    }
+  });
 }
 
 function openAudit(input: SupervisorInput): import('../../audit/log').AuditLog | undefined {
