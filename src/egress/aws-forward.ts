@@ -65,6 +65,8 @@ export async function prepareAws(
       source = Readable.from([body]);
       stsBody = body;
     }
+    const payload = String(req.headers['x-amz-content-sha256'] ?? '');
+    if (payload.startsWith('STREAMING-')) return { rule: 'aws-sigv4-sts', reason: `an STS request with the streaming payload \`${payload.slice(0, 64)}\` is not signed again: its body is framed, not the form the proxy reads its action from` };
     const refused = checkStsAction(request, stsBody ?? bodyRead, req.headers['content-encoding']);
     if (refused) return refused;
   }
@@ -78,8 +80,8 @@ export async function prepareAws(
  * again for a run, the new key would reach the run in the response, unmasked (a new value), and
  * leave with it: the key the sandbox never held, by another name. So an STS request is signed
  * again only for the calls that hand out no credential, named in its query, its form body or its
- * X-Amz-Target (every `Action` in any of them, compared without case); one that names none, or
- * whose body is encoded, is refused.
+ * X-Amz-Target (every `Action` in any of them, compared without case); one that names none,
+ * whose body is encoded, or whose payload is a streaming (framed) one, is refused.
  */
 const STS_ACTIONS = new Set(['getcalleridentity', 'getaccesskeyinfo', 'decodeauthorizationmessage']);
 

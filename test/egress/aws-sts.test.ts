@@ -7,7 +7,8 @@
  * them out. The proxy signs an STS request again only for the calls that hand out no credential
  * (GetCallerIdentity, GetAccessKeyInfo, DecodeAuthorizationMessage), whatever form the request
  * takes: the AWS CLI's POST, a GET with the action in its query, a body sent with its hash (so the
- * proxy would otherwise stream it unread), two actions in one request.
+ * proxy would otherwise stream it unread), two actions in one request; a streaming payload (framed,
+ * so not the form the proxy reads) is refused whatever it names.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -31,6 +32,8 @@ method, url, body, out, with_hash = sys.argv[1:6]
 headers = {'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8'} if body else {}
 if with_hash == 'hash':
     headers['X-Amz-Content-SHA256'] = hashlib.sha256(body.encode()).hexdigest()
+if with_hash == 'streaming':
+    headers['X-Amz-Content-SHA256'] = 'STREAMING-UNSIGNED-PAYLOAD-TRAILER'
 creds = Credentials(os.environ['AWS_ACCESS_KEY_ID'], os.environ['AWS_SECRET_ACCESS_KEY'], os.environ.get('AWS_SESSION_TOKEN'))
 request = AWSRequest(method=method, url=url, data=body.encode(), headers=headers)
 SigV4Auth(creds, 'sts', 'us-east-1').add_auth(request)
@@ -86,6 +89,8 @@ maybe('aws-sigv4: STS calls that hand out credentials', () => {
       ['query', 'GET', 'https://sts.aws.test/?Action=GetSessionToken&Version=2011-06-15', ''],
       ['twice', 'POST', 'https://sts.aws.test/?Action=GetCallerIdentity', 'Action=GetSessionToken&Version=2011-06-15'],
       ['lower', 'POST', 'https://sts.aws.test/', 'action=getsessiontoken&Version=2011-06-15'],
+      // A streaming payload is framed (aws-chunked) where the proxy would read a form: refused whatever it says.
+      ['streamed', 'POST', 'https://sts.aws.test/?Action=GetCallerIdentity', 'Action=GetCallerIdentity&Version=2011-06-15', 'streaming'],
     ];
     const result = await gateway.exec({
       command: [
