@@ -47,14 +47,60 @@ export async function prepareAws(
   if (onPort.length === 0) return { rule: 'aws-sigv4-port', reason: `AWS requests are signed again on the bound hosts' port only, not ${request.port}` };
   let result = await resign(request, onPort);
   let source: Readable | undefined;
+  let bodyRead: Buffer | undefined;
+  let stsBody: Buffer | undefined;
   if (!('rule' in result) && result.needsBody) {
     const body = await readWhole(req);
     if (body === undefined) return { rule: 'aws-sigv4-payload', reason: `the request has no X-Amz-Content-Sha256 and its body is larger than ${MAX_BUFFERED_BODY} bytes, the most the proxy reads to hash it` };
     result = await resign(request, onPort, body);
     source = Readable.from([body]);
+    bodyRead = body;
   }
   if ('rule' in result) return result;
+  if (result.service === 'sts') {
+    // The body is read whole here even when it came with its hash (so it would stream unread).
+    if (!source) {
+      const body = await readWhole(req);
+      if (body === undefined) return { rule: 'aws-sigv4-sts', reason: `an STS request body larger than ${MAX_BUFFERED_BODY} bytes is not signed again` };
+      source = Readable.from([body]);
+      stsBody = body;
+    }
+    const payload = String(req.headers['x-amz-content-sha256'] ?? '');
+    if (payload.startsWith('STREAMING-')) return { rule: 'aws-sigv4-sts', reason: `an STS request with the streaming payload \`${payload.slice(0, 64)}\` is not signed again: its body is framed, not the form the proxy reads its action from` };
+    const refused = checkStsAction(request, stsBody ?? bodyRead, req.headers['content-encoding']);
+    if (refused) return refused;
+  }
   return { target: result.target, headers: result.headers, stages: result.body ? [result.body()] : [], ...(source ? { source } : {}), resigned: result };
+}
+
+/*
+ * STS trades a key for another: GetSessionToken answers any IAM user's key with a new key pair
+ * and session token valid for up to 36 hours from anywhere, and no IAM policy can deny it (an
+ * authentication call); GetFederationToken and AssumeRole* do the same with a permission. Signed
+ * again for a run, the new key would reach the run in the response, unmasked (a new value), and
+ * leave with it: the key the sandbox never held, by another name. So an STS request is signed
+ * again only for the calls that hand out no credential, named in its query, its form body or its
+ * X-Amz-Target (every `Action` in any of them, compared without case); one that names none,
+ * whose body is encoded, or whose payload is a streaming (framed) one, is refused.
+ */
+const STS_ACTIONS = new Set(['getcalleridentity', 'getaccesskeyinfo', 'decodeauthorizationmessage']);
+
+function checkStsAction(request: { target: string; headers: readonly string[] }, body: Buffer | undefined, encoding: string | string[] | undefined): Refusal | undefined {
+  const refuse = (why: string): Refusal => ({ rule: 'aws-sigv4-sts', reason: `${why}; STS requests are signed again for GetCallerIdentity, GetAccessKeyInfo and DecodeAuthorizationMessage only, never for a call that hands out credentials (GetSessionToken, GetFederationToken, AssumeRole...), which would reach the run unmasked` });
+  if (encoding !== undefined && String(encoding).trim().toLowerCase() !== 'identity' && String(encoding).trim() !== '') return refuse('the STS request body is encoded');
+  const actions: string[] = [];
+  const collect = (text: string): void => {
+    for (const [name, value] of new URLSearchParams(text)) if (name.toLowerCase() === 'action') actions.push(value);
+  };
+  const q = request.target.indexOf('?');
+  if (q !== -1) collect(request.target.slice(q + 1));
+  if (body && body.length > 0) collect(body.toString('utf8'));
+  for (let i = 0; i + 1 < request.headers.length; i += 2) {
+    if (request.headers[i].toLowerCase() === 'x-amz-target') actions.push(request.headers[i + 1].slice(request.headers[i + 1].lastIndexOf('.') + 1));
+  }
+  if (actions.length === 0) return refuse('the STS request names no Action the proxy can read');
+  const other = actions.find((action) => !STS_ACTIONS.has(action.trim().toLowerCase()));
+  return other === undefined ? undefined : refuse(`the STS action \`${other.slice(0, 64).replace(/[^\x21-\x7e]/g, '?')}\` is not signed again`);
 }
 
 /*

@@ -20,6 +20,7 @@
  * against its run; a refused one is closed at once (no bytes are sent back: a raw protocol has no
  * place for a reason).
  */
+import { closeSync, constants as fsConstants, fstatSync, openSync, readlinkSync } from 'node:fs';
 import { connect as netConnect, type Socket } from 'node:net';
 import { resolveAllowed, systemResolver } from './address';
 import { formatAuthority } from './authority';
@@ -220,16 +221,31 @@ export function relaySocket(core: ProxyCore, context: RunContext, client: Socket
     return;
   }
   const decision = { ...base, allowed: true, rule: `hostService:unix:${path}` };
+  const pinned = pinSocket(path);
+  if ('refusal' in pinned) {
+    core.record(context, { ...decision, allowed: false, rule: `dial-failed:${pinned.refusal}` });
+    client.destroy();
+    return;
+  }
   client.pause();
-  const upstream = netConnect({ path, highWaterMark: STREAM_HIGH_WATER_MARK } as never);
+  const upstream = netConnect({ path: `/proc/self/fd/${pinned.fd}`, highWaterMark: STREAM_HIGH_WATER_MARK } as never);
+  let released = false;
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    closeSync(pinned.fd);
+  };
   let joined = false;
+  upstream.once('close', release);
   upstream.once('connect', () => {
+    release();
     joined = true;
     core.record(context, decision);
     joinSockets(client, upstream);
     client.resume();
   });
   upstream.once('error', (error: NodeJS.ErrnoException) => {
+    release();
     if (joined) return;
     joined = true;
     core.record(context, { ...decision, allowed: false, rule: `dial-failed:${error.code ?? 'error'}` });
@@ -238,4 +254,35 @@ export function relaySocket(core: ProxyCore, context: RunContext, client: Socket
   context.sockets.add(upstream);
   upstream.once('close', () => context.sockets.delete(upstream));
   client.once('close', () => { if (!joined) upstream.destroy(); });
+}
+
+/** Linux's O_PATH (not among Node's fs.constants): a descriptor that names a file without opening it. */
+const O_PATH = 0o10000000;
+
+/*
+ * The host socket at `path`, pinned before it is dialled: the gateway dials it outside every
+ * sandbox, and `path` may lie in a directory a run can write (a dev server's socket in the
+ * project). There a run can move the directory aside and put a symlink at `path` to any socket of
+ * the host (a container engine's), which a dial by name would follow. So the path is opened
+ * without following a last symlink (O_PATH | O_NOFOLLOW), and dialled through that descriptor
+ * (/proc/self/fd/N: the very file opened, whatever is renamed meanwhile) only if it is a socket
+ * and the kernel's own name for it is `path` (no directory on the way was a symlink).
+ */
+function pinSocket(path: string): { fd: number } | { refusal: string } {
+  let fd: number;
+  try {
+    fd = openSync(path, O_PATH | fsConstants.O_NOFOLLOW);
+  } catch (error) {
+    return { refusal: (error as NodeJS.ErrnoException).code ?? 'error' };
+  }
+  let refusal: string | undefined;
+  try {
+    if (!fstatSync(fd).isSocket()) refusal = 'not-a-socket';
+    else if (readlinkSync(`/proc/self/fd/${fd}`) !== path) refusal = 'path-moved';
+  } catch (error) {
+    refusal = (error as NodeJS.ErrnoException).code ?? 'error';
+  }
+  if (refusal === undefined) return { fd };
+  closeSync(fd);
+  return { refusal };
 }

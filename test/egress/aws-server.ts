@@ -43,6 +43,9 @@ export interface AwsKey {
   readonly sessionToken?: string;
 }
 
+/** The credentials STS's GetSessionToken hands out (a test shows they never reach a run). */
+export const MINTED: AwsKey = { accessKeyId: 'ASIAMINTEDKEY7TEST2X', secretAccessKey: 'mInTeD/sEcReT+kEy0123456789abcdefGHIJKL', sessionToken: 'IQoJmintedSessionTokenValue0123456789abcdefghijklmnopqrstuvwxyz' };
+
 const EMPTY = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 export async function startAwsServer(name: string, key: AwsKey): Promise<AwsServer> {
@@ -74,6 +77,11 @@ export async function startAwsServer(name: string, key: AwsKey): Promise<AwsServ
         const [bucket, ...rest] = parts;
         const objectKey = rest.join('/');
         if (name.startsWith('sts')) {
+          // GetSessionToken as STS answers it: a new key pair, usable from anywhere until it expires.
+          const action = [...url.searchParams.getAll('Action'), ...new URLSearchParams(decoded.toString('latin1')).getAll('Action')];
+          if (action.includes('GetSessionToken')) {
+            return reply(200, `<GetSessionTokenResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetSessionTokenResult><Credentials><AccessKeyId>${MINTED.accessKeyId}</AccessKeyId><SecretAccessKey>${MINTED.secretAccessKey}</SecretAccessKey><SessionToken>${MINTED.sessionToken}</SessionToken><Expiration>2030-01-01T00:00:00Z</Expiration></Credentials></GetSessionTokenResult><ResponseMetadata><RequestId>test</RequestId></ResponseMetadata></GetSessionTokenResponse>`, { 'content-type': 'text/xml' });
+          }
           return reply(200, `<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/test</Arn><UserId>AIDATEST</UserId><Account>123456789012</Account></GetCallerIdentityResult><ResponseMetadata><RequestId>test</RequestId></ResponseMetadata></GetCallerIdentityResponse>`, { 'content-type': 'text/xml' });
         }
         if (!bucket) {

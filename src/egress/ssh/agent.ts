@@ -36,6 +36,8 @@ const SSH_AGENTC_SIGN_REQUEST = 13;
 const SSH_AGENTC_EXTENSION = 27;
 /** OpenSSH's ssh-agent refuses longer messages (AGENT_MAX_LEN). */
 const MAX_MESSAGE = 256 * 1024;
+/** Requests read and not yet answered, past which the connection is read no further until they are. */
+const MAX_QUEUED = 64;
 
 /** One key the agent holds, with what its binding allows. */
 export interface AgentKey {
@@ -139,6 +141,8 @@ class AgentConnection {
   /** Messages are handled one at a time: the next waits for the previous reply. */
   #queue: Promise<void> = Promise.resolve();
   #pendingReply: (() => void) | undefined;
+  /** Requests read and not yet answered. */
+  #queued = 0;
 
   constructor(socket: Socket, options: SshAgentOptions) {
     this.#socket = socket;
@@ -158,6 +162,19 @@ class AgentConnection {
     });
     socket.on('data', (chunk: Buffer) => this.#read(chunk));
     socket.on('error', () => socket.destroy());
+    socket.on('drain', () => this.#flow());
+  }
+
+  /*
+   * Backpressure: a command that writes requests and never reads the answers must not make the
+   * gateway read them all and hold every answer (5 bytes in, some 90 out, for ever). The socket is
+   * read no further while MAX_QUEUED requests wait or while the answers already written wait to
+   * be taken (writableNeedDrain), and read again once both have cleared.
+   */
+  #flow(): void {
+    if (this.#socket.destroyed) return;
+    if (this.#queued >= MAX_QUEUED || this.#socket.writableNeedDrain) this.#socket.pause();
+    else this.#socket.resume();
   }
 
   end(): void {
@@ -175,8 +192,13 @@ class AgentConnection {
       if (this.#buffer.length < 4 + length) return;
       const frame = this.#buffer.subarray(0, 4 + length);
       this.#buffer = this.#buffer.subarray(4 + length);
-      this.#queue = this.#queue.then(() => this.#handle(frame));
+      this.#queued += 1;
+      this.#queue = this.#queue.then(() => this.#handle(frame)).catch(() => { this.#socket.destroy(); }).finally(() => {
+        this.#queued -= 1;
+        this.#flow();
+      });
     }
+    this.#flow();
   }
 
   #handle(frame: Buffer): Promise<void> | void {

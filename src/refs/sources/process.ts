@@ -16,7 +16,10 @@
  *    `./op`) is refused, as is a relative path; the program is then started by its full path;
  *  - without a shell: `{name}` (the reference's name) and `{ref}` are replaced inside the
  *    arguments, never parsed, so a name cannot become shell code; a name is 1-128 characters of
- *    A-Z a-z 0-9 . _ - / starting with a letter or digit, so it cannot become an option either;
+ *    A-Z a-z 0-9 . _ - / starting with a letter or digit, so it cannot become an option either,
+ *    and a name with a `.`, `..` or empty path segment is refused before the program runs (the
+ *    policy's patterns match names as text: `secret:team/../admin/root` matches `secret:team/*`,
+ *    and a client that reads the name as a path would leave `team/`);
  *  - with its own process group, a timeout (the whole group is killed) and a bounded stdout
  *    (64 KiB: a value, not a stream); stdin is closed (a helper that prompts gets end of file
  *    at once, not a wait for the timeout);
@@ -159,6 +162,9 @@ export function createProcessSources(options: ProcessSourcesOptions): RefSource 
     };
     let outcome: Outcome;
     try {
+      if (hasDotSegment(id)) {
+        throw new SourceProgramError(`the name has a \`.\`, \`..\` or empty path segment, by which a program that reads it as a path would leave the source's patterns (\`${spec.refs.join('`, `')}\`); it was not run`);
+      }
       const argv = expandCommand(spec, kind, id);
       argv[0] = findProgram(argv[0], options.env.PATH, context?.isWritable);
       const output = await runProgram(argv, spec, options);
@@ -203,6 +209,15 @@ export function createProcessSources(options: ProcessSourcesOptions): RefSource 
 }
 
 class SourceProgramError extends Error {}
+
+/**
+ * `a/../b`, `a/./b`, `a//b`, `a/`: a name the policy's patterns match as text (`*` matches `/` and
+ * `.`) that a client reading it as a path (a file store, `pass`, `vault kv get secret/{name}`)
+ * would resolve outside them, so `secret:team/../admin/root` would pass `secret:team/*`.
+ */
+function hasDotSegment(id: string): boolean {
+  return id.split('/').some((segment) => segment === '' || segment === '.' || segment === '..');
+}
 
 /** The program's full path: never one a run could have written, never a relative one. */
 function findProgram(program: string, path: string | undefined, isWritable: ((directory: string) => boolean) | undefined): string {
