@@ -170,6 +170,9 @@ export async function relayTcp(core: ProxyCore, context: RunContext | undefined,
     return;
   }
   track(context, client);
+  // Each side's end is passed on alone (half-close: a client that sends its request and shuts
+  // its writing, then reads the answer): neither socket ends its own writing when it reads an end.
+  client.allowHalfOpen = true;
   // Nothing is read until the destination is open: the client's first bytes wait in its buffer.
   client.pause();
   const decision = await decideTcp(core, context, address, port);
@@ -200,6 +203,7 @@ export async function relayTcp(core: ProxyCore, context: RunContext | undefined,
     joinSockets(client, upstream);
     client.resume();
   }
+  upstream.allowHalfOpen = true;
   context.sockets.add(upstream);
   upstream.once('close', () => context.sockets.delete(upstream));
   client.once('close', () => { if (!joined) upstream.destroy(); });

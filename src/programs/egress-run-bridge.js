@@ -21,7 +21,8 @@ const [socketPath, port, ...argv] = process.argv.slice(1);
 const fail = (code, message) => { process.stderr.write('execgate egress bridge: ' + message + '\n'); process.exit(code); };
 const HWM = 256 * 1024;
 const relay = (c, preamble) => {
-  const u = net.connect({ path: socketPath, highWaterMark: HWM });
+  // Raw TCP (a preamble) passes each side's end on alone (half-close), as the gateway does.
+  const u = net.connect({ path: socketPath, highWaterMark: HWM, allowHalfOpen: Boolean(preamble) });
   c.on('error', () => u.destroy()); u.on('error', () => c.destroy());
   if (preamble) u.write(preamble);
   c.pipe(u); u.pipe(c);
@@ -39,7 +40,7 @@ const listenRaw = (index, then) => {
     return then();
   }
   const [host, p] = raw[index];
-  const server = net.createServer({ highWaterMark: HWM }, (c) => relay(c, '\0execgate-tcp ' + user + ' ' + pass + ' ' + host + ' ' + p + '\n'));
+  const server = net.createServer({ highWaterMark: HWM, allowHalfOpen: true }, (c) => relay(c, '\0execgate-tcp ' + user + ' ' + pass + ' ' + host + ' ' + p + '\n'));
   server.once('error', (e) => {
     if (host === '::1' && (e.code === 'EADDRNOTAVAIL' || e.code === 'EAFNOSUPPORT')) return listenRaw(index + 1, then);
     // A port below 1024 needs a capability no sandboxed process keeps: that destination is not
