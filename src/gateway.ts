@@ -36,6 +36,7 @@ import type { ExecOptions, GatewayLogger, GatewayOptions } from './gateway-optio
 import { createDefaultSources } from './refs/default-sources';
 import { createProcessSources } from './refs/sources/process';
 import { RefStore } from './refs/store';
+import type { RefSource } from './refs/types';
 import { maskStrings } from './redact/deep';
 import { createGatewaySandbox, type GatewaySandbox } from './plan/sandbox-context';
 import { checkSandboxCwd, planSandbox } from './sandbox';
@@ -79,6 +80,8 @@ export class Gateway {
   #closed = false;
   #egress: EgressProxy | undefined;
   readonly #egressOptions: GatewayOptions['egress'];
+  /** The policy's credential-process sources (also in `refs`): asked again for values a run's proxy holds. */
+  readonly #processSources: RefSource;
 
   constructor(options: GatewayOptions = {}) {
     this.#env = options.env ?? process.env;
@@ -97,7 +100,7 @@ export class Gateway {
     validateCwdInRoots(this.policy, this.#cwd);
     // The policy's `secrets.sources`, read at each lookup (a reload changes them); each call is
     // recorded once the audit log exists (nothing resolves before).
-    const processSources = createProcessSources({
+    const processSources = this.#processSources = createProcessSources({
       specs: () => this.policy.secrets.sources,
       env: this.#env,
       cwd: this.#env.HOME || os.homedir(),
@@ -262,6 +265,13 @@ export class Gateway {
     try {
       plan = await preparePlan({
         refs: this.refs,
+        // Values injected or signed with at the proxy, from a credential-process source, are kept
+        // current while the run lives (plan/refresh.ts).
+        refreshValue: async (kind, id, lookup) => {
+          const answer = await this.#processSources.lookup(kind, id, lookup);
+          return answer.found ? answer.value : undefined;
+        },
+        refreshableSources: () => new Set(policy.secrets.sources.map((source) => source.name)),
         policy,
         env: this.#env,
         cwd: this.#cwd,

@@ -25,13 +25,14 @@ import { connectThrough, getParent, type UpstreamRoute } from './upstream';
 /** What the proxy keeps for an open run (built by proxy.ts when the run opens). */
 export interface RunContext {
   readonly options: EgressRunOptions;
-  readonly injections: readonly BoundInjection[];
+  /** Replaced whole (never changed in place) when a value is refreshed (EgressRun.replaceValue). */
+  injections: readonly BoundInjection[];
   /** The injected values, for responses (the run output's masker, same settings). */
   readonly redactor: Redactor;
   /** The run's sentinels, for requests (placement.ts). */
   readonly detector: Redactor | undefined;
   /** The injected values' wrappable spellings, for responses read with line breaks taken out. */
-  readonly wrap: WrapDetector | undefined;
+  wrap: WrapDetector | undefined;
   readonly sockets: Set<Duplex>;
   readonly decisions: EgressDecision[];
   /** URLs a redirect from an injected request pointed to across schemes, hosts or ports. */

@@ -109,6 +109,13 @@ export interface EgressRun {
    * holds them (attribution.ts).
    */
   started(pid: number): void;
+  /**
+   * The value behind `sentinel` was refreshed (a credential-process source gave a new one before
+   * the old expired): requests from now on get `value`, and responses are cleaned of it too. False
+   * (nothing changed) when no injection has that sentinel, or when the binding lets the value into
+   * request bodies and the new one's length differs from the sentinel's (a body keeps its length).
+   */
+  replaceValue(sentinel: string, value: string): boolean;
 }
 
 /** A run's endpoint as handed between processes (JSON; holds injected values: pipes only). */

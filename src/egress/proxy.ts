@@ -168,6 +168,7 @@ export class EgressProxy {
       handOff: () => this.#handOff(options.runId, dir),
       decisions: () => [...context.decisions],
       started: (pid: number) => { context.pids.add(pid); },
+      replaceValue: (sentinel: string, value: string) => replaceValue(context, sentinel, value),
     });
   }
 
@@ -352,6 +353,7 @@ export class EgressProxy {
       },
       decisions: () => [...context.decisions],
       started: (pid: number) => { context.pids.add(pid); },
+      replaceValue: (sentinel: string, value: string) => replaceValue(context, sentinel, value),
     });
   }
 
@@ -465,4 +467,22 @@ export class EgressProxy {
 /** The binding an injection made in code (tests, benchmarks) without one gets: the defaults, to its hosts. */
 function getDefaultBinding(injection: Injection): SecretBinding {
   return Object.freeze({ ref: injection.ref, hosts: injection.hosts, delivery: 'inject', place: DEFAULT_PLACEMENT, http: Object.freeze([]), responses: 'decode' });
+}
+
+/**
+ * A refreshed value for one of a run's injections (EgressRun.replaceValue): a new list (requests
+ * in flight keep the one they started with), the responses' masker and wrap detector told of it.
+ * The sentinel stays: it is what the run holds.
+ */
+function replaceValue(context: RunContext, sentinel: string, value: string): boolean {
+  const index = context.injections.findIndex((injection) => injection.sentinel === sentinel);
+  if (index === -1 || value === '') return false;
+  const old = context.injections[index];
+  if (old.value === value) return true;
+  if (old.binding.place.body && Buffer.byteLength(value, 'utf8') !== Buffer.byteLength(sentinel, 'utf8')) return false;
+  const injections = context.injections.map((injection, at) => (at === index ? Object.freeze({ ...injection, value }) : injection));
+  context.redactor.add(value, old.ref);
+  context.wrap = createWrapDetector(injections, context.options.minLength ?? 8);
+  context.injections = injections;
+  return true;
 }

@@ -14,6 +14,8 @@ import type { LookupContext, RefKind } from '../refs/types';
 
 export interface AwsBindings {
   readonly injections: readonly Injection[];
+  /** Which source answered each binding's reference (a credential-process source's may be refreshed). */
+  readonly sources: ReadonlyMap<string, string>;
   /** The variables the run gets (AWS_CA_BUNDLE is added once the proxy's bundle is known). */
   env(caBundle: string | undefined): Record<string, string>;
 }
@@ -27,12 +29,14 @@ export async function resolveAwsBindings(
   const aws = bindings.filter((binding) => binding.delivery === 'aws-sigv4');
   if (aws.length === 0) return undefined;
   const injections: Injection[] = [];
+  const sources = new Map<string, string>();
   let variables: Record<string, string> | undefined;
   for (const binding of aws) {
     const colon = binding.ref.indexOf(':');
     const resolved = await refs.lookup(binding.ref.slice(0, colon) as RefKind, binding.ref.slice(colon + 1), lookup);
     if (!resolved.found || !resolved.value) continue;
     const real = parseAwsCredential(binding.ref, resolved.value.reveal());
+    if (resolved.source) sources.set(binding.ref, resolved.source);
     for (const part of [real.accessKeyId, real.secretAccessKey, real.sessionToken]) if (part !== undefined) mask(part, binding.ref);
     const placeholder = createAwsPlaceholder(real);
     injections.push(...createAwsInjections(binding, real, placeholder));
@@ -41,5 +45,5 @@ export async function resolveAwsBindings(
   }
   if (injections.length === 0 || !variables) return undefined;
   const base = variables;
-  return { injections, env: (caBundle) => ({ ...base, ...(caBundle !== undefined ? { AWS_CA_BUNDLE: caBundle } : {}) }) };
+  return { injections, sources, env: (caBundle) => ({ ...base, ...(caBundle !== undefined ? { AWS_CA_BUNDLE: caBundle } : {}) }) };
 }

@@ -15,10 +15,10 @@
 import { randomBytes } from 'node:crypto';
 import { ExecgateError } from '../errors';
 import { describeRunNetwork } from '../egress/describe';
-import { checkEgress } from '../egress/plan';
+import { checkEgress, type Injection } from '../egress/plan';
 import { openRunEgress, type RunEgress } from '../egress/run';
 import type { RunSsh } from '../egress/ssh/run';
-import type { RefKind } from '../refs/types';
+import type { LookupContext, RefKind } from '../refs/types';
 import { sanitizeEnv, validateRequestedEnv } from '../env';
 import { Redactor } from '../redact';
 import { substituteTokens, validateTokenPlacements, type Replacement } from '../refs/substitute';
@@ -36,11 +36,13 @@ import { getDescriptorCloser } from '../process/inherited-fds';
 import { validateExecSize } from './arg-limits';
 import { revealValues } from './resolve';
 import { RUN_ID_VARIABLE } from '../process/terminate';
-import { resolveAwsBindings } from './aws';
+import { resolveAwsBindings, type AwsBindings } from './aws';
+import { startRefresh, type Refreshable } from './refresh';
 import { withEgressBinds } from './egress';
 import { getRunEnv, getShellFlags } from './environment';
-import { PlanResources } from './resources';
+import { PlanResources, type PlanEndpoint } from './resources';
 import { getSuggestions, maskGatewaySecrets } from './secrets';
+import type { ResolvedRef } from '../refs/store';
 import type { PrepareContext, RefUse, SpawnPlan } from './types';
 
 export type { AuditedRefUse, EnvReport, PrepareContext, RefUse, SpawnPlan } from './types';
@@ -195,6 +197,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // The run's proxy endpoint, opened only now that every value is known. An injected secret's
   // variable holds its sentinel: the value stays in the gateway (the proxy and the redactor).
   let egress: RunEgress | undefined;
+  let stopRefresh = (): void => undefined;
   if (proxied) {
     // AWS bindings go to every proxied run, named in its command or not (plan/aws.ts).
     const aws = await resolveAwsBindings(context.refs, policy.secrets.bind, { runId, isWritable }, mask);
@@ -210,6 +213,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
       const envName = envNames.get(ref);
       if (envName) injected[envName] = sentinel;
     }
+    stopRefresh = startPlanRefresh(context, egress, resolution.refs, aws, mask, { runId, isWritable });
   }
   // The policy's SSH keys (`delivery: ssh-agent`): an agent of the gateway for every sandboxed
   // run, the keys resolved here and held by the agent only (egress/ssh/run.ts). A run another
@@ -262,7 +266,8 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     await ssh?.close().catch(() => undefined);
     throw error;
   }
-  const resources = new PlanResources(secrets, egress ? { check: egressCheck, sentinels: egress.sentinels, endpoint: egress.run } : undefined, ssh);
+  const endpoint = egress ? withRefreshStopped(egress.run, stopRefresh) : undefined;
+  const resources = new PlanResources(secrets, egress && endpoint ? { check: egressCheck, sentinels: egress.sentinels, endpoint } : undefined, ssh);
   const plan: SpawnPlan = Object.freeze({
     runId,
     request,
@@ -310,4 +315,45 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     resources,
   });
   return plan;
+}
+
+/**
+ * Keeps the values the proxy holds for this run current (plan/refresh.ts): injected references
+ * and AWS credentials that a credential-process source answered.
+ */
+function startPlanRefresh(
+  context: PrepareContext,
+  egress: RunEgress,
+  refs: readonly ResolvedRef[],
+  aws: AwsBindings | undefined,
+  mask: (value: string, label: string) => void,
+  lookup: LookupContext,
+): () => void {
+  const ask = context.refreshValue;
+  const names = context.refreshableSources?.();
+  if (!ask || !names || names.size === 0) return () => undefined;
+  const refresh = (kind: RefKind, id: string): Promise<string | undefined> => ask(kind, id, lookup);
+  const items: Refreshable[] = [];
+  for (const ref of refs) {
+    const key = `${ref.kind}:${ref.id}`;
+    const sentinel = egress.sentinels.get(key);
+    if (sentinel !== undefined && ref.source !== undefined && names.has(ref.source)) items.push({ ref: key, sentinel });
+  }
+  for (const [ref, source] of aws?.sources ?? []) {
+    if (!names.has(source)) continue;
+    const parts = new Map<NonNullable<Injection['aws']>, string>();
+    for (const injection of aws?.injections ?? []) if (injection.ref === ref && injection.aws) parts.set(injection.aws, injection.sentinel);
+    items.push({ ref, parts });
+  }
+  return startRefresh({ items, refresh, replace: (sentinel, value) => egress.run.replaceValue(sentinel, value), mask });
+}
+
+/** The run's endpoint, its refresh stopped once it closes or is handed to another process. */
+function withRefreshStopped(run: RunEgress['run'], stop: () => void): PlanEndpoint {
+  return {
+    decisions: () => run.decisions(),
+    close: () => { stop(); return run.close(); },
+    handOff: () => { stop(); return run.handOff(); },
+    started: (pid: number) => run.started(pid),
+  };
 }

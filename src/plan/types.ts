@@ -10,7 +10,7 @@ import type { EffectivePolicy, ExecMode } from '../policy/effective';
 import type { SandboxLaunch } from '../process/bwrap/launch';
 import type { MaskMemory, Redactor } from '../redact';
 import type { RefStore } from '../refs/store';
-import type { RefKind } from '../refs/types';
+import type { LookupContext, RefKind } from '../refs/types';
 import type { SandboxContext, SandboxReport } from '../sandbox';
 import type { NormalizedRequest } from './options';
 import type { PlanResources } from './resources';
@@ -89,6 +89,14 @@ export interface SpawnPlan {
 
 export interface PrepareContext {
   readonly refs: RefStore;
+  /**
+   * Asks the policy's credential-process sources again for a reference one of them answered
+   * (plan/refresh.ts): values injected or signed with at the proxy are kept current while the run
+   * lives. Absent: they are fixed at the run's start.
+   */
+  readonly refreshValue?: (kind: RefKind, id: string, lookup: LookupContext) => Promise<string | undefined>;
+  /** The names of the policy's credential-process sources in force (which answers are refreshable). */
+  readonly refreshableSources?: () => ReadonlySet<string>;
   readonly policy: EffectivePolicy;
   /** The gateway's own environment: inherited by children (sanitized) and the env source. */
   readonly env: Readonly<Record<string, string | undefined>>;
