@@ -97,14 +97,36 @@ def build(arches):
     return f
 
 
+def build_connect_notify(arches):
+    """
+    The second filter of a run with raw TCP destinations (src/programs/tcp-install.py installs it
+    inside the sandbox, src/programs/tcp-supervisor.py answers it): connect(2) through the native
+    ABI is handed to the gateway's supervisor (SECCOMP_RET_USER_NOTIF), which either lets it go on
+    as made or answers it with a socket already connected to the decided destination. Everything
+    else, and connect(2) through any other ABI, is allowed: that is what it would be without this
+    filter (the run's loopback, where the gateway's relay listens), so nothing is lost by missing a
+    call. The first filter already refuses the ABIs it does not list.
+    """
+    f = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+    native = seccomp.system_arch() & 0xFFFFFFFF
+    target = arches[0] & 0xFFFFFFFF
+    if target != native:
+        f.add_arch(arches[0])
+        f.remove_arch(seccomp.Arch.NATIVE)
+    f.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.ALLOW)
+    f.add_rule(seccomp.NOTIFY, 'connect')
+    return f
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..', 'src', 'programs', 'seccomp')
     os.makedirs(out, exist_ok=True)
     for name, arches in ARCHES.items():
-        path = os.path.join(out, name + '.bpf')
-        with open(path, 'wb') as handle:
-            build(arches).export_bpf(handle)
-        print(path, os.path.getsize(path), 'bytes')
+        for path, made in ((os.path.join(out, name + '.bpf'), build(arches)),
+                           (os.path.join(out, 'connect-notify-' + name + '.bpf'), build_connect_notify(arches))):
+            with open(path, 'wb') as handle:
+                made.export_bpf(handle)
+            print(path, os.path.getsize(path), 'bytes')
 
 
 if __name__ == '__main__':

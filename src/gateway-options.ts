@@ -83,7 +83,7 @@ export interface GatewayOptions {
    * system resolver, Node's CA roots, the system temporary directory. Tests map names to servers
    * on loopback here.
    */
-  egress?: Pick<EgressProxyOptions, 'resolver' | 'dial' | 'upstreamCa' | 'runtimeDir' | 'connectTimeout'>;
+  egress?: Pick<EgressProxyOptions, 'resolver' | 'dial' | 'upstreamCa' | 'runtimeDir' | 'connectTimeout' | 'connectHandoff'>;
 }
 
 /**

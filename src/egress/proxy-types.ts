@@ -54,6 +54,11 @@ export interface EgressProxyOptions {
   readonly ca?: EgressCa;
   /** Milliseconds a connection to a destination may take to open; default 30 s. */
   readonly connectTimeout?: number;
+  /**
+   * Hand a run's raw TCP connections over connected (tcp-notify.ts): the run's bytes then bypass
+   * the gateway. Default true where the host supports it; false: every raw TCP byte is relayed.
+   */
+  readonly connectHandoff?: boolean;
 }
 
 export interface EgressRunOptions {

@@ -39,6 +39,7 @@ import { ProxyCore, STREAM_HIGH_WATER_MARK, type RunContext } from './proxy-core
 import type { EgressProxyOptions, EgressRun, EgressRunOptions, HandedOffRun } from './proxy-types';
 import { createWrapDetector } from './redact-response';
 import { relaySocket, relayTcp } from './tcp';
+import { answerConnect, ConnectSupervisor } from './tcp-notify';
 import { attributeConnection } from './attribution';
 import { DEFAULT_PLACEMENT, type NetworkPolicy, type SecretBinding } from './rules';
 import { getEnvironmentRoute, getRunRoute, UpstreamTrust, type UpstreamRoute } from './upstream';
@@ -51,6 +52,10 @@ export class EgressProxy {
   readonly #options: EgressProxyOptions;
   readonly #dir: string;
   readonly #runs = new Map<string, { server?: NetServer; context: RunContext; dir?: string; hostSockets?: NetServer[] }>();
+  /** The connect supervisor (tcp-notify.ts), started with the first run that hands connections over. */
+  #connects: ConnectSupervisor | undefined;
+  /** Runs whose connections are handed over -> their hand-off socket. */
+  readonly #handoffs = new Map<string, string>();
   /** Directories of runs handed to another process (kept by close()). */
   readonly #handedOff = new Set<string>();
   /** Directories of runs adopted from another process (removed with the run). */
@@ -379,9 +384,25 @@ export class EgressProxy {
     return this.#core.getCa().certPem;
   }
 
+  /**
+   * Hand run `runId`'s connections to `endpoints` (its raw TCP destinations and host services)
+   * over connected, not relayed (tcp-notify.ts): the socket to bind into the run at
+   * CONNECT_SOCKET_MOUNT and the argv wrapper that starts its program under the filter; undefined
+   * where the host cannot, or the proxy was told not to (the relay serves).
+   */
+  async openConnectHandoff(runId: string, endpoints: ReadonlyArray<{ readonly host: string; readonly port: number }>): Promise<{ source: string; wrap: (argv: readonly string[]) => string[] } | undefined> {
+    if (this.#closed || this.#options.connectHandoff === false || endpoints.length === 0 || !this.#runs.has(runId)) return undefined;
+    this.#connects ??= new ConnectSupervisor(this.#dir, (id, address, port, family) => answerConnect(this.#core, this.#runs.get(id)?.context, address, port, family));
+    const tag = createHash('sha256').update(runId).digest('hex').slice(0, 12);
+    const handoff = await this.#connects.addRun(runId, tag, endpoints);
+    if (handoff) this.#handoffs.set(runId, handoff.source);
+    return handoff;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all([...this.#runs.entries()].map(([runId, entry]) => this.#closeRun(runId, entry.dir !== undefined && this.#adopted.has(entry.dir) ? entry.dir : undefined)));
+    this.#connects?.close();
     const shared = this.#sharedServer;
     const listeners = [...this.#listeners];
     for (const server of listeners) server.close();
@@ -446,6 +467,10 @@ export class EgressProxy {
     const entry = this.#runs.get(runId);
     if (!entry) return;
     this.#runs.delete(runId);
+    if (this.#handoffs.has(runId)) {
+      this.#connects?.endRun(runId, this.#handoffs.get(runId));
+      this.#handoffs.delete(runId);
+    }
     const username = entry.context.options.credentials?.username;
     if (username !== undefined && this.#core.sharedRuns.get(username) === entry.context) this.#core.sharedRuns.delete(username);
     for (const socket of entry.context.sockets) socket.destroy();

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { ExecgateError } from '../errors';
 import { getSandboxEgress, SharedListener, SharedTcpListeners, type NamespaceLauncher, type SandboxEgress } from './bridge';
 import { getHostsFile, getHostServices, getLocalEndpoints, getTcpDestinations } from './tcp';
+import { CONNECT_SOCKET_MOUNT } from './tcp-notify';
 import { createInjections, type EgressCheck, type Injection } from './plan';
 import type { EgressProxy, EgressRun } from './proxy';
 import type { NetworkPolicy, SecretBinding } from './rules';
@@ -106,15 +107,34 @@ export async function openRunEgress(proxy: EgressProxy, options: {
     await run.close().catch(() => undefined);
     throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not write the hosts file of run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
   }
+  // Raw TCP connections handed over connected, not relayed (tcp-notify.ts), where the host can:
+  // not for a run another process will hold (the supervisor is this process's).
+  let handoff: Awaited<ReturnType<EgressProxy['openConnectHandoff']>>;
+  if (endpoints.length > 0 && !options.ownSocket) {
+    try {
+      handoff = await proxy.openConnectHandoff(options.runId, endpoints);
+    } catch (error) {
+      await run.close().catch(() => undefined);
+      throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not prepare the raw TCP hand-off of run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
+    }
+  }
+  const sandbox = getSandboxEgress(run, {
+    port: options.port, sharedPort, allow: options.network.allow, hostsFile, hostSockets: run.hostSockets,
+    // A bridge speaks for its run (it adds the run's credentials to every raw connection), so
+    // it listens for raw TCP only where no other run can reach it: in a namespace of its own.
+    // A run with its own socket in the shared namespace (a CLI background run) gets no raw TCP.
+    ...(options.shared ? {} : { tcpEndpoints: endpoints }),
+  });
   return Object.freeze({
     run,
-    sandbox: getSandboxEgress(run, {
-      port: options.port, sharedPort, allow: options.network.allow, hostsFile, hostSockets: run.hostSockets,
-      // A bridge speaks for its run (it adds the run's credentials to every raw connection), so
-      // it listens for raw TCP only where no other run can reach it: in a namespace of its own.
-      // A run with its own socket in the shared namespace (a CLI background run) gets no raw TCP.
-      ...(options.shared ? {} : { tcpEndpoints: endpoints }),
-    }),
+    sandbox: handoff
+      ? Object.freeze({
+        ...sandbox,
+        mounts: Object.freeze([...sandbox.mounts, { kind: 'bind', source: handoff.source, dest: CONNECT_SOCKET_MOUNT, readOnly: true } as const]),
+        // The filter first: the run's own bridge (a namespace of its own) then runs under it too.
+        wrap: (argv: readonly string[]) => handoff.wrap(sandbox.wrap(argv)),
+      })
+      : sandbox,
     sentinels: new Map(injections.filter((injection) => injection.aws === undefined).map((injection) => [injection.ref, injection.sentinel])),
   });
 }

@@ -101,3 +101,29 @@ export function getSeccompFilterPath(): string | undefined {
   const path = join(PROGRAMS_DIR, 'seccomp', file);
   return existsSync(path) ? path : undefined;
 }
+
+/** The program that hands a run's connect(2) calls to the gateway, as `python3 -c` text (full-line comments dropped). */
+export function getConnectInstallSource(): string {
+  let text = cache.get('tcp-install.py');
+  if (text === undefined) {
+    text = readFileSync(join(PROGRAMS_DIR, 'tcp-install.py'), 'utf8').split('\n').filter((line) => !line.trimStart().startsWith('#')).join('\n');
+    cache.set('tcp-install.py', text);
+  }
+  return text;
+}
+
+/** The gateway's connect supervisor (python3, run as a file outside every sandbox). */
+export function getConnectSupervisorPath(): string {
+  return join(PROGRAMS_DIR, 'tcp-supervisor.py');
+}
+
+/**
+ * The connect hand-off filter for this architecture (scripts/generate-seccomp.py,
+ * connect-notify), as the hex text the hand-off program takes; undefined where none was made.
+ */
+export function getConnectFilterHex(): string | undefined {
+  const file = SECCOMP_FILES[process.arch];
+  if (file === undefined) return undefined;
+  const path = join(PROGRAMS_DIR, 'seccomp', `connect-notify-${file}`);
+  return existsSync(path) ? readFileSync(path).toString('hex') : undefined;
+}

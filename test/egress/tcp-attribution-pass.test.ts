@@ -6,22 +6,24 @@
  * destination, passes the socket to run B at once and closes its own copy: by the time the
  * gateway looks, only B holds it, and the connection A opened is recorded as B's.
  *
- * Skipped: this fails today (the `egress.decision` names B's run). Both runs are under the same
- * policy (a run with a policy of its own, narrowed by an env-bound secret, has a namespace of its
- * own), so nothing is reached that A could not reach; what breaks is the record of who opened
- * it, and B must take part. Not a local fix: attribution would have to be decided when the
- * connection is made (a per-run listener address, or the socket's creator, which /proc does not
- * keep), not when the gateway looks.
+ * With connections handed over (egress/tcp-notify.ts, the default where the host supports it)
+ * the connection is decided, and recorded, when A's connect(2) reaches the gateway through A's
+ * own filter: it is A's whoever holds the socket later. Relayed (`connectHandoff: false`, or a
+ * host without the hand-off) it still fails (the `egress.decision` names B's run): both runs are
+ * under the same policy (a run with a policy of its own, narrowed by an env-bound secret, has a
+ * namespace of its own), so nothing is reached that A could not reach; what breaks is the record
+ * of who opened it, and B must take part. SECURITY.md says so.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
+import { getConnectHandoffSupport } from '../../src/egress/tcp-notify';
 import { checkPlatform } from '../../src/sandbox/detect';
 import { baseEnv, makeTempDir } from '../helpers/tmp';
 
 const sandboxable = checkPlatform(undefined).ok;
-const maybe = sandboxable ? describe : describe.skip;
+const maybe = sandboxable && getConnectHandoffSupport() !== undefined ? describe : describe.skip;
 
 let tmp: ReturnType<typeof makeTempDir>;
 let echo: Server;
@@ -91,7 +93,7 @@ afterAll(async () => {
 });
 
 maybe('attribution of a socket passed between runs', () => {
-  test.skip('the connection run A opened is recorded as A\'s, not as that of the run it passed the socket to', async () => {
+  test('the connection run A opened is recorded as A\'s, not as that of the run it passed the socket to', async () => {
     const receiver = await gateway.exec({ command: 'python3 receiver.py', cwd: dir, mode: 'background' });
     const sender = await gateway.exec({ command: 'python3 sender.py', cwd: dir, timeout: 30_000 });
     expect(sender.stdout).toContain('passed');

@@ -326,11 +326,12 @@ maybe('a run with a network namespace of its own (narrowed by a secret in its en
       `    - { ref: "secret:tok", hosts: [echo.test, "127.0.0.1"], delivery: env }`,
     ].join('\n'));
     gateway = createGateway({
-      home, env: baseEnv(), cwd: dir, policyFile: policy, egress: { ...names, runtimeDir: dir },
+      home, env: baseEnv(), cwd: dir, policyFile: policy, egress: { ...names, runtimeDir: dir, connectHandoff: false },
       sources: [{ name: 'test', kinds: ['secret'], lookup: (_kind, id) => (id === 'tok' ? { found: true, value: 'tok-value-0123456789' } : { found: false }) }],
     });
   });
   afterAll(async () => { await gateway.close(); });
+  // The relay through the run's bridge (tcp-handoff.test.ts has this namespace handed over).
 
   test('sync, PTY and background reach the named destination and the host service through the run\'s bridge', async () => {
     const command = (tag: string): string => `: <<secret:tok>>; { ${talk('echo.test', echoPort, `own-${tag}`)}; curl -sS --max-time 10 http://localhost:${webPort}/own-${tag}; } > own-${tag}.txt`;

@@ -1,0 +1,378 @@
+# execgate's connect supervisor (Python 3, standard library only): answers the connect(2) calls of
+# sandboxed runs with raw TCP destinations (src/egress/tcp-notify.ts starts it, one per egress
+# proxy; src/programs/tcp-install.py installs each run's filter and hands its listener here).
+#
+# A connect to one of the run's named destinations (127.77.X.Y:PORT, a host service's
+# 127.0.0.1:PORT or [::1]:PORT) is decided by the gateway exactly as its relay decides, then
+# answered here with a socket of this process, outside the sandbox, already connected to the
+# decided address (SECCOMP_IOCTL_NOTIF_ADDFD puts it at the run's descriptor number; the call
+# returns 0): the run's bytes then go through the kernel alone. Any other connect goes on as
+# made (SECCOMP_USER_NOTIF_FLAG_CONTINUE), which is safe whatever the run does to its memory
+# meanwhile: it can only reach what the run's network namespace reaches (its loopback, where the
+# gateway's relay decides again). A decided connect is never continued: the socket handed over is
+# connected to what was decided from the address read here, so changing the address after it was
+# read changes nothing.
+#
+# Where this process cannot take the run's socket (another process's descriptors need ptrace
+# rights, which a hardened host may withhold) the connect goes on as made, to the relay.
+#
+# Lines on stdin (JSON), from the gateway:
+#   {"op":"run","run":R,"path":P,"intercept":[[ADDRESS,PORT],...]}  listen at P for R's listener
+#   {"op":"end","run":R}                                           R ended: its connects go on as made
+#   {"op":"decided","seq":N,"action":"dial","host":H,"port":P,"timeout":MS}
+#   {"op":"decided","seq":N,"action":"refuse"} | {"op":"decided","seq":N,"action":"continue"}
+# Lines on stdout (JSON), to the gateway:
+#   {"op":"listening","run":R} | {"op":"failed","run":R,"reason":TEXT}
+#   {"op":"connect","run":R,"seq":N,"address":A,"port":P,"family":4|6}
+#   {"op":"dialed","seq":N,"ok":true} | {"op":"dialed","seq":N,"ok":false,"code":ERRNO}
+import ctypes
+import errno
+import fcntl
+import ipaddress
+import json
+import os
+import select
+import socket
+import struct
+import sys
+import threading
+
+# <linux/seccomp.h>: _IOWR('!', 0, struct seccomp_notif) and friends.
+NOTIF_RECV = 0xC0502100
+NOTIF_SEND = 0xC0182101
+NOTIF_ID_VALID = 0x40082102
+NOTIF_ADDFD = 0x40182103
+FLAG_CONTINUE = 1
+ADDFD_FLAG_SETFD = 1
+NOTIF = struct.Struct('=QIIiIQ6Q')
+RESP = struct.Struct('=QqiI')
+ADDFD = struct.Struct('=QIIII')
+SYS_PIDFD_GETFD = 438
+O_CLOEXEC = 0o2000000
+# Dials in flight at once (each a thread while it connects): beyond this a connect goes on as
+# made, to the relay, so that a run opening connections to a destination that never answers
+# cannot make this process start threads without end.
+MAX_DIALS = 128
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+out_lock = threading.Lock()
+state_lock = threading.Lock()
+
+
+def emit(message):
+    line = json.dumps(message) + '\n'
+    with out_lock:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+class Run:
+    def __init__(self, run_id, server, intercept):
+        self.id = run_id
+        self.server = server
+        self.intercept = intercept
+        self.listener = None
+        self.ended = False
+
+
+runs = {}          # run id -> Run
+by_fd = {}         # a descriptor polled -> ('server' | 'listener', Run)
+pending = {}       # seq -> (listener, notification id, target descriptor, the run's socket (a copy), family)
+seq_counter = [0]
+dials = threading.BoundedSemaphore(MAX_DIALS)
+poller = select.poll()
+
+
+def respond(listener, notif_id, val=0, error=0, flags=0):
+    try:
+        fcntl.ioctl(listener, NOTIF_SEND, RESP.pack(notif_id, val, error, flags))
+    except OSError:
+        pass  # the caller is gone (killed meanwhile): nothing waits for the answer
+
+
+def go_on(listener, notif_id):
+    respond(listener, notif_id, flags=FLAG_CONTINUE)
+
+
+def id_valid(listener, notif_id):
+    try:
+        fcntl.ioctl(listener, NOTIF_ID_VALID, struct.pack('=Q', notif_id))
+        return True
+    except OSError:
+        return False
+
+
+def read_address(pid, pointer, length, listener, notif_id):
+    """The socket address the call names: (family, address text, port), or None to let it go on."""
+    if length < 16 or length > 128:
+        return None
+    try:
+        fd = os.open('/proc/%d/mem' % pid, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        # The pid could name another process by now: the notification still pending proves the
+        # descriptor opened is the caller's.
+        if not id_valid(listener, notif_id):
+            return None
+        data = os.pread(fd, length, pointer)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) < 16:
+        return None
+    family = struct.unpack_from('=H', data, 0)[0]
+    if family == socket.AF_INET:
+        port = struct.unpack_from('>H', data, 2)[0]
+        return (4, socket.inet_ntop(socket.AF_INET, data[4:8]), port)
+    if family == socket.AF_INET6 and len(data) >= 28:
+        port = struct.unpack_from('>H', data, 2)[0]
+        address = ipaddress.IPv6Address(data[8:24])
+        if address.ipv4_mapped is not None:
+            return (6, str(address.ipv4_mapped), port)
+        return (6, str(address), port)
+    return None
+
+
+def take_socket(pid, target, listener, notif_id):
+    """A copy of the caller's descriptor `target` if it is a TCP socket not yet connected; else None."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return None
+    try:
+        if not id_valid(listener, notif_id):
+            return None
+        copy = libc.syscall(SYS_PIDFD_GETFD, pidfd, target, 0)
+        if copy < 0:
+            return None
+    finally:
+        os.close(pidfd)
+    try:
+        sock = socket.socket(fileno=copy)
+    except OSError:
+        os.close(copy)
+        return None
+    if sock.type != socket.SOCK_STREAM or sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.proto not in (0, socket.IPPROTO_TCP):
+        sock.detach()
+        os.close(copy)
+        return None
+    return sock
+
+
+def fd_cloexec(pid, target):
+    try:
+        with open('/proc/%d/fdinfo/%d' % (pid, target)) as handle:
+            for line in handle:
+                if line.startswith('flags:'):
+                    return int(line.split()[1], 8) & O_CLOEXEC != 0
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def on_notification(run, listener):
+    buffer = bytearray(NOTIF.size)
+    try:
+        fcntl.ioctl(listener, NOTIF_RECV, buffer, True)
+    except OSError:
+        return  # the caller went away before it was read
+    notif_id, pid, _flags, _nr, _arch, _ip, fd, pointer, length, _a3, _a4, _a5 = NOTIF.unpack(buffer)
+    if run.ended:
+        go_on(listener, notif_id)
+        return
+    target = read_address(pid, pointer, length, listener, notif_id)
+    if target is None or (target[1], target[2]) not in run.intercept:
+        go_on(listener, notif_id)
+        return
+    sock = take_socket(pid, fd & 0xFFFFFFFF, listener, notif_id)
+    if sock is None:
+        go_on(listener, notif_id)
+        return
+    try:
+        sock.getpeername()
+        # Connected already (a client asking again after a connect that returned at once): as the
+        # kernel would answer.
+        sock.close()
+        respond(listener, notif_id, 0, -errno.EISCONN)
+        return
+    except OSError:
+        pass
+    cloexec = fd_cloexec(pid, fd & 0xFFFFFFFF)
+    with state_lock:
+        seq_counter[0] += 1
+        seq = seq_counter[0]
+        pending[seq] = (listener, notif_id, fd & 0xFFFFFFFF, sock, cloexec)
+    emit({'op': 'connect', 'run': run.id, 'seq': seq, 'address': target[1], 'port': target[2], 'family': 4 if sock.family == socket.AF_INET else 6})
+
+
+def dial(seq, entry, host, port, timeout):
+    listener, notif_id, target, theirs, cloexec = entry
+    family = theirs.family
+    address = host
+    if family == socket.AF_INET6 and ':' not in host:
+        address = '::ffff:' + host
+    ours = None
+    try:
+        ours = socket.socket(family, socket.SOCK_STREAM)
+        ours.settimeout(timeout / 1000.0)
+        ours.connect((address, port))
+        # What the run's socket had set that a client relies on: blocking or not, no delay, keepalive.
+        ours.setblocking(True)
+        for level, name in ((socket.IPPROTO_TCP, socket.TCP_NODELAY), (socket.SOL_SOCKET, socket.SO_KEEPALIVE)):
+            try:
+                ours.setsockopt(level, name, theirs.getsockopt(level, name))
+            except OSError:
+                pass
+        flags = fcntl.fcntl(theirs.fileno(), fcntl.F_GETFL)
+        if flags & os.O_NONBLOCK:
+            fcntl.fcntl(ours.fileno(), fcntl.F_SETFL, fcntl.fcntl(ours.fileno(), fcntl.F_GETFL) | os.O_NONBLOCK)
+        fcntl.ioctl(listener, NOTIF_ADDFD, ADDFD.pack(notif_id, ADDFD_FLAG_SETFD, ours.fileno(), target, O_CLOEXEC if cloexec else 0))
+        respond(listener, notif_id, 0)
+        emit({'op': 'dialed', 'seq': seq, 'ok': True})
+    except OSError as error:
+        code = error.errno or errno.ECONNREFUSED
+        if isinstance(error, socket.timeout) or code == errno.EAGAIN:
+            code = errno.ETIMEDOUT
+        respond(listener, notif_id, 0, -code)
+        emit({'op': 'dialed', 'seq': seq, 'ok': False, 'code': errno.errorcode.get(code, 'error')})
+    finally:
+        if ours is not None:
+            ours.close()
+        theirs.close()
+        dials.release()
+
+
+def on_decided(message):
+    with state_lock:
+        entry = pending.pop(message.get('seq'), None)
+    if entry is None:
+        return
+    listener, notif_id, _target, theirs, _cloexec = entry
+    action = message.get('action')
+    if action == 'dial' and dials.acquire(blocking=False):
+        threading.Thread(target=dial, args=(message['seq'], entry, str(message['host']), int(message['port']), int(message.get('timeout', 30000))), daemon=True).start()
+        return
+    theirs.close()
+    if action == 'refuse':
+        respond(listener, notif_id, 0, -errno.ECONNREFUSED)
+    else:
+        go_on(listener, notif_id)
+        if action == 'dial':
+            emit({'op': 'dialed', 'seq': message.get('seq'), 'ok': False, 'code': 'relayed'})
+
+
+def on_run(message):
+    run_id = str(message['run'])
+    path = str(message['path'])
+    try:
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        server.bind(path)
+        os.chmod(path, 0o666)
+        server.listen(1)
+    except OSError as error:
+        emit({'op': 'failed', 'run': run_id, 'reason': error.strerror or str(error)})
+        return
+    run = Run(run_id, server, {(str(a), int(p)) for a, p in message.get('intercept', [])})
+    runs[run_id] = run
+    by_fd[server.fileno()] = ('server', run)
+    poller.register(server.fileno(), select.POLLIN)
+    emit({'op': 'listening', 'run': run_id})
+
+
+def close_server(run):
+    if run.server is None:
+        return
+    fd = run.server.fileno()
+    poller.unregister(fd)
+    by_fd.pop(fd, None)
+    run.server.close()
+    run.server = None
+
+
+def on_handoff(run):
+    """The run's first program gives its filter's listener: one, once; then nothing listens."""
+    try:
+        conn, _ = run.server.accept()
+    except OSError:
+        return
+    close_server(run)
+    try:
+        conn.settimeout(2)
+        _msg, fds, _flags, _addr = socket.recv_fds(conn, 1, 1)
+        if len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            return
+        listener = fds[0]
+        if run.ended or run.listener is not None:
+            os.close(listener)
+            return
+        run.listener = listener
+        by_fd[listener] = ('listener', run)
+        poller.register(listener, select.POLLIN)
+        conn.sendall(b'K')
+    except OSError:
+        pass
+    finally:
+        conn.close()
+
+
+def drop_listener(run):
+    if run.listener is None:
+        return
+    poller.unregister(run.listener)
+    by_fd.pop(run.listener, None)
+    os.close(run.listener)
+    run.listener = None
+    if run.ended:
+        runs.pop(run.id, None)
+
+
+def on_end(message):
+    run = runs.get(str(message['run']))
+    if run is None:
+        return
+    run.ended = True
+    close_server(run)
+    if run.listener is None:
+        runs.pop(run.id, None)
+
+
+def main():
+    stdin = sys.stdin.buffer.raw
+    poller.register(stdin.fileno(), select.POLLIN)
+    buffered = b''
+    while True:
+        for fd, events in poller.poll():
+            if fd == stdin.fileno():
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return 0  # the gateway is gone
+                buffered += chunk
+                while b'\n' in buffered:
+                    line, buffered = buffered.split(b'\n', 1)
+                    message = json.loads(line)
+                    op = message.get('op')
+                    if op == 'run':
+                        on_run(message)
+                    elif op == 'end':
+                        on_end(message)
+                    elif op == 'decided':
+                        on_decided(message)
+                continue
+            kind, run = by_fd.get(fd, (None, None))
+            if kind == 'server':
+                on_handoff(run)
+            elif kind == 'listener':
+                if events & select.POLLIN:
+                    on_notification(run, fd)
+                elif events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                    drop_listener(run)  # every process under the filter has exited
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,253 @@
+/*
+ * Raw TCP handed over connected (egress/tcp-notify.ts): a run's connect(2) to a named destination
+ * is answered with a socket the gateway's supervisor connected outside the sandbox, so the run's
+ * bytes bypass the gateway. Real runs in the real sandbox, real clients (Python, Node, bash
+ * /dev/tcp), real servers on the host's loopback.
+ *
+ * What shows the hand-off: the run's socket's peer is the real server's address (127.0.0.1:PORT),
+ * where a relayed connection's peer is the run's 127.77 address (the differential case, with
+ * `connectHandoff: false`). Adversarial: the address a decided connect names cannot be changed
+ * after it is read (thousands of connects while another thread rewrites the address between a
+ * named destination and a host port nobody named: the unnamed port never sees a connection); the
+ * hand-off socket takes no second listener; a socket passed to another run stays recorded as the
+ * run that opened it.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { createGateway, type Gateway } from '../../src/gateway';
+import { getConnectHandoffSupport } from '../../src/egress/tcp-notify';
+import { checkPlatform } from '../../src/sandbox/detect';
+import { baseEnv, makeTempDir } from '../helpers/tmp';
+
+const ready = checkPlatform(undefined).ok && getConnectHandoffSupport() !== undefined;
+const maybe = ready ? describe : describe.skip;
+
+let tmp: ReturnType<typeof makeTempDir>;
+let echo: Server;
+let echoPort = 0;
+let secret: Server;
+let secretPort = 0;
+let secretHits = 0;
+
+function listen(server: Server): Promise<number> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+}
+
+beforeAll(async () => {
+  tmp = makeTempDir('execgate-tcp-handoff-');
+  echo = createServer((socket: Socket) => {
+    socket.on('error', () => socket.destroy());
+    socket.on('data', (chunk) => socket.write(Buffer.concat([Buffer.from('echo:'), chunk])));
+    socket.on('end', () => socket.end());
+  });
+  echoPort = await listen(echo);
+  // A port of the host's loopback that no policy names: nothing of a run may ever reach it.
+  secret = createServer((socket: Socket) => {
+    secretHits += 1;
+    socket.destroy();
+  });
+  secretPort = await listen(secret);
+});
+
+afterAll(async () => {
+  for (const server of [echo, secret]) await new Promise((resolve) => server.close(resolve));
+  tmp.cleanup();
+});
+
+const names = {
+  resolver: async (host: string): Promise<string[]> => {
+    if (host === 'echo.test' || host === 'deny.test') return ['203.0.113.7'];
+    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+  },
+  dial: (address: string, port: number) => (address === '203.0.113.7' ? { host: '127.0.0.1', port: echoPort } : { host: address, port }),
+};
+
+function makeGateway(name: string, network: string, handoff = true): { gateway: Gateway; dir: string; home: string } {
+  const dir = join(tmp.dir, name);
+  const home = join(dir, 'home');
+  mkdirSync(dir, { recursive: true });
+  const policy = join(dir, 'policy.yaml');
+  writeFileSync(policy, ['version: 1', `sandbox: { mode: required, network: ${network} }`].join('\n'));
+  const gateway = createGateway({ home, env: baseEnv(), cwd: dir, policyFile: policy, egress: { ...names, runtimeDir: dir, connectHandoff: handoff } });
+  return { gateway, dir, home };
+}
+
+function decisionsOf(home: string, runId?: string): Array<Record<string, unknown>> {
+  return readFileSync(join(home, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((r) => r.event === 'egress.decision' && (runId === undefined || r.runId === runId));
+}
+
+/** Python: connect to HOST:PORT, print the socket's peer and the echo of one line. */
+const PEER_PY = (host: string, port: number): string => `python3 -c "
+import socket
+s = socket.create_connection(('${host}', ${port}), timeout=10)
+print('peer', '%s:%d' % s.getpeername())
+s.sendall(b'hi\\n')
+print(s.recv(100).decode().strip())
+"`;
+
+maybe('raw TCP handed over connected', () => {
+  let gateway: Gateway;
+  let dir: string;
+  let home: string;
+  beforeAll(() => ({ gateway, dir, home } = makeGateway('shared', `{ mode: allowlist, tcp: ["echo.test:${echoPort}", "deny.test:${echoPort}"], deny: [deny.test] }`)));
+  afterAll(async () => { await gateway.close(); });
+
+  test('sync, PTY and background: the run\'s socket is connected to the real server itself; recorded as the run\'s', async () => {
+    for (const mode of ['sync', 'pty'] as const) {
+      const result = await gateway.exec({ command: PEER_PY('echo.test', echoPort), cwd: dir, mode });
+      expect(result.stdout).toContain(`peer 127.0.0.1:${echoPort}`);
+      expect(result.stdout).toContain('echo:hi');
+      expect(decisionsOf(home, result.id)).toEqual([expect.objectContaining({ via: 'tcp', host: 'echo.test', port: echoPort, allowed: true, rule: `tcp:echo.test:${echoPort}` })]);
+    }
+    const started = await gateway.exec({ command: `${PEER_PY('echo.test', echoPort)} > bg.txt`, cwd: dir, mode: 'background' });
+    const ended = await gateway.background.wait(started.id, 30_000);
+    expect(ended.exitCode).toBe(0);
+    expect(readFileSync(join(dir, 'bg.txt'), 'utf8')).toContain(`peer 127.0.0.1:${echoPort}`);
+    expect(decisionsOf(home, started.id)).toEqual([expect.objectContaining({ via: 'tcp', host: 'echo.test', allowed: true })]);
+  });
+
+  test('every kind of client: Node (non-blocking), bash /dev/tcp; asking connect again answers EISCONN', async () => {
+    const node = `node -e "const s=require('net').connect(${echoPort},'echo.test',()=>{console.log('peer',s.remoteAddress+':'+s.remotePort);s.end('x\\n')});s.on('data',d=>process.stdout.write(d));s.on('error',e=>console.log('ERR',e.code))"`;
+    const result = await gateway.exec({ command: node, cwd: dir });
+    expect(result.stdout).toContain(`peer 127.0.0.1:${echoPort}`);
+    expect(result.stdout).toContain('echo:x');
+    const bash = await gateway.exec({ command: `exec 3<>/dev/tcp/echo.test/${echoPort}; echo b >&3; timeout 10 head -n1 <&3`, cwd: dir });
+    expect(bash.stdout).toContain('echo:b');
+    const again = await gateway.exec({ command: `python3 -c "
+import errno, socket
+s = socket.socket()
+s.connect(('echo.test', ${echoPort}))
+try:
+    s.connect(('echo.test', ${echoPort}))
+except OSError as e:
+    print(errno.errorcode[e.errno])
+"`, cwd: dir });
+    expect(again.stdout.trim()).toBe('EISCONN');
+  });
+
+  test('a refused destination fails with ECONNREFUSED at connect, recorded refused; a name not listed does not resolve', async () => {
+    const result = await gateway.exec({ command: `python3 -c "
+import socket
+for host in ('deny.test', 'nope.test'):
+    try:
+        socket.create_connection((host, ${echoPort}), timeout=10)
+        print(host, 'connected')
+    except OSError as e:
+        print(host, type(e).__name__)
+"`, cwd: dir });
+    expect(result.stdout).toContain('deny.test ConnectionRefusedError');
+    expect(result.stdout).toContain('nope.test gaierror');
+    expect(decisionsOf(home, result.id)).toEqual([expect.objectContaining({ via: 'tcp', host: 'deny.test', allowed: false, rule: 'deny:deny.test' })]);
+  });
+
+  test('adversarial: rewriting the address while connect decides never reaches a port nobody named (3,000 connects)', async () => {
+    // One thread connects again and again through one sockaddr buffer; another rewrites that
+    // buffer's port between the named destination's and the host port no policy names, as fast
+    // as it can. A connect handed over dials what was decided from the address read; one that
+    // goes on as made reaches only the run's loopback (where the gateway's relay listens for the
+    // named destination and decides again: a connect read as the unnamed port and made, after the
+    // rewrite, to the named one is relayed). The unnamed port must see nothing.
+    const race = `python3 -c "
+import ctypes, socket, struct, threading
+libc = ctypes.CDLL(None, use_errno=True)
+good = struct.pack('>HH4s8x', 0, ${echoPort}, socket.inet_aton('127.77.0.1'))
+bad = struct.pack('>HH4s8x', 0, ${secretPort}, socket.inet_aton('127.77.0.1'))
+host = struct.pack('>HH4s8x', 0, ${secretPort}, socket.inet_aton('127.0.0.1'))
+good = struct.pack('=H', socket.AF_INET) + good[2:]
+bad = struct.pack('=H', socket.AF_INET) + bad[2:]
+host = struct.pack('=H', socket.AF_INET) + host[2:]
+buf = ctypes.create_string_buffer(good, 16)
+stop = False
+def flip():
+    forms = (good, bad, host)
+    i = 0
+    while not stop:
+        ctypes.memmove(buf, forms[i % 3], 16)
+        i += 1
+t = threading.Thread(target=flip)
+t.start()
+ok = relayed = refused = other = 0
+for _ in range(3000):
+    s = socket.socket()
+    r = libc.connect(s.fileno(), buf, 16)
+    if r == 0:
+        peer = s.getpeername()
+        if peer == ('127.0.0.1', ${echoPort}): ok += 1
+        elif peer == ('127.77.0.1', ${echoPort}): relayed += 1
+        else: other += 1; print('peer', peer)
+    else:
+        refused += 1
+    s.close()
+stop = True
+t.join()
+print('ok', ok, 'relayed', relayed, 'refused', refused, 'other', other)
+"`;
+    const before = secretHits;
+    const result = await gateway.exec({ command: race, cwd: dir, timeout: 120_000 });
+    const counts = /ok (\d+) relayed (\d+) refused (\d+) other (\d+)/.exec(result.stdout);
+    expect(counts).not.toBeNull();
+    const [ok, relayed, refused, other] = counts!.slice(1).map(Number);
+    expect(ok + relayed + refused + other).toBe(3000);
+    // Some of each happened (the race was run), and nothing else was reached.
+    expect(ok).toBeGreaterThan(0);
+    expect(refused).toBeGreaterThan(0);
+    expect(result.stdout.slice(0, 400)).not.toMatch(/peer/);
+    expect(other).toBe(0);
+    expect(secretHits).toBe(before);
+  }, 150_000);
+
+  test('adversarial: the hand-off socket takes one listener, the run\'s first program\'s; a run finds nothing there', async () => {
+    const result = await gateway.exec({ command: `python3 -c "
+import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect('/tmp/.execgate-connect.sock')
+    print('connected')
+except OSError as e:
+    print(type(e).__name__)
+"`, cwd: dir });
+    expect(result.stdout.trim()).toBe('ConnectionRefusedError');
+  });
+});
+
+maybe('raw TCP relayed (connectHandoff: false), and a namespace of the run\'s own', () => {
+  test('differential: relayed, the run\'s socket\'s peer is its 127.77 address; handed over, the real server', async () => {
+    const relayed = makeGateway('relayed', `{ mode: allowlist, tcp: ["echo.test:${echoPort}"] }`, false);
+    try {
+      const result = await relayed.gateway.exec({ command: PEER_PY('echo.test', echoPort), cwd: relayed.dir });
+      expect(result.stdout).toContain(`peer 127.77.0.1:${echoPort}`);
+      expect(result.stdout).toContain('echo:hi');
+      expect(decisionsOf(relayed.home, result.id)).toEqual([expect.objectContaining({ via: 'tcp', host: 'echo.test', allowed: true })]);
+    } finally {
+      await relayed.gateway.close();
+    }
+  });
+
+  test('a run with a namespace of its own (an env-bound secret narrows it) is handed over too', async () => {
+    const own = join(tmp.dir, 'own');
+    const home = join(own, 'home');
+    mkdirSync(own, { recursive: true });
+    const policy = join(own, 'policy.yaml');
+    writeFileSync(policy, [
+      'version: 1',
+      `sandbox: { mode: required, network: { mode: allowlist, allow: [echo.test], tcp: ["echo.test:${echoPort}"] } }`,
+      'secrets: { bind: [{ ref: "secret:tok", hosts: [echo.test], delivery: env }] }',
+    ].join('\n'));
+    const gateway = createGateway({
+      home, env: baseEnv(), cwd: own, policyFile: policy, egress: { ...names, runtimeDir: own },
+      sources: [{ name: 'test', kinds: ['secret'], lookup: (_kind, id) => (id === 'tok' ? { found: true, value: 'tok-value-0123456789' } : { found: false }) }],
+    });
+    try {
+      const result = await gateway.exec({ command: `: <<secret:tok>>; ${PEER_PY('echo.test', echoPort)}`, cwd: own });
+      const started = readFileSync(join(home, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { event: string; runId: string; network?: { namespace?: string } })
+        .find((r) => r.event === 'exec.started' && r.runId === result.id);
+      expect(started?.network?.namespace).toBe('own');
+      expect(result.stdout).toContain(`peer 127.0.0.1:${echoPort}`);
+      expect(decisionsOf(home, result.id)).toEqual([expect.objectContaining({ via: 'tcp', host: 'echo.test', allowed: true })]);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
