@@ -80,45 +80,51 @@ async function run({ quick, log }) {
     sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' },
     network: normalizeNetworkPolicy({ mode: 'allowlist', tcp: [`bulk.test:${port}`] }),
   };
-  const gateway = createGateway({
-    policy, home: join(home, 'state'), env, cwd: work,
-    egress: {
-      resolver: async (host) => (host === 'bulk.test' ? ['203.0.113.9'] : []),
-      dial: (address, p) => (address === '203.0.113.9' ? { host: '127.0.0.1', port } : { host: address, port: p }),
-    },
-  });
+  const egress = {
+    resolver: async (host) => (host === 'bulk.test' ? ['203.0.113.9'] : []),
+    dial: (address, p) => (address === '203.0.113.9' ? { host: '127.0.0.1', port } : { host: address, port: p }),
+  };
+  const gateway = createGateway({ policy, home: join(home, 'state'), env, cwd: work, egress });
+  const relayGateway = createGateway({ policy, home: join(home, 'state-relay'), env, cwd: work, egress: { ...egress, connectHandoff: false } });
   const direct = () => new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [client, '127.0.0.1', String(port), String(SIZE)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (c) => { out += c; });
     child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`direct client exited ${code}`))));
   });
-  const named = async () => {
-    const result = await gateway.exec({ command: `'${process.execPath}' client.js bulk.test ${port} ${SIZE}`, cwd: work });
+  const inRun = async (through) => {
+    const result = await through.exec({ command: `'${process.execPath}' client.js bulk.test ${port} ${SIZE}`, cwd: work });
     if (result.exitCode !== 0) throw new Error(`sandboxed client failed: ${result.stderr}`);
     return JSON.parse(result.stdout);
   };
+  const named = () => inRun(gateway);
+  const relayed = () => inRun(relayGateway);
   try {
-    await named(); // the listeners and the warm sandbox, once
+    await named(); // the listeners, the supervisor and the warm sandbox, once
+    await relayed();
     const reps = quick ? 3 : 8;
-    log(`100 MiB x ${reps}, direct and by name, interleaved`);
-    const samples = { direct: [], named: [] };
+    log(`100 MiB x ${reps}, direct, by name (handed over) and by name relayed, interleaved`);
+    const samples = { direct: [], named: [], relayed: [] };
     await interleave({
       direct: async () => samples.direct.push(await direct()),
       named: async () => samples.named.push(await named()),
+      relayed: async () => samples.relayed.push(await relayed()),
     }, { iterations: reps });
     const mbps = (list) => list.map((s) => SIZE / 1e6 / (s.transferMs / 1000));
     return {
       rows: [
         row(15, '100 MiB raw TCP: the client direct at 127.0.0.1 (MB/s)', mbps(samples.direct), { unit: 'MB/s' }),
-        row(15, '100 MiB raw TCP: the same client in a sandboxed run, by name through the gateway (MB/s)', mbps(samples.named), { unit: 'MB/s', of: { name: 'direct', samples: mbps(samples.direct) }, goal: 'tcp-relay' }),
+        row(15, '100 MiB raw TCP: the same client in a sandboxed run, by name, defaults (the connect handed over connected) (MB/s)', mbps(samples.named), { unit: 'MB/s', of: { name: 'direct', samples: mbps(samples.direct) }, goal: 'tcp-relay' }),
+        row(15, '100 MiB raw TCP: the same, relayed by the gateway (connectHandoff: false) (MB/s)', mbps(samples.relayed), { unit: 'MB/s', of: { name: 'direct', samples: mbps(samples.direct) } }),
         row(15, 'raw TCP set-up: connect to first byte, direct (ms)', samples.direct.map((s) => s.setupMs)),
-        row(15, 'raw TCP set-up: connect to first byte, by name through the gateway (attribution, decision, dial) (ms)', samples.named.map((s) => s.setupMs), { of: { name: 'direct', samples: samples.direct.map((s) => s.setupMs) } }),
+        row(15, 'raw TCP set-up: connect to first byte, by name, handed over (decision, dial outside, hand-over) (ms)', samples.named.map((s) => s.setupMs), { of: { name: 'direct', samples: samples.direct.map((s) => s.setupMs) } }),
+        row(15, 'raw TCP set-up: connect to first byte, by name, relayed (attribution, decision, dial) (ms)', samples.relayed.map((s) => s.setupMs), { of: { name: 'direct', samples: samples.direct.map((s) => s.setupMs) } }),
       ],
       notes: ['The client\'s own clock (connect to first byte, first byte to end); process start and the sandbox are not in it.'],
     };
   } finally {
     await gateway.close();
+    await relayGateway.close();
     server.kill();
     cleanup();
   }

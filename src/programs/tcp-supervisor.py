@@ -233,8 +233,8 @@ def dial(seq, entry, host, port, timeout):
         fcntl.ioctl(listener, NOTIF_ADDFD, ADDFD.pack(notif_id, ADDFD_FLAG_SETFD, ours.fileno(), target, O_CLOEXEC if cloexec else 0))
         respond(listener, notif_id, 0)
         emit({'op': 'dialed', 'seq': seq, 'ok': True})
-    except OSError as error:
-        code = error.errno or errno.ECONNREFUSED
+    except (OSError, ValueError, OverflowError) as error:
+        code = getattr(error, 'errno', None) or errno.ECONNREFUSED
         if isinstance(error, socket.timeout) or code == errno.EAGAIN:
             code = errno.ETIMEDOUT
         respond(listener, notif_id, 0, -code)
@@ -365,13 +365,18 @@ def main():
                         on_decided(message)
                 continue
             kind, run = by_fd.get(fd, (None, None))
-            if kind == 'server':
-                on_handoff(run)
-            elif kind == 'listener':
-                if events & select.POLLIN:
-                    on_notification(run, fd)
-                elif events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
-                    drop_listener(run)  # every process under the filter has exited
+            # Nothing a run sends may end this process (every run's connects would then fail):
+            # what cannot be handled is let go on, or dropped.
+            try:
+                if kind == 'server':
+                    on_handoff(run)
+                elif kind == 'listener':
+                    if events & select.POLLIN:
+                        on_notification(run, fd)
+                    elif events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                        drop_listener(run)  # every process under the filter has exited
+            except Exception:  # pylint: disable=broad-except
+                pass
 
 
 if __name__ == '__main__':

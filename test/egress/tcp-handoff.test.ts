@@ -96,7 +96,9 @@ maybe('raw TCP handed over connected', () => {
 
   test('sync, PTY and background: the run\'s socket is connected to the real server itself; recorded as the run\'s', async () => {
     for (const mode of ['sync', 'pty'] as const) {
-      const result = await gateway.exec({ command: PEER_PY('echo.test', echoPort), cwd: dir, mode });
+      const result = await gateway.exec({ command: `grep Seccomp_filters /proc/self/status; ${PEER_PY('echo.test', echoPort)}`, cwd: dir, mode });
+      // The sandbox's filter and the hand-off's.
+      expect(result.stdout).toMatch(/Seccomp_filters:\s+2/);
       expect(result.stdout).toContain(`peer 127.0.0.1:${echoPort}`);
       expect(result.stdout).toContain('echo:hi');
       expect(decisionsOf(home, result.id)).toEqual([expect.objectContaining({ via: 'tcp', host: 'echo.test', port: echoPort, allowed: true, rule: `tcp:echo.test:${echoPort}` })]);
@@ -216,7 +218,8 @@ maybe('raw TCP relayed (connectHandoff: false), and a namespace of the run\'s ow
   test('differential: relayed, the run\'s socket\'s peer is its 127.77 address; handed over, the real server', async () => {
     const relayed = makeGateway('relayed', `{ mode: allowlist, tcp: ["echo.test:${echoPort}"] }`, false);
     try {
-      const result = await relayed.gateway.exec({ command: PEER_PY('echo.test', echoPort), cwd: relayed.dir });
+      const result = await relayed.gateway.exec({ command: `grep Seccomp_filters /proc/self/status; ${PEER_PY('echo.test', echoPort)}`, cwd: relayed.dir });
+      expect(result.stdout).toMatch(/Seccomp_filters:\s+1/);
       expect(result.stdout).toContain(`peer 127.77.0.1:${echoPort}`);
       expect(result.stdout).toContain('echo:hi');
       expect(decisionsOf(relayed.home, result.id)).toEqual([expect.objectContaining({ via: 'tcp', host: 'echo.test', allowed: true })]);

@@ -30,6 +30,16 @@ describe('the programs of a sandboxed run', () => {
       const result = spawnSync(process.execPath, ['--check', join(PROGRAMS, name)], { encoding: 'utf8' });
       expect({ name, status: result.status, stderr: result.stderr }).toEqual({ name, status: 0, stderr: '' });
     }
+    // The connect hand-off's two Python programs (egress/tcp-notify.ts) compile.
+    const scriptsPy = readdirSync(PROGRAMS).filter((name) => name.endsWith('.py')).sort();
+    expect(scriptsPy).toEqual(['tcp-install.py', 'tcp-supervisor.py']);
+    if (existsSync(python)) {
+      for (const name of scriptsPy) {
+        const source = readFileSync(join(PROGRAMS, name), 'utf8');
+        const result = spawnSync(python, ['-I', '-S', '-c', 'import sys; compile(sys.stdin.read(), sys.argv[1], "exec")', name], { input: source, encoding: 'utf8' });
+        expect({ name, status: result.status, stderr: result.stderr }).toEqual({ name, status: 0, stderr: '' });
+      }
+    }
   });
 
   (shellcheck ? test : test.skip)('shellcheck finds nothing in any of them', () => {
@@ -44,7 +54,7 @@ describe('the programs of a sandboxed run', () => {
     try {
       const result = spawnSync(python, [GENERATOR, tmp.dir], { encoding: 'utf8' });
       expect(result.status).toBe(0);
-      for (const name of ['x86_64.bpf', 'aarch64.bpf']) {
+      for (const name of ['x86_64.bpf', 'aarch64.bpf', 'connect-notify-x86_64.bpf', 'connect-notify-aarch64.bpf']) {
         const made = readFileSync(join(tmp.dir, name));
         expect(made.length % 8).toBe(0);
         expect(made.equals(readFileSync(join(PROGRAMS, 'seccomp', name)))).toBe(true);
