@@ -123,7 +123,9 @@ export async function openRunEgress(proxy: EgressProxy, options: {
     // A bridge speaks for its run (it adds the run's credentials to every raw connection), so
     // it listens for raw TCP only where no other run can reach it: in a namespace of its own.
     // A run with its own socket in the shared namespace (a CLI background run) gets no raw TCP.
-    ...(options.shared ? {} : { tcpEndpoints: endpoints }),
+    // Handed over, a port below 1024 needs no listener of the bridge's (which could not open it
+    // without a capability no sandboxed process keeps).
+    ...(options.shared ? {} : { tcpEndpoints: handoff ? endpoints.filter((endpoint) => endpoint.port >= 1024) : endpoints }),
   });
   return Object.freeze({
     run,
