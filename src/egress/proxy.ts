@@ -25,7 +25,7 @@
  * result); a refusal answers the client with its reason, in words an agent can act on.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, linkSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { basename, dirname, join } from 'node:path';
 import { ExecgateError } from '../errors';
@@ -38,8 +38,8 @@ import type { BoundInjection, Injection } from './plan';
 import { ProxyCore, STREAM_HIGH_WATER_MARK, type RunContext } from './proxy-core';
 import type { EgressProxyOptions, EgressRun, EgressRunOptions, HandedOffRun } from './proxy-types';
 import { createWrapDetector } from './redact-response';
-import { relaySocket, relayTcp } from './tcp';
-import { answerConnect, ConnectSupervisor } from './tcp-notify';
+import { getHostServices, getLocalEndpoints, relaySocket, relayTcp } from './tcp';
+import { answerConnect, ConnectSupervisor, getConnectSocketPath } from './tcp-notify';
 import { attributeConnection } from './attribution';
 import { DEFAULT_PLACEMENT, type NetworkPolicy, type SecretBinding } from './rules';
 import { getEnvironmentRoute, getRunRoute, UpstreamTrust, type UpstreamRoute } from './upstream';
@@ -144,7 +144,18 @@ export class EgressProxy {
       throw new ExecgateError('EXECGATE_ERR_EGRESS_CA_FAILED', `Could not write the egress CA bundle for run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
     }
     this.#adopted.add(dir);
-    return this.#listen(options, dir, caBundlePath);
+    const run = await this.#listen(options, dir, caBundlePath);
+    // Raw TCP of a handed-over run is handed over connected by this process where the handing
+    // one wrapped the run's program and left an empty file at the socket's path (egress/run.ts).
+    // Where it cannot be, a file stays at the path, so the sandbox still binds it and the run
+    // starts without the filter (its names then lead nowhere, as a handed-over run's did before).
+    const endpoints = getLocalEndpoints(options.tcp ?? [], getHostServices(options.network));
+    const source = getConnectSocketPath(dir, options.runId);
+    if (endpoints.length > 0 && existsSync(source)) {
+      const handoff = await this.openConnectHandoff(options.runId, endpoints, dir).catch(() => undefined);
+      if (!handoff && !existsSync(source)) writeFileSync(source, '', { mode: 0o644 });
+    }
+    return run;
   }
 
   async #listen(options: EgressRunOptions, dir: string, caBundlePath: string | undefined): Promise<EgressRun> {
@@ -390,13 +401,19 @@ export class EgressProxy {
    * CONNECT_SOCKET_MOUNT and the argv wrapper that starts its program under the filter; undefined
    * where the host cannot, or the proxy was told not to (the relay serves).
    */
-  async openConnectHandoff(runId: string, endpoints: ReadonlyArray<{ readonly host: string; readonly port: number }>): Promise<{ source: string; wrap: (argv: readonly string[]) => string[] } | undefined> {
+  async openConnectHandoff(runId: string, endpoints: ReadonlyArray<{ readonly host: string; readonly port: number }>, dir?: string): Promise<{ source: string; wrap: (argv: readonly string[]) => string[] } | undefined> {
     if (this.#closed || this.#options.connectHandoff === false || endpoints.length === 0 || !this.#runs.has(runId)) return undefined;
-    this.#connects ??= new ConnectSupervisor(this.#dir, (id, address, port, family) => answerConnect(this.#core, this.#runs.get(id)?.context, address, port, family));
-    const tag = createHash('sha256').update(runId).digest('hex').slice(0, 12);
-    const handoff = await this.#connects.addRun(runId, tag, endpoints);
+    // `dir`: an adopted run's directory (a process serving one run), where the handing process
+    // told the run its socket would be.
+    this.#connects ??= new ConnectSupervisor(dir ?? this.#dir, (id, address, port, family) => answerConnect(this.#core, this.#runs.get(id)?.context, address, port, family));
+    const handoff = await this.#connects.addRun(runId, endpoints);
     if (handoff) this.#handoffs.set(runId, handoff.source);
     return handoff;
+  }
+
+  /** Whether this proxy hands raw TCP connections over connected where the host can (`connectHandoff`). */
+  get handsOverConnects(): boolean {
+    return this.#options.connectHandoff !== false;
   }
 
   async close(): Promise<void> {

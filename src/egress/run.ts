@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { ExecgateError } from '../errors';
 import { getSandboxEgress, SharedListener, SharedTcpListeners, type NamespaceLauncher, type SandboxEgress } from './bridge';
 import { getHostsFile, getHostServices, getLocalEndpoints, getTcpDestinations } from './tcp';
-import { CONNECT_SOCKET_MOUNT } from './tcp-notify';
+import { CONNECT_SOCKET_MOUNT, getConnectHandoffWrap, getConnectSocketPath } from './tcp-notify';
 import { createInjections, type EgressCheck, type Injection } from './plan';
 import type { EgressProxy, EgressRun } from './proxy';
 import type { NetworkPolicy, SecretBinding } from './rules';
@@ -107,10 +107,23 @@ export async function openRunEgress(proxy: EgressProxy, options: {
     await run.close().catch(() => undefined);
     throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not write the hosts file of run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
   }
-  // Raw TCP connections handed over connected, not relayed (tcp-notify.ts), where the host can:
-  // not for a run another process will hold (the supervisor is this process's).
+  // Raw TCP connections handed over connected, not relayed (tcp-notify.ts), where the host can.
   let handoff: Awaited<ReturnType<EgressProxy['openConnectHandoff']>>;
-  if (endpoints.length > 0 && !options.ownSocket) {
+  if (endpoints.length > 0 && options.ownSocket) {
+    // A run another process will hold: that process's supervisor listens at the same path in the
+    // run's directory before the run starts (proxy.ts adoptRun), where this file says it should.
+    const wrap = proxy.handsOverConnects ? getConnectHandoffWrap() : undefined;
+    if (wrap) {
+      const source = getConnectSocketPath(run.dir, options.runId);
+      try {
+        writeFileSync(source, '', { mode: 0o644 });
+      } catch (error) {
+        await run.close().catch(() => undefined);
+        throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not prepare the raw TCP hand-off of run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
+      }
+      handoff = { source, wrap };
+    }
+  } else if (endpoints.length > 0) {
     try {
       handoff = await proxy.openConnectHandoff(options.runId, endpoints);
     } catch (error) {
@@ -122,7 +135,8 @@ export async function openRunEgress(proxy: EgressProxy, options: {
     port: options.port, sharedPort, allow: options.network.allow, hostsFile, hostSockets: run.hostSockets,
     // A bridge speaks for its run (it adds the run's credentials to every raw connection), so
     // it listens for raw TCP only where no other run can reach it: in a namespace of its own.
-    // A run with its own socket in the shared namespace (a CLI background run) gets no raw TCP.
+    // A run with its own socket in the shared namespace (a CLI background run) gets no relay: its
+    // connects are handed over (above) where the host can.
     // Handed over, a port below 1024 needs no listener of the bridge's (which could not open it
     // without a capability no sandboxed process keeps).
     ...(options.shared ? {} : { tcpEndpoints: handoff ? endpoints.filter((endpoint) => endpoint.port >= 1024) : endpoints }),

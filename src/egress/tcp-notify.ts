@@ -22,11 +22,14 @@
  * Each run's filter has a listener of its own, handed over once through a socket bound into that
  * run alone: a connection is the run's whose listener it came through, with no /proc lookup.
  *
- * Not used (the relay serves, as before): without /usr/bin/python3, without the filter for this
- * architecture, on a kernel older than 5.9 (no ADDFD), for a run handed to another process (a
- * CLI background run), or with `egress.connectHandoff: false`.
+ * A run handed to another process (a CLI background run, which has no relay in the shared
+ * namespace) is served by that process's supervisor, at the same socket path in the run's
+ * directory. Not used (the relay serves, as before): without /usr/bin/python3, without the
+ * filter for this architecture, on a kernel older than 5.9 (no ADDFD), or with
+ * `egress.connectHandoff: false`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { accessSync, constants as fsConstants, existsSync, rmSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { release } from 'node:os';
@@ -73,6 +76,22 @@ export function getConnectHandoffSupport(): { filter: string } | undefined {
     }
   }
   return support ?? undefined;
+}
+
+/**
+ * The argv wrapper that starts a run's program under the hand-off filter (tcp-install.py), where
+ * the host supports it. The run's hand-off socket must be listening by the time the run starts.
+ */
+export function getConnectHandoffWrap(): ((argv: readonly string[]) => string[]) | undefined {
+  const supported = getConnectHandoffSupport();
+  if (!supported) return undefined;
+  const install = getConnectInstallSource();
+  return (argv) => [PYTHON, '-I', '-S', '-c', install, CONNECT_SOCKET_MOUNT, supported.filter, ...argv];
+}
+
+/** A run's hand-off socket in `dir` (the same name wherever the run is served from). */
+export function getConnectSocketPath(dir: string, runId: string): string {
+  return join(dir, `connect-${createHash('sha256').update(runId).digest('hex').slice(0, 12)}.sock`);
 }
 
 /**
@@ -172,16 +191,15 @@ export class ConnectSupervisor {
    * CONNECT_SOCKET_MOUNT and the argv wrapper that installs its filter, or undefined (the relay
    * serves the run).
    */
-  async addRun(runId: string, tag: string, intercept: ReadonlyArray<{ readonly host: string; readonly port: number }>): Promise<{ source: string; wrap: (argv: readonly string[]) => string[] } | undefined> {
-    const supported = getConnectHandoffSupport();
-    if (!supported || !this.#start()) return undefined;
-    const source = join(this.#dir, `connect-${tag}.sock`);
+  async addRun(runId: string, intercept: ReadonlyArray<{ readonly host: string; readonly port: number }>): Promise<{ source: string; wrap: (argv: readonly string[]) => string[] } | undefined> {
+    const wrap = getConnectHandoffWrap();
+    if (!wrap || !this.#start()) return undefined;
+    const source = getConnectSocketPath(this.#dir, runId);
     rmSync(source, { force: true });
     const ready = new Promise<boolean>((resolve) => this.#waiting.set(runId, resolve));
     this.#send({ op: 'run', run: runId, path: source, intercept: intercept.map((endpoint) => [endpoint.host, endpoint.port]) });
     if (!(await ready)) return undefined;
-    const install = getConnectInstallSource();
-    return { source, wrap: (argv) => [PYTHON, '-I', '-S', '-c', install, CONNECT_SOCKET_MOUNT, supported.filter, ...argv] };
+    return { source, wrap };
   }
 
   /** The run ended: its connects from now on go on as made (to the relay, which refuses them). */

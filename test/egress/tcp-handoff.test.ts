@@ -12,13 +12,16 @@
  * hand-off socket takes no second listener; a socket passed to another run stays recorded as the
  * run that opened it.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { getConnectHandoffSupport } from '../../src/egress/tcp-notify';
 import { checkPlatform } from '../../src/sandbox/detect';
-import { baseEnv, makeTempDir } from '../helpers/tmp';
+import { baseEnv, makeTempDir, waitFor } from '../helpers/tmp';
+
+const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 
 const ready = checkPlatform(undefined).ok && getConnectHandoffSupport() !== undefined;
 const maybe = ready ? describe : describe.skip;
@@ -252,5 +255,34 @@ maybe('raw TCP relayed (connectHandoff: false), and a namespace of the run\'s ow
     } finally {
       await gateway.close();
     }
+  });
+});
+
+maybe('a background run started from the CLI (served by its detached supervisor)', () => {
+  test('reaches a host service handed over after the CLI has exited, recorded in its audit log', async () => {
+    const dir = join(tmp.dir, 'cli');
+    const home = join(dir, 'home');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'policy.yaml'), ['version: 1', `sandbox: { mode: required, network: { mode: allowlist, hostServices: [${echoPort}] } }`].join('\n'));
+    const command = [
+      // The CLI has exited by now: only the detached supervisor serves the run.
+      'for i in $(seq 600); do [ -e go ] && break; sleep 0.05; done',
+      `${PEER_PY('127.0.0.1', echoPort)} > cli-bg.txt 2>&1`,
+      'echo done > cli-bg-done',
+    ].join('\n');
+    const started = spawnSync(process.execPath, [CLI, 'run', '--mode', 'background', '--', command], {
+      cwd: dir, encoding: 'utf8',
+      env: baseEnv({ EXECGATE_HOME: home, EXECGATE_POLICY: join(dir, 'policy.yaml'), EXECGATE_KEYRING: 'off' }),
+    });
+    expect(started.stderr).toBe('');
+    expect(started.status).toBe(0);
+    const id = started.stdout.trim();
+    writeFileSync(join(dir, 'go'), '');
+    expect(await waitFor(() => existsSync(join(dir, 'cli-bg-done')), 60_000, 50)).toBe(true);
+    const text = readFileSync(join(dir, 'cli-bg.txt'), 'utf8');
+    expect(text).toContain(`peer 127.0.0.1:${echoPort}`);
+    expect(text).toContain('echo:hi');
+    expect(await waitFor(() => decisionsOf(home, id).length > 0, 10_000, 50)).toBe(true);
+    expect(decisionsOf(home, id)).toEqual([expect.objectContaining({ via: 'host', port: echoPort, allowed: true, rule: `hostService:${echoPort}` })]);
   });
 });
