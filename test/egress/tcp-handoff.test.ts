@@ -16,6 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { formatEgressEntry, readEgressEntry } from '../../src/audit/egress';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { getConnectHandoffSupport } from '../../src/egress/tcp-notify';
 import { checkPlatform } from '../../src/sandbox/detect';
@@ -284,5 +285,10 @@ maybe('a background run started from the CLI (served by its detached supervisor)
     expect(text).toContain('echo:hi');
     expect(await waitFor(() => decisionsOf(home, id).length > 0, 10_000, 50)).toBe(true);
     expect(decisionsOf(home, id)).toEqual([expect.objectContaining({ via: 'host', port: echoPort, allowed: true, rule: `hostService:${echoPort}` })]);
+    // The HTML report lists the connection under its run, as `audit show` words it.
+    const html = join(dir, 'report.html');
+    const report = spawnSync(process.execPath, [CLI, 'audit', 'report', '--html', html], { cwd: dir, encoding: 'utf8', env: baseEnv({ EXECGATE_HOME: home, EXECGATE_KEYRING: 'off' }) });
+    expect(report.status).toBe(0);
+    expect(readFileSync(html, 'utf8')).toContain(JSON.stringify(formatEgressEntry(readEgressEntry(decisionsOf(home, id)[0] as never))).slice(1, -1));
   });
 });
