@@ -54,8 +54,8 @@ export class EgressProxy {
   readonly #runs = new Map<string, { server?: NetServer; context: RunContext; dir?: string; hostSockets?: NetServer[] }>();
   /** The connect supervisor (tcp-notify.ts), started with the first run that hands connections over. */
   #connects: ConnectSupervisor | undefined;
-  /** Runs whose connections are handed over -> their hand-off socket. */
-  readonly #handoffs = new Map<string, string>();
+  /** Runs whose connections are handed over. */
+  readonly #handoffs = new Set<string>();
   /** Directories of runs handed to another process (kept by close()). */
   readonly #handedOff = new Set<string>();
   /** Directories of runs adopted from another process (removed with the run). */
@@ -146,13 +146,14 @@ export class EgressProxy {
     this.#adopted.add(dir);
     const run = await this.#listen(options, dir, caBundlePath);
     // Raw TCP of a handed-over run is handed over connected by this process where the handing
-    // one wrapped the run's program and left an empty file at the socket's path (egress/run.ts).
-    // Where it cannot be, a file stays at the path, so the sandbox still binds it and the run
-    // starts without the filter (its names then lead nowhere, as a handed-over run's did before).
+    // one wrapped the run's program with a token and left a file at the socket's path in the
+    // run's directory (egress/run.ts). Where it cannot be, a file stays at the path, so the
+    // sandbox still binds it and the run starts without the filter (its names then lead nowhere,
+    // as a handed-over run's did before).
     const endpoints = getLocalEndpoints(options.tcp ?? [], getHostServices(options.network));
-    const source = getConnectSocketPath(dir, options.runId);
-    if (endpoints.length > 0 && existsSync(source)) {
-      const handoff = await this.openConnectHandoff(options.runId, endpoints, dir).catch(() => undefined);
+    const source = getConnectSocketPath(dir);
+    if (endpoints.length > 0 && options.connectToken !== undefined) {
+      const handoff = await this.openConnectHandoff(options.runId, endpoints, { dir, token: options.connectToken }).catch(() => undefined);
       if (!handoff && !existsSync(source)) writeFileSync(source, '', { mode: 0o644 });
     }
     return run;
@@ -401,13 +402,13 @@ export class EgressProxy {
    * CONNECT_SOCKET_MOUNT and the argv wrapper that starts its program under the filter; undefined
    * where the host cannot, or the proxy was told not to (the relay serves).
    */
-  async openConnectHandoff(runId: string, endpoints: ReadonlyArray<{ readonly host: string; readonly port: number }>, dir?: string): Promise<{ source: string; wrap: (argv: readonly string[]) => string[] } | undefined> {
+  async openConnectHandoff(runId: string, endpoints: ReadonlyArray<{ readonly host: string; readonly port: number }>, adopted?: { readonly dir: string; readonly token: string }): Promise<{ source: string; wrap: (argv: readonly string[]) => string[] } | undefined> {
     if (this.#closed || this.#options.connectHandoff === false || endpoints.length === 0 || !this.#runs.has(runId)) return undefined;
-    // `dir`: an adopted run's directory (a process serving one run), where the handing process
-    // told the run its socket would be.
-    this.#connects ??= new ConnectSupervisor(dir ?? this.#dir, (id, address, port, family) => answerConnect(this.#core, this.#runs.get(id)?.context, address, port, family));
-    const handoff = await this.#connects.addRun(runId, endpoints);
-    if (handoff) this.#handoffs.set(runId, handoff.source);
+    // `adopted`: a run another process planned (this process serves that run alone), whose
+    // program was told the token, and whose sandbox binds the socket in the run's directory.
+    this.#connects ??= new ConnectSupervisor(getConnectSocketPath(adopted?.dir ?? this.#dir), (id, address, port, family) => answerConnect(this.#core, this.#runs.get(id)?.context, address, port, family));
+    const handoff = await this.#connects.addRun(runId, endpoints, adopted?.token);
+    if (handoff) this.#handoffs.add(runId);
     return handoff;
   }
 
@@ -484,10 +485,7 @@ export class EgressProxy {
     const entry = this.#runs.get(runId);
     if (!entry) return;
     this.#runs.delete(runId);
-    if (this.#handoffs.has(runId)) {
-      this.#connects?.endRun(runId, this.#handoffs.get(runId));
-      this.#handoffs.delete(runId);
-    }
+    if (this.#handoffs.delete(runId)) this.#connects?.endRun(runId);
     const username = entry.context.options.credentials?.username;
     if (username !== undefined && this.#core.sharedRuns.get(username) === entry.context) this.#core.sharedRuns.delete(username);
     for (const socket of entry.context.sockets) socket.destroy();

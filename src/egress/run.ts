@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { ExecgateError } from '../errors';
 import { getSandboxEgress, SharedListener, SharedTcpListeners, type NamespaceLauncher, type SandboxEgress } from './bridge';
 import { getHostsFile, getHostServices, getLocalEndpoints, getTcpDestinations } from './tcp';
-import { CONNECT_SOCKET_MOUNT, getConnectHandoffWrap, getConnectSocketPath } from './tcp-notify';
+import { CONNECT_SOCKET_MOUNT, createConnectToken, getConnectHandoffSupport, getConnectHandoffWrap, getConnectSocketPath } from './tcp-notify';
 import { createInjections, type EgressCheck, type Injection } from './plan';
 import type { EgressProxy, EgressRun } from './proxy';
 import type { NetworkPolicy, SecretBinding } from './rules';
@@ -95,10 +95,14 @@ export async function openRunEgress(proxy: EgressProxy, options: {
   const tcp = getTcpDestinations(options.network, options.bindings);
   const endpoints = getLocalEndpoints(tcp, getHostServices(options.network));
   if (listener && endpoints.length > 0) await getSharedTcpListeners(options.shared!, proxy).ensure(endpoints);
+  // A run another process will hold has its connect hand-off token chosen here: it travels with
+  // the run to that process's supervisor (proxy.ts adoptRun).
+  const connectToken = endpoints.length > 0 && options.ownSocket && proxy.handsOverConnects && getConnectHandoffSupport() !== undefined ? createConnectToken() : undefined;
   const run = await proxy.openRun({
     runId: options.runId, network: options.network, narrowing: options.check.narrowing, injections, credentials, shared: !options.ownSocket,
     ...(options.minLength !== undefined ? { minLength: options.minLength } : {}),
     ...(tcp.length > 0 ? { tcp } : {}),
+    ...(connectToken !== undefined ? { connectToken } : {}),
   });
   let hostsFile: string | undefined;
   try {
@@ -109,21 +113,19 @@ export async function openRunEgress(proxy: EgressProxy, options: {
   }
   // Raw TCP connections handed over connected, not relayed (tcp-notify.ts), where the host can.
   let handoff: Awaited<ReturnType<EgressProxy['openConnectHandoff']>>;
-  if (endpoints.length > 0 && options.ownSocket) {
-    // A run another process will hold: that process's supervisor listens at the same path in the
-    // run's directory before the run starts (proxy.ts adoptRun), where this file says it should.
-    const wrap = proxy.handsOverConnects ? getConnectHandoffWrap() : undefined;
-    if (wrap) {
-      const source = getConnectSocketPath(run.dir, options.runId);
-      try {
-        writeFileSync(source, '', { mode: 0o644 });
-      } catch (error) {
-        await run.close().catch(() => undefined);
-        throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not prepare the raw TCP hand-off of run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
-      }
-      handoff = { source, wrap };
+  if (connectToken !== undefined) {
+    // A run another process will hold: that process's supervisor listens in the run's directory
+    // for the token, before the run starts (proxy.ts adoptRun). The file stands in for the socket
+    // until then.
+    const source = getConnectSocketPath(run.dir);
+    try {
+      writeFileSync(source, '', { mode: 0o644 });
+    } catch (error) {
+      await run.close().catch(() => undefined);
+      throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not prepare the raw TCP hand-off of run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
     }
-  } else if (endpoints.length > 0) {
+    handoff = { source, wrap: getConnectHandoffWrap(connectToken)! };
+  } else if (endpoints.length > 0 && !options.ownSocket) {
     try {
       handoff = await proxy.openConnectHandoff(options.runId, endpoints);
     } catch (error) {

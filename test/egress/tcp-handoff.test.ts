@@ -204,17 +204,37 @@ print('ok', ok, 'relayed', relayed, 'refused', refused, 'other', other)
     expect(secretHits).toBe(before);
   }, 150_000);
 
-  test('adversarial: the hand-off socket takes one listener, the run\'s first program\'s; a run finds nothing there', async () => {
-    const result = await gateway.exec({ command: `python3 -c "
-import socket
+  test('adversarial: the supervisor\'s socket takes no listener without the run\'s token, and idle connections to it hold nothing up', async () => {
+    // A process of the run cannot make a listener of its own (the kernel allows one listener in a
+    // filter chain: EBUSY); it offers another descriptor with a made-up token, while 50 more
+    // connections to the socket say nothing. The offer is refused (the connection closed, no
+    // word); the run's own connects still work.
+    const forge = `python3 -c "
+import ctypes, os, socket, struct, sys
+nr = {'x86_64': 317, 'aarch64': 277}[os.uname().machine]
+prog = bytes.fromhex(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+class F(ctypes.Structure):
+    _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_void_p)]
+buf = ctypes.create_string_buffer(prog, len(prog))
+idle = []
+for _ in range(50):
+    c = socket.socket(socket.AF_UNIX); c.connect('/tmp/.execgate-connect.sock'); idle.append(c)
 s = socket.socket(socket.AF_UNIX)
-try:
-    s.connect('/tmp/.execgate-connect.sock')
-    print('connected')
-except OSError as e:
-    print(type(e).__name__)
-"`, cwd: dir });
-    expect(result.stdout.trim()).toBe('ConnectionRefusedError');
+s.connect('/tmp/.execgate-connect.sock')
+libc.prctl(38, 1, 0, 0, 0)
+fd = libc.syscall(nr, 1, 8, ctypes.byref(F(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))))
+print('own listener', fd, os.strerror(ctypes.get_errno()))
+fd = os.open('/dev/null', os.O_RDONLY)
+s.sendmsg([b'0' * 32], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('i', fd))])
+s.settimeout(10)
+print('answer', repr(s.recv(1)))
+" ${readFileSync(join(__dirname, '..', '..', 'src', 'programs', 'seccomp', 'connect-notify-x86_64.bpf')).toString('hex')}`;
+    const result = await gateway.exec({ command: `${forge}; ${PEER_PY('echo.test', echoPort)}`, cwd: dir, timeout: 60_000 });
+    expect({ stdout: result.stdout, stderr: result.stderr }).toEqual({ stdout: expect.stringContaining("answer b''"), stderr: '' });
+    expect(result.stdout).toContain('own listener -1 Device or resource busy');
+    expect(result.stdout).toContain(`peer 127.0.0.1:${echoPort}`);
   });
 });
 
