@@ -6,6 +6,9 @@
  * status 0; a command line that cannot be understood is status 2 with a pointer to the help of
  * the command it was meant for; execgate refusing or failing is 125.
  */
+import { installCodeCache } from './code-cache';
+// The modules below, and every one loaded after them, from the build's code cache (code-cache.ts).
+if (require.main === module) installCodeCache();
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ExecgateError, isExecgateError } from '../errors';
