@@ -129,6 +129,8 @@ export class SharedNetwork {
   /** The loopback listener opened alongside the holder's start (JoinOptions.listener), not yet handed out. */
   #early: { readonly namespace: string; readonly opened: Promise<Array<NetServer | string> | undefined> } | undefined;
   #wantListener = false;
+  /** Resolved once a start has spawned what it starts beside the probe (or ended): see started(). */
+  #spawned: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(helper: string, watch?: WatchHolder) {
     this.#helper = helper;
@@ -140,8 +142,24 @@ export class SharedNetwork {
     if (this.#closed) return Promise.resolve(undefined);
     if (options.listener) this.#wantListener = true;
     if (this.#holder && this.#isCurrent()) return Promise.resolve(this.#describe());
-    this.#starting ??= this.#start().finally(() => { this.#starting = undefined; });
+    if (!this.#starting) {
+      let resolve = (): void => undefined;
+      const promise = new Promise<void>((done) => { resolve = done; });
+      this.#spawned = { promise, resolve };
+      this.#starting = this.#start().finally(() => {
+        this.#starting = undefined;
+        resolve();
+      });
+    }
     return this.#starting;
+  }
+
+  /**
+   * Resolves when the start under way has its holder's namespace and has spawned the listener's
+   * process beside the probe (or has ended): from then on it waits on other processes only.
+   */
+  started(): Promise<void> {
+    return this.#spawned?.promise ?? Promise.resolve();
   }
 
   /** The namespace's identity (`net:[N]`), starting the holder if needed; undefined = no shared namespace. */
@@ -323,6 +341,7 @@ export class SharedNetwork {
       opened.catch(() => undefined);
       this.#early = { namespace, opened };
     }
+    this.#spawned?.resolve();
     const entered = await new Promise<boolean>((resolve) => {
       const probe = spawn(join.prefix[0], [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
         stdio: 'ignore', timeout: START_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' },
@@ -363,6 +382,45 @@ export class SharedNetwork {
     for (const child of this.#inside) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     this.#stopHolder();
   }
+}
+
+/*
+ * Started ahead of any gateway (the CLI, before it loads the gateway's modules: its holder and
+ * listener then start while they load), and taken by the first gateway of this process that
+ * asks for a shared namespace for the same helper. One nobody took is closed (closePrestarted).
+ */
+const prestarted = new Map<string, SharedNetwork>();
+
+/** Start the shared namespace for `helper` now, with the listener when `options.listener`. */
+export function prestartSharedNetwork(helper: string, watch: WatchHolder | undefined, options: JoinOptions = {}): void {
+  if (prestarted.has(helper)) return;
+  const network = new SharedNetwork(helper, watch);
+  prestarted.set(helper, network);
+  network.join(options).catch(() => undefined);
+}
+
+/** Resolves when every prestarted network waits on other processes only (SharedNetwork.started), or after `limitMs`. */
+export async function prestartedStarted(limitMs: number): Promise<void> {
+  if (prestarted.size === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all([...prestarted.values()].map((network) => network.started())),
+    new Promise<void>((resolve) => { timer = setTimeout(resolve, limitMs); }),
+  ]);
+  clearTimeout(timer);
+}
+
+/** The network prestarted for `helper`, handed out once; undefined when there is none. */
+export function takePrestartedSharedNetwork(helper: string): SharedNetwork | undefined {
+  const network = prestarted.get(helper);
+  prestarted.delete(helper);
+  return network;
+}
+
+/** Close what was prestarted and not taken (the CLI's command did not sandbox a run). */
+export function closePrestartedSharedNetworks(): void {
+  for (const network of prestarted.values()) network.close();
+  prestarted.clear();
 }
 
 function sameEndpoints(a: ReadonlyArray<{ readonly host: string; readonly port: number }>, b: ReadonlyArray<{ readonly host: string; readonly port: number }>): boolean {
