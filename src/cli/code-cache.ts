@@ -14,7 +14,8 @@
  * installed in another version) is compiled from source as before, never run from bytecode
  * made for other text. Node's version and architecture must be the build's, or the file is
  * not read at all. Only the CLI installs this (its entry point, main.ts), and not under Node's
- * policy manifests or the inspector, whose paths through Node's own loader it would skip.
+ * policy manifests, the inspector or source maps, whose paths through Node's own loader it would
+ * skip.
  *
  *   file: "EXECGATE-CODE-CACHE-1\n", uint32 LE header length, JSON header, the entries' data.
  */
@@ -93,9 +94,9 @@ function run(script: vm.Script, module: ModuleLike, filename: string): unknown {
   return fn.call(module.exports, module.exports, makeRequire(module), module, filename, dirname(filename));
 }
 
-/** Node's own paths this loader would step around: policy manifests, the inspector's break on start. */
+/** Node's own paths this loader would step around: policy manifests, the inspector's break on start, source maps. */
 function isPlain(): boolean {
-  return !/--(experimental-policy|inspect)/.test(`${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`);
+  return !/--(experimental-policy|inspect|enable-source-maps)/.test(`${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`);
 }
 
 /** The header and the data that follows it, or undefined for a file that is not one. */
