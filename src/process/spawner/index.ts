@@ -48,7 +48,7 @@ export class AutoSpawner implements Spawner {
 
   spawn(request: SpawnRequest): Promise<SpawnedProcess> {
     // Once large, always the helper. The resident set is read at most every RSS_CHECK_MS: a
-    // read parses /proc/self/statm, 40-130 µs on a busy machine, a few percent of a whole run;
+    // read parses /proc/self/stat, 40-130 µs on a busy machine, a few percent of a whole run;
     // a process that grows past the threshold meanwhile forks directly a few more times.
     if (!this.#useHelper) {
       const now = performance.now();
