@@ -1,0 +1,261 @@
+/*
+ * A response passed through as bytes. Where nothing in a response needs to be read (no value was
+ * injected in the run, so the response masker has nothing to find; the request had no body to
+ * swap or scan), the proxy writes the decided request head itself on a connection of its own and
+ * reads back only the response's head and framing: the body's bytes go on to the client as the
+ * socket read them. Node's HTTP client parsed every body byte and copied it into a Buffer of its
+ * own before this (`socketOnData`, and the garbage those copies made, were a third of the plain
+ * path's busy time: docs/performance.md).
+ *
+ * The response to the client is still written through the proxy's ServerResponse, with the
+ * framing the proxy chose (its Content-Length, or chunks of its own), so the client's connection
+ * stays in step: each request on a kept-alive connection is read and decided as before, and a
+ * response can never carry bytes the client would take for the answer to its next request. A
+ * response head that is malformed, ambiguous (Transfer-Encoding with Content-Length, lengths that
+ * disagree) or too large is refused with 502, as Node's parser refuses it.
+ */
+import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { HOP_BY_HOP } from './proxy-core';
+
+/** The longest response head read (Node's default --max-http-header-size). */
+const MAX_HEAD_BYTES = 16 * 1024;
+/** The longest chunk-size line (with extensions) read in a chunked body. */
+const MAX_CHUNK_LINE = 4096;
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// Field values as Node's writeHead accepts them: no control characters but tab.
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+const STATUS_LINE = /^HTTP\/1\.[01] ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
+// Methods Node's client sends without a length when there is no body; any other gets `Content-Length: 0`.
+const NO_LENGTH_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
+
+/** A response head the proxy will not pass on. */
+export class BadResponse extends Error {
+  readonly code = 'malformed-response';
+}
+
+/** The request head to send, or undefined when one of its parts cannot go into a head as it is (the caller then lets Node's client refuse it). */
+export function formatRequestHead(method: string, target: string, headers: readonly string[]): Buffer | undefined {
+  if (!TOKEN.test(method) || !/^[\x21-\x7e]+$/.test(target)) return undefined;
+  let head = `${method} ${target} HTTP/1.1\r\n`;
+  let length = false;
+  for (let i = 0; i + 1 < headers.length; i += 2) {
+    const name = headers[i];
+    const value = headers[i + 1];
+    if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) return undefined;
+    const lower = name.toLowerCase();
+    // The connection is this request's alone (as Node's client without an agent makes it).
+    if (lower === 'connection') continue;
+    if (lower === 'content-length' || lower === 'transfer-encoding') length = true;
+    head += `${name}: ${value}\r\n`;
+  }
+  if (!length && !NO_LENGTH_METHODS.has(method)) head += 'Content-Length: 0\r\n';
+  head += 'Connection: close\r\n\r\n';
+  return Buffer.from(head, 'latin1');
+}
+
+interface ResponseHead {
+  readonly status: number;
+  /** Name, value, name, value: the hop-by-hop ones left out. */
+  readonly headers: string[];
+  /** How the body ends: its length, chunked, at the connection's end, or none at all. */
+  readonly framing: { kind: 'length'; length: number } | { kind: 'chunked' } | { kind: 'close' } | { kind: 'none' };
+}
+
+/** Parse one response head (the bytes before its empty line). */
+export function parseResponseHead(text: string, method: string): ResponseHead {
+  const lines = text.split('\r\n');
+  const status = STATUS_LINE.exec(lines[0]);
+  if (!status) throw new BadResponse('the upstream sent a malformed status line');
+  const code = Number(status[1]);
+  const headers: string[] = [];
+  let lengths: string[] | undefined;
+  let codings: string | undefined;
+  for (let i = 1; i < lines.length; i += 1) {
+    const line = lines[i];
+    const colon = line.indexOf(':');
+    // A line folded onto the one before (obsolete), a bare CR or LF, or no name: refused.
+    if (colon <= 0 || /[\r\n]/.test(line)) throw new BadResponse('the upstream sent a malformed header line');
+    const name = line.slice(0, colon);
+    const value = line.slice(colon + 1).replace(/^[\t ]+|[\t ]+$/g, '');
+    if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) throw new BadResponse('the upstream sent a malformed header');
+    const lower = name.toLowerCase();
+    if (lower === 'content-length') (lengths ??= []).push(...value.split(',').map((part) => part.trim()));
+    else if (lower === 'transfer-encoding') codings = codings === undefined ? value : `${codings}, ${value}`;
+    if (!HOP_BY_HOP.has(lower)) headers.push(name, value);
+  }
+  if (codings !== undefined && lengths !== undefined) throw new BadResponse('the upstream sent both Transfer-Encoding and Content-Length');
+  let length: number | undefined;
+  if (lengths !== undefined) {
+    if (!lengths.every((part) => /^\d{1,15}$/.test(part) && part === lengths[0])) throw new BadResponse('the upstream sent an invalid or conflicting Content-Length');
+    length = Number(lengths[0]);
+  }
+  let framing: ResponseHead['framing'];
+  if (method === 'HEAD' || code === 204 || code === 304 || code < 200) framing = { kind: 'none' };
+  else if (codings !== undefined) framing = codings.split(',').at(-1)!.trim().toLowerCase() === 'chunked' ? { kind: 'chunked' } : { kind: 'close' };
+  else if (length !== undefined) framing = { kind: 'length', length };
+  else framing = { kind: 'close' };
+  return { status: code, headers, framing };
+}
+
+/*
+ * A chunked body's data, read out of its framing as views of the bytes read (no copy): the size
+ * lines, the CRLF after each chunk and the trailer section are read and dropped.
+ */
+class Dechunker {
+  #state: 'size' | 'data' | 'data-end' | 'trailer' | 'done' = 'size';
+  #line = '';
+  #left = 0;
+
+  get done(): boolean {
+    return this.#state === 'done';
+  }
+
+  /** Hands each piece of data in `bytes` to `out`; throws BadResponse on broken framing. */
+  push(bytes: Buffer, out: (data: Buffer) => void): void {
+    let at = 0;
+    while (at < bytes.length && this.#state !== 'done') {
+      if (this.#state === 'data') {
+        const take = Math.min(this.#left, bytes.length - at);
+        out(bytes.subarray(at, at + take));
+        at += take;
+        this.#left -= take;
+        if (this.#left === 0) this.#state = 'data-end';
+        continue;
+      }
+      const newline = bytes.indexOf(0x0a, at);
+      const end = newline === -1 ? bytes.length : newline + 1;
+      this.#line += bytes.toString('latin1', at, end);
+      at = end;
+      if (this.#line.length > MAX_CHUNK_LINE) throw new BadResponse('the upstream sent an overlong chunk line');
+      if (newline === -1) break;
+      if (!this.#line.endsWith('\r\n')) throw new BadResponse('the upstream sent a bare LF in chunked framing');
+      const line = this.#line.slice(0, -2);
+      this.#line = '';
+      if (this.#state === 'data-end') {
+        if (line !== '') throw new BadResponse('the upstream sent a chunk longer than its size');
+        this.#state = 'size';
+      } else if (this.#state === 'size') {
+        const size = /^([0-9A-Fa-f]{1,12})[\t ]*(?:;.*)?$/.exec(line);
+        if (!size) throw new BadResponse('the upstream sent a malformed chunk size');
+        this.#left = parseInt(size[1], 16);
+        this.#state = this.#left === 0 ? 'trailer' : 'data';
+      } else if (line === '') {
+        this.#state = 'done';
+      }
+    }
+  }
+}
+
+export interface PassThroughHandlers {
+  /** The response head was read and the client's response begun; the body is on its way. */
+  readonly onResponse: (status: number) => void;
+  /** The body ended where its framing said (the client's response is ended). */
+  readonly onEnd: () => void;
+  /** The upstream failed, or sent what cannot be passed on; `answered` when the client's response had begun. */
+  readonly onError: (error: Error, answered: boolean) => void;
+}
+
+/**
+ * Send `head` on `upstream` (an open connection) and pass its response to `res`. The caller
+ * has made sure nothing in the response needs reading (see the header comment).
+ */
+export function passResponse(upstream: Socket, head: Buffer, method: string, res: ServerResponse, handlers: PassThroughHandlers): void {
+  let pending: Buffer | undefined;
+  let framing: ResponseHead['framing'] | undefined;
+  let left = 0;
+  let dechunker: Dechunker | undefined;
+  let finished = false;
+  let answered = false;
+
+  const fail = (error: Error): void => {
+    if (finished) return;
+    finished = true;
+    upstream.off('data', onData);
+    upstream.destroy();
+    handlers.onError(error, answered);
+  };
+  const end = (): void => {
+    if (finished) return;
+    finished = true;
+    upstream.off('data', onData);
+    upstream.destroy();
+    res.end();
+    handlers.onEnd();
+  };
+  let paused = false;
+  const write = (data: Buffer): void => {
+    if (data.length > 0 && !res.write(data) && !paused) {
+      paused = true;
+      upstream.pause();
+      res.once('drain', () => {
+        paused = false;
+        upstream.resume();
+      });
+    }
+  };
+  const body = (bytes: Buffer): void => {
+    if (framing!.kind === 'length') {
+      const take = Math.min(left, bytes.length);
+      write(take === bytes.length ? bytes : bytes.subarray(0, take));
+      left -= take;
+      if (left === 0) end();
+    } else if (framing!.kind === 'chunked') {
+      dechunker!.push(bytes, write);
+      if (dechunker!.done) end();
+    } else {
+      write(bytes);
+    }
+  };
+  const readHead = (bytes: Buffer): void => {
+    let buffered = pending ? Buffer.concat([pending, bytes]) : bytes;
+    pending = undefined;
+    for (;;) {
+      const blank = buffered.indexOf('\r\n\r\n', 0, 'latin1');
+      if (blank === -1) {
+        if (buffered.length > MAX_HEAD_BYTES) throw new BadResponse('the upstream sent an overlong response head');
+        pending = Buffer.from(buffered);
+        return;
+      }
+      if (blank > MAX_HEAD_BYTES) throw new BadResponse('the upstream sent an overlong response head');
+      const parsed = parseResponseHead(buffered.toString('latin1', 0, blank), method);
+      buffered = buffered.subarray(blank + 4);
+      // An interim response (100 Continue, 103 Early Hints) is read and dropped, as Node's client does; 101 was never asked for.
+      if (parsed.status === 101) throw new BadResponse('the upstream switched protocols unasked');
+      if (parsed.status < 200) continue;
+      framing = parsed.framing;
+      res.writeHead(parsed.status, parsed.headers as unknown as Record<string, string>);
+      answered = true;
+      handlers.onResponse(parsed.status);
+      if (framing.kind === 'none' || (framing.kind === 'length' && framing.length === 0)) return end();
+      if (framing.kind === 'length') left = framing.length;
+      if (framing.kind === 'chunked') dechunker = new Dechunker();
+      if (buffered.length > 0) body(buffered);
+      return;
+    }
+  };
+  const onData = (bytes: Buffer): void => {
+    try {
+      if (framing === undefined) readHead(bytes);
+      else body(bytes);
+    } catch (error) {
+      fail(error as Error);
+    }
+  };
+  upstream.on('data', onData);
+  upstream.once('end', () => {
+    if (framing?.kind === 'close') end();
+    else fail(Object.assign(new Error('the upstream closed the connection before the response ended'), { code: 'ECONNRESET' }));
+  });
+  upstream.on('error', (error) => fail(error));
+  upstream.once('close', () => fail(Object.assign(new Error('the upstream connection closed'), { code: 'ECONNRESET' })));
+  // The client went away: nothing more to read for it.
+  res.once('close', () => {
+    if (!finished) {
+      finished = true;
+      upstream.destroy();
+    }
+  });
+  upstream.write(head);
+}
