@@ -21,7 +21,7 @@ import type { BoundInjection } from './plan';
 import { HOP_BY_HOP, STREAM_HIGH_WATER_MARK, TLS_BUFFERS, type ProxyCore, type RunContext } from './proxy-core';
 import type { EgressDecision } from './proxy-types';
 import { clip, isRefusal, readRequest, type Refusal } from './reading';
-import { formatRequestHead, passResponse } from './passthrough';
+import { formatRequestHead, passResponse, ReadBuffers } from './passthrough';
 import { getReason } from './reasons';
 import { canRedactEncoding, getAcceptedEncodings, redactBody, redactHeaders, WrappedValue } from './redact-response';
 import { PayloadMismatch } from './sigv4';
@@ -189,6 +189,8 @@ function passThrough(core: ProxyCore, context: RunContext, req: IncomingMessage,
   });
   req.resume();
   let opened = false;
+  // A plain TCP connection reads into buffers used again (a TLS socket reads into its own).
+  const buffers = tls ? undefined : new ReadBuffers();
   open(core, context, decision, tls, parent, (error, socket) => {
     // Once: a socket that errs after it opened is passResponse's to handle.
     if (opened) return;
@@ -201,16 +203,16 @@ function passThrough(core: ProxyCore, context: RunContext, req: IncomingMessage,
       onResponse: (code) => { status = code; },
       onEnd: () => core.record(context, { ...decision, status, injected: [] }),
       onError: fail,
-    });
-  });
+    }, buffers);
+  }, buffers);
   return true;
 }
 
 /** A connection to the upstream: TLS to the host (through the parent's tunnel when there is one), plain TCP to the host, or to the parent for plain HTTP. */
-function open(core: ProxyCore, context: RunContext, decision: EgressDecision, tls: boolean, parent: ParentProxy | undefined, callback: (error: Error | null, socket?: Socket) => void): void {
+function open(core: ProxyCore, context: RunContext, decision: EgressDecision, tls: boolean, parent: ParentProxy | undefined, callback: (error: Error | null, socket?: Socket) => void, buffers?: ReadBuffers): void {
   if (!tls) {
     const dial = parent ? { host: parent.host, port: parent.port } : core.dialTarget(decision.address!, decision.port);
-    const socket = core.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
+    const socket = core.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK, ...(buffers ? { onread: buffers.onread } : {}) } as never));
     socket.once('connect', () => callback(null, socket));
     socket.once('error', (error: Error) => callback(error));
     return;

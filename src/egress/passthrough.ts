@@ -148,6 +148,58 @@ class Dechunker {
   }
 }
 
+/** The size of each read buffer: what one read of a socket returns at most (libuv's 64 KiB). */
+const READ_BYTES = 64 * 1024;
+
+/*
+ * The read buffers of one upstream connection, used again once the bytes read into them have
+ * been written on (a connection opened with these as its `onread`). A socket read into a fresh
+ * 64 KiB Buffer each time, and those Buffers, external memory to V8, made the proxy's process
+ * collect garbage every few MiB of body (docs/performance.md). A buffer goes back to the free list
+ * only when every write of a view of it has called back (the kernel has its bytes); one whose
+ * write never calls back is simply never used again.
+ */
+export class ReadBuffers {
+  readonly #free: Buffer[] = [];
+  readonly #holds = new Map<Buffer, number>();
+  #consumer: ((bytes: Buffer, owner?: Buffer) => void) | undefined;
+  readonly #early: Buffer[] = [];
+
+  /** For net.connect's `onread`. */
+  readonly onread = {
+    buffer: (): Buffer => this.#free.pop() ?? Buffer.allocUnsafeSlow(READ_BYTES),
+    callback: (length: number, buffer: Buffer): boolean => {
+      this.hold(buffer);
+      try {
+        // Bytes before a consumer (a server that speaks first) are kept for it, copied.
+        if (this.#consumer) this.#consumer(buffer.subarray(0, length), buffer);
+        else this.#early.push(Buffer.from(buffer.subarray(0, length)));
+      } finally {
+        this.release(buffer);
+      }
+      return true;
+    },
+  };
+
+  /** Where the bytes read go from now on. */
+  consume(consumer: (bytes: Buffer, owner?: Buffer) => void): void {
+    this.#consumer = consumer;
+    const early = this.#early.splice(0);
+    for (const bytes of early) consumer(bytes);
+  }
+
+  hold(buffer: Buffer): void {
+    this.#holds.set(buffer, (this.#holds.get(buffer) ?? 0) + 1);
+  }
+
+  release(buffer: Buffer): void {
+    const left = (this.#holds.get(buffer) ?? 1) - 1;
+    if (left > 0) return void this.#holds.set(buffer, left);
+    this.#holds.delete(buffer);
+    this.#free.push(buffer);
+  }
+}
+
 export interface PassThroughHandlers {
   /** The response head was read and the client's response begun; the body is on its way. */
   readonly onResponse: (status: number) => void;
@@ -161,7 +213,7 @@ export interface PassThroughHandlers {
  * Send `head` on `upstream` (an open connection) and pass its response to `res`. The caller
  * has made sure nothing in the response needs reading (see the header comment).
  */
-export function passResponse(upstream: Socket, head: Buffer, method: string, res: ServerResponse, handlers: PassThroughHandlers): void {
+export function passResponse(upstream: Socket, head: Buffer, method: string, res: ServerResponse, handlers: PassThroughHandlers, buffers?: ReadBuffers): void {
   let pending: Buffer | undefined;
   let framing: ResponseHead['framing'] | undefined;
   let left = 0;
@@ -185,8 +237,19 @@ export function passResponse(upstream: Socket, head: Buffer, method: string, res
     handlers.onEnd();
   };
   let paused = false;
+  // The read buffer the bytes in hand are a view of, when the connection reads into ReadBuffers.
+  let owner: Buffer | undefined;
   const write = (data: Buffer): void => {
-    if (data.length > 0 && !res.write(data) && !paused) {
+    if (data.length === 0) return;
+    let written;
+    if (owner && buffers) {
+      const held = owner;
+      buffers.hold(held);
+      written = res.write(data, () => buffers.release(held));
+    } else {
+      written = res.write(data);
+    }
+    if (!written && !paused) {
       paused = true;
       upstream.pause();
       res.once('drain', () => {
@@ -235,15 +298,20 @@ export function passResponse(upstream: Socket, head: Buffer, method: string, res
       return;
     }
   };
-  const onData = (bytes: Buffer): void => {
+  const onData = (bytes: Buffer, from?: Buffer): void => {
+    if (finished) return;
+    owner = from;
     try {
       if (framing === undefined) readHead(bytes);
       else body(bytes);
     } catch (error) {
       fail(error as Error);
+    } finally {
+      owner = undefined;
     }
   };
-  upstream.on('data', onData);
+  if (buffers) buffers.consume(onData);
+  else upstream.on('data', onData);
   upstream.once('end', () => {
     if (framing?.kind === 'close') end();
     else fail(Object.assign(new Error('the upstream closed the connection before the response ended'), { code: 'ECONNRESET' }));
