@@ -148,8 +148,9 @@ class Dechunker {
   }
 }
 
-/** The size of each read buffer: what one read of a socket returns at most (libuv's 64 KiB). */
-const READ_BYTES = 64 * 1024;
+/** The first read buffer's size (libuv's own), and the most it grows to while reads fill it. */
+const FIRST_READ_BYTES = 64 * 1024;
+const MAX_READ_BYTES = 1024 * 1024;
 
 /*
  * The read buffers of one upstream connection, used again once the bytes read into them have
@@ -165,10 +166,23 @@ export class ReadBuffers {
   #consumer: ((bytes: Buffer, owner?: Buffer) => void) | undefined;
   readonly #early: Buffer[] = [];
 
-  /** For net.connect's `onread`. */
+  #size = FIRST_READ_BYTES;
+
+  /*
+   * For net.connect's `onread`. A read that fills its buffer doubles the size of the next ones,
+   * up to 1 MiB: a short response costs one 64 KiB buffer, a download reads (and writes on) in
+   * larger pieces. Measured with 100 MiB plain-HTTP downloads by curl from a sandboxed run: 64 KiB
+   * reads 0.69-1.59 ms of CPU per MiB and 0.7-1.1 GB/s, 256 KiB 0.68-0.92 ms and 0.9-1.4 GB/s,
+   * 1 MiB 0.50-0.66 ms and 1.5-2.0 GB/s (interleaved, load average 8 to 9 on 2 cores).
+   */
   readonly onread = {
-    buffer: (): Buffer => this.#free.pop() ?? Buffer.allocUnsafeSlow(READ_BYTES),
+    buffer: (): Buffer => {
+      let buffer = this.#free.pop();
+      while (buffer !== undefined && buffer.length < this.#size) buffer = this.#free.pop();
+      return buffer ?? Buffer.allocUnsafeSlow(this.#size);
+    },
     callback: (length: number, buffer: Buffer): boolean => {
+      if (length === buffer.length && this.#size < MAX_READ_BYTES) this.#size *= 2;
       this.hold(buffer);
       try {
         // Bytes before a consumer (a server that speaks first) are kept for it, copied.
@@ -196,7 +210,7 @@ export class ReadBuffers {
     const left = (this.#holds.get(buffer) ?? 1) - 1;
     if (left > 0) return void this.#holds.set(buffer, left);
     this.#holds.delete(buffer);
-    this.#free.push(buffer);
+    if (buffer.length >= this.#size) this.#free.push(buffer);
   }
 }
 
