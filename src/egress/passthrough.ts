@@ -83,13 +83,15 @@ export function parseResponseHead(text: string, method: string): ResponseHead {
     const lower = name.toLowerCase();
     if (lower === 'content-length') (lengths ??= []).push(...value.split(',').map((part) => part.trim()));
     else if (lower === 'transfer-encoding') codings = codings === undefined ? value : `${codings}, ${value}`;
-    if (!HOP_BY_HOP.has(lower)) headers.push(name, value);
+    if (!HOP_BY_HOP.has(lower) && lower !== 'content-length') headers.push(name, value);
   }
   if (codings !== undefined && lengths !== undefined) throw new BadResponse('the upstream sent both Transfer-Encoding and Content-Length');
   let length: number | undefined;
   if (lengths !== undefined) {
     if (!lengths.every((part) => /^\d{1,15}$/.test(part) && part === lengths[0])) throw new BadResponse('the upstream sent an invalid or conflicting Content-Length');
     length = Number(lengths[0]);
+    // Passed on once, as the one number it is (`10, 10` and two equal fields are that too).
+    headers.push('Content-Length', String(length));
   }
   let framing: ResponseHead['framing'];
   if (method === 'HEAD' || code === 204 || code === 304 || code < 200) framing = { kind: 'none' };

@@ -10,9 +10,13 @@ import { Agent, request, type IncomingMessage } from 'node:http';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { EgressProxy, type EgressRun } from '../../src/egress/proxy';
 import type { EgressDecision } from '../../src/egress/proxy-types';
-import { normalizeNetworkPolicy } from '../../src/policy/egress-settings';
+import { parseHostPatterns } from '../../src/egress/hosts';
+import { createSentinel } from '../../src/egress/sentinel';
+import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/policy/egress-settings';
 import { makeTempDir } from '../helpers/tmp';
 
+const VALUE = 'sk-live-UGFzc1Rocm91Z2hWYWx1ZTEyMzQ1';
+const [BINDING] = normalizeSecretBindings([{ ref: 'secret:api', hosts: ['bound.test'], delivery: 'inject' }]);
 const BIG = Buffer.from(Array.from({ length: 3 * 1024 * 1024 + 17 }, (_, i) => (i * 7919) % 251));
 
 /** Write `bytes` in pieces of the given sizes, each on its own turn of the event loop. */
@@ -47,6 +51,9 @@ const ANSWERS: Record<string, { bytes: Buffer; close?: boolean; pieces?: number[
   // A body followed by a whole forged response: the client's next request must not get it.
   '/smuggle': { bytes: Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nrealHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged') },
   '/te-and-length': { bytes: Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 6\r\n\r\n0\r\n\r\nforged') },
+  // A value a run holds, sent back by a host it was never injected into (stored there, say).
+  '/echo-value': { bytes: Buffer.from(`HTTP/1.1 200 OK\r\nX-Echo: ${VALUE}\r\nContent-Length: ${VALUE.length + 1}\r\n\r\n${VALUE}\n`) },
+  '/lengths-agree': { bytes: Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 4, 4\r\nContent-Length: 4\r\n\r\nrealHTTP/1.1 200 OK\r\n\r\n') },
   '/lengths-disagree': { bytes: Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Length: 10\r\n\r\nreal') },
   '/folded': { bytes: Buffer.from('HTTP/1.1 200 OK\r\nX-A: one\r\n two\r\nContent-Length: 4\r\n\r\nreal') },
   '/bare-lf': { bytes: Buffer.from('HTTP/1.1 200 OK\nContent-Length: 4\r\n\r\nreal') },
@@ -61,6 +68,7 @@ describe('plain-HTTP responses passed through as bytes', () => {
   let server: Server;
   let proxy: EgressProxy;
   let run: EgressRun;
+  let holding: EgressRun;
   const heads: string[] = [];
   const decisions: EgressDecision[] = [];
 
@@ -86,6 +94,11 @@ describe('plain-HTTP responses passed through as bytes', () => {
     const port = (server.address() as AddressInfo).port;
     proxy = new EgressProxy({ runtimeDir: tmp.dir, resolver: async () => ['203.0.113.10'], dial: () => ({ host: '127.0.0.1', port }), onDecision: (d) => decisions.push(d) });
     run = await proxy.openRun({ runId: 'run-passthrough', network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bulk.test', 'other.test'] }) });
+    holding = await proxy.openRun({
+      runId: 'run-holding',
+      network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bulk.test', 'bound.test'] }),
+      injections: [{ ref: 'secret:api', value: VALUE, sentinel: createSentinel(VALUE), hosts: parseHostPatterns(['bound.test'], 'hosts'), binding: BINDING! }],
+    });
   });
 
   afterAll(async () => {
@@ -97,9 +110,9 @@ describe('plain-HTTP responses passed through as bytes', () => {
   interface Answer { status: number; headers: IncomingMessage['headers']; body: Buffer; complete: boolean }
 
   /** `cut`: a connection that ends before any response is an answer too (status 0), not a failure. */
-  function fetch(url: string, options: { method?: string; agent?: Agent; slow?: boolean; cut?: boolean } = {}): Promise<Answer & { reused: boolean }> {
+  function fetch(url: string, options: { method?: string; agent?: Agent; slow?: boolean; cut?: boolean; through?: EgressRun } = {}): Promise<Answer & { reused: boolean }> {
     return new Promise((resolve, reject) => {
-      const req = request({ socketPath: run.socketPath, path: url, method: options.method ?? 'GET', headers: { host: new URL(url).host }, ...(options.agent ? { agent: options.agent } : {}) }, (res) => {
+      const req = request({ socketPath: (options.through ?? run).socketPath, path: url, method: options.method ?? 'GET', headers: { host: new URL(url).host }, ...(options.agent ? { agent: options.agent } : {}) }, (res) => {
         const parts: Buffer[] = [];
         res.on('data', (chunk: Buffer) => {
           parts.push(chunk);
@@ -138,6 +151,22 @@ describe('plain-HTTP responses passed through as bytes', () => {
     const answer = await fetch('http://bulk.test/length', { method: 'POST' });
     expect(answer.status).toBe(200);
     expect(heads.at(-1)).toMatch(/^POST \/length HTTP\/1\.1\r\n[^]*\r\nContent-Length: 0\r\n/);
+  });
+
+  test('a run that holds an injected value still has every response read and cleaned, from any host', async () => {
+    const passed = await fetch('http://bulk.test/echo-value');
+    expect(passed.body.toString()).toBe(`${VALUE}\n`);
+    const cleaned = await fetch('http://bulk.test/echo-value', { through: holding });
+    expect(cleaned.status).toBe(200);
+    expect(cleaned.body.toString()).not.toContain(VALUE);
+    expect(String(cleaned.headers['x-echo'])).not.toContain(VALUE);
+    expect(cleaned.body.toString()).toMatch(/secret:api/);
+  });
+
+  test('lengths that agree are passed on as one', async () => {
+    const answer = await fetch('http://bulk.test/lengths-agree');
+    expect(answer).toMatchObject({ status: 200, complete: true, body: Buffer.from('real') });
+    expect(answer.headers['content-length']).toBe('4');
   });
 
   test('responses without a body, and interim responses before the final one', async () => {
