@@ -175,9 +175,9 @@ export class ProxyCore {
   }
 
   /** A connection to the host's own 127.0.0.1:PORT (a host service): no name, no parent proxy. */
-  openHost(port: number, callback: (error: Error | null, socket?: Socket) => void): Socket {
+  openHost(port: number, callback: (error: Error | null, socket?: Socket) => void, buffers?: ReadBuffers): Socket {
     const dial = this.dialTarget('127.0.0.1', port);
-    const socket = this.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
+    const socket = this.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK, ...(buffers ? { onread: buffers.onread } : {}) } as never));
     socket.once('connect', () => callback(null, socket));
     socket.once('error', (error) => callback(error));
     return socket;
