@@ -211,7 +211,8 @@ describe('choosing the spawner', () => {
     const spawner = new AutoSpawner(process.memoryUsage.rss() + 48 * 1024 * 1024);
     try {
       expect(Number((await drain(await spawner.spawn(request))).stdout)).toBe(process.pid);
-      const grown = Buffer.alloc(96 * 1024 * 1024, 1); // resident: every page written
+      // Resident (every page written), and well past the threshold whatever else the process frees meanwhile.
+      const grown = Buffer.alloc(320 * 1024 * 1024, 1);
       await new Promise((resolve) => setTimeout(resolve, RSS_CHECK_MS + 20));
       expect(Number((await drain(await spawner.spawn(request))).stdout)).not.toBe(process.pid);
       expect(spawner.usesHelper).toBe(true);
