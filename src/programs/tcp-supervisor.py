@@ -350,7 +350,9 @@ def on_handoff(run):
                 os.close(fd)
             return
         listener = fds[0]
-        if run.ended or run.listener is not None:
+        # Only a filter's listener is polled and asked: any other descriptor (an eventfd that is
+        # always readable) would have this process spin on it.
+        if run.ended or run.listener is not None or not is_listener(listener):
             os.close(listener)
             return
         run.listener = listener
@@ -361,6 +363,13 @@ def on_handoff(run):
         pass
     finally:
         conn.close()
+
+
+def is_listener(fd):
+    try:
+        return os.readlink('/proc/self/fd/%d' % fd) == 'anon_inode:seccomp notify'
+    except OSError:
+        return False
 
 
 def drop_listener(run):
