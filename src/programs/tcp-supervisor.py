@@ -14,7 +14,10 @@
 # read changes nothing.
 #
 # Where this process cannot take the run's socket (another process's descriptors need ptrace
-# rights, which a hardened host may withhold) the connect goes on as made, to the relay.
+# rights, which a hardened host may withhold) the connect goes on as made, to the relay; so too a
+# connect on a socket that listens or is bound to a local address (a socket handed over would
+# replace it). Every notification received is answered, whatever the run put in the call (an
+# address it cannot read itself, a pointer no file offset can name): the kernel then answers it.
 #
 # Lines on stdin (JSON), from the gateway:
 #   {"op":"run","run":R,"path":P,"intercept":[[ADDRESS,PORT],...]}  listen at P for R's listener

@@ -1,9 +1,10 @@
+#!/bin/bash
 # What a program sees of its process: compared between a run whose connects are handed over and
 # one whose connects are relayed (the program must see the same).
 echo "umask $(umask)"
 echo "cwd $(pwd -P)"
 grep -E '^(Sig(Q|Pnd|Blk|Ign|Cgt)|ShdPnd|Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp|Seccomp_filters|Speculation_Store_Bypass|Uid|Gid|Groups|Umask|Cpus_allowed_list):' /proc/self/status
-ls -l /proc/self/fd | awk 'NR>1{print "fd", $9, $11}' | sed -e 's/[0-9]\{3,\}/N/g'
+for fd in /proc/self/fd/*; do echo "fd ${fd##*/} $(readlink "$fd" | sed -e 's/[0-9]\{3,\}/N/g')"; done
 sed 's/^/limit /' /proc/self/limits
 echo "personality $(cat /proc/self/personality) oom $(cat /proc/self/oom_score_adj)"
 echo "parent $(tr '\0\n' '  ' < /proc/$PPID/cmdline | cut -c1-60)"
