@@ -35,7 +35,7 @@ def swapper():
             os.dup2(others[i % 4], FD)
 
 
-t = threading.Thread(target=swapper)
+t = threading.Thread(target=swapper, daemon=True)
 t.start()
 results = {}
 for _ in range(COUNT):
@@ -46,14 +46,26 @@ for _ in range(COUNT):
     rc = libc.syscall(ctypes.c_long(NR_CONNECT), ctypes.c_long(FD), named, ctypes.c_long(16))
     key = 'ok' if rc == 0 else 'err'
     if rc == 0:
+        key = 'ok-gone'
         try:
-            p = socket.socket(fileno=os.dup(FD))
-            peer = p.getpeername()
-            p.close()
-            # The swapper may have put its connected socket there again since: the run's own.
-            key = 'named' if peer[1] == ECHO else 'own' if peer == connected.getpeername() else 'peer:%s:%d' % peer[:2]
+            copy = os.dup(FD)
         except OSError:
-            key = 'ok-gone'
+            copy = -1
+        sock = None
+        if copy >= 0:
+            try:
+                sock = socket.socket(fileno=copy)
+            except OSError:
+                os.close(copy)
+        if sock is not None:
+            try:
+                peer = sock.getpeername()
+                # The swapper may have put its connected socket there again since: the run's own.
+                key = 'named' if peer[1] == ECHO else 'own' if peer == connected.getpeername() else 'peer:%s:%d' % peer[:2]
+            except OSError:
+                pass
+            finally:
+                sock.close()
     results[key] = results.get(key, 0) + 1
 stop = True
 t.join()
