@@ -90,6 +90,7 @@ async function run({ quick, baseline, log }) {
   }
   if (baseline) {
     for (const [key, what] of [['default', 'default policy'], ['none', 'network: none']]) {
+      rows.push(row(6, `${what}: this tree against the baseline, wall`, wall[key], { of: { name: 'the baseline tree', samples: wall[`${key}, baseline tree`] } }));
       rows.push(row(6, `${what}: this tree against the baseline, CPU`, cpu[key], { of: { name: 'the baseline tree', samples: cpu[`${key}, baseline tree`] } }));
     }
   }

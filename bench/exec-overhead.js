@@ -38,6 +38,9 @@ async function run({ quick, baseline, log }) {
     // The write is timed; the fdatasync it starts runs off the event loop while the shell starts.
     writeAndSync(event, fields) { const s = performance.now(); const synced = log1.writeAndSync(event, fields); auditMs += performance.now() - s; return synced; },
     writeOrDefer(event, fields) { const s = performance.now(); const error = log1.writeOrDefer(event, fields); auditMs += performance.now() - s; return error; },
+    // A run's request is held and goes out with its start (one turn of the lock); where the log
+    // has no hold (an older tree's), it is written at once.
+    ...(typeof log1.hold === 'function' ? { hold(event, fields) { const s = performance.now(); log1.hold(event, fields); auditMs += performance.now() - s; } } : {}),
     fingerprint(value) { const s = performance.now(); const f = log1.fingerprint(value); auditMs += performance.now() - s; return f; },
     close() { log1.close(); },
   };
@@ -97,6 +100,9 @@ async function run({ quick, baseline, log }) {
   const samples = await interleave(variants, { iterations, warmup: quick ? 3 : 30 });
   auditPerExec = auditPerExec.slice(-iterations);
   forkSamples = forkSamples.slice(-iterations);
+  // Counted after the timed runs, not during them: the audit lock's symlink(2) (one per turn of
+  // the lock) and the fdatasyncs of a run in the default durability, this tree and the baseline.
+  const counts = await countAuditCalls({ mine: () => gateways.default.exec({ command: 'true' }), ...(baseline ? { baseline: () => gateways.baseline.exec({ command: 'true' }) } : {}) }, quick ? 5 : 50);
   for (const gateway of Object.values(gateways)) await gateway.close();
   cleanup();
 
@@ -126,6 +132,13 @@ async function run({ quick, baseline, log }) {
       row(1, 'this tree against the baseline: audit off', samples.gatewayNoAudit, { of: baseNoAudit }),
     );
   }
+  for (const [tree, label] of [['mine', 'this tree'], ['baseline', 'baseline tree']]) {
+    if (!counts[tree]) continue;
+    rows.push(
+      row(1, `  where it goes: turns of the audit lock per run, ${label}`, counts[tree].locks, { unit: 'n' }),
+      row(1, `  where it goes: fdatasyncs per run, ${label}`, counts[tree].syncs, { unit: 'n' }),
+    );
+  }
   const { hasInheritedDescriptors } = require(join(DIST, 'process', 'inherited-fds.js'));
   return {
     rows,
@@ -134,6 +147,38 @@ async function run({ quick, baseline, log }) {
       'The default audit policy fdatasyncs the record written before each spawn (`fsync: before-spawn`); the sync runs off the event loop while an unsandboxed shell starts parked, and the command acts once the record is durable (audit writes per exec count the write only).',
     ],
   };
+}
+
+/**
+ * Turns of the audit lock (its symlink(2)) and fdatasyncs of each call of each function in
+ * `runs`, counted by wrapping node:fs (the gateways' modules call through its exports).
+ */
+async function countAuditCalls(runs, iterations) {
+  const fs = require('node:fs');
+  const original = { symlinkSync: fs.symlinkSync, fdatasync: fs.fdatasync, fdatasyncSync: fs.fdatasyncSync };
+  let locks = 0;
+  let syncs = 0;
+  fs.symlinkSync = (target, path, ...rest) => { if (String(path).endsWith('.lock')) locks++; return original.symlinkSync(target, path, ...rest); };
+  fs.fdatasync = (...args) => { syncs++; return original.fdatasync(...args); };
+  fs.fdatasyncSync = (...args) => { syncs++; return original.fdatasyncSync(...args); };
+  const out = {};
+  try {
+    for (const [name, run] of Object.entries(runs)) {
+      await run();
+      out[name] = { locks: [], syncs: [] };
+      for (let i = 0; i < iterations; i++) {
+        locks = 0;
+        syncs = 0;
+        await run();
+        // A sync that a run starts settles before its command acts, so before the run returns.
+        out[name].locks.push(locks);
+        out[name].syncs.push(syncs);
+      }
+    }
+  } finally {
+    Object.assign(fs, original);
+  }
+  return out;
 }
 
 const figure = { id: 1, title: 'Per-call overhead: gateway.exec vs raw spawn vs execa (small heap)', run };

@@ -26,7 +26,7 @@
  * sandbox-runtime needs bubblewrap, socat and ripgrep on Linux; where it (or execgate's sandbox)
  * cannot run, the figure says so and measures what it can.
  *
- *   npm run build && node bench/peer.js [--quick]
+ *   npm run build && node bench/peer.js [--quick] [--proxy-only]
  */
 const { spawn, spawnSync } = require('node:child_process');
 const { mkdirSync, mkdtempSync, readFileSync, rmSync } = require('node:fs');
@@ -320,107 +320,111 @@ async function run({ quick, log }) {
   };
   const servers = [];
   try {
-    /* 1. A sandboxed `true` as a library. */
     const raw = start('raw');
-    const ours = platform.ok ? start('execgate') : undefined;
-    let theirs = peer.ok ? start('peer') : undefined;
-    await Promise.all([raw.ready, ...(ours ? [ours.ready] : [])]);
-    // The peer failing to start here is reported, not a failure of the bench.
-    if (theirs) theirs = await peerReady(theirs, 'library', notes);
-    const libraryVariants = {
-      rawBash: raw,
-      rawBwrap: raw,
-      ...(ours ? { execgate: ours } : {}),
-      ...(theirs ? { peer: theirs } : {}),
-    };
-    const what = { rawBash: 'bash', rawBwrap: 'bwrap', execgate: 'true', peer: 'true' };
-    const cpu = Object.fromEntries(Object.keys(libraryVariants).map((name) => [name, []]));
-    const inner = Object.fromEntries(Object.keys(libraryVariants).map((name) => [name, []]));
-    const iterations = quick ? 5 : 100;
-    log(`library: ${iterations} interleaved iterations of ${Object.keys(libraryVariants).join(', ')}`);
-    await interleave(Object.fromEntries(Object.entries(libraryVariants).map(([name, helper]) => [name, async () => {
-      const answer = await helper.ask({ op: 'run', what: what[name] });
-      inner[name].push(answer.ms);
-    }])), {
-      iterations,
-      warmup: quick ? 1 : 10,
-      // A pause after each run, as between an agent's commands: what a library does after a run
-      // (execgate prepares the next sandbox) happens there and is counted in that run's CPU.
-      after: async (name, kept) => {
-        await pause(quick ? 20 : 60);
-        const used = await libraryVariants[name].ask({ op: 'cpu' });
-        if (kept) cpu[name].push(used.all);
-        else inner[name].pop();
-      },
-    });
-    const rawBash = { name: 'raw bash -c true', samples: inner.rawBash };
-    const rawBwrap = { name: 'raw bwrap + bash -c true', samples: inner.rawBwrap };
-    rows.push(row(14, 'library: raw spawn of bash -c true (no sandbox)', inner.rawBash));
-    rows.push(row(14, 'library: raw spawn of bwrap (pid, net, ipc, uts namespaces) + bash -c true', inner.rawBwrap, { of: rawBash }));
-    if (ours) {
-      const warm = (await ours.ask({ op: 'stats' })).stats;
-      const share = warm.warm !== undefined ? ` ${Math.round((100 * warm.warm) / Math.max(1, warm.warm + warm.cold))}% of runs warm` : '';
-      if (warm.retried > 0) notes.push(`execgate library runs retried after EXECGATE_ERR_SANDBOX_PATH (a path of the sandbox's view changed during set-up): ${warm.retried}.`);
-      rows.push(row(14, `library: execgate gateway.exec('true'), defaults (sandboxed, network none, audit on;${share})`, inner.execgate, { of: rawBash }));
-      rows.push(row(14, '  same, against raw bwrap', inner.execgate, { of: rawBwrap }));
-    }
-    if (theirs) {
-      rows.push(row(14, 'library: sandbox-runtime wrapWithSandbox(\'true\') + spawn (shell: true), defaults', inner.peer, { of: rawBash, peerOf: 'sandbox-warm' }));
-      rows.push(row(14, '  same, against raw bwrap', inner.peer, { of: rawBwrap }));
-    }
-    if (ours && theirs) rows.push(row(14, 'library: execgate against sandbox-runtime (wall)', inner.execgate, { of: { name: 'sandbox-runtime', samples: inner.peer } }));
-    if (readDescendantsCpu() !== undefined) {
-      /*
-       * Mean, not median: the CPU of other processes comes from /proc in clock ticks (10 ms),
-       * and a run of a few ms is counted 0 or 10 ms at a time; the mean of many runs is right on
-       * average, their median is not. Min and max are of single runs.
-       */
-      const mean = (samples) => ({ ...summarize(samples), median: samples.reduce((a, b) => a + b, 0) / samples.length });
-      rows.push(row(14, 'library CPU per run, mean: raw bash -c true (ms)', mean(cpu.rawBash)));
-      rows.push(row(14, 'library CPU per run, mean: raw bwrap + bash -c true (ms)', mean(cpu.rawBwrap)));
-      if (ours) rows.push(row(14, 'library CPU per run, mean: execgate, process + everything under it (ms)', mean(cpu.execgate), { of: { name: 'raw bwrap', samples: mean(cpu.rawBwrap) }, goal: 'sandbox-warm-cpu' }));
-      if (theirs) rows.push(row(14, 'library CPU per run, mean: sandbox-runtime, process + everything under it (ms)', mean(cpu.peer), { of: { name: 'raw bwrap', samples: mean(cpu.rawBwrap) }, peerOf: 'sandbox-warm-cpu' }));
-      if (ours && theirs) rows.push(row(14, 'library CPU per run, mean: execgate against sandbox-runtime', mean(cpu.execgate), { of: { name: 'sandbox-runtime', samples: mean(cpu.peer) } }));
-    }
-
-    /* 2. A sandboxed `true` as a CLI. */
-    const execgateCli = join(DIST, 'cli', 'main.js');
-    const peerCli = peer.ok ? join(require.resolve(PEER), '..', 'cli.js') : undefined;
-    const cliVariants = {
-      node: () => timeCli(process.execPath, ['-e', '0'], spawnOptions),
-      ...(platform.ok ? { execgate: () => timeCli(process.execPath, [execgateCli, 'run', '--', 'true'], spawnOptions) } : {}),
-      ...(peer.ok ? { peer: () => timeCli(process.execPath, [peerCli, '-c', 'true'], spawnOptions) } : {}),
-    };
-    if (cliVariants.peer) {
-      try {
-        await cliVariants.peer();
-      } catch (error) {
-        notes.push(`sandbox-runtime's CLI failed here, its CLI rows are skipped: ${error.message.split('\n')[0]}`);
-        delete cliVariants.peer;
+    // `--proxy-only`: the proxy's rows alone (section 3).
+    if (!process.argv.includes('--proxy-only')) {
+      /* 1. A sandboxed `true` as a library. */
+      const ours = platform.ok ? start('execgate') : undefined;
+      let theirs = peer.ok ? start('peer') : undefined;
+      await Promise.all([raw.ready, ...(ours ? [ours.ready] : [])]);
+      // The peer failing to start here is reported, not a failure of the bench.
+      if (theirs) theirs = await peerReady(theirs, 'library', notes);
+      const libraryVariants = {
+        rawBash: raw,
+        rawBwrap: raw,
+        ...(ours ? { execgate: ours } : {}),
+        ...(theirs ? { peer: theirs } : {}),
+      };
+      const what = { rawBash: 'bash', rawBwrap: 'bwrap', execgate: 'true', peer: 'true' };
+      const cpu = Object.fromEntries(Object.keys(libraryVariants).map((name) => [name, []]));
+      const inner = Object.fromEntries(Object.keys(libraryVariants).map((name) => [name, []]));
+      const iterations = quick ? 5 : 100;
+      log(`library: ${iterations} interleaved iterations of ${Object.keys(libraryVariants).join(', ')}`);
+      await interleave(Object.fromEntries(Object.entries(libraryVariants).map(([name, helper]) => [name, async () => {
+        const answer = await helper.ask({ op: 'run', what: what[name] });
+        inner[name].push(answer.ms);
+      }])), {
+        iterations,
+        warmup: quick ? 1 : 10,
+        // A pause after each run, as between an agent's commands: what a library does after a run
+        // (execgate prepares the next sandbox) happens there and is counted in that run's CPU.
+        after: async (name, kept) => {
+          await pause(quick ? 20 : 60);
+          const used = await libraryVariants[name].ask({ op: 'cpu' });
+          if (kept) cpu[name].push(used.all);
+          else inner[name].pop();
+        },
+      });
+      const rawBash = { name: 'raw bash -c true', samples: inner.rawBash };
+      const rawBwrap = { name: 'raw bwrap + bash -c true', samples: inner.rawBwrap };
+      rows.push(row(14, 'library: raw spawn of bash -c true (no sandbox)', inner.rawBash));
+      rows.push(row(14, 'library: raw spawn of bwrap (pid, net, ipc, uts namespaces) + bash -c true', inner.rawBwrap, { of: rawBash }));
+      if (ours) {
+        const warm = (await ours.ask({ op: 'stats' })).stats;
+        const share = warm.warm !== undefined ? ` ${Math.round((100 * warm.warm) / Math.max(1, warm.warm + warm.cold))}% of runs warm` : '';
+        if (warm.retried > 0) notes.push(`execgate library runs retried after EXECGATE_ERR_SANDBOX_PATH (a path of the sandbox's view changed during set-up): ${warm.retried}.`);
+        rows.push(row(14, `library: execgate gateway.exec('true'), defaults (sandboxed, network none, audit on;${share})`, inner.execgate, { of: rawBash }));
+        rows.push(row(14, '  same, against raw bwrap', inner.execgate, { of: rawBwrap }));
       }
-    }
-    const helperPids = helpers.map((h) => h.pid);
-    const cliCpu = Object.fromEntries(Object.keys(cliVariants).map((name) => [name, []]));
-    let cliStart;
-    const cliIterations = quick ? 3 : 40;
-    log(`CLI: ${cliIterations} interleaved iterations of ${Object.keys(cliVariants).join(', ')}`);
-    const cli = await interleave(cliVariants, {
-      iterations: cliIterations,
-      warmup: quick ? 1 : 3,
-      before: () => { cliStart = readDescendantsCpu(helperPids); },
-      after: (name, kept) => { if (kept && cliStart !== undefined) cliCpu[name].push(readDescendantsCpu(helperPids) - cliStart); },
-    });
-    if (cliRetries > 0) notes.push(`execgate CLI runs retried after EXECGATE_ERR_SANDBOX_PATH: ${cliRetries}.`);
-    const nodeStart = { name: 'node -e 0', samples: cli.node };
-    rows.push(row(14, 'CLI: node -e 0', cli.node));
-    if (cli.execgate) rows.push(row(14, 'CLI: execgate run -- true (default policy: sandboxed)', cli.execgate, { of: nodeStart }));
-    if (cli.peer) rows.push(row(14, 'CLI: srt -c true (no settings file: its defaults)', cli.peer, { of: nodeStart, peerOf: 'cli-start' }));
-    if (cli.execgate && cli.peer) rows.push(row(14, 'CLI: execgate against srt (wall)', cli.execgate, { of: { name: 'srt', samples: cli.peer } }));
-    if (cliCpu.node.length > 0) {
-      rows.push(row(14, 'CLI CPU of the process tree: node -e 0 (ms)', cliCpu.node));
-      if (cli.execgate) rows.push(row(14, 'CLI CPU of the process tree: execgate run -- true (ms)', cliCpu.execgate, { of: { name: 'node -e 0', samples: cliCpu.node } }));
-      if (cli.peer) rows.push(row(14, 'CLI CPU of the process tree: srt -c true (ms)', cliCpu.peer, { of: { name: 'node -e 0', samples: cliCpu.node } }));
-      if (cli.execgate && cli.peer) rows.push(row(14, 'CLI CPU of the process tree: execgate against srt', cliCpu.execgate, { of: { name: 'srt', samples: cliCpu.peer } }));
+      if (theirs) {
+        rows.push(row(14, 'library: sandbox-runtime wrapWithSandbox(\'true\') + spawn (shell: true), defaults', inner.peer, { of: rawBash, peerOf: 'sandbox-warm' }));
+        rows.push(row(14, '  same, against raw bwrap', inner.peer, { of: rawBwrap }));
+      }
+      if (ours && theirs) rows.push(row(14, 'library: execgate against sandbox-runtime (wall)', inner.execgate, { of: { name: 'sandbox-runtime', samples: inner.peer } }));
+      if (readDescendantsCpu() !== undefined) {
+        /*
+         * Mean, not median: the CPU of other processes comes from /proc in clock ticks (10 ms),
+         * and a run of a few ms is counted 0 or 10 ms at a time; the mean of many runs is right on
+         * average, their median is not. Min and max are of single runs.
+         */
+        const mean = (samples) => ({ ...summarize(samples), median: samples.reduce((a, b) => a + b, 0) / samples.length });
+        rows.push(row(14, 'library CPU per run, mean: raw bash -c true (ms)', mean(cpu.rawBash)));
+        rows.push(row(14, 'library CPU per run, mean: raw bwrap + bash -c true (ms)', mean(cpu.rawBwrap)));
+        if (ours) rows.push(row(14, 'library CPU per run, mean: execgate, process + everything under it (ms)', mean(cpu.execgate), { of: { name: 'raw bwrap', samples: mean(cpu.rawBwrap) }, goal: 'sandbox-warm-cpu' }));
+        if (theirs) rows.push(row(14, 'library CPU per run, mean: sandbox-runtime, process + everything under it (ms)', mean(cpu.peer), { of: { name: 'raw bwrap', samples: mean(cpu.rawBwrap) }, peerOf: 'sandbox-warm-cpu' }));
+        if (ours && theirs) rows.push(row(14, 'library CPU per run, mean: execgate against sandbox-runtime', mean(cpu.execgate), { of: { name: 'sandbox-runtime', samples: mean(cpu.peer) } }));
+      }
+
+      /* 2. A sandboxed `true` as a CLI. */
+      const execgateCli = join(DIST, 'cli', 'main.js');
+      const peerCli = peer.ok ? join(require.resolve(PEER), '..', 'cli.js') : undefined;
+      const cliVariants = {
+        node: () => timeCli(process.execPath, ['-e', '0'], spawnOptions),
+        ...(platform.ok ? { execgate: () => timeCli(process.execPath, [execgateCli, 'run', '--', 'true'], spawnOptions) } : {}),
+        ...(peer.ok ? { peer: () => timeCli(process.execPath, [peerCli, '-c', 'true'], spawnOptions) } : {}),
+      };
+      if (cliVariants.peer) {
+        try {
+          await cliVariants.peer();
+        } catch (error) {
+          notes.push(`sandbox-runtime's CLI failed here, its CLI rows are skipped: ${error.message.split('\n')[0]}`);
+          delete cliVariants.peer;
+        }
+      }
+      const helperPids = helpers.map((h) => h.pid);
+      const cliCpu = Object.fromEntries(Object.keys(cliVariants).map((name) => [name, []]));
+      let cliStart;
+      const cliIterations = quick ? 3 : 40;
+      log(`CLI: ${cliIterations} interleaved iterations of ${Object.keys(cliVariants).join(', ')}`);
+      const cli = await interleave(cliVariants, {
+        iterations: cliIterations,
+        warmup: quick ? 1 : 3,
+        before: () => { cliStart = readDescendantsCpu(helperPids); },
+        after: (name, kept) => { if (kept && cliStart !== undefined) cliCpu[name].push(readDescendantsCpu(helperPids) - cliStart); },
+      });
+      if (cliRetries > 0) notes.push(`execgate CLI runs retried after EXECGATE_ERR_SANDBOX_PATH: ${cliRetries}.`);
+      const nodeStart = { name: 'node -e 0', samples: cli.node };
+      rows.push(row(14, 'CLI: node -e 0', cli.node));
+      if (cli.execgate) rows.push(row(14, 'CLI: execgate run -- true (default policy: sandboxed)', cli.execgate, { of: nodeStart }));
+      if (cli.peer) rows.push(row(14, 'CLI: srt -c true (no settings file: its defaults)', cli.peer, { of: nodeStart, peerOf: 'cli-start' }));
+      if (cli.execgate && cli.peer) rows.push(row(14, 'CLI: execgate against srt (wall)', cli.execgate, { of: { name: 'srt', samples: cli.peer } }));
+      if (cliCpu.node.length > 0) {
+        rows.push(row(14, 'CLI CPU of the process tree: node -e 0 (ms)', cliCpu.node));
+        if (cli.execgate) rows.push(row(14, 'CLI CPU of the process tree: execgate run -- true (ms)', cliCpu.execgate, { of: { name: 'node -e 0', samples: cliCpu.node } }));
+        if (cli.peer) rows.push(row(14, 'CLI CPU of the process tree: srt -c true (ms)', cliCpu.peer, { of: { name: 'node -e 0', samples: cliCpu.node } }));
+        if (cli.execgate && cli.peer) rows.push(row(14, 'CLI CPU of the process tree: execgate against srt', cliCpu.execgate, { of: { name: 'srt', samples: cliCpu.peer } }));
+      }
+
     }
 
     /*

@@ -10,7 +10,10 @@
  * the process). The `fsync` option decides what also survives a power loss: `before-spawn`
  * (default) fdatasyncs the record that precedes each spawn (`exec.started`), so a run can never
  * have happened without its record on disk; `always` fdatasyncs every record; `never` leaves it
- * to the kernel.
+ * to the kernel. A record may also be held (`hold`, a run's request) and go out with the next
+ * record, in the same turn of the lock: a run's request and its start (or refusal) cost one lock,
+ * and its start's fdatasync covers both. A held record is in memory only until then, so a process
+ * killed while it prepares a run loses that run's request record, and nothing of that run ran.
  *
  * The chain continues from wherever it left off, read back under a lock file so that several
  * processes can share one log (chain-store.ts: the file, its rotation, or a state file beside a
@@ -46,6 +49,12 @@ export interface AuditSink {
    * program is released only once its record is durable.
    */
   writeAndSync?(event: string, fields: AuditFields): Promise<void>;
+  /**
+   * Keep a record (sealed with the time of this call) to be written ahead of the next record
+   * written, in the same turn of the lock, or at close. For a run's request, which its start
+   * or its refusal follows within milliseconds: one lock and one fdatasync for both.
+   */
+  hold?(event: string, fields: AuditFields): void;
   close(): void;
   /** Keyed fingerprint of a resolved value, proving which version was used without revealing it. */
   fingerprint?(value: string): string;
@@ -127,8 +136,11 @@ export class AuditLog implements AuditSink {
   /** Writes the `forward` copy refused (the local file has those records; `audit verify --against` shows the gap). */
   forwardErrors = 0;
   #closed = false;
-  /** Records that could not be written when they happened (writeOrDefer), oldest first. */
-  readonly #deferred: Array<{ event: string; fields: AuditFields }> = [];
+  /**
+   * Records waiting for the next write, oldest first: held ones (`hold`, with their time) and
+   * ones that could not be written when they happened (writeOrDefer, marked `deferred`).
+   */
+  readonly #pending: Array<{ event: string; fields: AuditFields; time?: string; deferred?: true }> = [];
 
   constructor(options: AuditOptions = {}) {
     const env = options.env ?? process.env;
@@ -207,18 +219,28 @@ export class AuditLog implements AuditSink {
       return undefined;
     } catch (error) {
       if (this.#closed) return error as Error;
-      this.#deferred.push({ event, fields: { ...fields, deferred: { at: new Date().toISOString(), code: (error as ExecgateError).code, errno: ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code } } });
+      this.#pending.push({ event, fields: { ...fields, deferred: { at: new Date().toISOString(), code: (error as ExecgateError).code, errno: ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code } }, deferred: true });
       return error as Error;
     }
   }
 
+  hold(event: string, fields: AuditFields = {}): void {
+    if (this.#closed) throw new ExecgateError('EXECGATE_ERR_AUDIT_IO', `The audit log \`${this.path}\` is closed.`, { path: this.path });
+    this.#pending.push({ event, fields: this.mask ? maskStrings(fields, this.mask) : fields, time: new Date().toISOString() });
+  }
+
   /** Records kept by writeOrDefer that are not written yet. */
   get deferredCount(): number {
-    return this.#deferred.length;
+    return this.#pending.filter((record) => record.deferred).length;
+  }
+
+  /** Records kept by hold that are not written yet. */
+  get heldCount(): number {
+    return this.#pending.filter((record) => !record.deferred).length;
   }
 
   /**
-   * Seal and append `event` (after any deferred records) under the lock. With `syncLater`, a
+   * Seal and append `event` (after any pending records) under the lock. With `syncLater`, a
    * record the policy wants durable is not fdatasynced here: `synced` settles once it is.
    */
   #write(event: string | undefined, fields: AuditFields, syncLater: boolean): { written: WrittenRecord; synced?: Promise<void> } {
@@ -240,29 +262,30 @@ export class AuditLog implements AuditSink {
         previous = resumed;
         first = false;
       }
-      // Records that could not be written when they happened go first, each marked as late.
-      const records = [...this.#deferred, ...(event === undefined ? [] : [{ event, fields }])];
+      // Held records and those that could not be written when they happened go first, in order.
+      const pending = this.#pending.length;
+      const records: Array<{ event: string; fields: AuditFields; time?: string }> = event === undefined ? [...this.#pending] : [...this.#pending, { event, fields }];
       let written: WrittenRecord = { seq: previous.seq, hash: previous.hash };
       let late = 0;
       let needSync = false;
       try {
         for (const record of records) {
-          let sealed = this.#seal(previous, record.event, record.fields, first);
+          let sealed = this.#seal(previous, record.event, record.fields, first, record.time);
           if (this.#store.wantsRotation(Buffer.byteLength(sealed.line))) {
             this.#store.rotate();
-            sealed = this.#seal(previous, record.event, record.fields, true);
+            sealed = this.#seal(previous, record.event, record.fields, true, record.time);
           }
           const durable = this.#fsync === 'always' || (this.#fsync === 'before-spawn' && SPAWN_EVENTS.has(record.event));
           this.#store.append(sealed.line, sealed, durable && !syncLater);
           if (durable && syncLater) needSync = true;
-          if (late < this.#deferred.length) late += 1;
+          if (late < pending) late += 1;
           lines.push(sealed.line);
           previous = sealed;
           first = false;
           written = { seq: sealed.seq, hash: sealed.hash };
         }
       } finally {
-        this.#deferred.splice(0, late);
+        this.#pending.splice(0, late);
       }
       // Started under the lock, on the descriptor just written: it covers these records.
       if (needSync) synced = this.#store.syncLater();
@@ -283,8 +306,8 @@ export class AuditLog implements AuditSink {
     return { written, ...(synced ? { synced } : {}) };
   }
 
-  #seal(previous: ChainState, event: string, fields: AuditFields, firstInFile: boolean): SealedRecord {
-    const record: Record<string, unknown> = { v: RECORD_VERSION, seq: previous.seq + 1, time: new Date().toISOString(), event };
+  #seal(previous: ChainState, event: string, fields: AuditFields, firstInFile: boolean, time = new Date().toISOString()): SealedRecord {
+    const record: Record<string, unknown> = { v: RECORD_VERSION, seq: previous.seq + 1, time, event };
     for (const key of Object.keys(fields)) if (!RESERVED_KEYS.has(key) && key !== 'keyId') record[key] = fields[key];
     if (firstInFile) record.keyId = this.#keys.keyId;
     record.prev = previous.seq === 0 ? GENESIS_HASH : previous.hash;
@@ -304,7 +327,7 @@ export class AuditLog implements AuditSink {
 
   close(): void {
     if (this.#closed) return;
-    if (this.#deferred.length > 0) {
+    if (this.#pending.length > 0) {
       try {
         this.#write(undefined, {}, false);
       } catch {

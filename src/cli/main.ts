@@ -6,10 +6,17 @@
  * status 0; a command line that cannot be understood is status 2 with a pointer to the help of
  * the command it was meant for; execgate refusing or failing is 125.
  */
+import { installCodeCache } from './code-cache';
+import { closePrestartedSharedNetworks, prestartRun, whenPrestarted } from './prestart';
+// The modules below, and every one loaded after them, from the build's code cache (code-cache.ts);
+// a default-policy run's shared network namespace started while they load (prestart.ts).
+if (require.main === module) {
+  installCodeCache();
+  prestartRun(process.argv.slice(2), process.env);
+}
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ExecgateError, isExecgateError } from '../errors';
-import { registerRunCommand } from './commands/run';
 import { CliExit, EXIT_CANCELLED, EXIT_EXECGATE_ERROR, EXIT_USAGE, EXIT_STATUS_HELP, formatCliError, type CliIo } from './io';
 
 const { version } = require('../../package.json') as { version: string };
@@ -56,7 +63,9 @@ export function buildProgram(io: CliIo, only?: 'run'): Command {
       outputError: () => { /* printed as a coded line by main() */ },
     })
     .addHelpText('after', EXIT_STATUS_HELP);
-  registerRunCommand(program, io);
+  // Loaded here, not with this module: the gateway's modules, which it loads, come after a
+  // default-policy run's holder has started (prestart.ts; main() waits for that first).
+  (require('./commands/run') as typeof import('./commands/run')).registerRunCommand(program, io);
   if (only !== 'run') {
     (require('./commands/background') as typeof import('./commands/background')).registerBackgroundCommands(program, io);
     (require('./commands/demo') as typeof import('./commands/demo')).registerDemoCommand(program, io);
@@ -86,6 +95,7 @@ function handleUsageExit(exit: UsageExit, io: CliIo): number {
 }
 
 export async function main(argv: string[], io: CliIo): Promise<number> {
+  await whenPrestarted();
   const program = buildProgram(io, argv[0] === 'run' ? 'run' : undefined);
   // Usage errors an action finds (a malformed --env, a bad --port) name the command too.
   let acting = 'execgate';
@@ -166,6 +176,7 @@ if (require.main === module) {
       { argument: invalid + 1 },
     ))}\n`);
     process.exitCode = EXIT_USAGE;
+    closePrestartedSharedNetworks();
   } else main(process.argv.slice(2), io).then(
     (status) => {
       process.exitCode = status;
@@ -174,5 +185,5 @@ if (require.main === module) {
       process.stderr.write(`${formatCliError(error)}\n`);
       process.exitCode = EXIT_EXECGATE_ERROR;
     },
-  );
+  ).finally(closePrestartedSharedNetworks);
 }

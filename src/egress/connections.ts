@@ -22,6 +22,7 @@ import { getReason } from './reasons';
 import { DEFAULT_INJECT_PORT } from './rules';
 import { handleSocks } from './socks';
 import { relayTcp } from './tcp';
+import { ReadBuffers } from './passthrough';
 import { joinSockets } from './tunnel';
 
 /** The longest preamble a bridge sends before a raw TCP connection's bytes. */
@@ -162,6 +163,9 @@ export class FrontDoor {
       return;
     }
     let joined = false;
+    // Direct, the tunnel's upstream reads into buffers used again (tunnel.ts); through a parent
+    // proxy its first bytes are that proxy's answer, read by connectThrough.
+    const buffers = decision.parent ? undefined : new ReadBuffers();
     const upstream = this.#core.openTcp(context, decision, (error) => {
       if (error) {
         if (joined) return;
@@ -172,8 +176,8 @@ export class FrontDoor {
       this.#core.record(context, decision);
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
-      joinSockets(client, upstream);
-    });
+      joinSockets(client, upstream, buffers);
+    }, buffers);
     // Tracked with the run's sockets: a tunnel whose client left cleanly may still be flushing upstream.
     context.sockets.add(upstream);
     upstream.once('close', () => context.sockets.delete(upstream));

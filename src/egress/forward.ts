@@ -21,6 +21,7 @@ import type { BoundInjection } from './plan';
 import { HOP_BY_HOP, STREAM_HIGH_WATER_MARK, TLS_BUFFERS, type ProxyCore, type RunContext } from './proxy-core';
 import type { EgressDecision } from './proxy-types';
 import { clip, isRefusal, readRequest, type Refusal } from './reading';
+import { formatRequestHead, passResponse, ReadBuffers } from './passthrough';
 import { getReason } from './reasons';
 import { canRedactEncoding, getAcceptedEncodings, redactBody, redactHeaders, WrappedValue } from './redact-response';
 import { PayloadMismatch } from './sigv4';
@@ -79,6 +80,8 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
   if (placed.bodyInjections.length > 0 && !encoded) stages.push(new SwapStream(getSwaps(placed.bodyInjections), { highWaterMark: STREAM_HIGH_WATER_MARK }));
   if (context.detector) stages.push(encoded ? new ScanEncoded(encoding, context.detector) : new BodyScan(context.detector, { highWaterMark: STREAM_HIGH_WATER_MARK }));
   const parent = decision.parent ? getParent(context.route, decision.host, decision.port, tls) : undefined;
+  // Nothing to swap, scan or clean on the way back: the response passes through as bytes (passthrough.ts).
+  if (!redact && !aws && stages.length === 0 && !hasBody(req) && passThrough(core, context, req, res, { ...decision, method }, tls, placed.target, headers, parent)) return;
   const upstream = request(core, context, decision, tls, method, placed.target, headers, parent);
   let answered = false;
   // Set once the request was refused on its body: the upstream's reset that follows is ours.
@@ -151,60 +154,103 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
 
 /** The upstream request: TLS to the host (through the parent's tunnel when there is one), or plain HTTP (absolute form to the parent). */
 function request(core: ProxyCore, context: RunContext, decision: EgressDecision, tls: boolean, method: string, target: string, headers: string[], parent: ParentProxy | undefined): ClientRequest {
-  if (!tls && parent) {
-    const proxied = [...headers, ...(parent.authorization ? ['Proxy-Authorization', parent.authorization] : [])];
-    return httpRequest({
-      method, host: parent.host, port: parent.port, path: `http://${formatOrigin(decision.host, decision.port, 80)}${target}`,
-      headers: toHeaderObject(proxied), setHost: false, highWaterMark: STREAM_HIGH_WATER_MARK,
-      createConnection: (_options: unknown, callback: (error: Error | null, socket?: Socket) => void) => {
-        const socket = core.limitConnect(netConnect({ host: parent.host, port: parent.port, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
-        socket.once('connect', () => callback(null, socket));
-        socket.once('error', (error: Error) => callback(error));
-        return undefined;
-      },
-    } as never);
-  }
-  const servername = isIP(decision.host) === 0 ? decision.host : undefined;
-  const open = (callback: (error: Error | null, socket?: Socket) => void): void => {
-    if (!tls) {
-      const dial = core.dialTarget(decision.address!, decision.port);
-      const socket = core.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
-      socket.once('connect', () => callback(null, socket));
-      socket.once('error', (error) => callback(error));
-      return;
-    }
-    const secure = (raw?: Socket): void => {
-      // Made on first use (upstream.ts): a CA file the policy names that is gone by now fails this request, not the gateway.
-      let secureContext;
-      try {
-        secureContext = context.trust;
-      } catch (error) {
-        raw?.destroy();
-        callback(error as Error);
-        return;
-      }
-      const dial = raw ? undefined : core.dialTarget(decision.address!, decision.port);
-      const socket = core.limitConnect(tlsConnect({
-        ...(raw ? { socket: raw } : { host: dial!.host, port: dial!.port }),
-        servername,
-        secureContext,
-        ALPNProtocols: ['http/1.1'],
-        // The response read from it takes this buffer size (Node gives an IncomingMessage its socket's).
-        ...TLS_BUFFERS,
-      }));
-      socket.once('secureConnect', () => callback(null, socket));
-      socket.once('error', (error: Error) => callback(error));
-    };
-    if (parent) core.openTcp(context, decision, (error, socket) => (error ? callback(error) : secure(socket)));
-    else secure();
-  };
+  const proxied = !tls && parent;
   return (tls ? httpsRequest : httpRequest)({
-    method, path: target, headers: toHeaderObject(headers), setHost: false, highWaterMark: STREAM_HIGH_WATER_MARK,
+    method,
+    ...(proxied ? { host: parent.host, port: parent.port } : {}),
+    path: proxied ? absoluteTarget(decision, target) : target,
+    headers: toHeaderObject(proxied ? withParentAuthorization(headers, parent) : headers), setHost: false, highWaterMark: STREAM_HIGH_WATER_MARK,
     createConnection: (_options: unknown, callback: (error: Error | null, socket?: Socket) => void) => {
-      open(callback);
+      open(core, context, decision, tls, parent, callback);
       return undefined;
     },
   } as never);
+}
+
+/**
+ * A request whose response is passed through as bytes (passthrough.ts): sent on a connection
+ * opened as for Node's client. False (nothing done) when its head cannot be written as it
+ * stands; Node's client then refuses it as before.
+ */
+function passThrough(core: ProxyCore, context: RunContext, req: IncomingMessage, res: ServerResponse, decision: EgressDecision, tls: boolean, target: string, headers: string[], parent: ParentProxy | undefined): boolean {
+  const proxied = !tls && parent;
+  const method = decision.method ?? 'GET';
+  const head = formatRequestHead(method, proxied ? absoluteTarget(decision, target) : target, proxied ? withParentAuthorization(headers, parent) : headers);
+  if (!head) return false;
+  let upstream: Socket | undefined;
+  let gone = false;
+  const fail = (error: Error, answered: boolean): void => {
+    if (answered) return void res.destroy();
+    deny(core, context, res, { ...decision, allowed: false, rule: `upstream-failed:${(error as NodeJS.ErrnoException).code ?? 'error'}` }, 502);
+  };
+  req.once('aborted', () => {
+    gone = true;
+    upstream?.destroy();
+  });
+  req.resume();
+  let opened = false;
+  // A plain TCP connection reads into buffers used again (a TLS socket reads into its own).
+  const buffers = tls ? undefined : new ReadBuffers();
+  open(core, context, decision, tls, parent, (error, socket) => {
+    // Once: a socket that errs after it opened is passResponse's to handle.
+    if (opened) return;
+    opened = true;
+    if (error || !socket) return void fail(error ?? new Error('no connection'), false);
+    upstream = socket;
+    if (gone) return void socket.destroy();
+    let status: number | undefined;
+    passResponse(socket, head, method, res, {
+      onResponse: (code) => { status = code; },
+      onEnd: () => core.record(context, { ...decision, status, injected: [] }),
+      onError: fail,
+    }, buffers);
+  }, buffers);
+  return true;
+}
+
+/** A connection to the upstream: TLS to the host (through the parent's tunnel when there is one), plain TCP to the host, or to the parent for plain HTTP. */
+function open(core: ProxyCore, context: RunContext, decision: EgressDecision, tls: boolean, parent: ParentProxy | undefined, callback: (error: Error | null, socket?: Socket) => void, buffers?: ReadBuffers): void {
+  if (!tls) {
+    const dial = parent ? { host: parent.host, port: parent.port } : core.dialTarget(decision.address!, decision.port);
+    const socket = core.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK, ...(buffers ? { onread: buffers.onread } : {}) } as never));
+    socket.once('connect', () => callback(null, socket));
+    socket.once('error', (error: Error) => callback(error));
+    return;
+  }
+  const servername = isIP(decision.host) === 0 ? decision.host : undefined;
+  const secure = (raw?: Socket): void => {
+    // Made on first use (upstream.ts): a CA file the policy names that is gone by now fails this request, not the gateway.
+    let secureContext;
+    try {
+      secureContext = context.trust;
+    } catch (error) {
+      raw?.destroy();
+      callback(error as Error);
+      return;
+    }
+    const dial = raw ? undefined : core.dialTarget(decision.address!, decision.port);
+    const socket = core.limitConnect(tlsConnect({
+      ...(raw ? { socket: raw } : { host: dial!.host, port: dial!.port }),
+      servername,
+      secureContext,
+      ALPNProtocols: ['http/1.1'],
+      // The response read from it takes this buffer size (Node gives an IncomingMessage its socket's).
+      ...TLS_BUFFERS,
+    }));
+    socket.once('secureConnect', () => callback(null, socket));
+    socket.once('error', (error: Error) => callback(error));
+  };
+  if (parent) core.openTcp(context, decision, (error, socket) => (error ? callback(error) : secure(socket)));
+  else secure();
+}
+
+/** The absolute form a plain-HTTP request takes to the parent proxy. */
+function absoluteTarget(decision: EgressDecision, target: string): string {
+  return `http://${formatOrigin(decision.host, decision.port, 80)}${target}`;
+}
+
+function withParentAuthorization(headers: readonly string[], parent: ParentProxy): string[] {
+  return [...headers, ...(parent.authorization ? ['Proxy-Authorization', parent.authorization] : [])];
 }
 
 /** A redirect from an injected request that leaves its scheme, host or port: the value is not sent on to where it points. */

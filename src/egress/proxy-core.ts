@@ -20,6 +20,7 @@ import type { EgressDecision, EgressProxyOptions, EgressRunOptions, EgressVia, P
 import { clip } from './reading';
 import type { WrapDetector } from './redact-response';
 import { decideDestination } from './rules';
+import type { ReadBuffers } from './passthrough';
 import { connectThrough, getParent, type UpstreamRoute } from './upstream';
 
 /** What the proxy keeps for an open run (built by proxy.ts when the run opens). */
@@ -160,22 +161,23 @@ export class ProxyCore {
    * A TCP connection to the decided destination: through the parent proxy (CONNECT to the name)
    * when the decision says so, else to the checked address. Calls back once it is open.
    */
-  openTcp(context: RunContext, decision: EgressDecision, callback: (error: Error | null, socket?: Socket) => void): Socket {
+  openTcp(context: RunContext, decision: EgressDecision, callback: (error: Error | null, socket?: Socket) => void, buffers?: ReadBuffers): Socket {
     const parent = getParent(context.route, decision.host, decision.port, true);
     if (decision.parent && parent) {
       return this.limitConnect(connectThrough(parent, decision.host, decision.port, { highWaterMark: STREAM_HIGH_WATER_MARK }, callback));
     }
     const dial = this.dialTarget(decision.address!, decision.port);
-    const socket = this.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
+    // `buffers`: read into them (a tunnel passed through unread, tunnel.ts); never through a parent.
+    const socket = this.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK, ...(buffers ? { onread: buffers.onread } : {}) } as never));
     socket.once('connect', () => callback(null, socket));
     socket.once('error', (error) => callback(error));
     return socket;
   }
 
   /** A connection to the host's own 127.0.0.1:PORT (a host service): no name, no parent proxy. */
-  openHost(port: number, callback: (error: Error | null, socket?: Socket) => void): Socket {
+  openHost(port: number, callback: (error: Error | null, socket?: Socket) => void, buffers?: ReadBuffers): Socket {
     const dial = this.dialTarget('127.0.0.1', port);
-    const socket = this.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK } as never));
+    const socket = this.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK, ...(buffers ? { onread: buffers.onread } : {}) } as never));
     socket.once('connect', () => callback(null, socket));
     socket.once('error', (error) => callback(error));
     return socket;

@@ -81,6 +81,11 @@ export interface EgressRunOptions {
   readonly upstreamRoute?: UpstreamRoute;
   /** Its raw TCP destinations with their inside addresses (tcp.ts getTcpDestinations); absent = none. */
   readonly tcp?: readonly TcpDestination[];
+  /**
+   * The token a run's connect hand-off was given by the process that planned it, for the process
+   * that adopts the run (a CLI background run's supervisor; tcp-notify.ts). Never a value.
+   */
+  readonly connectToken?: string;
 }
 
 export interface ProxyCredentials {

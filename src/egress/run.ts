@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { ExecgateError } from '../errors';
 import { getSandboxEgress, SharedListener, SharedTcpListeners, type NamespaceLauncher, type SandboxEgress } from './bridge';
 import { getHostsFile, getHostServices, getLocalEndpoints, getTcpDestinations } from './tcp';
-import { CONNECT_SOCKET_MOUNT } from './tcp-notify';
+import { CONNECT_SOCKET_MOUNT, createConnectToken, getConnectHandoffSupport, getConnectHandoffWrap, getConnectSocketPath } from './tcp-notify';
 import { createInjections, type EgressCheck, type Injection } from './plan';
 import type { EgressProxy, EgressRun } from './proxy';
 import type { NetworkPolicy, SecretBinding } from './rules';
@@ -95,10 +95,14 @@ export async function openRunEgress(proxy: EgressProxy, options: {
   const tcp = getTcpDestinations(options.network, options.bindings);
   const endpoints = getLocalEndpoints(tcp, getHostServices(options.network));
   if (listener && endpoints.length > 0) await getSharedTcpListeners(options.shared!, proxy).ensure(endpoints);
+  // A run another process will hold has its connect hand-off token chosen here: it travels with
+  // the run to that process's supervisor (proxy.ts adoptRun).
+  const connectToken = endpoints.length > 0 && options.ownSocket && proxy.handsOverConnects && getConnectHandoffSupport() !== undefined ? createConnectToken() : undefined;
   const run = await proxy.openRun({
     runId: options.runId, network: options.network, narrowing: options.check.narrowing, injections, credentials, shared: !options.ownSocket,
     ...(options.minLength !== undefined ? { minLength: options.minLength } : {}),
     ...(tcp.length > 0 ? { tcp } : {}),
+    ...(connectToken !== undefined ? { connectToken } : {}),
   });
   let hostsFile: string | undefined;
   try {
@@ -107,10 +111,21 @@ export async function openRunEgress(proxy: EgressProxy, options: {
     await run.close().catch(() => undefined);
     throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not write the hosts file of run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
   }
-  // Raw TCP connections handed over connected, not relayed (tcp-notify.ts), where the host can:
-  // not for a run another process will hold (the supervisor is this process's).
+  // Raw TCP connections handed over connected, not relayed (tcp-notify.ts), where the host can.
   let handoff: Awaited<ReturnType<EgressProxy['openConnectHandoff']>>;
-  if (endpoints.length > 0 && !options.ownSocket) {
+  if (connectToken !== undefined) {
+    // A run another process will hold: that process's supervisor listens in the run's directory
+    // for the token, before the run starts (proxy.ts adoptRun). The file stands in for the socket
+    // until then.
+    const source = getConnectSocketPath(run.dir);
+    try {
+      writeFileSync(source, '', { mode: 0o644 });
+    } catch (error) {
+      await run.close().catch(() => undefined);
+      throw new ExecgateError('EXECGATE_ERR_EGRESS_PROXY_FAILED', `Could not prepare the raw TCP hand-off of run ${options.runId}: ${(error as Error).message}.`, { runId: options.runId }, { cause: error });
+    }
+    handoff = { source, wrap: getConnectHandoffWrap(connectToken)! };
+  } else if (endpoints.length > 0 && !options.ownSocket) {
     try {
       handoff = await proxy.openConnectHandoff(options.runId, endpoints);
     } catch (error) {
@@ -122,8 +137,11 @@ export async function openRunEgress(proxy: EgressProxy, options: {
     port: options.port, sharedPort, allow: options.network.allow, hostsFile, hostSockets: run.hostSockets,
     // A bridge speaks for its run (it adds the run's credentials to every raw connection), so
     // it listens for raw TCP only where no other run can reach it: in a namespace of its own.
-    // A run with its own socket in the shared namespace (a CLI background run) gets no raw TCP.
-    ...(options.shared ? {} : { tcpEndpoints: endpoints }),
+    // A run with its own socket in the shared namespace (a CLI background run) gets no relay: its
+    // connects are handed over (above) where the host can.
+    // Handed over, a port below 1024 needs no listener of the bridge's (which could not open it
+    // without a capability no sandboxed process keeps).
+    ...(options.shared ? {} : { tcpEndpoints: handoff ? endpoints.filter((endpoint) => endpoint.port >= 1024) : endpoints }),
   });
   return Object.freeze({
     run,

@@ -28,8 +28,6 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
-import { Hash } from '@smithy/hash-node';
-import { getCanonicalHeaders, SignatureV4 } from '@smithy/signature-v4';
 import type { HeaderBag, HttpRequest } from '@smithy/types';
 import type { BoundInjection } from './plan';
 import type { Refusal } from './reading';
@@ -184,7 +182,7 @@ export async function resign(request: SignedRequest, signings: readonly AwsSigni
   const canonical = (pairsNow: ReadonlyArray<readonly [string, string]>, headersNow: Map<string, string>): string => {
     const signedOnly: Record<string, string> = {};
     for (const name of parsed.signedHeaders) signedOnly[name] = headersNow.get(name)!;
-    const canonicalHeaders = getCanonicalHeaders({ headers: signedOnly } as never, undefined, new Set(parsed.signedHeaders));
+    const canonicalHeaders = getSmithy().getCanonicalHeaders({ headers: signedOnly } as never, undefined, new Set(parsed.signedHeaders));
     return checker.canonicalRequest({ method: request.method, path, query: toQueryObject(pairsNow), headers: signedOnly } as never, canonicalHeaders, payloadHash);
   };
   const scope = `${parsed.date}/${parsed.region}/${parsed.service}/aws4_request`;
@@ -272,18 +270,37 @@ function fromParts(credential: string | undefined, signedHeaders: string | undef
   return { keyId: scope[1], date: scope[2], region: scope[3], service: scope[4], signedHeaders: signedHeaders.split(';'), signature, presigned, ...(expires !== undefined ? { expires } : {}) };
 }
 
-/*
- * The signer's own canonical request and string to sign (protected in @smithy/signature-v4, so
- * reached through a subclass), and its sign(stringToSign) with the credential it was made with.
- */
-class Signer extends SignatureV4 {
-  canonicalRequest(request: HttpRequest, headers: HeaderBag, payloadHash: string): string {
-    return this.createCanonicalRequest(request, headers, payloadHash);
-  }
+/** The signer's own canonical request and string to sign, and its sign(stringToSign) with the credential it was made with. */
+interface Signer {
+  canonicalRequest(request: HttpRequest, headers: HeaderBag, payloadHash: string): string;
+  stringToSign(longDate: string, scope: string, canonicalRequest: string): Promise<string>;
+  sign(stringToSign: string, options?: { signingDate?: Date; signingRegion?: string; signingService?: string }): Promise<string>;
+}
 
-  stringToSign(longDate: string, scope: string, canonicalRequest: string): Promise<string> {
-    return this.createStringToSign(longDate, scope, canonicalRequest, ALGORITHM);
+/*
+ * AWS's signer, loaded with the first request that is signed again: a gateway whose runs never
+ * reach AWS (and every CLI start) does not load @smithy's modules (some 15 ms of a start).
+ */
+let smithy: {
+  readonly getCanonicalHeaders: typeof import('@smithy/signature-v4').getCanonicalHeaders;
+  readonly Signer: new (options: ConstructorParameters<typeof import('@smithy/signature-v4').SignatureV4>[0]) => Signer;
+} | undefined;
+
+function getSmithy(): NonNullable<typeof smithy> {
+  if (smithy) return smithy;
+  const { getCanonicalHeaders, SignatureV4 } = require('@smithy/signature-v4') as typeof import('@smithy/signature-v4');
+  // The canonical request and string to sign are protected in @smithy/signature-v4: reached through a subclass.
+  class SmithySigner extends SignatureV4 implements Signer {
+    canonicalRequest(request: HttpRequest, headers: HeaderBag, payloadHash: string): string {
+      return this.createCanonicalRequest(request, headers, payloadHash);
+    }
+
+    stringToSign(longDate: string, scope: string, canonicalRequest: string): Promise<string> {
+      return this.createStringToSign(longDate, scope, canonicalRequest, ALGORITHM);
+    }
   }
+  smithy = { getCanonicalHeaders, Signer: SmithySigner };
+  return smithy;
 }
 
 const signers = new WeakMap<AwsCredential, Map<boolean, Signer>>();
@@ -294,7 +311,8 @@ function getSigner(credential: AwsCredential, service: string): Signer {
   if (!byKind) signers.set(credential, byKind = new Map<boolean, Signer>());
   let signer = byKind.get(s3);
   if (!signer) {
-    signer = new Signer({ service, region: 'us-east-1', sha256: Hash.bind(null, 'sha256'), credentials: credential, uriEscapePath: !s3 });
+    const { Hash } = require('@smithy/hash-node') as typeof import('@smithy/hash-node');
+    signer = new (getSmithy().Signer)({ service, region: 'us-east-1', sha256: Hash.bind(null, 'sha256'), credentials: credential, uriEscapePath: !s3 });
     byKind.set(s3, signer);
   }
   return signer;

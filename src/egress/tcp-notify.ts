@@ -19,15 +19,21 @@
  * still decides, for whatever the supervisor lets go on (a parent proxy's route, a socket it
  * could not take, an address read that no longer names a destination).
  *
- * Each run's filter has a listener of its own, handed over once through a socket bound into that
- * run alone: a connection is the run's whose listener it came through, with no /proc lookup.
+ * Each run's filter has a listener of its own, handed over once with the run's token (128 random
+ * bits on its first program's argv, which no other run can see) through the supervisor's one
+ * socket, bound into every such run at the same path (so warm sandboxes serve them too): the first
+ * listener with a token is that run's, and the token is spent. A connection is the run's whose
+ * listener it came through, with no /proc lookup.
  *
- * Not used (the relay serves, as before): without /usr/bin/python3, without the filter for this
- * architecture, on a kernel older than 5.9 (no ADDFD), for a run handed to another process (a
- * CLI background run), or with `egress.connectHandoff: false`.
+ * A run handed to another process (a CLI background run, which has no relay in the shared
+ * namespace) is served by that process's supervisor, listening in the run's directory, with the
+ * token the handing process chose. Not used (the relay serves, as before): without /usr/bin/python3, without the
+ * filter for this architecture, on a kernel older than 5.9 (no ADDFD), or with
+ * `egress.connectHandoff: false`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants as fsConstants, existsSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { accessSync, constants as fsConstants, existsSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { release } from 'node:os';
 import { join } from 'node:path';
@@ -76,28 +82,51 @@ export function getConnectHandoffSupport(): { filter: string } | undefined {
 }
 
 /**
+ * The argv wrapper that starts a run's program under the hand-off filter (tcp-install.py), with
+ * the run's token, where the host supports it. The supervisor's socket must be listening, and
+ * expecting the token, by the time the run starts.
+ */
+export function getConnectHandoffWrap(token: string): ((argv: readonly string[]) => string[]) | undefined {
+  const supported = getConnectHandoffSupport();
+  if (!supported) return undefined;
+  const install = getConnectInstallSource();
+  return (argv) => [PYTHON, '-I', '-S', '-c', install, CONNECT_SOCKET_MOUNT, supported.filter, token, ...argv];
+}
+
+/** A run's token: what its first program hands its listener over with (no other run sees it). */
+export function createConnectToken(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/** The supervisor's socket in `dir` (the same name wherever a run is served from). */
+export function getConnectSocketPath(dir: string): string {
+  return join(dir, 'connect.sock');
+}
+
+/**
  * The gateway's connect supervisor: one Python process, started with the first run that needs
  * it, ended with the proxy. Its end ends every hand-off: the runs' filters then answer ENOSYS,
  * never a connection nobody decided.
  */
 export class ConnectSupervisor {
   readonly #decide: ConnectDecider;
-  readonly #dir: string;
+  readonly #socketPath: string;
   #child: ChildProcess | undefined;
   #dead = false;
   #buffer = '';
   readonly #waiting = new Map<string, (ok: boolean) => void>();
   readonly #outcomes = new Map<number, (ok: boolean, code?: string) => void>();
 
-  constructor(dir: string, decide: ConnectDecider) {
-    this.#dir = dir;
+  /** `socketPath`: where the supervisor listens for the runs' listeners (bound into each run). */
+  constructor(socketPath: string, decide: ConnectDecider) {
+    this.#socketPath = socketPath;
     this.#decide = decide;
   }
 
   #start(): ChildProcess | undefined {
     if (this.#dead) return undefined;
     if (this.#child) return this.#child;
-    const child = spawn(PYTHON, ['-I', '-S', getConnectSupervisorPath()], { stdio: ['pipe', 'pipe', 'inherit'], env: {} });
+    const child = spawn(PYTHON, ['-I', '-S', getConnectSupervisorPath(), this.#socketPath], { stdio: ['pipe', 'pipe', 'inherit'], env: {} });
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => this.#read(chunk));
     child.stdin.on('error', () => undefined);
@@ -116,6 +145,12 @@ export class ConnectSupervisor {
     (child.stdin as unknown as { unref?(): void }).unref?.();
     this.#child = child;
     return child;
+  }
+
+  #holdOpen(): void {
+    const stdout = this.#child?.stdout as unknown as { ref?(): void; unref?(): void } | undefined;
+    if (this.#waiting.size > 0) stdout?.ref?.();
+    else stdout?.unref?.();
   }
 
   #send(message: object): void {
@@ -142,6 +177,7 @@ export class ConnectSupervisor {
     if (event.op === 'listening' || event.op === 'failed') {
       const resolve = this.#waiting.get(event.run);
       this.#waiting.delete(event.run);
+      this.#holdOpen();
       resolve?.(event.op === 'listening');
       return;
     }
@@ -170,25 +206,23 @@ export class ConnectSupervisor {
   /**
    * Get ready for run `runId`'s hand-off: returns the socket to bind into the run at
    * CONNECT_SOCKET_MOUNT and the argv wrapper that installs its filter, or undefined (the relay
-   * serves the run).
+   * serves the run). `token`: the run's, when the process that made its plan chose it.
    */
-  async addRun(runId: string, tag: string, intercept: ReadonlyArray<{ readonly host: string; readonly port: number }>): Promise<{ source: string; wrap: (argv: readonly string[]) => string[] } | undefined> {
-    const supported = getConnectHandoffSupport();
-    if (!supported || !this.#start()) return undefined;
-    const source = join(this.#dir, `connect-${tag}.sock`);
-    rmSync(source, { force: true });
+  async addRun(runId: string, intercept: ReadonlyArray<{ readonly host: string; readonly port: number }>, token = createConnectToken()): Promise<{ source: string; wrap: (argv: readonly string[]) => string[] } | undefined> {
+    const wrap = getConnectHandoffWrap(token);
+    if (!wrap || !this.#start()) return undefined;
+    // While an answer is awaited the supervisor's output keeps the host alive (it is unref'd otherwise).
     const ready = new Promise<boolean>((resolve) => this.#waiting.set(runId, resolve));
-    this.#send({ op: 'run', run: runId, path: source, intercept: intercept.map((endpoint) => [endpoint.host, endpoint.port]) });
+    this.#holdOpen();
+    this.#send({ op: 'run', run: runId, token, intercept: intercept.map((endpoint) => [endpoint.host, endpoint.port]) });
     if (!(await ready)) return undefined;
-    const install = getConnectInstallSource();
-    return { source, wrap: (argv) => [PYTHON, '-I', '-S', '-c', install, CONNECT_SOCKET_MOUNT, supported.filter, ...argv] };
+    return { source: this.#socketPath, wrap };
   }
 
   /** The run ended: its connects from now on go on as made (to the relay, which refuses them). */
-  endRun(runId: string, source?: string): void {
+  endRun(runId: string): void {
     if (!this.#child || this.#dead) return;
     this.#send({ op: 'end', run: runId });
-    if (source !== undefined) rmSync(source, { force: true });
   }
 
   close(): void {

@@ -6,10 +6,33 @@
  * download lost its last buffered bytes). A side that fails or is destroyed takes the other down.
  */
 import type { Duplex } from 'node:stream';
+import type { ReadBuffers } from './passthrough';
 
-export function joinSockets(client: Duplex, upstream: Duplex): void {
+/**
+ * `buffers`: the upstream was opened reading into them (net.connect's `onread`,
+ * passthrough.ts ReadBuffers): its bytes are written on to the client from buffers used again,
+ * not a fresh Buffer per read (garbage the proxy's process otherwise collects every few MiB).
+ */
+export function joinSockets(client: Duplex, upstream: Duplex, buffers?: ReadBuffers): void {
   for (const side of [client, upstream]) side.on('error', () => side.destroy());
-  upstream.pipe(client);
+  if (buffers) {
+    let paused = false;
+    buffers.consume((bytes, owner) => {
+      if (owner) buffers.hold(owner);
+      const written = client.write(bytes, () => { if (owner) buffers.release(owner); });
+      if (!written && !paused) {
+        paused = true;
+        upstream.pause();
+        client.once('drain', () => {
+          paused = false;
+          upstream.resume();
+        });
+      }
+    });
+    upstream.once('end', () => client.end());
+  } else {
+    upstream.pipe(client);
+  }
   client.pipe(upstream);
   const onClose = (closed: Duplex, other: Duplex) => (): void => {
     if (!closed.readableEnded) other.destroy();

@@ -86,13 +86,27 @@ function readCpu(pid: number): string | undefined {
   return fields.length > 13 ? `${fields[11]}+${fields[12]}` : undefined;
 }
 
+let host: string | undefined;
+
+/** This host's name as a lock names it, read once per process (uname(2) on every record added up). */
 function getHost(): string {
-  return hostname().replace(/:/g, '_').slice(0, 48);
+  host ??= hostname().replace(/:/g, '_').slice(0, 48);
+  return host;
 }
+
+/*
+ * What makes one acquisition's target unique among this process's: a random part drawn once
+ * per process and a counter (the pid and start time tell processes apart). A fresh random
+ * draw for every record cost more than the rest of the target.
+ */
+let tokenBase: string | undefined;
+let tokenCount = 0;
 
 function makeTarget(): string {
   ownStart ??= readStart('self');
-  return `${PREFIX}${process.pid}:${ownStart}:${Date.now()}:${randomBytes(6).toString('hex')}:${getHost()}`;
+  tokenBase ??= randomBytes(4).toString('hex');
+  tokenCount = (tokenCount + 1) % 0x100000000;
+  return `${PREFIX}${process.pid}:${ownStart}:${Date.now()}:${tokenBase}${tokenCount.toString(16)}:${getHost()}`;
 }
 
 function parseTarget(raw: string): Holder | undefined {

@@ -117,6 +117,8 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
     // A run holding a value bound to hosts (`delivery: env`) shares no loopback with other runs:
     // a relay another run serves there would carry the value to any host, under that run's rules.
     ownNetwork: policy.secrets.bind.some((binding) => binding.delivery === 'env' && usedRefs.includes(binding.ref)),
+    // Through the shared namespace's listener: proxied, and not a run another process will serve.
+    egress: policy.network.mode !== 'none' && context.egress !== undefined && context.handsOver?.(request.mode) !== true,
   });
 
   // Traffic leaves a sandboxed run with a private namespace only through the egress proxy, which

@@ -6,6 +6,7 @@
  * unsandboxed.
  */
 import { SharedNetwork, type SandboxContext } from '../sandbox';
+import { takePrestartedSharedNetwork } from '../process/bwrap/network';
 import { watchRun } from '../process/watchdog';
 
 export interface GatewaySandboxOptions {
@@ -31,7 +32,8 @@ export function createGatewaySandbox(options: GatewaySandboxOptions): GatewaySan
     policyFiles: options.policyFiles,
     network: (helper: string): SharedNetwork => {
       let network = networks.get(helper);
-      if (!network) networks.set(helper, (network = new SharedNetwork(helper, ({ value }) => watchRun(value))));
+      // One the CLI started ahead of the gateway (network.ts prestartSharedNetwork), else a new one.
+      if (!network) networks.set(helper, (network = takePrestartedSharedNetwork(helper) ?? new SharedNetwork(helper, ({ value }) => watchRun(value))));
       return network;
     },
     onUnshared: (): void => {

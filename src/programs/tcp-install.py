@@ -2,24 +2,30 @@
 # run with raw TCP destinations (src/egress/tcp-notify.ts). Inside the sandbox, before anything of
 # the run has started, it installs a second seccomp filter (scripts/generate-seccomp.py,
 # connect-notify) that hands every connect(2) to the gateway's supervisor
-# (src/programs/tcp-supervisor.py), gives the supervisor the filter's listener through the run's
-# own socket, waits for its word, and becomes the run's program. The supervisor then answers a
-# connect to one of the run's named destinations with a socket already connected to it, so the
-# run's bytes go through the kernel alone; every other connect goes on as made.
+# (src/programs/tcp-supervisor.py), gives the supervisor the filter's listener with the run's
+# token through the supervisor's socket, waits for its word, and becomes the run's program. The
+# supervisor then answers a connect to one of the run's named destinations with a socket already
+# connected to it, so the run's bytes go through the kernel alone; every other connect goes on as
+# made.
 #
-#   python3 -I -S -c "$(cat tcp-install.py)" SOCKET BPF_HEX PROGRAM [ARG...]
-#     SOCKET   the run's hand-off socket (bound read-only into the sandbox)
+#   python3 -I -S -c "$(cat tcp-install.py)" SOCKET BPF_HEX TOKEN PROGRAM [ARG...]
+#     SOCKET   the supervisor's socket (bound read-only into the sandbox)
 #     BPF_HEX  the filter (struct sock_filter[]), in hex
+#     TOKEN    the run's token: the supervisor takes one listener with it, this one
 #
 # Where the filter cannot be had (a kernel without listeners, no socket), the program starts
 # without it and the run's connections take the gateway's relay on its loopback, as they would
 # anyway: nothing is reached that the relay would not reach. Once the filter is in place the
 # hand-off must succeed (a filter whose listener nobody holds answers every connect ENOSYS): if it
 # does not, the run does not start (exit 125, one line on stderr).
+#
+# It runs before every such run, so it imports only C modules (a Python start with `socket` and
+# `signal` costs several milliseconds more).
+import _signal
+import _socket
 import ctypes
 import os
-import signal
-import socket
+import struct
 import sys
 
 SECCOMP_SET_MODE_FILTER = 1
@@ -46,13 +52,14 @@ def install(program):
 
 
 def main():
-    if len(sys.argv) < 4:
+    if len(sys.argv) < 5:
         sys.stderr.write('execgate: the connect hand-off was started without a program\n')
         return 125
-    path, program_hex, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+    path, program_hex, token, argv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     # Connected before the filter exists: this connect is not one to hand over.
     try:
-        channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        channel = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
+        channel.settimeout(10)
         channel.connect(path)
     except OSError:
         channel = None
@@ -60,10 +67,10 @@ def main():
         listener = install(bytes.fromhex(program_hex))
         if listener >= 0:
             try:
-                socket.send_fds(channel, [b'L'], [listener])
+                channel.sendmsg([token.encode('ascii')], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack('=i', listener))])
                 os.close(listener)
                 if channel.recv(1) != b'K':
-                    raise OSError('the supervisor did not answer')
+                    raise OSError('the supervisor did not take it')
             except OSError as error:
                 sys.stderr.write('execgate: the run could not hand its connections to the gateway (%s)\n' % error)
                 return 125
@@ -73,8 +80,8 @@ def main():
     # their defaults (Python ignores them, and an ignored signal stays ignored across exec).
     with open('/proc/self/environ', 'rb') as handle:
         environ = dict(entry.split(b'=', 1) for entry in handle.read().split(b'\0') if b'=' in entry)
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
+    _signal.signal(_signal.SIGXFSZ, _signal.SIG_DFL)
     try:
         os.execvpe(argv[0], argv, environ)
     except OSError as error:

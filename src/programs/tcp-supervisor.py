@@ -19,13 +19,21 @@
 # replace it). Every notification received is answered, whatever the run put in the call (an
 # address it cannot read itself, a pointer no file offset can name): the kernel then answers it.
 #
+# Each run's first program hands its filter's listener over the one socket this process listens
+# on (argv[1], bound into every run with raw TCP), with the run's token (128 random bits the
+# gateway put on that program's argv, seen by no other run): the first listener that comes with a
+# run's token is that run's, and the token is spent. A connection that sends nothing, or anything
+# else, is dropped; none of them can hold this process up.
+#
+#   python3 -I -S tcp-supervisor.py SOCKET
+#
 # Lines on stdin (JSON), from the gateway:
-#   {"op":"run","run":R,"path":P,"intercept":[[ADDRESS,PORT],...]}  listen at P for R's listener
+#   {"op":"run","run":R,"token":T,"intercept":[[ADDRESS,PORT],...]}  expect R's listener with T
 #   {"op":"end","run":R}                                           R ended: its connects go on as made
 #   {"op":"decided","seq":N,"action":"dial","host":H,"port":P,"timeout":MS}
 #   {"op":"decided","seq":N,"action":"refuse"} | {"op":"decided","seq":N,"action":"continue"}
 # Lines on stdout (JSON), to the gateway:
-#   {"op":"listening","run":R} | {"op":"failed","run":R,"reason":TEXT}
+#   {"op":"listening","run":R}
 #   {"op":"connect","run":R,"seq":N,"address":A,"port":P,"family":4|6}
 #   {"op":"dialed","seq":N,"ok":true} | {"op":"dialed","seq":N,"ok":false,"code":ERRNO}
 import ctypes
@@ -39,6 +47,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 # <linux/seccomp.h>: _IOWR('!', 0, struct seccomp_notif) and friends.
 NOTIF_RECV = 0xC0502100
@@ -68,21 +77,25 @@ state_lock = threading.Lock()
 def emit(message):
     line = json.dumps(message) + '\n'
     with out_lock:
-        sys.stdout.write(line)
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+        except (BrokenPipeError, ValueError):
+            os._exit(0)  # the gateway is gone; so are this process's runs' answers
 
 
 class Run:
-    def __init__(self, run_id, server, intercept):
+    def __init__(self, run_id, token, intercept):
         self.id = run_id
-        self.server = server
+        self.token = token
         self.intercept = intercept
         self.listener = None
         self.ended = False
 
 
 runs = {}          # run id -> Run
-by_fd = {}         # a descriptor polled -> ('server' | 'listener', Run)
+tokens = {}        # a run's token, until its listener came -> Run
+by_fd = {}         # a descriptor polled -> ('listener', Run) | ('handoff', (socket, deadline))
 pending = {}       # seq -> (listener, notification id, target descriptor, the run's socket (a copy), family)
 seq_counter = [0]
 dials = threading.BoundedSemaphore(MAX_DIALS)
@@ -312,60 +325,77 @@ def on_decided(message):
 
 def on_run(message):
     run_id = str(message['run'])
-    path = str(message['path'])
-    try:
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        server.bind(path)
-        os.chmod(path, 0o666)
-        server.listen(1)
-    except OSError as error:
-        emit({'op': 'failed', 'run': run_id, 'reason': error.strerror or str(error)})
-        return
-    run = Run(run_id, server, {(str(a), int(p)) for a, p in message.get('intercept', [])})
+    run = Run(run_id, str(message['token']), {(str(a), int(p)) for a, p in message.get('intercept', [])})
     runs[run_id] = run
-    by_fd[server.fileno()] = ('server', run)
-    poller.register(server.fileno(), select.POLLIN)
+    tokens[run.token] = run
     emit({'op': 'listening', 'run': run_id})
 
 
-def close_server(run):
-    if run.server is None:
+HANDOFF_SECONDS = 5
+MAX_HANDOFFS = 64
+
+
+def on_accept(server):
+    """A run's first program (or any process of a run: the socket is in every such run) connected."""
+    try:
+        conn, _ = server.accept()
+    except OSError:
         return
-    fd = run.server.fileno()
+    pending_handoffs = [entry for kind, entry in by_fd.values() if kind == 'handoff']
+    if len(pending_handoffs) >= MAX_HANDOFFS:
+        conn.close()
+        return
+    conn.setblocking(False)
+    by_fd[conn.fileno()] = ('handoff', (conn, time.monotonic() + HANDOFF_SECONDS))
+    poller.register(conn.fileno(), select.POLLIN)
+
+
+def drop_handoff(conn):
+    fd = conn.fileno()
     poller.unregister(fd)
     by_fd.pop(fd, None)
-    run.server.close()
-    run.server = None
+    conn.close()
 
 
-def on_handoff(run):
-    """The run's first program gives its filter's listener: one, once; then nothing listens."""
+def on_handoff(conn):
+    """One message: the run's token and its filter's listener. Read once, whatever it holds."""
+    fds = []
     try:
-        conn, _ = run.server.accept()
+        data, ancillary, _flags, _addr = conn.recvmsg(64, socket.CMSG_SPACE(4 * 4))
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.extend(struct.unpack('=%di' % (len(payload) // 4), payload[:len(payload) - len(payload) % 4]))
     except OSError:
-        return
-    close_server(run)
+        data = b''
     try:
-        conn.settimeout(2)
-        _msg, fds, _flags, _addr = socket.recv_fds(conn, 1, 1)
-        if len(fds) != 1:
-            for fd in fds:
-                os.close(fd)
+        run = tokens.get(data.decode('ascii', 'replace').strip())
+        if run is None or len(fds) != 1 or run.ended or run.listener is not None:
             return
-        listener = fds[0]
         # Only a filter's listener is polled and asked: any other descriptor (an eventfd that is
         # always readable) would have this process spin on it.
-        if run.ended or run.listener is not None or not is_listener(listener):
-            os.close(listener)
+        if not is_listener(fds[-1]):
             return
-        run.listener = listener
-        by_fd[listener] = ('listener', run)
-        poller.register(listener, select.POLLIN)
-        conn.sendall(b'K')
-    except OSError:
-        pass
+        del tokens[run.token]
+        run.listener = fds.pop()
+        by_fd[run.listener] = ('listener', run)
+        poller.register(run.listener, select.POLLIN)
+        try:
+            conn.setblocking(True)
+            conn.settimeout(1)
+            conn.sendall(b'K')
+        except OSError:
+            pass
     finally:
-        conn.close()
+        for fd in fds:
+            os.close(fd)
+        drop_handoff(conn)
+
+
+def expire_handoffs():
+    now = time.monotonic()
+    for kind, entry in list(by_fd.values()):
+        if kind == 'handoff' and entry[1] < now:
+            drop_handoff(entry[0])
 
 
 def is_listener(fd):
@@ -391,17 +421,28 @@ def on_end(message):
     if run is None:
         return
     run.ended = True
-    close_server(run)
+    tokens.pop(run.token, None)
     if run.listener is None:
         runs.pop(run.id, None)
 
 
 def main():
+    path = sys.argv[1]
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    server.bind(path)
+    os.chmod(path, 0o666)
+    server.listen(64)
+    poller.register(server.fileno(), select.POLLIN)
     stdin = sys.stdin.buffer.raw
     poller.register(stdin.fileno(), select.POLLIN)
+    emit({'op': 'ready'})
     buffered = b''
     while True:
-        for fd, events in poller.poll():
+        for fd, events in poller.poll(1000):
             if fd == stdin.fileno():
                 chunk = os.read(fd, 65536)
                 if not chunk:
@@ -421,19 +462,23 @@ def main():
                     except Exception:  # pylint: disable=broad-except
                         pass
                 continue
-            kind, run = by_fd.get(fd, (None, None))
             # Nothing a run sends may end this process (every run's connects would then fail):
             # what cannot be handled is let go on, or dropped.
             try:
-                if kind == 'server':
-                    on_handoff(run)
+                if fd == server.fileno():
+                    on_accept(server)
+                    continue
+                kind, entry = by_fd.get(fd, (None, None))
+                if kind == 'handoff':
+                    on_handoff(entry[0])
                 elif kind == 'listener':
                     if events & select.POLLIN:
-                        on_notification(run, fd)
+                        on_notification(entry, fd)
                     elif events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
-                        drop_listener(run)  # every process under the filter has exited
+                        drop_listener(entry)  # every process under the filter has exited
             except Exception:  # pylint: disable=broad-except
                 pass
+        expire_handoffs()
 
 
 if __name__ == '__main__':

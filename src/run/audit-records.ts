@@ -1,6 +1,7 @@
 /*
  * The audit records of one run, written in one place: the request, its refusal or start, and
- * how it ended. Only unresolved commands and redacted text reach them; a failure's message is
+ * how it ended. The request and what follows it go out together (one lock, one write each, one
+ * fdatasync), the end on its own once the run has ended. Only unresolved commands and redacted text reach them; a failure's message is
  * redacted with the run's own redactor before it is recorded.
  */
 import type { AuditSink } from '../audit/log';
@@ -21,9 +22,15 @@ export class RunRecords {
     this.#withEnv = options.env;
   }
 
+  /**
+   * Held, where the sink can (AuditSink.hold): it goes out with the run's next record, its start
+   * or its refusal, in one turn of the audit lock, and the start's fdatasync covers it.
+   */
   requested(request: NormalizedRequest): void {
     const { actor, command, cwd, mode, timeout } = request;
-    this.#audit.write('exec.request', { runId: this.#runId, actor, command, cwd, mode, timeout });
+    const fields = { runId: this.#runId, actor, command, cwd, mode, timeout };
+    if (this.#audit.hold) this.#audit.hold('exec.request', fields);
+    else this.#audit.write('exec.request', fields);
   }
 
   /** A request refused before anything ran: by the policy (`exec.denied`) or as invalid. */

@@ -78,6 +78,8 @@ export interface SandboxInput {
   readonly pty: boolean;
   /** A network namespace of the run's own, never the gateway's shared one (a run holding a `delivery: env` bound secret). */
   readonly ownNetwork?: boolean;
+  /** The run will reach the network through the egress proxy (its listener is opened with the shared namespace). */
+  readonly egress?: boolean;
 }
 
 export interface SandboxedCommand {
@@ -143,13 +145,17 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
     input.context.onUnsandboxed?.(platform.reason);
     return { report: Object.freeze({ sandboxed: false, mode: 'auto', reason: platform.reason }) };
   }
+  // The shared namespace's holder (and the egress listener's process) start first: they are
+  // other processes, and the view below is this one's work, done while they start.
+  const sharing = settings.network === 'none' && !input.ownNetwork;
+  const shared: SharedNetwork | undefined = sharing ? input.context.network?.(platform.helper) : undefined;
+  const joining = shared?.join({ listener: input.egress === true });
+  joining?.catch(() => undefined);
   const view = getView(input, input.context.policyFiles?.() ?? []);
   const exposed: string[] = [];
   let join;
-  let shared: SharedNetwork | undefined;
-  if (settings.network === 'none' && !input.ownNetwork) {
-    shared = input.context.network?.(platform.helper);
-    join = await shared?.join();
+  if (sharing) {
+    join = await joining;
     if (shared && !join) input.context.onUnshared?.();
   } else if (view.abstractBus) {
     exposed.push('the D-Bus session bus is an abstract socket, reachable with the host network (sandbox.network: open in a policy built in code)');

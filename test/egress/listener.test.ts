@@ -194,6 +194,58 @@ maybe('opening a listener', () => {
   });
 });
 
+/** The inode of a socket listening in namespace `pid`'s /proc/net/tcp that this process holds, if any. */
+function heldListener(pid: number): string | undefined {
+  const mine = socketsOf('self');
+  for (const line of readFileSync(`/proc/${pid}/net/tcp`, 'latin1').split('\n').slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    if (fields[3] === '0A' && mine.has(fields[9])) return fields[9];
+  }
+  return undefined;
+}
+
+maybe('the listener opened with the holder (a run that will go through the proxy says so when it joins)', () => {
+  test('is opened in the new namespace while the holder starts, handed to the first listenInside of that namespace, and only once', async () => {
+    const network = new SharedNetwork(platform.helper ?? '');
+    try {
+      const joined = await network.join({ listener: true });
+      expect(joined).toBeDefined();
+      const namespace = joined?.namespace as string;
+      const holder = network.holderPid(namespace) as number;
+      // Nobody asked for a listener yet, and one of this process's sockets listens inside.
+      expect(await waitFor(() => heldListener(holder) !== undefined, 10_000)).toBe(true);
+      const early = heldListener(holder) as string;
+      // A namespace that is not the current one gets nothing, and does not use it up.
+      expect(await network.listenInside('net:[1]')).toBeUndefined();
+      const first = await network.listenInside(namespace);
+      const firstPort = (first?.address() as AddressInfo).port;
+      expect(listeningInode(readFileSync(`/proc/${holder}/net/tcp`, 'latin1'), firstPort)).toBe(early);
+      const second = await network.listenInside(namespace);
+      const secondPort = (second?.address() as AddressInfo).port;
+      expect(secondPort).not.toBe(firstPort);
+      expect(listeningInode(readFileSync(`/proc/${holder}/net/tcp`, 'latin1'), secondPort)).not.toBe(early);
+      first?.close();
+      second?.close();
+    } finally {
+      network.close();
+    }
+  });
+
+  test('one nobody took is closed with the network', async () => {
+    const network = new SharedNetwork(platform.helper ?? '');
+    let early: string | undefined;
+    try {
+      const joined = await network.join({ listener: true });
+      const holder = network.holderPid(joined?.namespace as string) as number;
+      expect(await waitFor(() => (early = heldListener(holder)) !== undefined, 10_000)).toBe(true);
+    } finally {
+      network.close();
+    }
+    expect(await waitFor(() => !socketsOf('self').has(early as string), 10_000)).toBe(true);
+    expect(await network.listenInside('net:[1]')).toBeUndefined();
+  });
+});
+
 /*
  * A gateway in a child process, SIGKILLed once its listener is up (a file the run writes after
  * its proxied request says so): nothing of it may be left, and its port is closed in the

@@ -170,7 +170,7 @@ t = threading.Thread(target=go); t.start(); t.join()
     expect(got.get('io_uring')).toBe('EPERM');
     // One listener per filter chain: the run cannot take its own connects over.
     expect(got.get('own-listener')).toBe('EBUSY');
-    expect(got.get('handoff-socket')).toBe('ECONNREFUSED');
+    expect(got.get('handoff-socket')).toMatch(/^(answer:b''|ECONNRESET|EPIPE)$/);
     expect(got.get('handoff-socket-unlink')).toMatch(/^E(BUSY|ROFS|PERM|ACCES)$/);
     expect(got.get('handoff-socket-rename')).toMatch(/^E(BUSY|ROFS|PERM|ACCES|XDEV)$/);
     expect(got.get('after')).toBe(`127.0.0.1:${echoPort}`);
@@ -201,6 +201,21 @@ t = threading.Thread(target=go); t.start(); t.join()
     expect(decisionsOf(home, victim.id)).toHaveLength(40);
     expect(decisionsOf(home, victim.id).every((d) => d.allowed === true && d.runId === victim.id)).toBe(true);
   }, 150_000);
+  // FINDING, not fixed here (skipped while it fails): the supervisor's hand-off socket is bound
+  // into every run whose connects are handed over, and it keeps at most 64 connections that have
+  // not handed a listener yet (5 s each). A run that keeps that many open makes every other run
+  // with raw TCP destinations fail to start: its first program has its filter installed when the
+  // supervisor drops it, and exits 125 ("could not hand its connections to the gateway").
+  // A fix: the first program sends its token and waits for the supervisor's word before it
+  // installs the filter (a run dropped there starts relayed, not refused).
+  test.skip('idle connections to the hand-off socket held by one run do not keep another run from starting', async () => {
+    const hold = gateway.exec({ command: program('hold.py', 8), cwd: dir, timeout: 30_000 });
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const other = await gateway.exec({ command: `python3 -c "import socket; print('%s:%d' % socket.create_connection(('echo.test', ${echoPort}), timeout=10).getpeername())"`, cwd: dir });
+    await hold;
+    expect(other.stderr).not.toContain('could not hand its connections');
+    expect(other.exitCode).toBe(0);
+  }, 60_000);
 });
 
 maybe('raw TCP hand-off: runs with different policies, and what the program sees', () => {

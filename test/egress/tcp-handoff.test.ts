@@ -12,13 +12,17 @@
  * hand-off socket takes no second listener; a socket passed to another run stays recorded as the
  * run that opened it.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { formatEgressEntry, readEgressEntry } from '../../src/audit/egress';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { getConnectHandoffSupport } from '../../src/egress/tcp-notify';
 import { checkPlatform } from '../../src/sandbox/detect';
-import { baseEnv, makeTempDir } from '../helpers/tmp';
+import { baseEnv, makeTempDir, waitFor } from '../helpers/tmp';
+
+const CLI = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 
 const ready = checkPlatform(undefined).ok && getConnectHandoffSupport() !== undefined;
 const maybe = ready ? describe : describe.skip;
@@ -200,17 +204,37 @@ print('ok', ok, 'relayed', relayed, 'refused', refused, 'other', other)
     expect(secretHits).toBe(before);
   }, 150_000);
 
-  test('adversarial: the hand-off socket takes one listener, the run\'s first program\'s; a run finds nothing there', async () => {
-    const result = await gateway.exec({ command: `python3 -c "
-import socket
+  test('adversarial: the supervisor\'s socket takes no listener without the run\'s token, and idle connections to it hold nothing up', async () => {
+    // A process of the run cannot make a listener of its own (the kernel allows one listener in a
+    // filter chain: EBUSY); it offers another descriptor with a made-up token, while 50 more
+    // connections to the socket say nothing. The offer is refused (the connection closed, no
+    // word); the run's own connects still work.
+    const forge = `python3 -c "
+import ctypes, os, socket, struct, sys
+nr = {'x86_64': 317, 'aarch64': 277}[os.uname().machine]
+prog = bytes.fromhex(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+class F(ctypes.Structure):
+    _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_void_p)]
+buf = ctypes.create_string_buffer(prog, len(prog))
+idle = []
+for _ in range(50):
+    c = socket.socket(socket.AF_UNIX); c.connect('/tmp/.execgate-connect.sock'); idle.append(c)
 s = socket.socket(socket.AF_UNIX)
-try:
-    s.connect('/tmp/.execgate-connect.sock')
-    print('connected')
-except OSError as e:
-    print(type(e).__name__)
-"`, cwd: dir });
-    expect(result.stdout.trim()).toBe('ConnectionRefusedError');
+s.connect('/tmp/.execgate-connect.sock')
+libc.prctl(38, 1, 0, 0, 0)
+fd = libc.syscall(nr, 1, 8, ctypes.byref(F(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))))
+print('own listener', fd, os.strerror(ctypes.get_errno()))
+fd = os.open('/dev/null', os.O_RDONLY)
+s.sendmsg([b'0' * 32], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('i', fd))])
+s.settimeout(10)
+print('answer', repr(s.recv(1)))
+" ${readFileSync(join(__dirname, '..', '..', 'src', 'programs', 'seccomp', 'connect-notify-x86_64.bpf')).toString('hex')}`;
+    const result = await gateway.exec({ command: `${forge}; ${PEER_PY('echo.test', echoPort)}`, cwd: dir, timeout: 60_000 });
+    expect({ stdout: result.stdout, stderr: result.stderr }).toEqual({ stdout: expect.stringContaining("answer b''"), stderr: '' });
+    expect(result.stdout).toContain('own listener -1 Device or resource busy');
+    expect(result.stdout).toContain(`peer 127.0.0.1:${echoPort}`);
   });
 });
 
@@ -252,5 +276,39 @@ maybe('raw TCP relayed (connectHandoff: false), and a namespace of the run\'s ow
     } finally {
       await gateway.close();
     }
+  });
+});
+
+maybe('a background run started from the CLI (served by its detached supervisor)', () => {
+  test('reaches a host service handed over after the CLI has exited, recorded in its audit log', async () => {
+    const dir = join(tmp.dir, 'cli');
+    const home = join(dir, 'home');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'policy.yaml'), ['version: 1', `sandbox: { mode: required, network: { mode: allowlist, hostServices: [${echoPort}] } }`].join('\n'));
+    const command = [
+      // The CLI has exited by now: only the detached supervisor serves the run.
+      'for i in $(seq 600); do [ -e go ] && break; sleep 0.05; done',
+      `${PEER_PY('127.0.0.1', echoPort)} > cli-bg.txt 2>&1`,
+      'echo done > cli-bg-done',
+    ].join('\n');
+    const started = spawnSync(process.execPath, [CLI, 'run', '--mode', 'background', '--', command], {
+      cwd: dir, encoding: 'utf8',
+      env: baseEnv({ EXECGATE_HOME: home, EXECGATE_POLICY: join(dir, 'policy.yaml'), EXECGATE_KEYRING: 'off' }),
+    });
+    expect(started.stderr).toBe('');
+    expect(started.status).toBe(0);
+    const id = started.stdout.trim();
+    writeFileSync(join(dir, 'go'), '');
+    expect(await waitFor(() => existsSync(join(dir, 'cli-bg-done')), 60_000, 50)).toBe(true);
+    const text = readFileSync(join(dir, 'cli-bg.txt'), 'utf8');
+    expect(text).toContain(`peer 127.0.0.1:${echoPort}`);
+    expect(text).toContain('echo:hi');
+    expect(await waitFor(() => decisionsOf(home, id).length > 0, 10_000, 50)).toBe(true);
+    expect(decisionsOf(home, id)).toEqual([expect.objectContaining({ via: 'host', port: echoPort, allowed: true, rule: `hostService:${echoPort}` })]);
+    // The HTML report lists the connection under its run, as `audit show` words it.
+    const html = join(dir, 'report.html');
+    const report = spawnSync(process.execPath, [CLI, 'audit', 'report', '--html', html], { cwd: dir, encoding: 'utf8', env: baseEnv({ EXECGATE_HOME: home, EXECGATE_KEYRING: 'off' }) });
+    expect(report.status).toBe(0);
+    expect(readFileSync(html, 'utf8')).toContain(JSON.stringify(formatEgressEntry(readEgressEntry(decisionsOf(home, id)[0] as never))).slice(1, -1));
   });
 });

@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
-import { AutoSpawner, type SpawnedProcess } from '../../src/process/spawner';
+import { AutoSpawner, RSS_CHECK_MS, type SpawnedProcess } from '../../src/process/spawner';
 import { HelperSpawner } from '../../src/process/spawner/helper';
 import { baseEnv, isAlive, makeTempDir, waitFor, UNSANDBOXED_POLICY } from '../helpers/tmp';
 
@@ -203,6 +203,21 @@ describe('choosing the spawner', () => {
       expect(large.usesHelper).toBe(true);
     } finally {
       await Promise.all([small.close(), large.close()]);
+    }
+  });
+
+  test('`auto` notices this process growing past its threshold within RSS_CHECK_MS and moves to the helper', async () => {
+    const request = { shell: '/bin/sh', args: ['-c', 'echo $PPID'], env: {}, cwd: tmp.dir, stdin: 'ignore' } as const;
+    const spawner = new AutoSpawner(process.memoryUsage.rss() + 48 * 1024 * 1024);
+    try {
+      expect(Number((await drain(await spawner.spawn(request))).stdout)).toBe(process.pid);
+      const grown = Buffer.alloc(96 * 1024 * 1024, 1); // resident: every page written
+      await new Promise((resolve) => setTimeout(resolve, RSS_CHECK_MS + 20));
+      expect(Number((await drain(await spawner.spawn(request))).stdout)).not.toBe(process.pid);
+      expect(spawner.usesHelper).toBe(true);
+      expect(grown[grown.length - 1]).toBe(1);
+    } finally {
+      await spawner.close();
     }
   });
 });

@@ -13,6 +13,7 @@ import { accessSync, chmodSync, chownSync, constants, cpSync, existsSync, writeF
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { getConnectHandoffSupport } from '../../src/egress/tcp-notify';
 import { checkPlatform } from '../../src/sandbox';
 import { listenBelowEphemeral } from '../helpers/listen';
 import { makeTempDir } from '../helpers/tmp';
@@ -83,6 +84,22 @@ const started = (home) => readFileSync(home + '/audit.log', 'utf8').trim().split
     }
     await gateway.close();
     out[network] = result;
+  }
+  // Raw TCP handed over connected (egress/tcp-notify.ts) as this user: the supervisor takes the
+  // run's socket and installs one it dialled, across the user namespace bubblewrap made.
+  {
+    const work = dir + '/handoff';
+    mkdirSync(work);
+    const policy = work + '/policy.yaml';
+    writeFileSync(policy, 'version: 1\nsandbox: { mode: required, network: { mode: allowlist, hostServices: [' + servicePort + '] } }\n');
+    const gateway = createGateway({ home: work + '/home', cwd: work, policyFile: policy, env: { PATH: '/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8', EXECGATE_KEYRING: 'off' } });
+    try {
+      const run = await gateway.exec({ command: 'python3 -c "import socket; s = socket.create_connection((\'127.0.0.1\', ' + servicePort + ')); print(\'peer\', *s.getpeername()); s.sendall(b\'GET /handoff HTTP/1.0\\r\\n\\r\\n\'); print(s.recv(4096).decode().split(\'\\r\\n\\r\\n\')[-1])"' });
+      out.handoff = { exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr };
+    } catch (error) {
+      out.handoff = { error: { code: error.code, message: error.message } };
+    }
+    await gateway.close();
   }
   // The kernel surface and the working-directory race, as this user: the state directory inside
   // the workspace, background runs flipping an ancestor of the victims' directory with symlinks to
@@ -244,7 +261,16 @@ maybe('a gateway run by an unprivileged user', () => {
     expect(none.first!.stdout).toMatch(new RegExp(`^${uid}\\n curl=[1-9]\\d*\\n$`));
     expect(none.later!.stdout).toMatch(/^port=\d+\ndev=200\n/);
     expect(none.later!.stdout).toMatch(/host=[1-9]\d*\n$/);
-    expect(hits).toEqual(['/from-open']);
+    // (The hand-off's request, below, is the only other.)
+    expect(hits.filter((hit) => hit !== '/handoff')).toEqual(['/from-open']);
+  });
+
+  (getConnectHandoffSupport() ? test : test.skip)('raw TCP to a host service is handed over connected as this user too', () => {
+    const handoff = (outcome as { handoff?: { exitCode?: number; stdout?: string; error?: unknown } }).handoff!;
+    expect(handoff.error).toBeUndefined();
+    const port = (service.address() as AddressInfo).port;
+    expect(handoff.stdout).toBe(`peer 127.0.0.1 ${port}\nservice saw /handoff\n`);
+    expect(hits).toContain('/handoff');
   });
 
   test('the kernel surface as this user: no nested user namespace, the filter\'s system calls refused', () => {

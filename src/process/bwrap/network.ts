@@ -18,6 +18,11 @@
  *
  * The gateway may also open a listener inside the namespace (the runs' way to the egress proxy,
  * egress/bridge.ts): a short-lived process entered into it opens the socket and hands it over.
+ * A caller that knows its run will go through the proxy says so when it joins (`listener`): that
+ * process is then started as soon as the holder's namespace is up, beside the entering probe,
+ * instead of after it and after the proxy has loaded (a node start, some 40 ms, is the longest
+ * wait of a CLI run). Its listener is handed to the first listenInside() of that namespace, and
+ * closed with the network if nobody asks for it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -99,6 +104,17 @@ export async function untilEntered(pid: number, namespace: string, limitMs = STA
   }
 }
 
+/** The loopback listener of the runs' way to the egress proxy (egress/bridge.ts SharedListener). */
+const DEFAULT_LISTENER: ReadonlyArray<{ readonly host: string; readonly port: number }> = Object.freeze([{ host: '127.0.0.1', port: 0 }]);
+
+export interface JoinOptions {
+  /**
+   * The run will reach the egress proxy through the namespace's loopback listener: when the holder
+   * is started for this join, the listener is opened beside the entering probe.
+   */
+  readonly listener?: boolean;
+}
+
 export class SharedNetwork {
   readonly #helper: string;
   readonly #watch: WatchHolder | undefined;
@@ -110,6 +126,11 @@ export class SharedNetwork {
   #closed = false;
   /** Processes started inside the namespace (listenInside), ended with it. */
   readonly #inside = new Set<ChildProcess>();
+  /** The loopback listener opened alongside the holder's start (JoinOptions.listener), not yet handed out. */
+  #early: { readonly namespace: string; readonly opened: Promise<Array<NetServer | string> | undefined> } | undefined;
+  #wantListener = false;
+  /** Resolved once a start has spawned what it starts beside the probe (or ended): see started(). */
+  #spawned: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(helper: string, watch?: WatchHolder) {
     this.#helper = helper;
@@ -117,11 +138,28 @@ export class SharedNetwork {
   }
 
   /** The way into the shared namespace, starting the holder on first use; undefined = not possible. */
-  join(): Promise<NetworkJoin | undefined> {
+  join(options: JoinOptions = {}): Promise<NetworkJoin | undefined> {
     if (this.#closed) return Promise.resolve(undefined);
+    if (options.listener) this.#wantListener = true;
     if (this.#holder && this.#isCurrent()) return Promise.resolve(this.#describe());
-    this.#starting ??= this.#start().finally(() => { this.#starting = undefined; });
+    if (!this.#starting) {
+      let resolve = (): void => undefined;
+      const promise = new Promise<void>((done) => { resolve = done; });
+      this.#spawned = { promise, resolve };
+      this.#starting = this.#start().finally(() => {
+        this.#starting = undefined;
+        resolve();
+      });
+    }
     return this.#starting;
+  }
+
+  /**
+   * Resolves when the start under way has its holder's namespace and has spawned the listener's
+   * process beside the probe (or has ended): from then on it waits on other processes only.
+   */
+  started(): Promise<void> {
+    return this.#spawned?.promise ?? Promise.resolve();
   }
 
   /** The namespace's identity (`net:[N]`), starting the holder if needed; undefined = no shared namespace. */
@@ -151,6 +189,23 @@ export class SharedNetwork {
    */
   async listenInsideMany(namespace: string, endpoints: ReadonlyArray<{ readonly host: string; readonly port: number }>): Promise<Array<NetServer | string> | undefined> {
     if (this.#closed || !this.#holder || namespace !== this.#namespace || !this.#isCurrent()) return undefined;
+    const early = this.#early;
+    if (early && sameEndpoints(endpoints, DEFAULT_LISTENER)) {
+      this.#early = undefined;
+      // Opened for this namespace while the holder started; its process checked the namespace it
+      // was in, as below. A namespace replaced since then is not this one: closed, and opened anew.
+      const opened = await early.opened.catch(() => undefined);
+      if (opened && early.namespace === namespace && namespace === this.#namespace && !this.#closed && this.#isCurrent()) {
+        for (const server of opened) if (server instanceof NetServer) server.ref();
+        return opened;
+      }
+      closeServers(opened);
+    }
+    return this.#openInside(namespace, endpoints);
+  }
+
+  /** The short-lived process that opens `endpoints` inside the namespace (its holder is `this.#pid`) and hands them over. */
+  async #openInside(namespace: string, endpoints: ReadonlyArray<{ readonly host: string; readonly port: number }>): Promise<Array<NetServer | string> | undefined> {
     const [nsenter, ...prefix] = this.#describe().prefix;
     const cookie = { name: 'EXECGATE_RUN_ID', value: `listener_${randomBytes(8).toString('hex')}` };
     const unwatch = this.#watch?.(cookie);
@@ -276,6 +331,17 @@ export class SharedNetwork {
     // fall back to a network namespace each rather than failing. Waited for without holding the
     // event loop; the holder is this gateway's (join() hands it out) only once the probe passed.
     const join = this.#describe();
+    // The egress listener's process starts now, beside the probe (JoinOptions.listener); unref'd
+    // until handed out, so that a listener nobody took keeps no process alive.
+    if (this.#wantListener) {
+      const opened = this.#openInside(namespace, DEFAULT_LISTENER).then((servers) => {
+        for (const server of servers ?? []) if (server instanceof NetServer) server.unref();
+        return servers;
+      });
+      opened.catch(() => undefined);
+      this.#early = { namespace, opened };
+    }
+    this.#spawned?.resolve();
     const entered = await new Promise<boolean>((resolve) => {
       const probe = spawn(join.prefix[0], [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
         stdio: 'ignore', timeout: START_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' },
@@ -284,6 +350,7 @@ export class SharedNetwork {
       probe.once('exit', (code) => resolve(code === 0));
     });
     if (!entered || this.#closed) {
+      this.#dropEarly();
       holder.kill('SIGKILL');
       this.#unwatch?.();
       this.#unwatch = undefined;
@@ -294,7 +361,15 @@ export class SharedNetwork {
     return join;
   }
 
+  /** Close the early listener nobody took (its process, if still starting, is ended with #inside). */
+  #dropEarly(): void {
+    const early = this.#early;
+    this.#early = undefined;
+    if (early) void early.opened.then(closeServers, () => undefined);
+  }
+
   #stopHolder(): void {
+    this.#dropEarly();
     if (this.#holder && this.#holder.exitCode === null) this.#holder.kill('SIGKILL');
     this.#holder = undefined;
     this.#unwatch?.();
@@ -307,4 +382,51 @@ export class SharedNetwork {
     for (const child of this.#inside) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     this.#stopHolder();
   }
+}
+
+/*
+ * Started ahead of any gateway (the CLI, before it loads the gateway's modules: its holder and
+ * listener then start while they load), and taken by the first gateway of this process that
+ * asks for a shared namespace for the same helper. One nobody took is closed (closePrestarted).
+ */
+const prestarted = new Map<string, SharedNetwork>();
+
+/** Start the shared namespace for `helper` now, with the listener when `options.listener`. */
+export function prestartSharedNetwork(helper: string, watch: WatchHolder | undefined, options: JoinOptions = {}): void {
+  if (prestarted.has(helper)) return;
+  const network = new SharedNetwork(helper, watch);
+  prestarted.set(helper, network);
+  network.join(options).catch(() => undefined);
+}
+
+/** Resolves when every prestarted network waits on other processes only (SharedNetwork.started), or after `limitMs`. */
+export async function prestartedStarted(limitMs: number): Promise<void> {
+  if (prestarted.size === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all([...prestarted.values()].map((network) => network.started())),
+    new Promise<void>((resolve) => { timer = setTimeout(resolve, limitMs); }),
+  ]);
+  clearTimeout(timer);
+}
+
+/** The network prestarted for `helper`, handed out once; undefined when there is none. */
+export function takePrestartedSharedNetwork(helper: string): SharedNetwork | undefined {
+  const network = prestarted.get(helper);
+  prestarted.delete(helper);
+  return network;
+}
+
+/** Close what was prestarted and not taken (the CLI's command did not sandbox a run). */
+export function closePrestartedSharedNetworks(): void {
+  for (const network of prestarted.values()) network.close();
+  prestarted.clear();
+}
+
+function sameEndpoints(a: ReadonlyArray<{ readonly host: string; readonly port: number }>, b: ReadonlyArray<{ readonly host: string; readonly port: number }>): boolean {
+  return a.length === b.length && a.every((endpoint, i) => endpoint.host === b[i].host && endpoint.port === b[i].port);
+}
+
+function closeServers(servers: ReadonlyArray<NetServer | string> | undefined): void {
+  for (const server of servers ?? []) if (server instanceof NetServer) server.close();
 }
