@@ -14,7 +14,10 @@
 # read changes nothing.
 #
 # Where this process cannot take the run's socket (another process's descriptors need ptrace
-# rights, which a hardened host may withhold) the connect goes on as made, to the relay.
+# rights, which a hardened host may withhold) the connect goes on as made, to the relay; so too a
+# connect on a socket that listens or is bound to a local address (a socket handed over would
+# replace it). Every notification received is answered, whatever the run put in the call (an
+# address it cannot read itself, a pointer no file offset can name): the kernel then answers it.
 #
 # Each run's first program hands its filter's listener over the one socket this process listens
 # on (argv[1], bound into every run with raw TCP), with the run's token (128 random bits the
@@ -57,6 +60,7 @@ NOTIF = struct.Struct('=QIIiIQ6Q')
 RESP = struct.Struct('=QqiI')
 ADDFD = struct.Struct('=QIIII')
 SYS_PIDFD_GETFD = 438
+PIDFD_THREAD = os.O_EXCL
 O_CLOEXEC = 0o2000000
 # Dials in flight at once (each a thread while it connects): beyond this a connect goes on as
 # made, to the relay, so that a run opening connections to a destination that never answers
@@ -117,26 +121,30 @@ def id_valid(listener, notif_id):
         return False
 
 
+class Iovec(ctypes.Structure):
+    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
+
+
+libc.process_vm_readv.restype = ctypes.c_ssize_t
+libc.process_vm_readv.argtypes = [ctypes.c_int, ctypes.POINTER(Iovec), ctypes.c_ulong, ctypes.POINTER(Iovec), ctypes.c_ulong, ctypes.c_ulong]
+
+
 def read_address(pid, pointer, length, listener, notif_id):
     """The socket address the call names: (family, address text, port), or None to let it go on."""
     if length < 16 or length > 128:
         return None
-    try:
-        fd = os.open('/proc/%d/mem' % pid, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+    # process_vm_readv, not /proc/PID/mem: it reads only what the caller itself could read (a
+    # page it made unreadable gives EFAULT, as the kernel's own copy would; /proc/PID/mem reads
+    # through the protection) and it takes any pointer (an address past 2^63 is no file offset).
+    data = ctypes.create_string_buffer(length)
+    local = Iovec(ctypes.cast(data, ctypes.c_void_p), length)
+    remote = Iovec(pointer, length)
+    got = libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    # The pid could name another process by now: the notification still pending after the read
+    # proves that what was read is the caller's.
+    if got != length or not id_valid(listener, notif_id):
         return None
-    try:
-        # The pid could name another process by now: the notification still pending proves the
-        # descriptor opened is the caller's.
-        if not id_valid(listener, notif_id):
-            return None
-        data = os.pread(fd, length, pointer)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(data) < 16:
-        return None
+    data = data.raw
     family = struct.unpack_from('=H', data, 0)[0]
     if family == socket.AF_INET:
         port = struct.unpack_from('>H', data, 2)[0]
@@ -152,10 +160,18 @@ def read_address(pid, pointer, length, listener, notif_id):
 
 def take_socket(pid, target, listener, notif_id):
     """A copy of the caller's descriptor `target` if it is a TCP socket not yet connected; else None."""
+    # The notification names the calling thread: a thread's own pidfd (PIDFD_THREAD, Linux 6.9)
+    # where the kernel has it, else its process's (whose descriptors the thread shares, unless
+    # it made a table of its own: then the copy is only used for its kind and flags).
     try:
-        pidfd = os.pidfd_open(pid)
-    except OSError:
-        return None
+        pidfd = os.pidfd_open(pid, PIDFD_THREAD)
+    except OSError as error:
+        if error.errno != errno.EINVAL:
+            return None
+        try:
+            pidfd = os.pidfd_open(thread_group(pid))
+        except (OSError, ValueError):
+            return None
     try:
         if not id_valid(listener, notif_id):
             return None
@@ -176,6 +192,14 @@ def take_socket(pid, target, listener, notif_id):
     return sock
 
 
+def thread_group(tid):
+    with open('/proc/%d/status' % tid) as handle:
+        for line in handle:
+            if line.startswith('Tgid:'):
+                return int(line.split()[1])
+    raise ValueError('no Tgid')
+
+
 def fd_cloexec(pid, target):
     try:
         with open('/proc/%d/fdinfo/%d' % (pid, target)) as handle:
@@ -194,6 +218,15 @@ def on_notification(run, listener):
     except OSError:
         return  # the caller went away before it was read
     notif_id, pid, _flags, _nr, _arch, _ip, fd, pointer, length, _a3, _a4, _a5 = NOTIF.unpack(buffer)
+    # A notification received is always answered: whatever fails here lets the call go on as made
+    # (the kernel then answers it, as it would without the filter), never leaves it waiting.
+    try:
+        answer(run, listener, notif_id, pid, fd & 0xFFFFFFFF, pointer, length)
+    except Exception:  # pylint: disable=broad-except
+        go_on(listener, notif_id)
+
+
+def answer(run, listener, notif_id, pid, fd, pointer, length):
     if run.ended:
         go_on(listener, notif_id)
         return
@@ -201,7 +234,7 @@ def on_notification(run, listener):
     if target is None or (target[1], target[2]) not in run.intercept:
         go_on(listener, notif_id)
         return
-    sock = take_socket(pid, fd & 0xFFFFFFFF, listener, notif_id)
+    sock = take_socket(pid, fd, listener, notif_id)
     if sock is None:
         go_on(listener, notif_id)
         return
@@ -214,11 +247,18 @@ def on_notification(run, listener):
         return
     except OSError:
         pass
-    cloexec = fd_cloexec(pid, fd & 0xFFFFFFFF)
+    # A listening socket, or one bound to a local address: the kernel's answer (EISCONN) or the
+    # relay (which keeps the bound address); a socket handed over would replace it.
+    local = sock.getsockname()
+    if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) or local[1] != 0 or local[0] not in ('0.0.0.0', '::'):
+        sock.close()
+        go_on(listener, notif_id)
+        return
+    cloexec = fd_cloexec(pid, fd)
     with state_lock:
         seq_counter[0] += 1
         seq = seq_counter[0]
-        pending[seq] = (listener, notif_id, fd & 0xFFFFFFFF, sock, cloexec)
+        pending[seq] = (listener, notif_id, fd, sock, cloexec)
     emit({'op': 'connect', 'run': run.id, 'seq': seq, 'address': target[1], 'port': target[2], 'family': 4 if sock.family == socket.AF_INET else 6})
 
 
@@ -267,8 +307,13 @@ def on_decided(message):
     listener, notif_id, _target, theirs, _cloexec = entry
     action = message.get('action')
     if action == 'dial' and dials.acquire(blocking=False):
-        threading.Thread(target=dial, args=(message['seq'], entry, str(message['host']), int(message['port']), int(message.get('timeout', 30000))), daemon=True).start()
-        return
+        try:
+            threading.Thread(target=dial, args=(message['seq'], entry, str(message['host']), int(message['port']), int(message.get('timeout', 30000))), daemon=True).start()
+            return
+        except Exception:  # pylint: disable=broad-except
+            # No thread to be had (the host's process or memory limit, which a run can exhaust):
+            # the call goes on to the relay, and this process goes on serving every other run.
+            dials.release()
     theirs.close()
     if action == 'refuse':
         respond(listener, notif_id, 0, -errno.ECONNREFUSED)
@@ -326,6 +371,10 @@ def on_handoff(conn):
         run = tokens.get(data.decode('ascii', 'replace').strip())
         if run is None or len(fds) != 1 or run.ended or run.listener is not None:
             return
+        # Only a filter's listener is polled and asked: any other descriptor (an eventfd that is
+        # always readable) would have this process spin on it.
+        if not is_listener(fds[-1]):
+            return
         del tokens[run.token]
         run.listener = fds.pop()
         by_fd[run.listener] = ('listener', run)
@@ -347,6 +396,13 @@ def expire_handoffs():
     for kind, entry in list(by_fd.values()):
         if kind == 'handoff' and entry[1] < now:
             drop_handoff(entry[0])
+
+
+def is_listener(fd):
+    try:
+        return os.readlink('/proc/self/fd/%d' % fd) == 'anon_inode:seccomp notify'
+    except OSError:
+        return False
 
 
 def drop_listener(run):
@@ -394,14 +450,17 @@ def main():
                 buffered += chunk
                 while b'\n' in buffered:
                     line, buffered = buffered.split(b'\n', 1)
-                    message = json.loads(line)
-                    op = message.get('op')
-                    if op == 'run':
-                        on_run(message)
-                    elif op == 'end':
-                        on_end(message)
-                    elif op == 'decided':
-                        on_decided(message)
+                    try:
+                        message = json.loads(line)
+                        op = message.get('op')
+                        if op == 'run':
+                            on_run(message)
+                        elif op == 'end':
+                            on_end(message)
+                        elif op == 'decided':
+                            on_decided(message)
+                    except Exception:  # pylint: disable=broad-except
+                        pass
                 continue
             # Nothing a run sends may end this process (every run's connects would then fail):
             # what cannot be handled is let go on, or dropped.
