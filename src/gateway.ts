@@ -10,7 +10,7 @@ import { setMaxListeners } from 'node:events';
 import os from 'node:os';
 import { createAudit, recordPolicyRejected } from './audit/from-policy';
 import { AuditLog, type AuditSink } from './audit/log';
-import { ExecgateError, isExecgateError, maskError } from './errors';
+import { ExecgateError, getErrorCode, isExecgateError, maskError } from './errors';
 import { RunRecords } from './run/audit-records';
 import type { BackgroundManager } from './run/background/manager';
 import type { BackgroundProcess } from './run/background/types';
@@ -392,7 +392,15 @@ export class Gateway {
       // The gateway's own HTTPS_PROXY / HTTP_PROXY / NO_PROXY: its upstream connections leave as the gateway's would.
       upstreamEnv: this.#env,
       ...this.#egressOptions,
-      onDecision: (decision) => this.#audit.write('egress.decision', getEgressAuditFields(decision)),
+      // A decision made as the gateway closes (a raw connection still being traced to its run)
+      // may find the log closed: said as a warning, never thrown from a timer into the host.
+      onDecision: (decision) => {
+        try {
+          this.#audit.write('egress.decision', getEgressAuditFields(decision));
+        } catch (error) {
+          this.#warn({ code: getErrorCode(error, 'EXECGATE_ERR_AUDIT_IO'), runId: decision.runId, host: decision.host, port: decision.port, allowed: decision.allowed }, `An egress decision of run ${decision.runId || '(none)'} could not be recorded: ${(error as Error).message}`);
+        }
+      },
     });
     return this.#egress;
   }

@@ -56,22 +56,29 @@ def main():
         sys.stderr.write('execgate: the connect hand-off was started without a program\n')
         return 125
     path, program_hex, token, argv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-    # Connected before the filter exists: this connect is not one to hand over.
+    # Connected before the filter exists: this connect is not one to hand over. The token first:
+    # only once the supervisor has taken it (T) is the filter installed, so a supervisor that is
+    # gone or busy leaves the run relayed, never under a filter nobody answers.
     try:
         channel = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
         channel.settimeout(10)
         channel.connect(path)
+        channel.sendall(token.encode('ascii') + b'\n')
+        if channel.recv(1) != b'T':
+            raise OSError('not taken')
     except OSError:
         channel = None
     if channel is not None:
         listener = install(bytes.fromhex(program_hex))
-        if listener >= 0:
-            try:
-                channel.sendmsg([token.encode('ascii')], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack('=i', listener))])
-                os.close(listener)
-                if channel.recv(1) != b'K':
-                    raise OSError('the supervisor did not take it')
-            except OSError as error:
+        try:
+            if listener < 0:
+                raise OSError('no filter could be installed')
+            channel.sendmsg([b'L'], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack('=i', listener))])
+            os.close(listener)
+            if channel.recv(1) != b'K':
+                raise OSError('the supervisor did not take it')
+        except OSError as error:
+            if listener >= 0:
                 sys.stderr.write('execgate: the run could not hand its connections to the gateway (%s)\n' % error)
                 return 125
         channel.close()

@@ -95,7 +95,7 @@ class Run:
 
 runs = {}          # run id -> Run
 tokens = {}        # a run's token, until its listener came -> Run
-by_fd = {}         # a descriptor polled -> ('listener', Run) | ('handoff', (socket, deadline))
+by_fd = {}         # a descriptor polled -> ('listener', Run) | ('handoff', Handoff)
 pending = {}       # seq -> (listener, notification id, target descriptor, the run's socket (a copy), family)
 seq_counter = [0]
 dials = threading.BoundedSemaphore(MAX_DIALS)
@@ -331,8 +331,24 @@ def on_run(message):
     emit({'op': 'listening', 'run': run_id})
 
 
+# A connection to the socket has this long to name a live token, and, named, to bring the
+# listener. Connections that have named nothing are dropped oldest first past MAX_HANDOFFS, so
+# connections a run holds open cannot keep another run's program from being heard: at worst that
+# program is dropped before it named its token, and its run starts without the filter (relayed).
 HANDOFF_SECONDS = 5
-MAX_HANDOFFS = 64
+CLAIMED_SECONDS = 30
+MAX_HANDOFFS = 256
+
+
+class Handoff:
+    def __init__(self, conn):
+        self.conn = conn
+        self.deadline = time.monotonic() + HANDOFF_SECONDS
+        self.run = None
+        self.data = b''
+
+
+handoffs = {}      # descriptor -> Handoff, oldest first
 
 
 def on_accept(server):
@@ -341,61 +357,95 @@ def on_accept(server):
         conn, _ = server.accept()
     except OSError:
         return
-    pending_handoffs = [entry for kind, entry in by_fd.values() if kind == 'handoff']
-    if len(pending_handoffs) >= MAX_HANDOFFS:
-        conn.close()
-        return
+    if len(handoffs) >= MAX_HANDOFFS:
+        oldest = next((h for h in handoffs.values() if h.run is None), None)
+        if oldest is None:
+            conn.close()
+            return
+        drop_handoff(oldest)
     conn.setblocking(False)
-    by_fd[conn.fileno()] = ('handoff', (conn, time.monotonic() + HANDOFF_SECONDS))
+    handoff = Handoff(conn)
+    handoffs[conn.fileno()] = handoff
+    by_fd[conn.fileno()] = ('handoff', handoff)
     poller.register(conn.fileno(), select.POLLIN)
 
 
-def drop_handoff(conn):
-    fd = conn.fileno()
+def drop_handoff(handoff):
+    fd = handoff.conn.fileno()
     poller.unregister(fd)
     by_fd.pop(fd, None)
-    conn.close()
+    handoffs.pop(fd, None)
+    handoff.conn.close()
 
 
-def on_handoff(conn):
-    """One message: the run's token and its filter's listener. Read once, whatever it holds."""
+def say(conn, word):
+    try:
+        conn.setblocking(True)
+        conn.settimeout(1)
+        conn.sendall(word)
+        conn.setblocking(False)
+        return True
+    except OSError:
+        return False
+
+
+def on_handoff(handoff):
+    """First the run's token and a newline (answered T), then its filter's listener (answered K)."""
+    conn = handoff.conn
+    if handoff.run is None:
+        try:
+            chunk = conn.recv(65)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b''
+        handoff.data += chunk
+        if b'\n' not in handoff.data:
+            if not chunk or len(handoff.data) > 64:
+                drop_handoff(handoff)
+            return
+        run = tokens.get(handoff.data.split(b'\n', 1)[0].decode('ascii', 'replace'))
+        if run is None or run.ended or run.listener is not None:
+            drop_handoff(handoff)
+            return
+        # Spent: the token names one program's hand-off, whatever happens next.
+        del tokens[run.token]
+        handoff.run = run
+        handoff.deadline = time.monotonic() + CLAIMED_SECONDS
+        if not say(conn, b'T'):
+            drop_handoff(handoff)
+        return
+    try:
+        _data, ancillary, _flags, _addr = conn.recvmsg(16, socket.CMSG_SPACE(4 * 4))
+    except BlockingIOError:
+        return
+    except OSError:
+        ancillary = []
     fds = []
     try:
-        data, ancillary, _flags, _addr = conn.recvmsg(64, socket.CMSG_SPACE(4 * 4))
         for level, kind, payload in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 fds.extend(struct.unpack('=%di' % (len(payload) // 4), payload[:len(payload) - len(payload) % 4]))
-    except OSError:
-        data = b''
-    try:
-        run = tokens.get(data.decode('ascii', 'replace').strip())
-        if run is None or len(fds) != 1 or run.ended or run.listener is not None:
-            return
+        run = handoff.run
         # Only a filter's listener is polled and asked: any other descriptor (an eventfd that is
         # always readable) would have this process spin on it.
-        if not is_listener(fds[-1]):
+        if len(fds) != 1 or run.ended or run.listener is not None or not is_listener(fds[-1]):
             return
-        del tokens[run.token]
         run.listener = fds.pop()
         by_fd[run.listener] = ('listener', run)
         poller.register(run.listener, select.POLLIN)
-        try:
-            conn.setblocking(True)
-            conn.settimeout(1)
-            conn.sendall(b'K')
-        except OSError:
-            pass
+        say(conn, b'K')
     finally:
         for fd in fds:
             os.close(fd)
-        drop_handoff(conn)
+        drop_handoff(handoff)
 
 
 def expire_handoffs():
     now = time.monotonic()
-    for kind, entry in list(by_fd.values()):
-        if kind == 'handoff' and entry[1] < now:
-            drop_handoff(entry[0])
+    for handoff in list(handoffs.values()):
+        if handoff.deadline < now:
+            drop_handoff(handoff)
 
 
 def is_listener(fd):
@@ -470,7 +520,7 @@ def main():
                     continue
                 kind, entry = by_fd.get(fd, (None, None))
                 if kind == 'handoff':
-                    on_handoff(entry[0])
+                    on_handoff(entry)
                 elif kind == 'listener':
                     if events & select.POLLIN:
                         on_notification(entry, fd)

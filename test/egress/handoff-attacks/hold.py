@@ -2,11 +2,12 @@
 # connects are handed over) for SECONDS, opening new ones as the supervisor drops old ones.
 import socket, sys, time
 SECONDS = float(sys.argv[1])
+COUNT = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 held = []
 made = 0
 end = time.time() + SECONDS
 while time.time() < end:
-    while len(held) < 100:
+    while len(held) < COUNT:
         s = socket.socket(socket.AF_UNIX)
         try:
             s.connect('/tmp/.execgate-connect.sock')
