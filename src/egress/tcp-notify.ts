@@ -19,11 +19,13 @@
  * still decides, for whatever the supervisor lets go on (a parent proxy's route, a socket it
  * could not take, an address read that no longer names a destination).
  *
- * Each run's filter has a listener of its own, handed over once with the run's token (128 random
+ * Each run's filter has a listener of its own, handed over once with the run's token (256 random
  * bits on its first program's argv, which no other run can see) through the supervisor's one
  * socket, bound into every such run at the same path (so warm sandboxes serve them too): the first
- * listener with a token is that run's, and the token is spent. A connection is the run's whose
- * listener it came through, with no /proc lookup.
+ * listener with a token is that run's, and the token is spent. The program sends the token's
+ * first half and hands its listener over only to a socket that answers with the second (a socket
+ * a run put at the path cannot). A connection is the run's whose listener it came through, with
+ * no /proc lookup.
  *
  * A run handed to another process (a CLI background run, which has no relay in the shared
  * namespace) is served by that process's supervisor, listening in the run's directory, with the
@@ -95,7 +97,8 @@ export function getConnectHandoffWrap(token: string): ((argv: readonly string[])
 
 /** A run's token: what its first program hands its listener over with (no other run sees it). */
 export function createConnectToken(): string {
-  return randomBytes(16).toString('hex');
+  // Two halves of 128 bits: the run's claim, and the supervisor's proof (tcp-supervisor.py).
+  return randomBytes(32).toString('hex');
 }
 
 /** The supervisor's socket in `dir` (the same name wherever a run is served from). */

@@ -11,7 +11,8 @@
 #   python3 -I -S -c "$(cat tcp-install.py)" SOCKET BPF_HEX TOKEN PROGRAM [ARG...]
 #     SOCKET   the supervisor's socket (bound read-only into the sandbox)
 #     BPF_HEX  the filter (struct sock_filter[]), in hex
-#     TOKEN    the run's token: the supervisor takes one listener with it, this one
+#     TOKEN    the run's token: its first half is sent, the supervisor answers with the second;
+#              it takes one listener with it, this one
 #
 # Where the filter cannot be had (a kernel without listeners, no socket), the program starts
 # without it and the run's connections take the gateway's relay on its loopback, as they would
@@ -63,8 +64,17 @@ def main():
         channel = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
         channel.settimeout(10)
         channel.connect(path)
-        channel.sendall(token.encode('ascii') + b'\n')
-        if channel.recv(1) != b'T':
+        claim, proof = token[:len(token) // 2], token[len(token) // 2:]
+        channel.sendall(claim.encode('ascii') + b'\n')
+        answer = b''
+        while len(answer) < 1 + len(proof):
+            chunk = channel.recv(1 + len(proof) - len(answer))
+            if not chunk:
+                break
+            answer += chunk
+        # Only the gateway's supervisor knows the second half: a socket a run put at the path
+        # gets neither the listener nor the run's connections.
+        if answer != b'T' + proof.encode('ascii'):
             raise OSError('not taken')
     except OSError:
         channel = None

@@ -20,9 +20,10 @@
 # address it cannot read itself, a pointer no file offset can name): the kernel then answers it.
 #
 # Each run's first program hands its filter's listener over the one socket this process listens
-# on (argv[1], bound into every run with raw TCP), with the run's token (128 random bits the
-# gateway put on that program's argv, seen by no other run): the first listener that comes with a
-# run's token is that run's, and the token is spent. A connection that sends nothing, or anything
+# on (argv[1], bound into every run with raw TCP), with the run's token (256 random bits the
+# gateway put on that program's argv, seen by no other run; the program sends the first half and
+# this process proves itself with the second): the first listener that comes with a run's token
+# is that run's, and the token is spent. A connection that sends nothing, or anything
 # else, is dropped; none of them can hold this process up.
 #
 #   python3 -I -S tcp-supervisor.py SOCKET
@@ -91,6 +92,7 @@ class Run:
         self.intercept = intercept
         self.listener = None
         self.ended = False
+        self.proof = b""
 
 
 runs = {}          # run id -> Run
@@ -325,7 +327,12 @@ def on_decided(message):
 
 def on_run(message):
     run_id = str(message['run'])
-    run = Run(run_id, str(message['token']), {(str(a), int(p)) for a, p in message.get('intercept', [])})
+    token = str(message['token'])
+    # The first half is the claim the run's first program sends, the second the proof this
+    # process answers with: a socket that is not this one (a run that put its own at the path,
+    # where the runtime directory is one runs can write) cannot answer it.
+    run = Run(run_id, token[:len(token) // 2], {(str(a), int(p)) for a, p in message.get('intercept', [])})
+    run.proof = token[len(token) // 2:].encode('ascii')
     runs[run_id] = run
     tokens[run.token] = run
     emit({'op': 'listening', 'run': run_id})
@@ -390,7 +397,7 @@ def say(conn, word):
 
 
 def on_handoff(handoff):
-    """First the run's token and a newline (answered T), then its filter's listener (answered K)."""
+    """First the run's claim and a newline (answered T and the proof), then its filter's listener (answered K)."""
     conn = handoff.conn
     if handoff.run is None:
         try:
@@ -412,7 +419,7 @@ def on_handoff(handoff):
         del tokens[run.token]
         handoff.run = run
         handoff.deadline = time.monotonic() + CLAIMED_SECONDS
-        if not say(conn, b'T'):
+        if not say(conn, b'T' + run.proof):
             drop_handoff(handoff)
         return
     try:

@@ -238,6 +238,52 @@ print('answer', repr(s.recv(1)))
   });
 });
 
+maybe('an impostor at the supervisor\'s socket', () => {
+  test('a run that puts its own socket at the path (a runtime directory runs can write) gets no listener; the next run is relayed', async () => {
+    // The test's runtime directory is inside the workspace, which runs can write: run A finds the
+    // supervisor's socket there, puts a listening socket of its own at the path, and answers every
+    // hand-off as the supervisor would, without the proof it cannot know. Run B's first program
+    // then finds the impostor: it installs no filter, hands it nothing, and B is relayed.
+    const { gateway, dir, home } = makeGateway('impostor', `{ mode: allowlist, tcp: ["echo.test:${echoPort}"] }`);
+    try {
+      const first = await gateway.exec({ command: PEER_PY('echo.test', echoPort), cwd: dir });
+      expect(first.stdout).toContain(`peer 127.0.0.1:${echoPort}`);
+      const impostor = await gateway.exec({
+        command: `python3 -c "
+import glob, os, socket, sys
+path = glob.glob('${dir}/execgate-egress-*/connect.sock')[0]
+os.unlink(path)
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+os.chmod(path, 0o666)
+s.listen(8)
+print('listening', flush=True)
+while True:
+    c, _ = s.accept()
+    print('asked', c.recv(100)[:4], flush=True)
+    c.sendall(b'T' + b'0' * 32)
+    data, anc, _, _ = c.recvmsg(16, socket.CMSG_SPACE(16))
+    print('got', 'fds' if anc else 'nothing', flush=True)
+"`,
+        cwd: dir, mode: 'background', timeout: 60_000,
+      });
+      for (let i = 0; i < 200 && !readFileSync(impostor.outputPath!, 'utf8').includes('listening'); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(readFileSync(impostor.outputPath!, 'utf8')).toContain('listening');
+      const second = await gateway.exec({ command: `grep Seccomp_filters /proc/self/status; ${PEER_PY('echo.test', echoPort)}`, cwd: dir });
+      expect(second.stderr).toBe('');
+      expect(second.stdout).toMatch(/Seccomp_filters:\s+1/);
+      expect(second.stdout).toContain(`peer 127.77.0.1:${echoPort}`);
+      expect(decisionsOf(home, second.id)).toEqual([expect.objectContaining({ via: 'tcp', host: 'echo.test', allowed: true })]);
+      await gateway.background.kill(impostor.id);
+      const said = readFileSync(impostor.outputPath!, 'utf8');
+      expect(said).toContain('asked');
+      expect(said).not.toContain('got fds');
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
 maybe('raw TCP relayed (connectHandoff: false), and a namespace of the run\'s own', () => {
   test('differential: relayed, the run\'s socket\'s peer is its 127.77 address; handed over, the real server', async () => {
     const relayed = makeGateway('relayed', `{ mode: allowlist, tcp: ["echo.test:${echoPort}"] }`, false);
