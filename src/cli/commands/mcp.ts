@@ -147,12 +147,15 @@ async function mcpAction(flags: McpFlags, io: CliIo): Promise<void> {
   const policyFile = flags.policy ?? (io.env.EXECGATE_POLICY || undefined);
 
   // Everything that can refuse to start is checked before the gateway exists.
-  const mcpModule = require('../../mcp') as typeof import('../../mcp');
+  // The transport it serves on, alone: a stdio server does not load the HTTP one (Node's HTTP
+  // server, the SDK's Streamable HTTP and SSE transports), which was most of its start.
+  const { createMcpServer } = require('../../mcp/server') as typeof import('../../mcp/server');
+  const http = flags.http ? require('../../mcp/http') as typeof import('../../mcp/http') : undefined;
   const guard = require('../../mcp/http-guard') as typeof import('../../mcp/http-guard');
   let token: string | undefined;
   let generated = false;
   if (flags.http) {
-    guard.validateListenHost(flags.host ?? mcpModule.DEFAULT_HTTP_HOST, flags.allowRemote === true);
+    guard.validateListenHost(flags.host ?? http!.DEFAULT_HTTP_HOST, flags.allowRemote === true);
     const configured = io.env.EXECGATE_MCP_TOKEN;
     token = configured ? guard.validateToken(configured) : guard.generateToken();
     generated = !configured;
@@ -175,7 +178,7 @@ async function mcpAction(flags: McpFlags, io: CliIo): Promise<void> {
   try {
     let mcp: import('../../mcp').ExecgateMcpServer;
     try {
-      mcp = mcpModule.createMcpServer({
+      mcp = createMcpServer({
         gateway,
         workdir,
         bash: flags.bash,
@@ -188,8 +191,8 @@ async function mcpAction(flags: McpFlags, io: CliIo): Promise<void> {
       throw error;
     }
     if (mcp.toolNames.length === 0) log('warning: no tools are enabled; clients will see an empty tool list.');
-    if (flags.http) {
-      const server = await mcpModule.serveHttp(mcp, {
+    if (http) {
+      const server = await http.serveHttp(mcp, {
         host: flags.host,
         port,
         token: token as string,
@@ -209,7 +212,8 @@ async function mcpAction(flags: McpFlags, io: CliIo): Promise<void> {
       await server.close();
     } else {
       const stdin = io.stdin as Readable;
-      const connection = await mcpModule.serveStdio(mcp, { stdin, stdout: io.stdout as Writable }, { log });
+      const { serveStdio } = require('../../mcp/stdio') as typeof import('../../mcp/stdio');
+      const connection = await serveStdio(mcp, { stdin, stdout: io.stdout as Writable }, { log });
       log(`serving on stdio (tools: ${mcp.toolNames.join(', ') || 'none'}; workdir ${workdir})`);
       const why = await Promise.race([connection.closed.then(() => 'the client closed its end (stdin)'), stopped.then(() => 'a signal asked it to')]);
       log(`stopping: ${why}`);
