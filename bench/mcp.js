@@ -9,9 +9,23 @@
  *
  *   npm run build && node bench/mcp.js [--quick]
  */
-const { mkdirSync } = require('node:fs');
+const { execFileSync } = require('node:child_process');
+const { mkdirSync, readFileSync } = require('node:fs');
 const { dirname, join } = require('node:path');
-const { DIST, benchEnv, interleave, percentile, row, runFigure } = require('./lib');
+const { DIST, benchEnv, interleave, percentile, readOwnCpu, row, runFigure } = require('./lib');
+
+/** CPU time (ms, user + system, all threads) of one process, from /proc; undefined off Linux. */
+let tickMs;
+function processCpu(pid) {
+  try {
+    tickMs ??= 1000 / (Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100);
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * tickMs;
+  } catch {
+    return undefined;
+  }
+}
 
 async function run({ quick, baseline, log }) {
   const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
@@ -30,6 +44,7 @@ async function run({ quick, baseline, log }) {
     const client = new Client({ name: 'execgate-bench', version: '1' });
     await client.connect(transport);
     await client.listTools();
+    client.serverPid = transport.pid;
     return client;
   };
   const call = (client) => async () => {
@@ -59,9 +74,22 @@ async function run({ quick, baseline, log }) {
   };
   const iterations = quick ? 10 : 300;
   log(`${iterations} interleaved calls of each`);
+  // CPU per call, sandbox off: the server process's own (its runs' bash not counted, nor a spawn
+  // helper it may start once its resident set passes the spawner's threshold) against this
+  // process's for gateway.exec (its bash not counted either). What the server spends beyond the
+  // in-process call is its own work: the protocol, the bash tool's sentinel and result, the pipes.
+  const cpuOf = { mcp: () => processCpu(client.serverPid), direct: readOwnCpu };
+  const cpu = { mcp: 0, direct: 0 };
+  let cpuStarted;
+  const before = (name) => { cpuStarted = cpuOf[name]?.(); };
+  const after = (name, counted) => {
+    if (!counted || cpuStarted === undefined) return;
+    const now = cpuOf[name]();
+    if (now !== undefined) cpu[name] += now - cpuStarted;
+  };
   let samples;
   try {
-    samples = await interleave(variants, { iterations, warmup: quick ? 2 : 20 });
+    samples = await interleave(variants, { iterations, warmup: quick ? 2 : 20, before, after });
   } finally {
     await client.close();
     await sandboxedClient?.close();
@@ -84,7 +112,13 @@ async function run({ quick, baseline, log }) {
         row(7, 'MCP `bash` tool call over stdio, sandbox on (default policy)', samples.mcpSandboxed, { of: { name: 'gateway.exec, sandbox on', samples: samples.directSandboxed }, target: 1.3 }),
       ] : []),
     ],
-    notes: [`MCP call p90 ${percentile(samples.mcp, 90).toFixed(2)} ms, p99 ${percentile(samples.mcp, 99).toFixed(2)} ms.`],
+    notes: [
+      `MCP call p90 ${percentile(samples.mcp, 90).toFixed(2)} ms, p99 ${percentile(samples.mcp, 99).toFixed(2)} ms.`,
+      ...(processCpu(process.pid) !== undefined ? [
+        `CPU per call, sandbox off: the MCP server process ${(cpu.mcp / iterations).toFixed(2)} ms, gateway.exec in this process ${(cpu.direct / iterations).toFixed(2)} ms; ` +
+        `the server's own work beyond the run about ${((cpu.mcp - cpu.direct) / iterations).toFixed(2)} ms a call (/proc clock ticks, summed over the ${iterations} calls).`,
+      ] : []),
+    ],
   };
 }
 

@@ -22,7 +22,7 @@
  */
 const { cpus } = require('node:os');
 const { join } = require('node:path');
-const { DIST, row, runFigure } = require('./lib');
+const { DIST, row, runFigure, summarize } = require('./lib');
 
 const CHUNK = 64 * 1024;
 const GOAL_MBS = 500;
@@ -250,7 +250,8 @@ async function run({ quick, baseline, log }) {
         rates[key].push(sample(chunks, variants[key], mib[key]));
       }
     }
-    medians.set(count, [...rates.ours].sort((a, b) => a - b)[Math.floor(rates.ours.length / 2)]);
+    // The row's median (lib.js summarize), so that the notes' verdict and growth read the same figure as the row.
+    medians.set(count, summarize(rates.ours).median);
     if (regexps) rows.push(row(4, `mixed text: RegExp alternation of all ${regexps.literals} literals (${count} secrets)`, rates.all, { unit: 'MB/s' }));
     if (base) rows.push(row(4, `mixed text: baseline build, ${count} secrets, ${base.patternCount} patterns`, rates.baseline, { unit: 'MB/s' }));
     // The goal (bench/goals.js, redact-1000) is an absolute rate: the row names it, and the notes
