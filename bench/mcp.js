@@ -27,6 +27,36 @@ function processCpu(pid) {
   }
 }
 
+// A fixed seed: the same orders in every run of the figure.
+let seed = 0x9e3779b9;
+function random() {
+  seed ^= seed << 13;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5;
+  return (seed >>> 0) / 0x100000000;
+}
+
+/** interleave() one iteration at a time, the variants in an order drawn anew for each (Fisher-Yates). */
+async function shuffled(variants, { iterations, warmup, before, after }) {
+  const names = Object.keys(variants);
+  const samples = Object.fromEntries(names.map((name) => [name, []]));
+  for (let i = 0; i < warmup + iterations; i++) {
+    const order = [...names];
+    for (let k = order.length - 1; k > 0; k--) {
+      const j = Math.floor(random() * (k + 1));
+      [order[k], order[j]] = [order[j], order[k]];
+    }
+    const kept = i >= warmup;
+    const one = await interleave(Object.fromEntries(order.map((name) => [name, variants[name]])), {
+      iterations: 1,
+      before,
+      after: after && ((name) => after(name, kept)),
+    });
+    if (kept) for (const name of names) samples[name].push(...one[name]);
+  }
+  return samples;
+}
+
 async function run({ quick, baseline, log }) {
   const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
   const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
@@ -63,17 +93,22 @@ async function run({ quick, baseline, log }) {
   const sandboxedGateway = sandbox ? createGateway({ policy: { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' } }, home: join(home, 'direct-sandboxed'), env: defaultEnv, cwd: work }) : undefined;
   // --baseline=DIR: another built tree's server, sandbox off, interleaved with these.
   const baseClient = baseline ? await connect({ ...env, EXECGATE_HOME: join(home, 'mcp-baseline') }, home, baseline) : undefined;
-  const variants = {
+  // Sandbox off and sandbox on are measured apart, each pair in an order drawn anew every
+  // iteration. In one rotation of all five, each variant always came right after the same other
+  // one, and the MCP call came after the sandboxed gateway.exec, whose next warm sandbox is set up
+  // after the run, on the same two cores: the MCP call paid for it (the same server read 1.12x and
+  // 1.18x the baseline tree's, the call right after it, with both trees alike).
+  const unsandboxed = {
     mcp: call(client),
     ...(baseClient ? { mcpBaseline: call(baseClient) } : {}),
     direct: () => gateway.exec({ command: 'true' }),
-    ...(sandbox ? {
-      mcpSandboxed: call(sandboxedClient),
-      directSandboxed: () => sandboxedGateway.exec({ command: 'true' }),
-    } : {}),
   };
+  const sandboxed = sandbox ? {
+    mcpSandboxed: call(sandboxedClient),
+    directSandboxed: () => sandboxedGateway.exec({ command: 'true' }),
+  } : undefined;
   const iterations = quick ? 10 : 300;
-  log(`${iterations} interleaved calls of each`);
+  log(`${iterations} interleaved calls of each, sandbox off then sandbox on, in an order drawn each iteration`);
   // CPU per call, sandbox off: the server process's own (its runs' bash not counted, nor a spawn
   // helper it may start once its resident set passes the spawner's threshold) against this
   // process's for gateway.exec (its bash not counted either). What the server spends beyond the
@@ -89,7 +124,10 @@ async function run({ quick, baseline, log }) {
   };
   let samples;
   try {
-    samples = await interleave(variants, { iterations, warmup: quick ? 2 : 20, before, after });
+    samples = {
+      ...await shuffled(unsandboxed, { iterations, warmup: quick ? 2 : 20, before, after }),
+      ...(sandboxed ? await shuffled(sandboxed, { iterations, warmup: quick ? 2 : 20 }) : {}),
+    };
   } finally {
     await client.close();
     await sandboxedClient?.close();
