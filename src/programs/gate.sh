@@ -8,10 +8,11 @@
 #   sh -c "$(cat gate.sh)" execgate-gate STDIN PROGRAM [ARG...]
 #     STDIN  `keep`: the program reads the rest of this stdin; otherwise it gets /dev/null
 #
-# On stderr: NUL once waiting; SOH once about to start. Nothing else is written before the
-# program's own output. After SOH it waits for one more line on stdin, which the gateway sends
-# once it has read the SOH: a program writing at once would otherwise find stderr still marked
-# readable by the SOH, and the gateway would read its stderr first whatever came first.
+# On stderr: NUL once waiting, and nothing else: whatever follows it is the program's own output.
+# The gateway sends `go` only once it has read the NUL, checked the sandbox, and polled stderr
+# empty again: a program writing at once would otherwise find stderr still marked readable by the
+# NUL, and the gateway would read its stderr first whatever came first (src/process/bwrap/gate.ts).
+# One round trip: the gate and the gateway each wake once between set-up and the program.
 #
 # The program's environment is this shell's: the one variable the gate reads into, `g`, is put back
 # as it came (its value, or unset) before the exec, so a run may have a `g` of its own. (Kept in the
@@ -20,8 +21,6 @@ set -- "${g-}" "${g+set}" "$@"
 printf '\000' >&2
 IFS= read -r g || exit 125
 [ "$g" = go ] || exit 125
-printf '\001' >&2
-IFS= read -r g || exit 125
 if [ "$2" = set ]; then g=$1; else unset g; fi
 shift 2
 [ "$1" = keep ] || exec </dev/null

@@ -71,8 +71,8 @@ describe('the programs of a sandboxed run', () => {
    * PPID, which the run's bash resets anyway.
    */
   const gates: Array<{ name: string; argv: string[]; input: string }> = [
-    { name: 'gate.sh as sh', argv: ['/bin/sh', '-c', getGateScript(), 'execgate-gate', 'null'], input: 'go\n\n' },
-    { name: 'gate.sh as bash (closing descriptors)', argv: ['/bin/bash', '--norc', '--noprofile', '-c', getBashGateScript(CLOSE_FDS), 'execgate-gate', 'null'], input: 'go\n\n' },
+    { name: 'gate.sh as sh', argv: ['/bin/sh', '-c', getGateScript(), 'execgate-gate', 'null'], input: 'go\n' },
+    { name: 'gate.sh as bash (closing descriptors)', argv: ['/bin/bash', '--norc', '--noprofile', '-c', getBashGateScript(CLOSE_FDS), 'execgate-gate', 'null'], input: 'go\n' },
     { name: 'pty-gate.bash', argv: ['/bin/bash', '--norc', '--noprofile', '-c', getPtyGateScript(CLOSE_FDS), 'execgate-gate'], input: 'g' },
   ];
   const used = (text: string): string[] => {
@@ -104,6 +104,34 @@ describe('the programs of a sandboxed run', () => {
       // Unset stays unset.
       const bare = spawnSync(argv[0], [...argv.slice(1), '/usr/bin/env', '-0'], { env: { PATH: '/usr/bin:/bin' }, cwd: dir.dir, input, encoding: 'utf8' });
       expect(bare.stdout.split('\0').filter((entry) => names.some((name) => entry.startsWith(`${name}=`)))).toEqual([]);
+    } finally {
+      dir.cleanup();
+    }
+  });
+});
+
+/*
+ * The cold gate's one round trip: NUL on stderr once waiting, then the program only on the exact
+ * line `go`. Whatever else its stdin says (nothing, a partial word, another word, a longer line,
+ * the word without its newline) ends the gate with 125 and nothing of the program runs; after
+ * `go` the gate writes nothing more (its stderr is the program's from the NUL on).
+ */
+describe('the cold gate lets its program go only on `go`', () => {
+  const gates = [
+    { name: 'gate.sh as sh', argv: ['/bin/sh', '-c', getGateScript(), 'execgate-gate', 'null'] },
+    { name: 'gate.sh as bash (closing descriptors)', argv: ['/bin/bash', '--norc', '--noprofile', '-c', getBashGateScript(CLOSE_FDS), 'execgate-gate', 'null'] },
+  ];
+  const program = (marker: string): string[] => ['/bin/sh', '-c', 'touch "$1"; echo out; echo err >&2', 'program', marker];
+  test.each(gates)('$name', ({ argv }) => {
+    const dir = makeTempDir('execgate-gate-go-');
+    try {
+      const marker = join(dir.dir, 'ran');
+      for (const input of ['', 'g', 'go', 'gox\n', 'no\n', '\n', ' go\n', 'go \n']) {
+        const result = spawnSync(argv[0], [...argv.slice(1), ...program(marker)], { input, cwd: dir.dir, encoding: 'utf8' });
+        expect({ input, status: result.status, stdout: result.stdout, stderr: result.stderr, ran: existsSync(marker) }).toEqual({ input, status: 125, stdout: '', stderr: '\0', ran: false });
+      }
+      const go = spawnSync(argv[0], [...argv.slice(1), ...program(marker)], { input: 'go\nmore input for nobody\n', cwd: dir.dir, encoding: 'utf8' });
+      expect({ status: go.status, stdout: go.stdout, stderr: go.stderr, ran: existsSync(marker) }).toEqual({ status: 0, stdout: 'out\n', stderr: '\0err\n', ran: true });
     } finally {
       dir.cleanup();
     }

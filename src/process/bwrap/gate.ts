@@ -8,10 +8,11 @@
  * in a run's output.
  *
  * Runs on pipes (sync, background) get gate.sh: the mark is a NUL on stderr, the word `go`
- * comes on stdin, then a SOH on stderr as the program starts; stdin goes on to the program
- * (background) or is /dev/null (sync). Runs on a terminal get pty-gate.bash, which does the same
- * over the terminal (spawner/pty.ts drives it with the functions below). Warm sandboxes
- * (warm.ts) have a gate of their own that also receives the program.
+ * comes on stdin and the gate becomes the program at once (one round trip: everything on stderr
+ * after the NUL is the program's); stdin goes on to the program (background) or is /dev/null
+ * (sync). Runs on a terminal get pty-gate.bash, which also says SOH as the program starts
+ * (spawner/pty.ts drives it with the functions below). Warm sandboxes (warm.ts) have a gate of
+ * their own that also receives the program.
  */
 import type { Readable } from 'node:stream';
 import { PassThrough } from 'node:stream';
@@ -170,21 +171,21 @@ export async function startGated(spawner: Spawner, request: SandboxedRequest): P
   const stderr = new PassThrough();
   stderr.once('close', () => child.stderr.destroy());
   const stdout = relay(child.stdout);
+  // A gate that is gone when `go` is written (its sandbox ended meanwhile) reports that by its exit.
+  child.stdin!.on('error', () => undefined);
   try {
-    const ready = await readMark(child.stderr, READY, new PassThrough());
+    // After the mark only the program speaks: what follows it in the same read is its output.
+    const ready = await readMark(child.stderr, READY, stderr);
     if (ready !== true) throw helperFailed(ready, request.cwd);
     const init = checkSandbox(child.pid, request.sandbox.check);
     // Set up and checked while the start record was made durable; the program acts only after.
     await request.ready;
-    const started = readMark(child.stderr, STARTED, stderr);
-    child.stdin!.write('go\n');
-    const said = await started;
-    if (said !== true) throw helperFailed(said, request.cwd);
-    // The mark is read and stderr polled empty: the program may start now (see gate.sh).
-    await afterNextPoll();
-    if (keep) child.stdin!.write('\n');
-    else child.stdin!.end('\n');
+    // stderr flows into the run's stream from here, and is polled empty once more before the
+    // program may write (afterNextPoll): its stdout and stderr then arrive in the order written.
     child.stderr.pipe(stderr);
+    await afterNextPoll();
+    if (keep) child.stdin!.write('go\n');
+    else child.stdin!.end('go\n');
     return { ...child, stdin: keep ? child.stdin : null, stdout, stderr, sandboxInit: init };
   } catch (error) {
     abandon(child);
