@@ -146,6 +146,11 @@ function exposedPaths(entry: MountEntry, host: ReadonlyMap<string, readonly Moun
 export function verifySandbox(launcherPid: number, check: SandboxCheck): string | undefined {
   const init = findSandboxInit(launcherPid);
   if (init === undefined) return 'the sandbox\'s first process could not be found';
+  return verifySandboxInit(init, check);
+}
+
+/** verifySandbox for a sandbox whose first process (findSandboxInit) is already known. */
+export function verifySandboxInit(init: number, check: SandboxCheck): string | undefined {
   let sandboxText: string;
   let hostText: string;
   try {
