@@ -62,7 +62,10 @@ export class PipePool {
     try {
       const names = Array.from({ length: BATCH }, (_, i) => join(dir, String(i)));
       await new Promise<void>((resolve, reject) => {
-        execFile('mkfifo', ['-m', '600', '--', ...names], { timeout: BATCH_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' } }, (error) => (error ? reject(error) : resolve()));
+        execFile('mkfifo', ['-m', '600', '--', ...names], { timeout: BATCH_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' } }, (error) => {
+          if (error) reject(new Error(`mkfifo failed: ${error.message}`));
+          else resolve();
+        });
       });
       for (const name of names) this.#free.push(openPipe(name));
     } finally {
