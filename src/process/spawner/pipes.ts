@@ -8,14 +8,17 @@
  * so the open does not wait for a writer) and once for writing, then unlinked, it is a pipe
  * only this process holds, whose write end goes to the child as its descriptor 1 or 2 and whose
  * read end this process reads (output-reader.ts). They are made in batches by one `mkfifo` in a
- * fresh 0700 directory (0600 each, removed once opened), ahead of need, so a run's start pays a
- * few opens, not a process.
+ * fresh 0700 directory (each 0600), ahead of need, so a run's start pays two opens and an unlink
+ * per pipe, not a process. The batch waits as names, not as open descriptors: every run's start
+ * looks at each descriptor this process holds (process/inherited-fds.ts), so a stock of open
+ * pipes would cost every run. A batch's directory is removed once used up or when this process
+ * exits, and one whose process is gone (killed) by the next process that makes pipes.
  *
  * Where mkfifo is missing or fails (or /tmp cannot take a FIFO), `take` resolves to undefined
  * and the run gets child_process's sockets as before.
  */
 import { execFile } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, rmSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, mkdtempSync, openSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { getRuntimeBase } from '../../fs/runtime-dir';
 
@@ -31,69 +34,144 @@ const LOW = 8;
 /** How long one batch may take before the runs waiting for it get sockets instead. */
 const BATCH_TIMEOUT_MS = 10_000;
 
+interface Batch {
+  readonly dir: string;
+  readonly names: string[];
+}
+
 export class PipePool {
-  readonly #free: PipePair[] = [];
+  /** Batches made and not used up, oldest first. */
+  readonly #batches: Batch[] = [];
+  #stock = 0;
   #making: Promise<void> | undefined;
   /** Set once a batch failed: mkfifo is not there or FIFOs cannot be made; runs get sockets. */
   #broken = false;
+  #swept = false;
 
   /** Two pipes (stdout, stderr), or undefined when none can be made here. */
   async take(): Promise<[PipePair, PipePair] | undefined> {
-    if (this.#free.length < 2 + LOW) this.#refill();
-    while (this.#free.length < 2) {
+    if (this.#stock < 2 + LOW) this.prefill();
+    while (this.#stock < 2) {
       if (this.#broken || this.#making === undefined) return undefined;
       await this.#making;
     }
-    return [this.#free.pop()!, this.#free.pop()!];
+    const first = this.#open();
+    try {
+      return [first, this.#open()];
+    } catch (error) {
+      closePipe(first);
+      throw error;
+    }
   }
 
-  /** Whether pipes are made here (false once mkfifo failed). */
-  get works(): boolean {
-    return !this.#broken;
-  }
-
-  #refill(): void {
+  /** Make the next batch now, if none is being made (a gateway starts it before its first run). */
+  prefill(): void {
     if (this.#making !== undefined || this.#broken) return;
     this.#making = this.#makeBatch().catch(() => { this.#broken = true; }).finally(() => { this.#making = undefined; });
   }
 
-  async #makeBatch(): Promise<void> {
-    const dir = mkdtempSync(join(getRuntimeBase(), 'execgate-pipes-'));
+  /** The next FIFO, opened and unlinked; its batch's directory is removed once used up. */
+  #open(): PipePair {
+    const batch = this.#batches[0];
+    const name = batch.names.pop()!;
+    this.#stock -= 1;
+    if (batch.names.length === 0) {
+      this.#batches.shift();
+      removeOnExit.delete(batch.dir);
+    }
     try {
-      const names = Array.from({ length: BATCH }, (_, i) => join(dir, String(i)));
+      return openPipe(name);
+    } finally {
+      if (batch.names.length === 0) rmSync(batch.dir, { recursive: true, force: true });
+    }
+  }
+
+  async #makeBatch(): Promise<void> {
+    const base = getRuntimeBase();
+    if (!this.#swept) {
+      this.#swept = true;
+      sweepDead(base);
+    }
+    const dir = mkdtempSync(join(base, `${PREFIX}${process.pid}-`));
+    watchExit();
+    removeOnExit.add(dir);
+    const names = Array.from({ length: BATCH }, (_, i) => join(dir, String(i)));
+    try {
       await new Promise<void>((resolve, reject) => {
         execFile('mkfifo', ['-m', '600', '--', ...names], { timeout: BATCH_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' } }, (error) => {
           if (error) reject(new Error(`mkfifo failed: ${error.message}`));
           else resolve();
         });
       });
-      for (const name of names) this.#free.push(openPipe(name));
-    } finally {
+    } catch (error) {
+      removeOnExit.delete(dir);
       rmSync(dir, { recursive: true, force: true });
+      throw error;
     }
+    this.#batches.push({ dir, names });
+    this.#stock += names.length;
   }
 }
 
 /** Both ends of the FIFO at `path`, which is unlinked: from then on only these descriptors reach it. */
 function openPipe(path: string): PipePair {
   // Read end first (non-blocking: no writer yet); then the write end opens at once. Both close-on-exec.
-  const read = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  let write: number;
   try {
-    write = openSync(path, constants.O_WRONLY);
-  } catch (error) {
-    closeSync(read);
-    throw error;
+    const read = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      return { read, write: openSync(path, constants.O_WRONLY) };
+    } catch (error) {
+      closeSync(read);
+      throw error;
+    }
   } finally {
     unlinkSync(path);
   }
-  return { read, write };
 }
 
 export function closePipe(pair: PipePair): void {
   for (const fd of [pair.read, pair.write]) {
     try { closeSync(fd); } catch { /* already closed */ }
   }
+}
+
+/** A batch's directory: `execgate-pipes-<pid of its process>-XXXXXX`. */
+const PREFIX = 'execgate-pipes-';
+const OWNED = /^execgate-pipes-([0-9]+)-/;
+
+/**
+ * Batch directories left by processes that are gone (killed before their exit handler ran), so
+ * that they do not pile up in /tmp. Once per process, before its first batch.
+ */
+function sweepDead(base: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(base);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(OWNED.exec(name)?.[1] ?? 0);
+    if (pid === 0 || pid === process.pid) continue;
+    try {
+      process.kill(pid, 0);
+    } catch (error) {
+      // ESRCH: no such process. (EPERM: alive, another user's.)
+      if ((error as NodeJS.ErrnoException).code === 'ESRCH') rmSync(join(base, name), { recursive: true, force: true });
+    }
+  }
+}
+
+/** Directories of batches not used up, removed when this process exits. */
+const removeOnExit = new Set<string>();
+let watching = false;
+
+function watchExit(): void {
+  if (watching) return;
+  watching = true;
+  process.once('exit', () => {
+    for (const dir of removeOnExit) rmSync(dir, { recursive: true, force: true });
+  });
 }
 
 let pool: PipePool | undefined;
