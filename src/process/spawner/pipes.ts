@@ -28,9 +28,13 @@ export interface PipePair {
   readonly write: number;
 }
 
-/** Pipes made per batch (one mkfifo process), and the stock below which the next batch is made. */
-const BATCH = 32;
-const LOW = 8;
+/**
+ * Pipes made per batch (one mkfifo process), and the stock below which the next batch is made.
+ * Large: spawning mkfifo blocks the event loop for a fork (about 2 ms here), which a batch of
+ * 256 spreads over 128 runs; a name costs nothing until it is used.
+ */
+const BATCH = 256;
+const LOW = 64;
 /** How long one batch may take before the runs waiting for it get sockets instead. */
 const BATCH_TIMEOUT_MS = 10_000;
 
