@@ -41,18 +41,28 @@ function expectAllThrough(output: string): void {
 }
 
 describe('output pipes, unsandboxed', () => {
-  test('sync: /dev/stdout, /dev/stderr and /proc/self/fd/1 can be opened, and each stream gets its own', async () => {
-    const result = await gateway.exec({ command: BY_NAME });
-    expect(result.exitCode).toBe(0);
-    expectAllThrough(result.output);
-    expect(result.stdout).toBe('fifo-both\nvia-dev-stdout\nvia-proc-fd-1\nvia-tee\n');
-    expect(result.stderr).toBe('via-dev-stderr\nvia-tee\n');
+  test.each(['direct', 'helper'] as const)('sync, spawner %s: /dev/stdout, /dev/stderr and /proc/self/fd/1 can be opened, and each stream gets its own', async (spawner) => {
+    const through = spawner === 'direct' ? gateway : createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'helper'), env: baseEnv(), cwd: tmp.dir, spawner });
+    try {
+      const result = await through.exec({ command: BY_NAME });
+      expect(result.exitCode).toBe(0);
+      expectAllThrough(result.output);
+      expect(result.stdout).toBe('fifo-both\nvia-dev-stdout\nvia-proc-fd-1\nvia-tee\n');
+      expect(result.stderr).toBe('via-dev-stderr\nvia-tee\n');
+    } finally {
+      if (through !== gateway) await through.close();
+    }
   });
 
-  test('background: the same, into its output file', async () => {
-    const out = await runIn(gateway, 'background', BY_NAME);
-    expect(out.exitCode).toBe(0);
-    expectAllThrough(out.output);
+  test.each(['direct', 'helper'] as const)('background, spawner %s: the same, into its output file', async (spawner) => {
+    const through = spawner === 'direct' ? gateway : createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'helper'), env: baseEnv(), cwd: tmp.dir, spawner });
+    try {
+      const out = await runIn(through, 'background', BY_NAME);
+      expect(out.exitCode).toBe(0);
+      expectAllThrough(out.output);
+    } finally {
+      if (through !== gateway) await through.close();
+    }
   });
 
   test('concurrent runs each get exactly their own bytes (the read buffer is shared), in head, tail and file', async () => {
@@ -112,12 +122,17 @@ describeSandboxed('output pipes, sandboxed', () => {
     await sandboxed.close();
   });
 
-  test.each(['sync', 'background'] as Mode[])('%s: /dev/stdout, /dev/stderr and /proc/self/fd/1 can be opened (cold, then warm)', async (mode) => {
-    for (let round = 0; round < 2; round++) {
-      const out = await runIn(sandboxed, mode, BY_NAME);
-      expect(out.sandboxed).toBe(true);
-      expect(out.exitCode).toBe(0);
-      expectAllThrough(out.output);
+  test.each([['sync', 'direct'], ['background', 'direct'], ['sync', 'helper'], ['background', 'helper']] as Array<[Mode, 'direct' | 'helper']>)('%s, spawner %s: /dev/stdout, /dev/stderr and /proc/self/fd/1 can be opened (cold, then warm)', async (mode, spawner) => {
+    const through = spawner === 'direct' ? sandboxed : makeGateway({ home: join(tmp.dir, 'sandboxed-helper'), env: baseEnv(), cwd: tmp.dir, spawner });
+    try {
+      for (let round = 0; round < 2; round++) {
+        const out = await runIn(through, mode, BY_NAME);
+        expect(out.sandboxed).toBe(true);
+        expect(out.exitCode).toBe(0);
+        expectAllThrough(out.output);
+      }
+    } finally {
+      if (through !== sandboxed) await through.close();
     }
   }, 60_000);
 
