@@ -55,8 +55,10 @@ export class PipePool {
   /** Two pipes (stdout, stderr), or undefined when none can be made here. */
   async take(): Promise<[PipePair, PipePair] | undefined> {
     if (this.#stock < 2 + LOW) this.prefill();
+    // Runs that find the stock gone wait for the next batch (one at a time, however many wait).
     while (this.#stock < 2) {
-      if (this.#broken || this.#making === undefined) return undefined;
+      if (this.#broken) return undefined;
+      this.prefill();
       await this.#making;
     }
     const first = this.#open();
