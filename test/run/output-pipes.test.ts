@@ -6,9 +6,10 @@
  * the output listener, the redactor's held bytes); and a sandboxed run cannot reach another
  * run's pipe.
  */
-import { readFileSync } from 'node:fs';
+import { fstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
+import { closePipe, PipePool } from '../../src/process/spawner/pipes';
 import { baseEnv, makeTempDir, UNSANDBOXED_POLICY } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, runIn, type Mode } from '../sandbox/helpers';
 
@@ -110,6 +111,26 @@ describe('output pipes, unsandboxed', () => {
     expect(result.stdout.includes(secret)).toBe(false);
     expect(result.stdout.includes(secret.slice(0, half))).toBe(false);
     expect(result.redactions).toBe(12);
+  }, 30_000);
+});
+
+describe('the pipe pool', () => {
+  test('a burst larger than a batch gets pipes for every run, each a FIFO of its own', async () => {
+    const pool = new PipePool();
+    const taken = await Promise.all(Array.from({ length: 300 }, () => pool.take()));
+    try {
+      expect(taken.every((pair) => pair !== undefined)).toBe(true);
+      const inodes = new Set<number>();
+      for (const pair of taken.flatMap((pairs) => pairs!)) {
+        const stat = fstatSync(pair.read);
+        expect(stat.isFIFO()).toBe(true);
+        expect(fstatSync(pair.write).ino).toBe(stat.ino);
+        inodes.add(stat.ino);
+      }
+      expect(inodes.size).toBe(600);
+    } finally {
+      for (const pairs of taken) pairs?.forEach(closePipe);
+    }
   }, 30_000);
 });
 
