@@ -9,9 +9,53 @@
  *
  *   npm run build && node bench/mcp.js [--quick]
  */
-const { mkdirSync } = require('node:fs');
+const { execFileSync } = require('node:child_process');
+const { mkdirSync, readFileSync } = require('node:fs');
 const { dirname, join } = require('node:path');
-const { DIST, benchEnv, interleave, percentile, row, runFigure } = require('./lib');
+const { DIST, benchEnv, interleave, percentile, readOwnCpu, row, runFigure } = require('./lib');
+
+/** CPU time (ms, user + system, all threads) of one process, from /proc; undefined off Linux. */
+let tickMs;
+function processCpu(pid) {
+  try {
+    tickMs ??= 1000 / (Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100);
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * tickMs;
+  } catch {
+    return undefined;
+  }
+}
+
+// A fixed seed: the same orders in every run of the figure.
+let seed = 0x9e3779b9;
+function random() {
+  seed ^= seed << 13;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5;
+  return (seed >>> 0) / 0x100000000;
+}
+
+/** interleave() one iteration at a time, the variants in an order drawn anew for each (Fisher-Yates). */
+async function shuffled(variants, { iterations, warmup, before, after }) {
+  const names = Object.keys(variants);
+  const samples = Object.fromEntries(names.map((name) => [name, []]));
+  for (let i = 0; i < warmup + iterations; i++) {
+    const order = [...names];
+    for (let k = order.length - 1; k > 0; k--) {
+      const j = Math.floor(random() * (k + 1));
+      [order[k], order[j]] = [order[j], order[k]];
+    }
+    const kept = i >= warmup;
+    const one = await interleave(Object.fromEntries(order.map((name) => [name, variants[name]])), {
+      iterations: 1,
+      before,
+      after: after && ((name) => after(name, kept)),
+    });
+    if (kept) for (const name of names) samples[name].push(...one[name]);
+  }
+  return samples;
+}
 
 async function run({ quick, baseline, log }) {
   const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
@@ -30,6 +74,7 @@ async function run({ quick, baseline, log }) {
     const client = new Client({ name: 'execgate-bench', version: '1' });
     await client.connect(transport);
     await client.listTools();
+    client.serverPid = transport.pid;
     return client;
   };
   const call = (client) => async () => {
@@ -48,20 +93,41 @@ async function run({ quick, baseline, log }) {
   const sandboxedGateway = sandbox ? createGateway({ policy: { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' } }, home: join(home, 'direct-sandboxed'), env: defaultEnv, cwd: work }) : undefined;
   // --baseline=DIR: another built tree's server, sandbox off, interleaved with these.
   const baseClient = baseline ? await connect({ ...env, EXECGATE_HOME: join(home, 'mcp-baseline') }, home, baseline) : undefined;
-  const variants = {
+  // Sandbox off and sandbox on are measured apart, each pair in an order drawn anew every
+  // iteration. In one rotation of all five, each variant always came right after the same other
+  // one, and the MCP call came after the sandboxed gateway.exec, whose next warm sandbox is set up
+  // after the run, on the same two cores: the MCP call paid for it (the same server read 1.12x and
+  // 1.18x the baseline tree's, the call right after it, with both trees alike).
+  const unsandboxed = {
     mcp: call(client),
     ...(baseClient ? { mcpBaseline: call(baseClient) } : {}),
     direct: () => gateway.exec({ command: 'true' }),
-    ...(sandbox ? {
-      mcpSandboxed: call(sandboxedClient),
-      directSandboxed: () => sandboxedGateway.exec({ command: 'true' }),
-    } : {}),
   };
+  const sandboxed = sandbox ? {
+    mcpSandboxed: call(sandboxedClient),
+    directSandboxed: () => sandboxedGateway.exec({ command: 'true' }),
+  } : undefined;
   const iterations = quick ? 10 : 300;
-  log(`${iterations} interleaved calls of each`);
+  log(`${iterations} interleaved calls of each, sandbox off then sandbox on, in an order drawn each iteration`);
+  // CPU per call, sandbox off: the server process's own (its runs' bash not counted, nor a spawn
+  // helper it may start once its resident set passes the spawner's threshold) against this
+  // process's for gateway.exec (its bash not counted either). What the server spends beyond the
+  // in-process call is its own work: the protocol, the bash tool's sentinel and result, the pipes.
+  const cpuOf = { mcp: () => processCpu(client.serverPid), direct: readOwnCpu };
+  const cpu = { mcp: 0, direct: 0 };
+  let cpuStarted;
+  const before = (name) => { cpuStarted = cpuOf[name]?.(); };
+  const after = (name, counted) => {
+    if (!counted || cpuStarted === undefined) return;
+    const now = cpuOf[name]();
+    if (now !== undefined) cpu[name] += now - cpuStarted;
+  };
   let samples;
   try {
-    samples = await interleave(variants, { iterations, warmup: quick ? 2 : 20 });
+    samples = {
+      ...await shuffled(unsandboxed, { iterations, warmup: quick ? 2 : 20, before, after }),
+      ...(sandboxed ? await shuffled(sandboxed, { iterations, warmup: quick ? 2 : 20 }) : {}),
+    };
   } finally {
     await client.close();
     await sandboxedClient?.close();
@@ -84,7 +150,13 @@ async function run({ quick, baseline, log }) {
         row(7, 'MCP `bash` tool call over stdio, sandbox on (default policy)', samples.mcpSandboxed, { of: { name: 'gateway.exec, sandbox on', samples: samples.directSandboxed }, target: 1.3 }),
       ] : []),
     ],
-    notes: [`MCP call p90 ${percentile(samples.mcp, 90).toFixed(2)} ms, p99 ${percentile(samples.mcp, 99).toFixed(2)} ms.`],
+    notes: [
+      `MCP call p90 ${percentile(samples.mcp, 90).toFixed(2)} ms, p99 ${percentile(samples.mcp, 99).toFixed(2)} ms.`,
+      ...(processCpu(process.pid) !== undefined ? [
+        `CPU per call, sandbox off: the MCP server process ${(cpu.mcp / iterations).toFixed(2)} ms, gateway.exec in this process ${(cpu.direct / iterations).toFixed(2)} ms; ` +
+        `the server's own work beyond the run about ${((cpu.mcp - cpu.direct) / iterations).toFixed(2)} ms a call (/proc clock ticks, summed over the ${iterations} calls).`,
+      ] : []),
+    ],
   };
 }
 

@@ -26,7 +26,10 @@
  * sandbox-runtime needs bubblewrap, socat and ripgrep on Linux; where it (or execgate's sandbox)
  * cannot run, the figure says so and measures what it can.
  *
- *   npm run build && node bench/peer.js [--quick] [--proxy-only]
+ * With `--baseline=DIR` (another built checkout), that build's gateway fetches too, in the same
+ * interleaving of the proxy rows, each row beside this tree's.
+ *
+ *   npm run build && node bench/peer.js [--quick] [--proxy-only] [--baseline=DIR] [--no-peer]
  */
 const { spawn, spawnSync } = require('node:child_process');
 const { mkdirSync, mkdtempSync, readFileSync, rmSync } = require('node:fs');
@@ -61,7 +64,7 @@ function cpuSince(start) {
 }
 
 function curlArgs(url, cacert) {
-  return ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', ...(cacert ? ['--cacert', cacert] : []), url];
+  return ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download} %{time_total}', ...(cacert ? ['--cacert', cacert] : []), url];
 }
 
 function spawnText(file, args, options) {
@@ -76,7 +79,7 @@ function spawnText(file, args, options) {
   });
 }
 
-async function makeRunner(kind, arg, work) {
+async function makeRunner(kind, arg, work, dist = DIST) {
   if (kind === 'raw') {
     return {
       bash: () => waitChild(spawn('/bin/bash', ['--norc', '--noprofile', '-c', 'true'], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], cwd: work })),
@@ -85,13 +88,14 @@ async function makeRunner(kind, arg, work) {
     };
   }
   if (kind === 'execgate' || kind === 'execgate-fetch') {
-    const { createGateway } = require(join(DIST, 'gateway.js'));
-    const options = { home: join(work, '..', `${kind}-state`), env: process.env, cwd: work };
+    const { createGateway } = require(join(dist, 'gateway.js'));
+    // Each gateway's state apart (this tree's and a baseline's may run side by side).
+    const options = { home: join(work, '..', `${kind}-state${dist === DIST ? '' : '-baseline'}`), env: process.env, cwd: work };
     if (kind === 'execgate-fetch') {
       // The default policy, its network an allowlist of the one host, that host's name dialled
       // at the local server (a resolver and dialler of the gateway's egress options).
-      const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
-      const { normalizeNetworkPolicy } = require(join(DIST, 'policy', 'egress-settings.js'));
+      const { DEFAULT_POLICY } = require(join(dist, 'policy', 'effective.js'));
+      const { normalizeNetworkPolicy } = require(join(dist, 'policy', 'egress-settings.js'));
       const [port, tlsPort] = arg.split(',').map(Number);
       options.policy = { ...DEFAULT_POLICY, network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['bench.test'] }), sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' } };
       // Plain HTTP goes to bench.test:80, HTTPS to bench.test:<the TLS server's port>.
@@ -144,9 +148,9 @@ async function makeRunner(kind, arg, work) {
   throw new Error(`unknown helper ${kind}`);
 }
 
-async function helperMain(kind, arg) {
+async function helperMain(kind, arg, dist) {
   const work = process.cwd();
-  const runner = await makeRunner(kind, arg, work);
+  const runner = await makeRunner(kind, arg, work, dist || DIST);
   let started;
   const reply = (value) => process.stdout.write(`${JSON.stringify(value)}\n`);
   reply({ ready: true, pid: process.pid });
@@ -182,8 +186,9 @@ async function helperMain(kind, arg) {
 /* ------------------------------------------------------------------------------------------ */
 /* The figure.                                                                                 */
 
-function startHelper(kind, arg, { env, cwd }) {
-  const child = spawn(process.execPath, [__filename, '--helper', kind, String(arg ?? '')], { stdio: ['pipe', 'pipe', 'inherit'], env, cwd });
+/** `dist`: the build the helper loads (this tree's unless a baseline's). */
+function startHelper(kind, arg, { env, cwd }, dist = DIST) {
+  const child = spawn(process.execPath, [__filename, '--helper', kind, String(arg ?? ''), dist], { stdio: ['pipe', 'pipe', 'inherit'], env, cwd });
   const waiting = [];
   let text = '';
   let exited;
@@ -292,7 +297,7 @@ async function peerReady(helper, what, notes) {
   }
 }
 
-async function run({ quick, log }) {
+async function run({ quick, baseline, log }) {
   const scratch = mkdtempSync(join(tmpdir(), 'execgate-bench-peer-'));
   const home = join(scratch, 'home');
   const work = join(scratch, 'work');
@@ -313,8 +318,8 @@ async function run({ quick, log }) {
     return { rows, notes, sandbox: 'on' };
   }
   const helpers = [];
-  const start = (kind, arg) => {
-    const helper = startHelper(kind, arg, spawnOptions);
+  const start = (kind, arg, dist) => {
+    const helper = startHelper(kind, arg, spawnOptions, dist);
     helpers.push(helper);
     return helper;
   };
@@ -445,9 +450,12 @@ async function run({ quick, log }) {
       const fetchers = {
         direct: raw,
         ...(platform.ok ? { execgate: start('execgate-fetch', ports) } : {}),
+        // `--baseline=DIR`: that build's gateway too, in the same interleaving (proxy rows only).
+        ...(platform.ok && baseline ? { baseline: start('execgate-fetch', ports, baseline) } : {}),
       };
       await Promise.all(Object.values(fetchers).map((h) => h.ready));
-      const peerFetch = peer.ok ? await peerReady(start('peer-fetch', ports), 'proxy', notes) : undefined;
+      // `--no-peer`: execgate's rows alone (a shorter run while a change is measured).
+      const peerFetch = peer.ok && !process.argv.includes('--no-peer') ? await peerReady(start('peer-fetch', ports), 'proxy', notes) : undefined;
       if (peerFetch) fetchers.peer = peerFetch;
       const rounds = quick ? 1 : 8;
       const sizeName = `${size / MiB} MiB`;
@@ -457,12 +465,16 @@ async function run({ quick, log }) {
       ];
       for (const protocol of protocols) {
         const rates = Object.fromEntries(Object.keys(fetchers).map((name) => [name, []]));
+        // curl's own transfer time (connect to last byte), beside the whole run's.
+        const transfers = Object.fromEntries(Object.keys(fetchers).map((name) => [name, []]));
         const perMiB = Object.fromEntries(Object.keys(fetchers).map((name) => [name, { own: [], all: [] }]));
         log(`proxy, ${protocol.label}: ${rounds} interleaved ${sizeName} downloads of ${Object.keys(fetchers).join(', ')}`);
         await interleave(Object.fromEntries(Object.entries(fetchers).map(([name, helper]) => [name, async () => {
           const answer = await helper.ask({ op: 'run', what: 'fetch', url: protocol.url, cacert: protocol.cacert });
-          if (Number(answer.out) !== size) throw new Error(`${name}: curl got ${answer.out} bytes of ${size}`);
+          const [bytes, seconds] = String(answer.out).trim().split(' ');
+          if (Number(bytes) !== size) throw new Error(`${name}: curl got ${bytes} bytes of ${size}`);
           rates[name].push(size / 1e6 / (answer.ms / 1000));
+          transfers[name].push(size / 1e6 / Number(seconds));
         }])), {
           iterations: rounds,
           warmup: 1,
@@ -472,7 +484,10 @@ async function run({ quick, log }) {
             if (kept) {
               perMiB[name].own.push(used.own / (size / MiB));
               perMiB[name].all.push(used.all / (size / MiB));
-            } else rates[name].pop();
+            } else {
+              rates[name].pop();
+              transfers[name].pop();
+            }
           },
         });
         const what = `${sizeName} ${protocol.label}`;
@@ -480,11 +495,26 @@ async function run({ quick, log }) {
         rows.push(row(14, `proxy: ${what}, curl direct (MB/s)`, rates.direct, { unit: 'MB/s' }));
         if (rates.execgate) rows.push(row(14, `proxy: ${what}, curl in an execgate sandbox through its proxy (MB/s)`, rates.execgate, { unit: 'MB/s', of: direct, higherIsBetter: true, goal: protocol.goals.execgate }));
         if (rates.peer) rows.push(row(14, `proxy: ${what}, curl in a sandbox-runtime sandbox through its proxy (MB/s)`, rates.peer, { unit: 'MB/s', of: direct, higherIsBetter: true, peerOf: protocol.goals.execgate }));
+        if (rates.baseline) {
+          rows.push(row(14, `proxy: ${what}, curl in an execgate sandbox through its proxy [baseline] (MB/s)`, rates.baseline, { unit: 'MB/s', of: direct, higherIsBetter: true }));
+          rows.push(row(14, `proxy: ${what}: this tree against the baseline (MB/s)`, rates.execgate, { unit: 'MB/s', of: { name: 'baseline', samples: rates.baseline }, higherIsBetter: true }));
+        }
+        // The rows above time the whole run (a sandboxed run's start and curl's own start in it);
+        // these take curl's transfer time alone (connect to last byte), as figure 8's end-to-end rows do.
+        const directTransfer = { name: 'curl direct', samples: transfers.direct };
+        rows.push(row(14, `proxy: ${what}, curl's transfer time: curl direct (MB/s)`, transfers.direct, { unit: 'MB/s' }));
+        for (const [name, label] of [['execgate', 'execgate'], ['baseline', 'execgate [baseline]'], ['peer', 'sandbox-runtime']]) {
+          if (transfers[name]) rows.push(row(14, `proxy: ${what}, curl's transfer time: ${label} (MB/s)`, transfers[name], { unit: 'MB/s', of: directTransfer, higherIsBetter: true }));
+        }
         rows.push(row(14, `proxy CPU per MiB, ${protocol.label}: curl direct (ms/MiB)`, perMiB.direct.all, { unit: 'ms/MiB' }));
-        for (const [name, label] of [['execgate', 'execgate'], ['peer', 'sandbox-runtime']]) {
+        for (const [name, label] of [['execgate', 'execgate'], ['baseline', 'execgate [baseline]'], ['peer', 'sandbox-runtime']]) {
           if (!rates[name]) continue;
           rows.push(row(14, `proxy CPU per MiB, ${protocol.label}: ${label}, the proxy's process (ms/MiB)`, perMiB[name].own, { unit: 'ms/MiB' }));
           rows.push(row(14, `proxy CPU per MiB, ${protocol.label}: ${label}, the proxy's process + sandbox + relay + curl (ms/MiB)`, perMiB[name].all, { unit: 'ms/MiB', of: { name: 'curl direct', samples: perMiB.direct.all } }));
+        }
+        if (rates.baseline) {
+          rows.push(row(14, `proxy CPU per MiB, ${protocol.label}, the proxy's process: this tree against the baseline`, perMiB.execgate.own, { unit: 'ms/MiB', of: { name: 'baseline', samples: perMiB.baseline.own } }));
+          rows.push(row(14, `proxy CPU per MiB, ${protocol.label}, everything but the server: this tree against the baseline`, perMiB.execgate.all, { unit: 'ms/MiB', of: { name: 'baseline', samples: perMiB.baseline.all } }));
         }
         if (rates.execgate && rates.peer) {
           rows.push(row(14, `proxy, ${protocol.label}: execgate against sandbox-runtime (throughput)`, rates.execgate, { unit: 'MB/s', of: { name: 'sandbox-runtime', samples: rates.peer }, higherIsBetter: true }));
@@ -511,7 +541,7 @@ module.exports = figure;
 if (require.main === module) {
   const at = process.argv.indexOf('--helper');
   if (at >= 0) {
-    helperMain(process.argv[at + 1], process.argv[at + 2]).catch((error) => {
+    helperMain(process.argv[at + 1], process.argv[at + 2], process.argv[at + 3]).catch((error) => {
       process.stdout.write(`${JSON.stringify({ error: error.stack || String(error) })}\n`);
       process.exit(1);
     });

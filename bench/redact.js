@@ -22,7 +22,7 @@
  */
 const { cpus } = require('node:os');
 const { join } = require('node:path');
-const { DIST, row, runFigure } = require('./lib');
+const { DIST, row, runFigure, summarize } = require('./lib');
 
 const CHUNK = 64 * 1024;
 const GOAL_MBS = 500;
@@ -250,15 +250,20 @@ async function run({ quick, baseline, log }) {
         rates[key].push(sample(chunks, variants[key], mib[key]));
       }
     }
-    medians.set(count, [...rates.ours].sort((a, b) => a - b)[Math.floor(rates.ours.length / 2)]);
+    // The row's median (lib.js summarize), so that the notes' verdict and growth read the same figure as the row.
+    medians.set(count, summarize(rates.ours).median);
     if (regexps) rows.push(row(4, `mixed text: RegExp alternation of all ${regexps.literals} literals (${count} secrets)`, rates.all, { unit: 'MB/s' }));
     if (base) rows.push(row(4, `mixed text: baseline build, ${count} secrets, ${base.patternCount} patterns`, rates.baseline, { unit: 'MB/s' }));
-    // The goal (bench/goals.js, redact-1000) is an absolute rate: the row names it, and the notes say met or missed.
+    // The goal (bench/goals.js, redact-1000) is an absolute rate: the row names it, and the notes
+    // say met or missed. A ratio beside it would be held against the rate's target (a ratio of
+    // 0.96x "missing" 500), so the goal's row has none and the ratio to the baseline is a row of its own.
+    const against = base ? { of: { name: 'baseline', samples: rates.baseline } } : regexps ? { of: { name: 'RegExp of all', samples: rates.all } } : {};
+    const goalRow = count === GOAL_COUNT;
     rows.push(row(4, `mixed text: redactor, ${count} secrets, ${ours.patternCount} patterns`, rates.ours, {
       unit: 'MB/s',
-      ...(count === GOAL_COUNT ? { goal: 'redact-1000' } : {}),
-      ...(base ? { of: { name: 'baseline', samples: rates.baseline } } : regexps ? { of: { name: 'RegExp of all', samples: rates.all } } : {}),
+      ...(goalRow ? { goal: 'redact-1000' } : against),
     }));
+    if (goalRow && against.of) rows.push(row(4, `mixed text at ${count} secrets: this build against ${against.of.name === 'baseline' ? 'the baseline build' : 'the RegExp'}`, rates.ours, { unit: 'MB/s', ...against }));
   }
   // What one more secret costs, and 256 more one at a time (merges included), at each size.
   for (const count of COUNTS) {

@@ -305,6 +305,9 @@ export class Gateway {
     // Written now; durable (the policy's fdatasync, off the event loop) before the command acts.
     const ready = records.started(plan);
     ready.catch(() => { /* the run fails with it below */ });
+    // Resolved once this run's result is on its way to the caller (the end record written).
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => { settle = resolve; });
     const run = plan.request.mode === 'background'
       ? ready.then(() => this.background.start(plan)).then((started) => { records.backgroundStarted(plan, started); return started; })
       : runForeground(plan, {
@@ -313,6 +316,7 @@ export class Gateway {
         signal: options.signal ? AbortSignal.any([this.#shutdown.signal, options.signal]) : this.#shutdown.signal,
         spawner: this.#spawner,
         ready,
+        settled,
       }).then((result) => records.finished(plan, result));
     try {
       return await run;
@@ -320,6 +324,8 @@ export class Gateway {
       records.failed(plan, error);
       await plan.resources.release();
       throw error;
+    } finally {
+      settle();
     }
   }
 

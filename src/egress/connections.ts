@@ -15,7 +15,7 @@ import { parseAuthority } from './authority';
 import { deny, forward } from './forward';
 import { matchesHost } from './hosts';
 import type { BoundInjection } from './plan';
-import { safeEqual, STREAM_HIGH_WATER_MARK, TLS_BUFFERS, track, type ProxyCore, type RunContext } from './proxy-core';
+import { NO_DELAY, safeEqual, STREAM_HIGH_WATER_MARK, TLS_BUFFERS, track, type ProxyCore, type RunContext } from './proxy-core';
 import type { EgressDecision } from './proxy-types';
 import { clip } from './reading';
 import { getReason } from './reasons';
@@ -70,6 +70,8 @@ export class FrontDoor {
 
   /** `context`: the run whose own socket this is; undefined on the shared socket (the credentials say). */
   accept(socket: Socket, context: RunContext | undefined): void {
+    // Replies and relayed bytes go out as written (proxy-core.ts NO_DELAY; no-op on a Unix socket).
+    socket.setNoDelay(NO_DELAY);
     if (context) track(context, socket);
     socket.on('error', () => socket.destroy());
     socket.once('readable', () => {

@@ -18,7 +18,7 @@ import { maskSignatureHeaders, prepareAws, SignatureMask } from './aws-forward';
 import { BodyScan, canScanEncoding, getSwaps, ScanEncoded, SentinelInBody, SwapStream } from './inject';
 import { placeInjections, refuse } from './placement';
 import type { BoundInjection } from './plan';
-import { HOP_BY_HOP, STREAM_HIGH_WATER_MARK, TLS_BUFFERS, type ProxyCore, type RunContext } from './proxy-core';
+import { HOP_BY_HOP, NO_DELAY, STREAM_HIGH_WATER_MARK, TLS_BUFFERS, type ProxyCore, type RunContext } from './proxy-core';
 import type { EgressDecision } from './proxy-types';
 import { clip, isRefusal, readRequest, type Refusal } from './reading';
 import { formatRequestHead, passResponse, ReadBuffers } from './passthrough';
@@ -212,7 +212,7 @@ function passThrough(core: ProxyCore, context: RunContext, req: IncomingMessage,
 function open(core: ProxyCore, context: RunContext, decision: EgressDecision, tls: boolean, parent: ParentProxy | undefined, callback: (error: Error | null, socket?: Socket) => void, buffers?: ReadBuffers): void {
   if (!tls) {
     const dial = parent ? { host: parent.host, port: parent.port } : core.dialTarget(decision.address!, decision.port);
-    const socket = core.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK, ...(buffers ? { onread: buffers.onread } : {}) } as never));
+    const socket = core.limitConnect(netConnect({ port: dial.port, host: dial.host, noDelay: NO_DELAY, highWaterMark: STREAM_HIGH_WATER_MARK, ...(buffers ? { onread: buffers.onread } : {}) } as never));
     socket.once('connect', () => callback(null, socket));
     socket.once('error', (error: Error) => callback(error));
     return;
@@ -237,6 +237,8 @@ function open(core: ProxyCore, context: RunContext, decision: EgressDecision, tl
       // The response read from it takes this buffer size (Node gives an IncomingMessage its socket's).
       ...TLS_BUFFERS,
     }));
+    // Its TCP connection's (proxy-core.ts NO_DELAY); on a tunnel through the parent, that socket's.
+    socket.setNoDelay(NO_DELAY);
     socket.once('secureConnect', () => callback(null, socket));
     socket.once('error', (error: Error) => callback(error));
   };

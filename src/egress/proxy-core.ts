@@ -49,6 +49,17 @@ const MAX_DECISIONS = 500;
 // Larger stream buffers than Node's 16 KiB default: a proxied body is copied through four streams,
 // and fewer, larger chunks halve the per-chunk cost (measured with bench/egress.js).
 export const STREAM_HIGH_WATER_MARK = 256 * 1024;
+
+/*
+ * Every TCP socket the proxy writes on sends what it is given at once (TCP_NODELAY): the proxy
+ * relays small writes (a TLS handshake's last flight and the request after it, a response head
+ * and the first bytes of its body) one after the other, and with Nagle's algorithm the second
+ * waits for the peer to acknowledge the first, which a peer delaying its ACKs holds back for 40
+ * ms. Through a CONNECT tunnel four requests in ten waited that long for their first byte, and
+ * a download's last bytes could wait as long for the client's ACK (docs/performance.md). Clients
+ * and servers set it on their own sockets for the same reason (curl, Node's HTTP server).
+ */
+export const NO_DELAY = true;
 // The same for TLS sockets, spread into their options: Node passes it on to net.Socket, though
 // @types/node does not list it for TLS.
 export const TLS_BUFFERS = { highWaterMark: STREAM_HIGH_WATER_MARK };
@@ -164,11 +175,11 @@ export class ProxyCore {
   openTcp(context: RunContext, decision: EgressDecision, callback: (error: Error | null, socket?: Socket) => void, buffers?: ReadBuffers): Socket {
     const parent = getParent(context.route, decision.host, decision.port, true);
     if (decision.parent && parent) {
-      return this.limitConnect(connectThrough(parent, decision.host, decision.port, { highWaterMark: STREAM_HIGH_WATER_MARK }, callback));
+      return this.limitConnect(connectThrough(parent, decision.host, decision.port, { highWaterMark: STREAM_HIGH_WATER_MARK, noDelay: NO_DELAY }, callback));
     }
     const dial = this.dialTarget(decision.address!, decision.port);
     // `buffers`: read into them (a tunnel passed through unread, tunnel.ts); never through a parent.
-    const socket = this.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK, ...(buffers ? { onread: buffers.onread } : {}) } as never));
+    const socket = this.limitConnect(netConnect({ port: dial.port, host: dial.host, noDelay: NO_DELAY, highWaterMark: STREAM_HIGH_WATER_MARK, ...(buffers ? { onread: buffers.onread } : {}) } as never));
     socket.once('connect', () => callback(null, socket));
     socket.once('error', (error) => callback(error));
     return socket;
@@ -177,7 +188,7 @@ export class ProxyCore {
   /** A connection to the host's own 127.0.0.1:PORT (a host service): no name, no parent proxy. */
   openHost(port: number, callback: (error: Error | null, socket?: Socket) => void, buffers?: ReadBuffers): Socket {
     const dial = this.dialTarget('127.0.0.1', port);
-    const socket = this.limitConnect(netConnect({ port: dial.port, host: dial.host, highWaterMark: STREAM_HIGH_WATER_MARK, ...(buffers ? { onread: buffers.onread } : {}) } as never));
+    const socket = this.limitConnect(netConnect({ port: dial.port, host: dial.host, noDelay: NO_DELAY, highWaterMark: STREAM_HIGH_WATER_MARK, ...(buffers ? { onread: buffers.onread } : {}) } as never));
     socket.once('connect', () => callback(null, socket));
     socket.once('error', (error) => callback(error));
     return socket;

@@ -35,7 +35,7 @@ import { formatAuthority } from './authority';
 import { FrontDoor } from './connections';
 import { createSentinelDetector } from './placement';
 import type { BoundInjection, Injection } from './plan';
-import { ProxyCore, STREAM_HIGH_WATER_MARK, type RunContext } from './proxy-core';
+import { NO_DELAY, ProxyCore, STREAM_HIGH_WATER_MARK, type RunContext } from './proxy-core';
 import type { EgressProxyOptions, EgressRun, EgressRunOptions, HandedOffRun } from './proxy-types';
 import { createWrapDetector } from './redact-response';
 import { getHostServices, getLocalEndpoints, relaySocket, relayTcp } from './tcp';
@@ -283,6 +283,8 @@ export class EgressProxy {
     }
     (server as NetServer & { highWaterMark: number }).highWaterMark = STREAM_HIGH_WATER_MARK;
     server.on('connection', (socket) => {
+      // A relay passes writes on as they come (proxy-core.ts NO_DELAY).
+      socket.setNoDelay(NO_DELAY);
       this.#sharedSockets.add(socket);
       socket.once('close', () => this.#sharedSockets.delete(socket));
       const local = { address: socket.localAddress ?? '', port: socket.localPort ?? 0 };

@@ -126,8 +126,8 @@ export function getParent(route: UpstreamRoute, host: string, port: number, tls:
  * A TCP connection to `host:port` through `parent` (CONNECT to the name): calls back with the
  * tunnelled socket once the parent said 2xx, or an error naming the parent's answer.
  */
-export function connectThrough(parent: ParentProxy, host: string, port: number, options: { highWaterMark?: number }, callback: (error: Error | null, socket?: Socket) => void): Socket {
-  const socket = netConnect({ host: parent.host, port: parent.port, highWaterMark: options.highWaterMark } as never);
+export function connectThrough(parent: ParentProxy, host: string, port: number, options: { highWaterMark?: number; noDelay?: boolean }, callback: (error: Error | null, socket?: Socket) => void): Socket {
+  const socket = netConnect({ host: parent.host, port: parent.port, highWaterMark: options.highWaterMark, noDelay: options.noDelay } as never);
   const authority = formatAuthority(host, port);
   let head = Buffer.alloc(0);
   let done = false;

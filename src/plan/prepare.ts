@@ -23,7 +23,7 @@ import { sanitizeEnv, validateRequestedEnv } from '../env';
 import { Redactor } from '../redact';
 import { substituteTokens, validateTokenPlacements, type Replacement } from '../refs/substitute';
 import { readShell } from '../shell';
-import { PARK } from '../process/park';
+import { PARK, PARK_CLOSING } from '../process/park';
 import { scanTokens } from '../refs/tokens';
 import { decideProgramLookup, decideRequest, type Decision } from '../policy/decide';
 import { getRunWritable } from '../policy/program-path';
@@ -66,6 +66,7 @@ export function createRunId(): string {
 
 const REF_ENV_PREFIX = 'EXECGATE_REF_';
 const PARKING_SHELLS = /(^|\/)(bash|sh|dash|ksh|mksh|zsh)$/;
+const BASH = /(^|\/)bash$/;
 
 export async function preparePlan(context: PrepareContext, input: unknown, runId = createRunId()): Promise<SpawnPlan> {
   const { policy } = context;
@@ -191,7 +192,9 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // A parked shell waits for the gateway's word first (SpawnPlan.parked): an unsandboxed run on
   // pipes, with no bridge of its own, in a shell that reads the POSIX sh language.
   const parked = context.park === true && sandboxed.launch === undefined && !proxied && request.mode === 'sync' && !request.pty && PARKING_SHELLS.test(request.shell);
-  const script = `${parked ? PARK : ''}${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
+  // A parked bash closes inherited descriptors itself, first (process/park.ts).
+  const closesOwn = parked && BASH.test(request.shell);
+  const script = `${parked ? (closesOwn ? PARK_CLOSING : PARK) : ''}${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 
   maskGatewaySecrets(mask, secrets, { context, request, sanitized, redactor, carry: (value, label) => void secrets.push({ value, label }) });
@@ -251,8 +254,8 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // the caller's command must not arrive prefixed; and a shell other than bash cannot close fds
   // above 9. (No /bin/bash, as on a minimal system: SECURITY.md says inherited descriptors pass.)
   // Only when this process holds one: otherwise there is nothing to close (inherited-fds.ts).
-  // Sandboxed runs have their gate close them (process/bwrap/gate.ts).
-  const closer = sandboxed.launch ? [] : getDescriptorCloser();
+  // Sandboxed runs have their gate close them (process/bwrap/gate.ts); a parked bash, its park.
+  const closer = sandboxed.launch || closesOwn ? [] : getDescriptorCloser();
   const inner = [...closer, request.shell, ...getShellFlags(request.shell), '-c', script];
   // A run with a bridge of its own has the bridge run the shell (see egress/bridge.ts); the
   // proxy's files are bound in after the sandbox's own mounts.

@@ -52,6 +52,8 @@ export interface LifecycleOptions {
    * spawned only then. A rejection fails the run with that error, and nothing of the command runs.
    */
   readonly ready?: Promise<void>;
+  /** Settles once the run's result has reached its caller (SpawnRequest.settled). */
+  readonly settled?: Promise<unknown>;
 }
 
 export interface RunEnd {
@@ -101,7 +103,7 @@ export async function startRun(plan: SpawnPlan, options: LifecycleOptions): Prom
       stdin: pty || parked ? 'pipe' as const : (options.stdin ?? 'ignore'),
       ...(pty ? { terminal: { cols: plan.request.cols, rows: plan.request.rows } } : {}),
     };
-    const sandboxed = launch === undefined ? undefined : { ...request, sandbox: launch, ...(options.ready ? { ready: options.ready } : {}) };
+    const sandboxed = launch === undefined ? undefined : { ...request, sandbox: launch, ...(options.ready ? { ready: options.ready } : {}), ...(options.settled ? { settled: options.settled } : {}) };
     child = sandboxed === undefined
       ? await spawner.spawn(request)
       : await (spawner.startSandboxed?.(sandboxed) ?? startGated(spawner, sandboxed));

@@ -24,6 +24,8 @@ export interface RunHooks {
   readonly spawner?: Spawner;
   /** Settles once the run may act: its start record is durable (LifecycleOptions.ready). */
   readonly ready?: Promise<void>;
+  /** Settles once the run's result has reached its caller (SpawnRequest.settled). */
+  readonly settled?: Promise<unknown>;
 }
 
 export async function runForeground(plan: SpawnPlan, hooks: RunHooks): Promise<ExecResult> {
@@ -33,6 +35,7 @@ export async function runForeground(plan: SpawnPlan, hooks: RunHooks): Promise<E
     spawner: hooks.spawner,
     signal: hooks.signal,
     ...(hooks.ready ? { ready: hooks.ready } : {}),
+    ...(hooks.settled ? { settled: hooks.settled } : {}),
   });
   hooks.onSpawn?.(run.pid);
   return collector.finish(await run.ended);

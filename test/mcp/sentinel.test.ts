@@ -13,10 +13,15 @@ function runWith(shell: string, command: string, cwd = '/tmp'): { stdout: string
 }
 
 describe('the cwd sentinel', () => {
-  test('each call draws a fresh random marker', () => {
-    const markers = new Set(Array.from({ length: 50 }, () => createSentinel().marker));
-    expect(markers.size).toBe(50);
-    for (const marker of markers) expect(marker).toMatch(/^__EXECGATE_CWD_[0-9a-f]{32}__$/);
+  test('each call draws a fresh random marker, across refills of the pool markers are cut from', () => {
+    // 600 markers: more than two fills of the pool (256 markers each).
+    const markers = new Set(Array.from({ length: 600 }, () => createSentinel().marker));
+    expect(markers.size).toBe(600);
+    for (const marker of markers) {
+      expect(marker).toMatch(/^__EXECGATE_CWD_[0-9a-f]{32}__$/);
+      // A used part of the pool is cleared: a marker cut from cleared bytes would be all zeros.
+      expect(marker).not.toMatch(/^__EXECGATE_CWD_0{32}__$/);
+    }
   });
 
   test.each(['/bin/bash', '/bin/sh'])('%s: the trap reports the final directory and keeps the exit status', (shell) => {

@@ -20,20 +20,21 @@ const { createGateway } = require(${JSON.stringify(DIST)});
 const found = hasInheritedDescriptors();
 const policy = JSON.parse(process.argv[2]);
 const env = { PATH: '/usr/bin:/bin', EXECGATE_KEYRING: 'off' };
-const gateway = createGateway({ home: process.argv[1], policy, env, audit: false });
+const audit = process.argv[3] === 'audit';
+const gateway = createGateway({ home: process.argv[1], policy, env, ...(audit ? {} : { audit: false }) });
 (async () => {
   const plan = await preparePlan({ refs: gateway.refs, policy, env, cwd: process.cwd(), shell: '/bin/bash', supportedModes: new Set(['sync']) }, { command: 'true' });
-  const result = await gateway.exec({ command: 'ls /proc/self/fd | tr "\\\\n" " "' });
-  process.stdout.write(JSON.stringify({ found, fds: result.stdout.trim(), closer: plan.args.some((a) => a.includes('__execgate_fd')) }));
+  const result = await gateway.exec({ command: 'ls /proc/self/fd | tr "\\\\n" " "; for f in /proc/$$/fd/*; do echo -n "\${f##*/} " >&2; done' });
+  process.stdout.write(JSON.stringify({ found, fds: result.stdout.trim(), shellFds: result.stderr.trim(), closer: plan.args.some((a) => a.includes('__execgate_fd')) }));
   await gateway.close();
 })();
 `;
 
-function runWith(open: string): { found: boolean; fds: string; closer: boolean } {
+function runWith(open: string, audit = false): { found: boolean; fds: string; shellFds: string; closer: boolean } {
   const tmp = makeTempDir();
   try {
-    const out = execFileSync('/bin/bash', ['-c', `${CLOSE_FDS}; ${open} exec "$@"`, 'test', process.execPath, '-e', SCRIPT, join(tmp.dir, 'home'), JSON.stringify(UNSANDBOXED_POLICY)], { encoding: 'utf8', cwd: tmp.dir });
-    return JSON.parse(out) as { found: boolean; fds: string; closer: boolean };
+    const out = execFileSync('/bin/bash', ['-c', `${CLOSE_FDS}; ${open} exec "$@"`, 'test', process.execPath, '-e', SCRIPT, join(tmp.dir, 'home'), JSON.stringify(UNSANDBOXED_POLICY), audit ? 'audit' : ''], { encoding: 'utf8', cwd: tmp.dir });
+    return JSON.parse(out) as { found: boolean; fds: string; shellFds: string; closer: boolean };
   } finally {
     tmp.cleanup();
   }
@@ -52,5 +53,16 @@ maybe('descriptors inherited by the gateway process', () => {
     expect(run.found).toBe(true);
     expect(run.closer).toBe(true);
     expect(run.fds).toBe('0 1 2 3');
+    // (the shell's own listing: its glob's directory is the 3)
+    expect(run.shellFds).toBe('0 1 2 3');
+  });
+
+  test('a parked bash (the audit log on) closes them itself, before the command runs', () => {
+    // Several, high and low, one a directory: none reaches the command or its shell.
+    const run = runWith('exec 200</dev/null 7<>/dev/null 9</;', true);
+    expect(run.found).toBe(true);
+    expect(run.fds).toBe('0 1 2 3');
+    // (the shell's own listing: its glob's directory is the 3)
+    expect(run.shellFds).toBe('0 1 2 3');
   });
 });

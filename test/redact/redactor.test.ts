@@ -58,6 +58,22 @@ describe('registration', () => {
     const text = Buffer.concat([first, stream.push(Buffer.from('later-secret-value early-secret-value')), stream.flush()]).toString();
     expect(text).toBe(`${'a'.repeat(100)}[REDACTED:secret:later] [REDACTED:secret:early]`);
   });
+
+  test('a redactor that streamed with no value masks one added later; another empty one is not changed by it', () => {
+    // Empty redactors share one matcher of no patterns: a value added to one must build its own.
+    const first = new Redactor();
+    const other = new Redactor();
+    const stream = first.createStream();
+    const otherStream = other.createStream();
+    const before = [stream.push(Buffer.from('output before any value\n')), otherStream.push(Buffer.from('x\n'))];
+    expect(Buffer.concat(before).toString()).toBe('output before any value\nx\n');
+    first.add('added-after-output', 'secret:late');
+    const text = Buffer.concat([stream.push(Buffer.from('then added-after-output and ')), stream.push(Buffer.from(Buffer.from('added-after-output').toString('base64'))), stream.flush()]).toString();
+    expect(text).toBe('then [REDACTED:secret:late] and [REDACTED:secret:late]');
+    expect(streamAll(otherStream, ['added-after-output'])).toBe('added-after-output');
+    expect(new Redactor().redactString('added-after-output').text).toBe('added-after-output');
+    expect(first.redactString('added-after-output').text).toBe('[REDACTED:secret:late]');
+  });
 });
 
 describe('matching', () => {

@@ -17,6 +17,7 @@ import { directSpawner } from '../../src/process/spawner';
 import { RefStore } from '../../src/refs/store';
 import { checkPlatform } from '../../src/sandbox';
 import { encodeFrame, isWarmableEnv, WarmSandboxes } from '../../src/process/bwrap/warm';
+import { getWarmStubScript } from '../../src/process/programs';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, findProcesses, makeHome, sandboxPolicy } from './helpers';
 
@@ -262,6 +263,35 @@ describeSandboxed('warm sandboxes', () => {
     expect(result.stdout).not.toContain(secret);
     expect(gateway.warmSandboxes!.warm).toBeGreaterThanOrEqual(1);
     expect(await waitFor(() => findProcesses(marker).length === 0, 30_000)).toBe(true);
+  });
+
+  test('the next sandbox is set up after the run\'s result is back, not before it', async () => {
+    // The set-up forks this process and runs bubblewrap on the same cores: begun at the run's exit,
+    // it came before the run's end record and result. Now nothing of it has started when the
+    // result arrives (checked in the same turn), and it is ready a moment later.
+    const children = (pid: number): number[] => readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(' ').filter(Boolean).flatMap((c) => [Number(c), ...children(Number(c))]);
+    // Waiting sandboxes being set up or set up: processes running the waiting bash's program.
+    const stub = getWarmStubScript();
+    const sandboxes = (): number[] => children(process.pid).filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(stub);
+      } catch {
+        return false;
+      }
+    });
+    const gateway = gatewayWith(1);
+    await gateway.exec({ command: 'true' });
+    await untilWaiting(gateway);
+    const before = gateway.warmSandboxes!.warm;
+    for (let i = 0; i < 5; i += 1) {
+      const result = await gateway.exec({ command: 'echo $$' });
+      expect(result.exitCode).toBe(0);
+      expect(gateway.warmSandboxes!.waiting).toBe(0);
+      expect(sandboxes()).toEqual([]);
+      await untilWaiting(gateway);
+      expect(sandboxes().length).toBeGreaterThan(0);
+    }
+    expect(gateway.warmSandboxes!.warm).toBe(before + 5);
   });
 
   test('close ends every waiting sandbox', async () => {

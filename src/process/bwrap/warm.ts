@@ -3,7 +3,8 @@
  *
  * Starting bubblewrap (user, PID, mount, IPC, UTS namespaces, a dozen mounts, entering the shared
  * network namespace) costs several times what starting the shell does. Once a sandboxed sync run
- * has ended (or has run for a moment: #refillAfter), the gateway sets the same sandbox up again
+ * has ended and its result is back with its caller (or has run for a moment: #refillAfter), the
+ * gateway sets the same sandbox up again
  * (the plan's launch, its working directory aside) with a small bash in it that waits for its
  * program on stdin (src/programs/
  * warm-stub.bash). The next run with that very launch takes it: the working directory, the
@@ -182,7 +183,7 @@ export class WarmSandboxes implements Spawner {
     if (!entry) {
       this.#cold += 1;
       const started = await startGated(this.#base, request);
-      if (warmable) this.#refillAfter(key, request.sandbox, started);
+      if (warmable) this.#refillAfter(key, request.sandbox, started, request.settled);
       return started;
     }
     try {
@@ -201,7 +202,7 @@ export class WarmSandboxes implements Spawner {
     const { stdout } = entry;
     const started = readMark(entry.stderr, STARTED, stderr);
     child.stdin!.write(encodeFrame(request.cwd, [request.shell, ...request.args], request.env));
-    this.#refillAfter(key, request.sandbox, child);
+    this.#refillAfter(key, request.sandbox, child, request.settled);
     const said = await started;
     if (said !== true) {
       abandon(child);
@@ -246,14 +247,14 @@ export class WarmSandboxes implements Spawner {
 
   /**
    * The next warm sandbox for this launch, set up once `run` (the run this launch just served)
-   * has ended, or has run for REFILL_AFTER_MS: setting a sandbox up costs a fork of this process
+   * has ended and its result has reached its caller (`settled`), or has run for REFILL_AFTER_MS: setting a sandbox up costs a fork of this process
    * (its event loop waits) and bubblewrap's namespace and mount work, which on a small machine
    * took the cores from the very run it was made after (a warm `true` cost twice a raw bubblewrap
    * in CPU, half of it the next sandbox). After the end of a short run, the set-up falls in the
    * pause before the next request; a long run's next sandbox is ready during it. A request for
    * this launch that comes first starts it at once and waits for it.
    */
-  #refillAfter(key: string, launch: SandboxLaunch, run: SpawnedProcess): void {
+  #refillAfter(key: string, launch: SandboxLaunch, run: SpawnedProcess, settled: Promise<unknown> | undefined): void {
     if (this.#starting.has(key) || this.#closed) return;
     this.#starting.add(key);
     const timer = setTimeout(() => go(false), REFILL_AFTER_MS).unref();
@@ -281,7 +282,14 @@ export class WarmSandboxes implements Spawner {
       this.#inflight.set(key, started);
     };
     this.#scheduled.set(key, refill);
-    run.exit.then(() => go(false), () => go(false));
+    // After the run's result has reached its caller where the gateway says when (its end record
+    // written), else after its exit: the fork and bubblewrap's set-up delayed the result they
+    // followed by a few milliseconds when they began at the exit.
+    const after = (): void => {
+      if (settled === undefined) go(false);
+      else settled.then(() => go(false), () => go(false));
+    };
+    run.exit.then(after, after);
   }
 
   async #start(key: string, launch: SandboxLaunch): Promise<void> {

@@ -29,6 +29,13 @@ export interface SpawnRequest {
    * ends the sandbox with nothing of the run started and is the spawn's error.
    */
   readonly ready?: Promise<void>;
+  /**
+   * Settles once the run's result has been handed to its caller (its end record written). Work a
+   * spawner does for the runs after this one (setting the next warm sandbox up: a fork of this
+   * process and bubblewrap's set-up on the same cores) waits for it, so that it does not delay
+   * this run's result. Absent: the process's exit.
+   */
+  readonly settled?: Promise<unknown>;
 }
 
 export interface ProcessExit {
