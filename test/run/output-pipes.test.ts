@@ -6,10 +6,10 @@
  * the output listener, the redactor's held bytes); and a sandboxed run cannot reach another
  * run's pipe.
  */
-import { fstatSync, readFileSync } from 'node:fs';
+import { fstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
-import { closePipe, PipePool } from '../../src/process/spawner/pipes';
+import { closePipe, PipePool, type PipePair } from '../../src/process/spawner/pipes';
 import { baseEnv, makeTempDir, UNSANDBOXED_POLICY } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, runIn, type Mode } from '../sandbox/helpers';
 
@@ -115,6 +115,15 @@ describe('output pipes, unsandboxed', () => {
 });
 
 describe('the pipe pool', () => {
+  test('gateways made one after another share the stock: no batch is made while it lasts', async () => {
+    const pool = new PipePool();
+    closeAll(await Promise.all([pool.take()]));
+    const before = listBatches();
+    for (let i = 0; i < 5; i++) pool.prefill();
+    closeAll(await Promise.all([pool.take(), pool.take()]));
+    expect(listBatches()).toEqual(before);
+  });
+
   test('a burst larger than a batch gets pipes for every run, each a FIFO of its own', async () => {
     const pool = new PipePool();
     const taken = await Promise.all(Array.from({ length: 300 }, () => pool.take()));
@@ -133,6 +142,15 @@ describe('the pipe pool', () => {
     }
   }, 30_000);
 });
+
+/** This process's batch directories. */
+function listBatches(): string[] {
+  return readdirSync('/tmp').filter((name) => name.startsWith(`execgate-pipes-${process.pid}-`)).sort();
+}
+
+function closeAll(taken: Array<[PipePair, PipePair] | undefined>): void {
+  for (const pairs of taken) pairs?.forEach(closePipe);
+}
 
 describeSandboxed('output pipes, sandboxed', () => {
   let sandboxed: Gateway;

@@ -70,9 +70,9 @@ export class PipePool {
     }
   }
 
-  /** Make the next batch now, if none is being made (a gateway starts it before its first run). */
+  /** Make the next batch now, unless the stock is enough or one is being made (a gateway starts it before its first run). */
   prefill(): void {
-    if (this.#making !== undefined || this.#broken) return;
+    if (this.#making !== undefined || this.#broken || this.#stock >= 2 + LOW) return;
     this.#making = this.#makeBatch().catch(() => { this.#broken = true; }).finally(() => { this.#making = undefined; });
   }
 
