@@ -13,7 +13,8 @@
  *   npm run build && node bench/throughput.js [--quick]
  */
 const { spawn } = require('node:child_process');
-const { mkdirSync } = require('node:fs');
+const { closeSync, mkdirSync } = require('node:fs');
+const { Socket } = require('node:net');
 const { join } = require('node:path');
 const { DIST, benchEnv, getUnsandboxedPolicy, interleave, row, runFigure, unsandboxedPolicy, waitChild, watchRss } = require('./lib');
 
@@ -23,6 +24,7 @@ async function run({ quick, baseline, log }) {
   const { createGateway } = require(join(DIST, 'gateway.js'));
   const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
   const { checkPlatform } = require(join(DIST, 'sandbox', 'index.js'));
+  const { getPipePool } = require(join(DIST, 'process', 'spawner', 'pipes.js'));
   const { home, env, cleanup } = benchEnv('execgate-bench-throughput-');
   const work = join(home, 'work');
   mkdirSync(work);
@@ -34,8 +36,14 @@ async function run({ quick, baseline, log }) {
   const sandboxed = checkPlatform().ok
     ? createGateway({ policy: { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' } }, home: join(home, 'sandboxed'), env, cwd: work })
     : undefined;
-  const base = baseline
-    ? require(join(baseline, 'gateway.js')).createGateway({ policy: getUnsandboxedPolicy(baseline), home: join(home, 'baseline'), env })
+  const baseGateway = baseline ? require(join(baseline, 'gateway.js')) : undefined;
+  const base = baseGateway?.createGateway({ policy: getUnsandboxedPolicy(baseline), home: join(home, 'baseline'), env });
+  // The baseline tree's default policy, sandbox on, beside this tree's (the goal's row).
+  const baseSandboxed = baseGateway && sandboxed
+    ? (() => {
+      const { DEFAULT_POLICY: basePolicy } = require(join(baseline, 'policy', 'effective.js'));
+      return baseGateway.createGateway({ policy: { ...basePolicy, sandbox: { ...basePolicy.sandbox, mode: 'required' } }, home: join(home, 'baseline-sandboxed'), env, cwd: work });
+    })()
     : undefined;
   const growth = {};
   const measured = (name, fn) => async () => {
@@ -56,6 +64,16 @@ async function run({ quick, baseline, log }) {
   const variants = {
     kernelPipe: measured('kernelPipe', () => waitChild(spawn('/bin/sh', ['-c', `${producer} | cat > /dev/null`], { stdio: ['ignore', 'pipe', 'pipe'], env }))),
     nodePipe: measured('nodePipe', () => waitChild(spawn('/bin/sh', ['-c', producer], { stdio: ['ignore', 'pipe', 'pipe'], env }))),
+    // The same reader on real pipes (what the gateway's runs write into now): child_process's
+    // 'pipe' is a socketpair, which the kernel moves bytes through more slowly.
+    nodeFifo: measured('nodeFifo', async () => {
+      const [out, err] = await getPipePool().take();
+      const child = spawn('/bin/sh', ['-c', producer], { stdio: ['ignore', out.write, err.write], env });
+      closeSync(out.write);
+      closeSync(err.write);
+      const streams = [out, err].map((pair) => new Socket({ fd: pair.read, readable: true, writable: false }));
+      await Promise.all([new Promise((resolve) => child.once('exit', resolve)), ...streams.map((stream) => new Promise((resolve) => { stream.on('data', () => {}); stream.once('close', resolve); }))]);
+    }),
     sync: measured('sync', async () => checkSync(await gateway.exec({ command: producer }))),
     syncHelper: measured('syncHelper', async () => checkSync(await helper.exec({ command: producer }))),
     ...(sandboxed ? {
@@ -67,6 +85,9 @@ async function run({ quick, baseline, log }) {
       baseSync: measured('baseSync', async () => checkSync(await base.exec({ command: producer }))),
       baseBackground: measured('baseBackground', () => runBackground(base)),
     } : {}),
+    ...(baseSandboxed ? {
+      baseSyncSandboxed: measured('baseSyncSandboxed', async () => checkSync(await baseSandboxed.exec({ command: producer }))),
+    } : {}),
   };
   const rounds = quick ? 1 : 7;
   log(`${rounds} interleaved rounds of ${Object.keys(variants).length} variants, ${bytes / 1048576} MiB each`);
@@ -75,24 +96,29 @@ async function run({ quick, baseline, log }) {
   await helper.close();
   await sandboxed?.close();
   await base?.close();
+  await baseSandboxed?.close();
   cleanup();
 
   const rate = (ms) => bytes / MB / (ms / 1000);
   const rates = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, list.map(rate)]));
   const kernel = { name: 'kernel pipe', samples: rates.kernelPipe };
   const node = { name: 'Node reader', samples: rates.nodePipe };
+  const nodeFifo = { name: 'Node reader of a pipe', samples: rates.nodeFifo };
   const keep = (name) => growth[name].slice(-rounds);
   const size = quick ? '64 MiB' : '1 GiB';
   return {
     rows: [
       row(3, `${size} through \`head | cat > /dev/null\` (kernel pipe)`, rates.kernelPipe, { unit: 'MB/s' }),
       row(3, `${size} read by Node from a pipe, dropped`, rates.nodePipe, { unit: 'MB/s', of: kernel }),
+      row(3, `${size} read by Node from a real pipe (FIFO; child_process's 'pipe' is a socketpair), dropped`, rates.nodeFifo, { unit: 'MB/s', of: node }),
       row(3, `${size} through gateway.exec sync, sandbox off`, rates.sync, { unit: 'MB/s', of: node, target: 0.9, higherIsBetter: true }),
       ...(sandboxed ? [row(3, `${size} through gateway.exec sync, sandbox on (default policy)`, rates.syncSandboxed, { unit: 'MB/s', of: node, goal: 'output-capture' })] : []),
       row(3, `${size} through gateway.exec sync, sandbox off, spawner: helper`, rates.syncHelper, { unit: 'MB/s', of: node }),
       row(3, `${size} through a background process to its file, sandbox off`, rates.background, { unit: 'MB/s', of: node }),
       ...(sandboxed ? [row(3, `${size} through a background process to its file, sandbox on`, rates.backgroundSandboxed, { unit: 'MB/s', of: node })] : []),
       row(3, `  sync, sandbox off, against the kernel pipe`, rates.sync, { unit: 'MB/s', of: kernel }),
+      row(3, '  sync, sandbox off, against the Node reader of a real pipe', rates.sync, { unit: 'MB/s', of: nodeFifo }),
+      ...(sandboxed ? [row(3, '  sync, sandbox on, against the Node reader of a real pipe', rates.syncSandboxed, { unit: 'MB/s', of: nodeFifo })] : []),
       row(3, '  RSS growth of the gateway process, sync (target < 64 MB)', keep('sync'), { unit: 'MiB' }),
       row(3, '  RSS growth of the gateway process, sync helper', keep('syncHelper'), { unit: 'MiB' }),
       ...(sandboxed ? [row(3, '  RSS growth of the gateway process, sync, sandbox on', keep('syncSandboxed'), { unit: 'MiB' })] : []),
@@ -103,6 +129,10 @@ async function run({ quick, baseline, log }) {
         row(3, `baseline tree: ${size} through a background process, sandbox off`, rates.baseBackground, { unit: 'MB/s', of: node }),
         row(3, 'this tree against the baseline: sync', rates.sync, { unit: 'MB/s', of: { name: 'baseline tree', samples: rates.baseSync } }),
         row(3, 'this tree against the baseline: background', rates.background, { unit: 'MB/s', of: { name: 'baseline tree', samples: rates.baseBackground } }),
+      ] : []),
+      ...(baseSandboxed ? [
+        row(3, `baseline tree: ${size} through gateway.exec sync, sandbox on (default policy)`, rates.baseSyncSandboxed, { unit: 'MB/s', of: node }),
+        row(3, 'this tree against the baseline: sync, sandbox on', rates.syncSandboxed, { unit: 'MB/s', of: { name: 'baseline tree', samples: rates.baseSyncSandboxed } }),
       ] : []),
     ],
     notes: [
