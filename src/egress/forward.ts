@@ -196,8 +196,10 @@ function passThrough(core: ProxyCore, context: RunContext, req: IncomingMessage,
   });
   req.resume();
   let opened = false;
-  // A plain TCP connection reads into buffers used again (a TLS socket reads into its own).
-  const buffers = tls ? undefined : new ReadBuffers();
+  // A plain TCP connection reads into buffers used again (a TLS socket reads into its own); not
+  // for a cleaned body, whose stages hold and pass on views of what was read after the read's
+  // callback has returned (a buffer used again would change bytes the masker already decided).
+  const buffers = tls || cleaner ? undefined : new ReadBuffers();
   open(core, context, decision, tls, parent, (error, socket) => {
     // Once: a socket that errs after it opened is passResponse's to handle.
     if (opened) return;
