@@ -21,9 +21,9 @@ import type { BoundInjection } from './plan';
 import { HOP_BY_HOP, NO_DELAY, STREAM_HIGH_WATER_MARK, TLS_BUFFERS, type ProxyCore, type RunContext } from './proxy-core';
 import type { EgressDecision } from './proxy-types';
 import { clip, isRefusal, readRequest, type Refusal } from './reading';
-import { formatRequestHead, passResponse, ReadBuffers } from './passthrough';
+import { formatRequestHead, passResponse, ReadBuffers, type ResponseCleaner } from './passthrough';
 import { getReason } from './reasons';
-import { canRedactEncoding, getAcceptedEncodings, redactBody, redactHeaders, WrappedValue } from './redact-response';
+import { canRedactEncoding, createBodyCleaner, getAcceptedEncodings, redactBody, redactHeaders, WrappedValue } from './redact-response';
 import { PayloadMismatch } from './sigv4';
 import { getParent, type ParentProxy } from './upstream';
 
@@ -82,6 +82,13 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
   const parent = decision.parent ? getParent(context.route, decision.host, decision.port, tls) : undefined;
   // Nothing to swap, scan or clean on the way back: the response passes through as bytes (passthrough.ts).
   if (!redact && !aws && stages.length === 0 && !hasBody(req) && passThrough(core, context, req, res, { ...decision, method }, tls, placed.target, headers, parent)) return;
+  // A request without a body whose response is cleaned: read without Node's HTTP client too, the
+  // head and body cleaned as below (a re-signed request's response stays with the client below).
+  if (redact && !aws && !hasBody(req)) {
+    const sent = [...placed.injected];
+    const cleaner = createCleaner(core, context, res, { ...decision, method, injected: sent }, origin, reading.target, wantsIdentity(injections, decision));
+    if (passThrough(core, context, req, res, { ...decision, method }, tls, placed.target, headers, parent, cleaner, sent)) return;
+  }
   const upstream = request(core, context, decision, tls, method, placed.target, headers, parent);
   let answered = false;
   // Set once the request was refused on its body: the upstream's reset that follows is ours.
@@ -90,7 +97,7 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
   upstream.once('response', (response) => {
     answered = true;
     const base = { ...decision, method, status: response.statusCode, injected: injected() };
-    if (injected().length > 0) noteRedirect(context, origin, reading.target, response);
+    if (injected().length > 0) noteRedirect(context, origin, reading.target, response.statusCode ?? 0, response.headers.location);
     const record = (): void => core.record(context, { ...base, injected: injected() });
     if (!redact) {
       res.writeHead(response.statusCode ?? 502, stripHopByHop(response.rawHeaders) as unknown as Record<string, string>);
@@ -172,7 +179,7 @@ function request(core: ProxyCore, context: RunContext, decision: EgressDecision,
  * opened as for Node's client. False (nothing done) when its head cannot be written as it
  * stands; Node's client then refuses it as before.
  */
-function passThrough(core: ProxyCore, context: RunContext, req: IncomingMessage, res: ServerResponse, decision: EgressDecision, tls: boolean, target: string, headers: string[], parent: ParentProxy | undefined): boolean {
+function passThrough(core: ProxyCore, context: RunContext, req: IncomingMessage, res: ServerResponse, decision: EgressDecision, tls: boolean, target: string, headers: string[], parent: ParentProxy | undefined, cleaner?: ResponseCleaner, injected: readonly string[] = []): boolean {
   const proxied = !tls && parent;
   const method = decision.method ?? 'GET';
   const head = formatRequestHead(method, proxied ? absoluteTarget(decision, target) : target, proxied ? withParentAuthorization(headers, parent) : headers);
@@ -189,8 +196,10 @@ function passThrough(core: ProxyCore, context: RunContext, req: IncomingMessage,
   });
   req.resume();
   let opened = false;
-  // A plain TCP connection reads into buffers used again (a TLS socket reads into its own).
-  const buffers = tls ? undefined : new ReadBuffers();
+  // A plain TCP connection reads into buffers used again (a TLS socket reads into its own); not
+  // for a cleaned body, whose stages hold and pass on views of what was read after the read's
+  // callback has returned (a buffer used again would change bytes the masker already decided).
+  const buffers = tls || cleaner ? undefined : new ReadBuffers();
   open(core, context, decision, tls, parent, (error, socket) => {
     // Once: a socket that errs after it opened is passResponse's to handle.
     if (opened) return;
@@ -201,12 +210,46 @@ function passThrough(core: ProxyCore, context: RunContext, req: IncomingMessage,
     let status: number | undefined;
     passResponse(socket, head, method, res, {
       onResponse: (code) => { status = code; },
-      onEnd: () => core.record(context, { ...decision, status, injected: [] }),
+      onEnd: () => core.record(context, { ...decision, status, injected: [...injected] }),
       onError: fail,
-    }, buffers);
+    }, buffers, cleaner);
   }, buffers);
   return true;
 }
+
+/*
+ * How the response to an injected request without a body is cleaned when it is read without
+ * Node's client (passthrough.ts): what the 'response' handler in forward() does, on the parsed
+ * head. `base` is the decision as recorded (method and the values injected in it).
+ */
+function createCleaner(core: ProxyCore, context: RunContext, res: ServerResponse, base: EgressDecision, origin: string, target: string, identityOnly: boolean): ResponseCleaner {
+  let encoding: string | undefined;
+  let status = 0;
+  return {
+    head: (code, fields) => {
+      status = code;
+      if ((base.injected?.length ?? 0) > 0) noteRedirect(context, origin, target, code, getHeader(fields, 'location'));
+      // As Node's client reads it: repeated fields joined (`gzip, gzip` cannot be read).
+      const codings: string[] = [];
+      for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i].toLowerCase() === 'content-encoding') codings.push(fields[i + 1]);
+      encoding = codings.length > 0 ? codings.join(', ') : undefined;
+      if (!canRedactEncoding(encoding) || (identityOnly && !isIdentity(encoding))) {
+        deny(core, context, res, { ...base, status: code, allowed: false, rule: 'response-unreadable', reason: `the response is encoded as \`${clip(String(encoding))}\`, which the proxy ${canRedactEncoding(encoding) ? 'was told not to decode (responses: identity)' : 'cannot read'} to remove secrets` }, 502);
+        return undefined;
+      }
+      // A cleaned body may change length; a response to HEAD has none, and its length is the resource's.
+      return redactHeaders(fields, context.redactor, base.method === 'HEAD' ? HOP_BY_HOP : CLEANED_DROP);
+    },
+    body: () => createBodyCleaner(encoding, context.redactor, (error) => {
+      res.destroy();
+      if (error instanceof WrappedValue) {
+        core.record(context, { ...base, status, allowed: false, rule: 'response-wrapped-value', reason: `the response holds <<${error.ref}>> split over lines, which cannot be masked where it stands; it was cut off` });
+      }
+    }, context.wrap),
+  };
+}
+
+const CLEANED_DROP = new Set([...HOP_BY_HOP, 'content-length']);
 
 /** A connection to the upstream: TLS to the host (through the parent's tunnel when there is one), plain TCP to the host, or to the parent for plain HTTP. */
 function open(core: ProxyCore, context: RunContext, decision: EgressDecision, tls: boolean, parent: ParentProxy | undefined, callback: (error: Error | null, socket?: Socket) => void, buffers?: ReadBuffers): void {
@@ -256,9 +299,7 @@ function withParentAuthorization(headers: readonly string[], parent: ParentProxy
 }
 
 /** A redirect from an injected request that leaves its scheme, host or port: the value is not sent on to where it points. */
-function noteRedirect(context: RunContext, origin: string, target: string, response: IncomingMessage): void {
-  const status = response.statusCode ?? 0;
-  const location = response.headers.location;
+function noteRedirect(context: RunContext, origin: string, target: string, status: number, location: string | undefined): void {
   if (status < 300 || status > 399 || typeof location !== 'string') return;
   let next: URL;
   try {

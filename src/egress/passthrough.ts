@@ -13,9 +13,15 @@
  * response can never carry bytes the client would take for the answer to its next request. A
  * response head that is malformed, ambiguous (Transfer-Encoding with Content-Length, lengths that
  * disagree) or too large is refused with 502, as Node's parser refuses it.
+ *
+ * A response that must be cleaned (a value was injected into its request) is read the same way,
+ * with a ResponseCleaner: its head is checked and cleaned before the client's response begins, and
+ * its body, out of its framing, goes through the cleaner's stages. Node's HTTP client parsed and
+ * re-buffered every body byte of the intercepted HTTPS path before it reached the masker.
  */
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Readable, Writable } from 'node:stream';
 import { HOP_BY_HOP } from './proxy-core';
 
 /** The longest response head read (Node's default --max-http-header-size). */
@@ -216,6 +222,17 @@ export class ReadBuffers {
   }
 }
 
+/*
+ * What a cleaned response goes through instead of being passed on as it is: the head's fields
+ * (hop-by-hop ones already left out; Content-Length as the one number it is) and the body.
+ */
+export interface ResponseCleaner {
+  /** The fields to send, or undefined when the cleaner refused the response (it answered the client; nothing more is read). */
+  head(status: number, headers: string[]): string[] | undefined;
+  /** The body's stages, made once the head was sent: `input` is written the body and ended; `output` is the client's body. */
+  body(): { input: Writable; output: Readable };
+}
+
 export interface PassThroughHandlers {
   /** The response head was read and the client's response begun; the body is on its way. */
   readonly onResponse: (status: number) => void;
@@ -229,8 +246,10 @@ export interface PassThroughHandlers {
  * Send `head` on `upstream` (an open connection) and pass its response to `res`. The caller
  * has made sure nothing in the response needs reading (see the header comment).
  */
-export function passResponse(upstream: Socket, head: Buffer, method: string, res: ServerResponse, handlers: PassThroughHandlers, buffers?: ReadBuffers): void {
+export function passResponse(upstream: Socket, head: Buffer, method: string, res: ServerResponse, handlers: PassThroughHandlers, buffers?: ReadBuffers, cleaner?: ResponseCleaner): void {
   let pending: Buffer | undefined;
+  // The cleaner's body stages, once the head has gone out (the body goes to `sink`, not to `res`).
+  let sink: Writable | undefined;
   let framing: ResponseHead['framing'] | undefined;
   let left = 0;
   let dechunker: Dechunker | undefined;
@@ -249,6 +268,8 @@ export function passResponse(upstream: Socket, head: Buffer, method: string, res
     finished = true;
     upstream.off('data', onData);
     upstream.destroy();
+    // A cleaned body ends when its stages have written the last of it (onEnd is theirs to call).
+    if (sink) return void sink.end();
     res.end();
     handlers.onEnd();
   };
@@ -258,6 +279,20 @@ export function passResponse(upstream: Socket, head: Buffer, method: string, res
   const write = (data: Buffer): void => {
     if (data.length === 0) return;
     let written;
+    if (sink) {
+      // Stages that failed have cut the client's response off: nothing more goes to them.
+      if (sink.destroyed) return;
+      written = sink.write(data);
+      if (!written && !paused) {
+        paused = true;
+        upstream.pause();
+        sink.once('drain', () => {
+          paused = false;
+          upstream.resume();
+        });
+      }
+      return;
+    }
     if (owner && buffers) {
       const held = owner;
       buffers.hold(held);
@@ -304,9 +339,26 @@ export function passResponse(upstream: Socket, head: Buffer, method: string, res
       if (parsed.status === 101) throw new BadResponse('the upstream switched protocols unasked');
       if (parsed.status < 200) continue;
       framing = parsed.framing;
-      res.writeHead(parsed.status, parsed.headers as unknown as Record<string, string>);
+      let headers = parsed.headers;
+      if (cleaner) {
+        const kept = cleaner.head(parsed.status, headers);
+        if (!kept) {
+          finished = true;
+          upstream.off('data', onData);
+          upstream.destroy();
+          return;
+        }
+        headers = kept;
+      }
+      res.writeHead(parsed.status, headers as unknown as Record<string, string>);
       answered = true;
       handlers.onResponse(parsed.status);
+      if (cleaner) {
+        const stages = cleaner.body();
+        sink = stages.input;
+        stages.output.once('end', () => handlers.onEnd());
+        stages.output.pipe(res);
+      }
       if (framing.kind === 'none' || (framing.kind === 'length' && framing.length === 0)) return end();
       if (framing.kind === 'length') left = framing.length;
       if (framing.kind === 'chunked') dechunker = new Dechunker();

@@ -5,7 +5,7 @@
  * (gzip, deflate, br) and encoded again after. A body in any other encoding cannot be read, so it
  * is refused rather than passed on unread.
  */
-import { Transform, type Readable, type TransformCallback, type TransformOptions } from 'node:stream';
+import { Transform, type Readable, type TransformCallback, type TransformOptions, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream';
 import {
   createBrotliCompress, createBrotliDecompress, createDeflate, createGunzip, createGzip, createInflate,
@@ -305,14 +305,38 @@ class CleanTransform extends WrapGate {
 
 /** The redacted body stream (same Content-Encoding as the input); errors end it with `onError`. */
 export function redactBody(body: Readable, encoding: string | undefined, redactor: Redactor, onError: (error: Error) => void, wrap?: WrapDetector): Readable {
+  let failed = false;
+  const fail = (error: Error): void => {
+    if (failed) return;
+    failed = true;
+    onError(error);
+  };
+  const { input, output } = createBodyCleaner(encoding, redactor, fail, wrap);
+  pipeline(body, input, (error) => {
+    if (error) fail(error);
+  });
+  return output;
+}
+
+/*
+ * The cleaning stages of a body (same Content-Encoding out as in): written to through `input`,
+ * read from `output` (one stage when the body is not encoded). Errors end them with `onError`,
+ * once.
+ */
+export function createBodyCleaner(encoding: string | undefined, redactor: Redactor, onError: (error: Error) => void, wrap?: WrapDetector): { input: Writable; output: Readable } {
   const codec = CODECS[(encoding ?? '').trim().toLowerCase()];
   const cleaning: Transform = wrap ? new CleanTransform(redactor, wrap) : new RedactTransform(redactor);
-  const stages: (Readable | Transform)[] = codec
-    ? [body, codec.decode(), cleaning, codec.encode()]
-    : [body, cleaning];
-  const last = stages[stages.length - 1] as Transform;
-  pipeline(stages as unknown as [Readable, Transform], (error) => {
-    if (error) onError(error);
-  });
-  return last;
+  let failed = false;
+  const fail = (error: Error | null | undefined): void => {
+    if (!error || failed) return;
+    failed = true;
+    onError(error);
+  };
+  if (!codec) {
+    cleaning.on('error', fail);
+    return { input: cleaning, output: cleaning };
+  }
+  const stages = [codec.decode(), cleaning, codec.encode()];
+  pipeline(stages as unknown as [Transform, Transform, Transform], fail);
+  return { input: stages[0], output: stages[2] };
 }
