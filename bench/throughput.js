@@ -34,8 +34,14 @@ async function run({ quick, baseline, log }) {
   const sandboxed = checkPlatform().ok
     ? createGateway({ policy: { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' } }, home: join(home, 'sandboxed'), env, cwd: work })
     : undefined;
-  const base = baseline
-    ? require(join(baseline, 'gateway.js')).createGateway({ policy: getUnsandboxedPolicy(baseline), home: join(home, 'baseline'), env })
+  const baseGateway = baseline ? require(join(baseline, 'gateway.js')) : undefined;
+  const base = baseGateway?.createGateway({ policy: getUnsandboxedPolicy(baseline), home: join(home, 'baseline'), env });
+  // The baseline tree's default policy, sandbox on, beside this tree's (the goal's row).
+  const baseSandboxed = baseGateway && sandboxed
+    ? (() => {
+      const { DEFAULT_POLICY: basePolicy } = require(join(baseline, 'policy', 'effective.js'));
+      return baseGateway.createGateway({ policy: { ...basePolicy, sandbox: { ...basePolicy.sandbox, mode: 'required' } }, home: join(home, 'baseline-sandboxed'), env, cwd: work });
+    })()
     : undefined;
   const growth = {};
   const measured = (name, fn) => async () => {
@@ -67,6 +73,9 @@ async function run({ quick, baseline, log }) {
       baseSync: measured('baseSync', async () => checkSync(await base.exec({ command: producer }))),
       baseBackground: measured('baseBackground', () => runBackground(base)),
     } : {}),
+    ...(baseSandboxed ? {
+      baseSyncSandboxed: measured('baseSyncSandboxed', async () => checkSync(await baseSandboxed.exec({ command: producer }))),
+    } : {}),
   };
   const rounds = quick ? 1 : 7;
   log(`${rounds} interleaved rounds of ${Object.keys(variants).length} variants, ${bytes / 1048576} MiB each`);
@@ -75,6 +84,7 @@ async function run({ quick, baseline, log }) {
   await helper.close();
   await sandboxed?.close();
   await base?.close();
+  await baseSandboxed?.close();
   cleanup();
 
   const rate = (ms) => bytes / MB / (ms / 1000);
@@ -103,6 +113,10 @@ async function run({ quick, baseline, log }) {
         row(3, `baseline tree: ${size} through a background process, sandbox off`, rates.baseBackground, { unit: 'MB/s', of: node }),
         row(3, 'this tree against the baseline: sync', rates.sync, { unit: 'MB/s', of: { name: 'baseline tree', samples: rates.baseSync } }),
         row(3, 'this tree against the baseline: background', rates.background, { unit: 'MB/s', of: { name: 'baseline tree', samples: rates.baseBackground } }),
+      ] : []),
+      ...(baseSandboxed ? [
+        row(3, `baseline tree: ${size} through gateway.exec sync, sandbox on (default policy)`, rates.baseSyncSandboxed, { unit: 'MB/s', of: node }),
+        row(3, 'this tree against the baseline: sync, sandbox on', rates.syncSandboxed, { unit: 'MB/s', of: { name: 'baseline tree', samples: rates.baseSyncSandboxed } }),
       ] : []),
     ],
     notes: [

@@ -32,7 +32,10 @@ export type StreamName = 'stdout' | 'stderr';
 export type StopReason = 'timeout' | 'shutdown' | 'request';
 
 export interface LifecycleOptions {
-  /** Receives redacted bytes as they become safe to emit. */
+  /**
+   * Receives redacted bytes as they become safe to emit. The bytes may be a view of a read
+   * buffer used again for the next read: valid during the call only, copy what is kept.
+   */
   readonly onData: (stream: StreamName, bytes: Buffer) => void;
   /** Starts pipe runs (PTY runs use the terminal spawner); default: this process. */
   readonly spawner?: Spawner;
@@ -217,16 +220,21 @@ export class Run {
       // A parked shell's syntax error on the first line quotes the park with it: removed, so
       // the caller's command comes back as written.
       let parkWindow = name === 'stderr' && plan.parked ? PARK_QUOTE_WINDOW : 0;
-      stream.on('data', (raw: Buffer) => {
+      const read = (raw: Buffer): void => {
         let chunk = raw;
         if (parkWindow > 0) {
           parkWindow -= chunk.length;
           chunk = withoutPark(chunk);
         }
         redactors[name].pushTo(stripper ? stripper.push(chunk) : chunk, sinks[name]);
-      });
+      };
+      stream.on('data', read);
       stream.on('error', () => { /* EIO ends a terminal; the close that follows settles */ });
       stream.once('close', () => resolve());
+      // Reads straight from the spawner's pipe into a reused buffer where it can (the stream then
+      // carries what it held and its end): no Buffer allocated per read. So what `onData` gets is
+      // only good during the call; sinks copy what they keep.
+      child.claim?.(name, read);
     }));
     child.stdin?.on('error', () => { /* the process closed its input; writes report it */ });
 

@@ -9,6 +9,7 @@
 import { invalidOption, spawnFailed, type ExecgateError } from '../../errors';
 import { directSpawner, spawnDirect } from './direct';
 import type { HelperSpawner } from './helper';
+import { getPipePool } from './pipes';
 import type { SpawnedProcess, Spawner, SpawnerKind, SpawnRequest } from './types';
 
 export { directSpawner } from './direct';
@@ -74,8 +75,12 @@ export class AutoSpawner implements Spawner {
   }
 }
 
-/** The helper process, where one is used, starts with the first spawn that needs it. */
+/**
+ * The helper process, where one is used, starts with the first spawn that needs it. The pipes
+ * of direct spawns (pipes.ts) are made from now on, so that the first run does not wait for them.
+ */
 export function createSpawner(kind: SpawnerKind): Spawner {
+  if (kind !== 'helper') getPipePool().prefill();
   if (kind === 'direct') return directSpawner;
   if (kind === 'helper') return createHelperSpawner();
   return new AutoSpawner();

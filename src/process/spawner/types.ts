@@ -68,6 +68,15 @@ export interface SpawnedProcess {
   readonly release?: () => void;
   /** Whether the process and its streams keep this process's event loop alive (default: they do). */
   readonly setRef?: (on: boolean) => void;
+  /**
+   * Hands every later read of `stdout` or `stderr` to `sink`, synchronously, as a view of a
+   * buffer that the next read overwrites (nothing is allocated per read; see
+   * spawner/output-reader.ts); the stream then only ends. False (nothing changes) while the
+   * stream still holds bytes read earlier. Absent: read the streams. Carried through wrappers
+   * that spread this object (the sandbox gate's), whose own streams hold only what was read
+   * before the claim.
+   */
+  readonly claim?: (name: 'stdout' | 'stderr', sink: (bytes: Buffer) => void) => boolean;
   /** Sandboxed: the sandbox's first process (PID 1 inside), as this process saw it at the gate. */
   readonly sandboxInit?: SandboxInit;
 }

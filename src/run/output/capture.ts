@@ -2,84 +2,66 @@
  * Bounded output capture. A child may print gigabytes; the gateway keeps at most `limit` bytes
  * per stream in memory: the head, and a ring of the tail. What falls in between is counted, and
  * the result says how many bytes were cut. All bytes reaching a capture are already redacted.
+ * What is pushed is copied (head and tail alike): a chunk may be a view of a buffer used again.
  */
 
-/** A chunk at least this long is kept by reference in the tail; shorter ones are copied into blocks. */
-const REFERENCE_BYTES = 8 * 1024;
-/** The blocks short chunks are copied into. */
+/** The blocks the tail's ring is made of, allocated as the output reaches them. */
 const BLOCK_BYTES = 16 * 1024;
 
 /*
- * The last `limit` bytes pushed, kept without copying the chunks that make up most of a large
- * output: a stream chunk is never reused once handed on (RedactStream.push returns either a
- * fresh buffer or a view of the chunk it got), so the tail holds views of the last chunks and
- * drops them as newer ones cover the limit. Short chunks are copied into blocks of their own, so
- * a stream of tiny writes does not keep one object per write. What it holds stays within the
- * limit plus one chunk, and each view at most about twice its own length of buffer (a view of a
- * much larger buffer is copied).
- *
- * Measured (bench/throughput.js, figure 3): the ring buffer it replaced copied every byte of
- * the output once per capture, twice in all with the combined capture.
+ * The last `limit` bytes pushed, copied into a ring of blocks. The chunks a run's reader hands
+ * on may be views of a read buffer that the next read overwrites (spawner/output-reader.ts: a
+ * buffer used again for every read, so that reading allocates nothing), so the tail cannot keep
+ * them; copying each byte once costs far less than a Buffer per read did (docs/performance.md,
+ * "Output capture"). The blocks are allocated as the output reaches them: a run printing a
+ * little holds one block, a large one at most the limit (rounded up to a block).
  */
 class Tail {
   readonly #limit: number;
-  #parts: Buffer[] = [];
-  #first = 0;
-  #bytes = 0;
-  /** The block short chunks go to, and how much of it is used (its last part is a view of that much). */
-  #block: Buffer | undefined;
-  #blockUsed = 0;
+  readonly #blocks: Buffer[] = [];
+  /** Where the next byte goes, 0 to limit - 1. */
+  #at = 0;
+  #total = 0;
 
   constructor(limit: number) {
     this.#limit = limit;
   }
 
   get bytes(): number {
-    return Math.min(this.#bytes, this.#limit);
+    return Math.min(this.#total, this.#limit);
   }
 
   push(chunk: Buffer): void {
     const limit = this.#limit;
-    if (chunk.length >= limit) {
-      const last = chunk.subarray(chunk.length - limit);
-      this.#parts = [chunk.buffer.byteLength > 2 * limit ? Buffer.from(last) : last];
-      this.#first = 0;
-      this.#bytes = limit;
-      this.#block = undefined;
-      return;
-    }
-    if (chunk.length >= REFERENCE_BYTES) {
-      // A view of a much larger buffer would keep all of it: copied then.
-      this.#parts.push(chunk.buffer.byteLength > 2 * chunk.length + BLOCK_BYTES ? Buffer.from(chunk) : chunk);
-      this.#block = undefined;
-    } else if (this.#block !== undefined && this.#blockUsed + chunk.length <= this.#block.length) {
-      chunk.copy(this.#block, this.#blockUsed);
-      this.#blockUsed += chunk.length;
-      this.#parts[this.#parts.length - 1] = this.#block.subarray(0, this.#blockUsed);
-    } else {
-      this.#block = Buffer.allocUnsafe(BLOCK_BYTES);
-      chunk.copy(this.#block, 0);
-      this.#blockUsed = chunk.length;
-      this.#parts.push(this.#block.subarray(0, this.#blockUsed));
-    }
-    this.#bytes += chunk.length;
-    // Drop the oldest parts while the newer ones alone cover the limit.
-    while (this.#bytes - this.#parts[this.#first].length >= limit) {
-      this.#bytes -= this.#parts[this.#first].length;
-      this.#first += 1;
-    }
-    if (this.#first > 64 && this.#first * 2 > this.#parts.length) {
-      this.#parts = this.#parts.slice(this.#first);
-      this.#first = 0;
+    this.#total += chunk.length;
+    // Of a chunk longer than the ring, only its last `limit` bytes stay.
+    let rest = chunk.length > limit ? chunk.subarray(chunk.length - limit) : chunk;
+    if (rest.length < chunk.length) this.#at = (this.#at + chunk.length - rest.length) % limit;
+    while (rest.length > 0) {
+      const index = Math.floor(this.#at / BLOCK_BYTES);
+      const offset = this.#at - index * BLOCK_BYTES;
+      const block = this.#blocks[index] ?? (this.#blocks[index] = Buffer.allocUnsafe(Math.min(BLOCK_BYTES, limit - index * BLOCK_BYTES)));
+      const n = rest.copy(block, offset);
+      rest = rest.subarray(n);
+      this.#at = (this.#at + n) % limit;
     }
   }
 
   toBuffer(): Buffer {
-    const parts = this.#parts.slice(this.#first);
-    if (parts.length === 0) return Buffer.alloc(0);
-    const excess = this.#bytes - this.#limit;
-    if (excess > 0) parts[0] = parts[0].subarray(excess);
-    return Buffer.concat(parts, this.bytes);
+    const size = this.bytes;
+    const out = Buffer.allocUnsafe(size);
+    // The oldest byte kept is at #at once the ring has wrapped, at 0 before.
+    let from = this.#total > this.#limit ? this.#at : 0;
+    for (let n = 0; n < size;) {
+      const index = Math.floor(from / BLOCK_BYTES);
+      const offset = from - index * BLOCK_BYTES;
+      const block = this.#blocks[index];
+      const take = Math.min(size - n, block.length - offset);
+      block.copy(out, n, offset, offset + take);
+      n += take;
+      from = (from + take) % this.#limit;
+    }
+    return out;
   }
 }
 

@@ -1,7 +1,7 @@
 /*
  * What sync and PTY runs share after the bytes leave the redactor: bounded per-stream captures,
  * the combined capture, the full-output file, and the result shape. Executors push redacted
- * bytes in; `finish` builds the ExecResult.
+ * bytes in (valid during the call only: everything kept is copied); `finish` builds the ExecResult.
  */
 import { join } from 'node:path';
 import { summarizeDecisions } from '../../egress/describe';
@@ -41,7 +41,9 @@ export class OutputCollector {
     this.#combined.push(bytes);
     this.#spill.write(bytes);
     if (!this.#spill.active && (capture.truncated || this.#combined.truncated)) this.#spill.activate();
-    this.#onOutput?.(stream, bytes);
+    // The listener's own copy: `bytes` may be a view of a read buffer used again (lifecycle.ts),
+    // and a listener may keep it (a stream write that completes later).
+    if (this.#onOutput) this.#onOutput(stream, Buffer.from(bytes));
   }
 
   finish(end: RunEnd): ExecResult {
