@@ -165,7 +165,8 @@ export async function planSandbox(input: SandboxInput): Promise<SandboxedCommand
   const launch: SandboxLaunch = Object.freeze({
     launcher: Object.freeze(join ? [...join.prefix] : [platform.helper]),
     spec: specHook ? Object.freeze(specHook(spec)) : spec,
-    check,
+    // Joined by the holder's pid: the gate checks the run is in the namespace the plan names.
+    check: join ? Object.freeze({ ...check, network: join.namespace }) : check,
   });
   const report: SandboxReport = {
     sandboxed: true,

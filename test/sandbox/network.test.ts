@@ -9,12 +9,13 @@
  * joining must wait for the holder to be ready, and then share its namespace.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, readlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkPlatform, SharedNetwork } from '../../src/sandbox';
 import { untilEntered } from '../../src/process/bwrap/network';
 import { createGateway } from '../../src/gateway';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
+import { setSandboxSpecHookForTests } from '../../src/sandbox/plan';
 import { baseEnv, makeTempDir } from '../helpers/tmp';
 
 const platform = checkPlatform();
@@ -107,6 +108,35 @@ maybe('the shared network namespace', () => {
       await gateway.close();
     }
     expect(warnings.filter((w) => w.includes('do not share a network namespace'))).toHaveLength(1);
+  });
+
+  /*
+   * A run joins the shared namespace by the holder's pid (nsenter --net=/proc/PID/ns/net); a holder
+   * that died and whose pid went to another process would put the run in that process's network.
+   * The gate's check compares the sandbox's namespace with the one the plan names: here bubblewrap
+   * is told to make a namespace of its own after entering (the plan's check still names the
+   * shared one), and the run is refused with nothing run.
+   */
+  test.each([['cold', 0], ['warm', 1]] as const)('%s: a sandbox that is not in the shared namespace the plan names runs nothing', async (_name, warmSandboxes) => {
+    const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' as const }, network: { ...DEFAULT_POLICY.network, mode: 'none' as const, allow: [], deny: [] } };
+    const gateway = createGateway({ policy, home: join(tmp.dir, 'state'), env: baseEnv(), cwd: tmp.dir, warmSandboxes });
+    const marker = join(tmp.dir, 'ran');
+    try {
+      const shared = (await gateway.exec({ command: 'readlink /proc/self/ns/net' })).stdout.trim();
+      expect(shared).toMatch(/^net:\[\d+\]$/);
+      expect(shared).not.toBe(readlinkSelf());
+      setSandboxSpecHookForTests((spec) => ({ ...spec, unshare: [...spec.unshare, 'net'] }));
+      await expect(gateway.exec({ command: `touch ${marker}` })).rejects.toMatchObject({
+        code: 'EXECGATE_ERR_SANDBOX_MISMATCH',
+        details: { mismatch: expect.stringContaining(`not the gateway's shared ${shared}`) },
+      });
+      expect(existsSync(marker)).toBe(false);
+      setSandboxSpecHookForTests(undefined);
+      expect((await gateway.exec({ command: 'readlink /proc/self/ns/net' })).stdout.trim()).toBe(shared);
+    } finally {
+      setSandboxSpecHookForTests(undefined);
+      await gateway.close();
+    }
   });
 
   test('untilEntered resolves once a process that enters late is inside the namespace (what a kept background run waits for)', async () => {

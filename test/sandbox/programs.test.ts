@@ -71,8 +71,8 @@ describe('the programs of a sandboxed run', () => {
    * PPID, which the run's bash resets anyway.
    */
   const gates: Array<{ name: string; argv: string[]; input: string }> = [
-    { name: 'gate.sh as sh', argv: ['/bin/sh', '-c', getGateScript(), 'execgate-gate', 'null'], input: 'go\n\n' },
-    { name: 'gate.sh as bash (closing descriptors)', argv: ['/bin/bash', '--norc', '--noprofile', '-c', getBashGateScript(CLOSE_FDS), 'execgate-gate', 'null'], input: 'go\n\n' },
+    { name: 'gate.sh as sh', argv: ['/bin/sh', '-c', getGateScript(), 'execgate-gate', getBashGateScript(CLOSE_FDS), 'null'], input: 'go\n' },
+    { name: 'gate.sh as bash (closing descriptors)', argv: ['/bin/bash', '--norc', '--noprofile', '-c', getBashGateScript(CLOSE_FDS), 'execgate-gate', getBashGateScript(CLOSE_FDS), 'null'], input: 'go\n' },
     { name: 'pty-gate.bash', argv: ['/bin/bash', '--norc', '--noprofile', '-c', getPtyGateScript(CLOSE_FDS), 'execgate-gate'], input: 'g' },
   ];
   const used = (text: string): string[] => {
@@ -107,5 +107,56 @@ describe('the programs of a sandboxed run', () => {
     } finally {
       dir.cleanup();
     }
+  });
+});
+
+/*
+ * The cold gate's one round trip: NUL on stderr once waiting, then the program only on the exact
+ * line `go`. Whatever else its stdin says (nothing, a partial word, another word, a longer line,
+ * the word without its newline) ends the gate with 125 and nothing of the program runs; after
+ * `go` the gate writes nothing more (its stderr is the program's from the NUL on).
+ */
+describe('the cold gate lets its program go only on `go`', () => {
+  const gates = [
+    { name: 'gate.sh as sh', argv: ['/bin/sh', '-c', getGateScript(), 'execgate-gate', getBashGateScript(CLOSE_FDS), 'null'] },
+    { name: 'gate.sh as bash (closing descriptors)', argv: ['/bin/bash', '--norc', '--noprofile', '-c', getBashGateScript(CLOSE_FDS), 'execgate-gate', getBashGateScript(CLOSE_FDS), 'null'] },
+  ];
+  const program = (marker: string): string[] => ['/bin/sh', '-c', 'touch "$1"; echo out; echo err >&2', 'program', marker];
+  test.each(gates)('$name', ({ argv }) => {
+    const dir = makeTempDir('execgate-gate-go-');
+    try {
+      const marker = join(dir.dir, 'ran');
+      for (const input of ['', 'g', 'go', 'gox\n', 'no\n', '\n', ' go\n', 'go \n']) {
+        const result = spawnSync(argv[0], [...argv.slice(1), ...program(marker)], { input, cwd: dir.dir, encoding: 'utf8' });
+        expect({ input, status: result.status, stdout: result.stdout, stderr: result.stderr, ran: existsSync(marker) }).toEqual({ input, status: 125, stdout: '', stderr: '\0', ran: false });
+      }
+      const go = spawnSync(argv[0], [...argv.slice(1), ...program(marker)], { input: 'go\nmore input for nobody\n', cwd: dir.dir, encoding: 'utf8' });
+      expect({ status: go.status, stdout: go.stdout, stderr: go.stderr, ran: existsSync(marker) }).toEqual({ status: 0, stdout: 'out\n', stderr: '\0err\n', ran: true });
+    } finally {
+      dir.cleanup();
+    }
+  });
+});
+
+/*
+ * Inherited descriptors are the gate's to find (gate.sh): started holding only 0-2 it stays sh; holding
+ * any other (low or above 9, as a user's `200<file` or a terminal master is) it hands over to its
+ * closing form before it says anything, and the program sees none of them. The starter is a
+ * python3 that closes everything above 2, then opens /dev/null at the numbers asked for.
+ */
+describe('the cold gate closes descriptors it inherited before its program starts', () => {
+  const START = 'import os, sys\nos.closerange(3, 65536)\nfor n in filter(None, sys.argv[1].split(",")):\n    os.dup2(os.open("/dev/null", os.O_RDONLY), int(n))\nos.execv(sys.argv[2], sys.argv[2:])';
+  const gate = (closing: string, holding: string, program: string[]) =>
+    spawnSync(python, ['-c', START, holding, '/bin/sh', '-c', getGateScript(), 'execgate-gate', closing, 'null', ...program], { input: 'go\n', encoding: 'utf8' });
+  const listing = ['/bin/sh', '-c', 'ls /proc/self/fd | tr "\\n" " "'];
+  const sentinel = "printf 'closing form' >&2; exit 7";
+
+  test.each(['', '5', '12', '200', '3,9,250'])('holding [%s]', (holding) => {
+    const took = gate(sentinel, holding, listing);
+    if (holding === '') expect({ status: took.status, stderr: took.stderr }).toEqual({ status: 0, stderr: '\0' });
+    else expect({ status: took.status, stderr: took.stderr, stdout: took.stdout }).toEqual({ status: 7, stderr: 'closing form', stdout: '' });
+    // With the real closing form: the program's own listing holds 0-2 and ls's directory only.
+    const run = gate(getBashGateScript(CLOSE_FDS), holding, listing);
+    expect({ status: run.status, stderr: run.stderr, stdout: run.stdout }).toEqual({ status: 0, stderr: '\0', stdout: '0 1 2 3 ' });
   });
 });

@@ -8,19 +8,20 @@
  * in a run's output.
  *
  * Runs on pipes (sync, background) get gate.sh: the mark is a NUL on stderr, the word `go`
- * comes on stdin, then a SOH on stderr as the program starts; stdin goes on to the program
- * (background) or is /dev/null (sync). Runs on a terminal get pty-gate.bash, which does the same
- * over the terminal (spawner/pty.ts drives it with the functions below). Warm sandboxes
- * (warm.ts) have a gate of their own that also receives the program.
+ * comes on stdin and the gate becomes the program at once (one round trip: everything on stderr
+ * after the NUL is the program's); stdin goes on to the program (background) or is /dev/null
+ * (sync). Runs on a terminal get pty-gate.bash, which also says SOH as the program starts
+ * (spawner/pty.ts drives it with the functions below). Warm sandboxes (warm.ts) have a gate of
+ * their own that also receives the program.
  */
 import type { Readable } from 'node:stream';
 import { PassThrough } from 'node:stream';
 import { ExecgateError } from '../../errors';
-import { CLOSE_FDS, hasInheritedDescriptors } from '../inherited-fds';
+import { CLOSE_FDS } from '../inherited-fds';
 import type { SpawnedProcess, Spawner, SpawnRequest } from '../spawner/types';
 import { changed, type SandboxLaunch } from './launch';
 import { getBashGateScript, getGateScript } from '../programs';
-import { findSandboxInit, identifySandboxInit, verifySandbox, type SandboxCheck, type SandboxInit } from './verify';
+import { findSandboxInit, identifySandboxInit, verifySandboxInit, type SandboxCheck, type SandboxInit } from './verify';
 
 export const READY = 0x00;
 export const STARTED = 0x01;
@@ -30,10 +31,14 @@ export const SETUP_TIMEOUT_MS = 60_000;
 /** What is kept of bubblewrap's own words when it fails. */
 const MAX_HELPER_TEXT = 4096;
 
-/** The gate's argv around the run's program. A bash closes inherited descriptors first when there are any. */
+/**
+ * The gate's argv around the run's program. The gate itself hands over to its descriptor-closing
+ * bash form (the argument after its name) when it holds inherited descriptors (gate.sh): decided
+ * inside the sandbox on the descriptors that arrived there, not by reading this process's
+ * descriptor table before every spawn (some 25 reads of /proc, half a millisecond a run).
+ */
 export function getGateProgram(program: readonly string[], keepStdin: boolean): string[] {
-  const head = hasInheritedDescriptors() ? ['/bin/bash', '--norc', '--noprofile', '-c', getBashGateScript(CLOSE_FDS)] : ['/bin/sh', '-c', getGateScript()];
-  return [...head, 'execgate-gate', keepStdin ? 'keep' : 'null', ...program];
+  return ['/bin/sh', '-c', getGateScript(), 'execgate-gate', getBashGateScript(CLOSE_FDS), keepStdin ? 'keep' : 'null', ...program];
 }
 
 /*
@@ -138,10 +143,12 @@ export function abandon(child: SpawnedProcess): void {
 
 /** The mount check, as an error when it fails; the sandbox's first process when it passes. */
 export function checkSandbox(pid: number, check: SandboxCheck): SandboxInit {
-  const problem = verifySandbox(pid, check);
-  if (problem !== undefined) throw mismatch(problem);
   const found = findSandboxInit(pid);
-  const init = found === undefined ? undefined : identifySandboxInit(found);
+  if (found === undefined) throw mismatch('the sandbox\'s first process could not be found');
+  const problem = verifySandboxInit(found, check);
+  if (problem !== undefined) throw mismatch(problem);
+  // Read after the check: the process the check looked at, still there (its namespace and start time).
+  const init = identifySandboxInit(found);
   if (init === undefined) throw mismatch('the sandbox\'s first process is not in a PID namespace of its own');
   return init;
 }
@@ -170,21 +177,21 @@ export async function startGated(spawner: Spawner, request: SandboxedRequest): P
   const stderr = new PassThrough();
   stderr.once('close', () => child.stderr.destroy());
   const stdout = relay(child.stdout);
+  // A gate that is gone when `go` is written (its sandbox ended meanwhile) reports that by its exit.
+  child.stdin!.on('error', () => undefined);
   try {
-    const ready = await readMark(child.stderr, READY, new PassThrough());
+    // After the mark only the program speaks: what follows it in the same read is its output.
+    const ready = await readMark(child.stderr, READY, stderr);
     if (ready !== true) throw helperFailed(ready, request.cwd);
     const init = checkSandbox(child.pid, request.sandbox.check);
     // Set up and checked while the start record was made durable; the program acts only after.
     await request.ready;
-    const started = readMark(child.stderr, STARTED, stderr);
-    child.stdin!.write('go\n');
-    const said = await started;
-    if (said !== true) throw helperFailed(said, request.cwd);
-    // The mark is read and stderr polled empty: the program may start now (see gate.sh).
-    await afterNextPoll();
-    if (keep) child.stdin!.write('\n');
-    else child.stdin!.end('\n');
+    // stderr flows into the run's stream from here, and is polled empty once more before the
+    // program may write (afterNextPoll): its stdout and stderr then arrive in the order written.
     child.stderr.pipe(stderr);
+    await afterNextPoll();
+    if (keep) child.stdin!.write('go\n');
+    else child.stdin!.end('go\n');
     return { ...child, stdin: keep ? child.stdin : null, stdout, stderr, sandboxInit: init };
   } catch (error) {
     abandon(child);

@@ -15,7 +15,8 @@
  *     one (hidden directories, the private /tmp, /dev, masked /proc directories), its proc, devpts;
  *   - each hidden directory is that tmpfs, and empty; each hidden file is /dev/null;
  *   - every path the plan binds is a mount point (a host path deleted since goes with its mount);
- *   - each writable root is the directory (device and inode) the plan was made for.
+ *   - each writable root is the directory (device and inode) the plan was made for;
+ *   - a run that joins the gateway's shared network namespace is in that namespace.
  * A mismatch is described in words (for the error and the audit record) and nothing runs.
  */
 import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
@@ -40,6 +41,12 @@ export interface SandboxCheck {
    * that tmpfs, read-only, and hold exactly `names`; the hidden files in `absent` do not exist.
    */
   readonly covers?: ReadonlyArray<{ readonly path: string; readonly names: readonly string[]; readonly absent: readonly string[] }>;
+  /**
+   * The gateway's shared network namespace (`net:[N]`) the run joins by the holder's /proc path:
+   * the sandbox must be in it (a holder that died and whose pid went to another process would
+   * otherwise let nsenter put the run in that process's network, the host's among them).
+   */
+  readonly network?: string;
 }
 
 export interface MountEntry {
@@ -146,6 +153,20 @@ function exposedPaths(entry: MountEntry, host: ReadonlyMap<string, readonly Moun
 export function verifySandbox(launcherPid: number, check: SandboxCheck): string | undefined {
   const init = findSandboxInit(launcherPid);
   if (init === undefined) return 'the sandbox\'s first process could not be found';
+  return verifySandboxInit(init, check);
+}
+
+/** verifySandbox for a sandbox whose first process (findSandboxInit) is already known. */
+export function verifySandboxInit(init: number, check: SandboxCheck): string | undefined {
+  if (check.network !== undefined) {
+    let network: string;
+    try {
+      network = readlinkSync(`/proc/${init}/ns/net`);
+    } catch (error) {
+      return `the sandbox's network namespace could not be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
+    }
+    if (network !== check.network) return `the sandbox is in the network namespace ${network}, not the gateway's shared ${check.network}`;
+  }
   let sandboxText: string;
   let hostText: string;
   try {
