@@ -41,7 +41,6 @@ interface Piece { readonly bytes: Uint8Array; readonly stream: 1 | 2; readonly p
 /** A run: its pieces, and whether a value is split across the boundary after piece `split`. */
 interface Plan { readonly pieces: Piece[]; readonly maxOutput: number }
 
-const NO_SECRET = /Qv7|[\x00-\x08]/;
 // Random bytes, binary included, that cannot hold the value or a start of it (the value's first byte is Q).
 const bytesArb = fc.uint8Array({ minLength: 0, maxLength: 90_000 }).map((a) => a.map((b) => (b === 0x51 ? 0x52 : b)));
 
