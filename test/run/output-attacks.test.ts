@@ -134,11 +134,12 @@ async function runPlans(gateways: Gateway[], plans: Plan[], dir: string): Promis
   }
 }
 
-describe('output of concurrent runs against a reference (unsandboxed, two gateways in one process)', () => {
+describe('output of concurrent runs against a reference (unsandboxed, two gateways in one process, direct and helper)', () => {
   let gateways: Gateway[];
   beforeEach(() => {
-    gateways = ['a', 'b'].map((name) => {
-      const gateway = createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, `home-${name}`), env: baseEnv(), cwd: tmp.dir, spawner: 'direct' });
+    // One spawns in this process, one through the spawn helper (its runs' pipes opened there by /proc).
+    gateways = (['direct', 'helper'] as const).map((spawner) => {
+      const gateway = createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, `home-${spawner}`), env: baseEnv(), cwd: tmp.dir, spawner });
       gateway.refs.set('secret', 'attack', SECRET);
       return gateway;
     });
