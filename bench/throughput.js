@@ -13,7 +13,8 @@
  *   npm run build && node bench/throughput.js [--quick]
  */
 const { spawn } = require('node:child_process');
-const { mkdirSync } = require('node:fs');
+const { closeSync, mkdirSync } = require('node:fs');
+const { Socket } = require('node:net');
 const { join } = require('node:path');
 const { DIST, benchEnv, getUnsandboxedPolicy, interleave, row, runFigure, unsandboxedPolicy, waitChild, watchRss } = require('./lib');
 
@@ -23,6 +24,7 @@ async function run({ quick, baseline, log }) {
   const { createGateway } = require(join(DIST, 'gateway.js'));
   const { DEFAULT_POLICY } = require(join(DIST, 'policy', 'effective.js'));
   const { checkPlatform } = require(join(DIST, 'sandbox', 'index.js'));
+  const { getPipePool } = require(join(DIST, 'process', 'spawner', 'pipes.js'));
   const { home, env, cleanup } = benchEnv('execgate-bench-throughput-');
   const work = join(home, 'work');
   mkdirSync(work);
@@ -62,6 +64,16 @@ async function run({ quick, baseline, log }) {
   const variants = {
     kernelPipe: measured('kernelPipe', () => waitChild(spawn('/bin/sh', ['-c', `${producer} | cat > /dev/null`], { stdio: ['ignore', 'pipe', 'pipe'], env }))),
     nodePipe: measured('nodePipe', () => waitChild(spawn('/bin/sh', ['-c', producer], { stdio: ['ignore', 'pipe', 'pipe'], env }))),
+    // The same reader on real pipes (what the gateway's runs write into now): child_process's
+    // 'pipe' is a socketpair, which the kernel moves bytes through more slowly.
+    nodeFifo: measured('nodeFifo', async () => {
+      const [out, err] = await getPipePool().take();
+      const child = spawn('/bin/sh', ['-c', producer], { stdio: ['ignore', out.write, err.write], env });
+      closeSync(out.write);
+      closeSync(err.write);
+      const streams = [out, err].map((pair) => new Socket({ fd: pair.read, readable: true, writable: false }));
+      await Promise.all([new Promise((resolve) => child.once('exit', resolve)), ...streams.map((stream) => new Promise((resolve) => { stream.on('data', () => {}); stream.once('close', resolve); }))]);
+    }),
     sync: measured('sync', async () => checkSync(await gateway.exec({ command: producer }))),
     syncHelper: measured('syncHelper', async () => checkSync(await helper.exec({ command: producer }))),
     ...(sandboxed ? {
@@ -91,18 +103,22 @@ async function run({ quick, baseline, log }) {
   const rates = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, list.map(rate)]));
   const kernel = { name: 'kernel pipe', samples: rates.kernelPipe };
   const node = { name: 'Node reader', samples: rates.nodePipe };
+  const nodeFifo = { name: 'Node reader of a pipe', samples: rates.nodeFifo };
   const keep = (name) => growth[name].slice(-rounds);
   const size = quick ? '64 MiB' : '1 GiB';
   return {
     rows: [
       row(3, `${size} through \`head | cat > /dev/null\` (kernel pipe)`, rates.kernelPipe, { unit: 'MB/s' }),
       row(3, `${size} read by Node from a pipe, dropped`, rates.nodePipe, { unit: 'MB/s', of: kernel }),
+      row(3, `${size} read by Node from a real pipe (FIFO; child_process's 'pipe' is a socketpair), dropped`, rates.nodeFifo, { unit: 'MB/s', of: node }),
       row(3, `${size} through gateway.exec sync, sandbox off`, rates.sync, { unit: 'MB/s', of: node, target: 0.9, higherIsBetter: true }),
       ...(sandboxed ? [row(3, `${size} through gateway.exec sync, sandbox on (default policy)`, rates.syncSandboxed, { unit: 'MB/s', of: node, goal: 'output-capture' })] : []),
       row(3, `${size} through gateway.exec sync, sandbox off, spawner: helper`, rates.syncHelper, { unit: 'MB/s', of: node }),
       row(3, `${size} through a background process to its file, sandbox off`, rates.background, { unit: 'MB/s', of: node }),
       ...(sandboxed ? [row(3, `${size} through a background process to its file, sandbox on`, rates.backgroundSandboxed, { unit: 'MB/s', of: node })] : []),
       row(3, `  sync, sandbox off, against the kernel pipe`, rates.sync, { unit: 'MB/s', of: kernel }),
+      row(3, '  sync, sandbox off, against the Node reader of a real pipe', rates.sync, { unit: 'MB/s', of: nodeFifo }),
+      ...(sandboxed ? [row(3, '  sync, sandbox on, against the Node reader of a real pipe', rates.syncSandboxed, { unit: 'MB/s', of: nodeFifo })] : []),
       row(3, '  RSS growth of the gateway process, sync (target < 64 MB)', keep('sync'), { unit: 'MiB' }),
       row(3, '  RSS growth of the gateway process, sync helper', keep('syncHelper'), { unit: 'MiB' }),
       ...(sandboxed ? [row(3, '  RSS growth of the gateway process, sync, sandbox on', keep('syncSandboxed'), { unit: 'MiB' })] : []),

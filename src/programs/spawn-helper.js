@@ -56,20 +56,39 @@ function take() {
   return socket ? Promise.resolve(socket) : open();
 }
 
+/*
+ * The run's output pipes, when the gateway offers them (its /proc entries of their write ends,
+ * see process/spawner/pipes.ts): opened here for writing, so the child gets pipes it can open by
+ * name (/dev/stdout). Undefined where they cannot be opened (another user's gateway, /proc not
+ * readable): the child then gets sockets.
+ */
+async function openOutputs(paths) {
+  if (!Array.isArray(paths) || paths.length !== 2) return undefined;
+  // Opened on the thread pool: opening a pipe for writing waits for a reader, which the gateway
+  // holds; if the gateway is gone meanwhile, the disconnect still ends this process.
+  const settled = await Promise.allSettled(paths.map((path) => fs.promises.open(path, fs.constants.O_WRONLY)));
+  const handles = settled.filter((s) => s.status === 'fulfilled').map((s) => s.value);
+  if (handles.length === 2) return handles;
+  for (const handle of handles) await handle.close().catch(() => undefined);
+  return undefined;
+}
+
 async function run(request) {
   const { id } = request;
   let sockets = [];
   let child;
   let sources;
+  const opened = await openOutputs(request.outputs);
+  const outputs = opened ? opened.map((handle) => handle.fd) : undefined;
   try {
-    const settled = await Promise.allSettled(Array.from({ length: request.stdin ? 3 : 2 }, take));
+    const settled = await Promise.allSettled(Array.from({ length: (request.stdin ? 1 : 0) + (outputs ? 0 : 2) }, take));
     sockets = settled.filter((s) => s.status === 'fulfilled').map((s) => s.value);
     const failed = settled.find((s) => s.status === 'rejected');
     if (failed) throw failed.reason;
     // Sandboxed: bubblewrap reads its options from descriptor 3 and mounts descriptors this
     // process opened and checked (process/bwrap/launch.ts).
     sources = request.sandbox ? renderSandboxLaunch(fs, request.sandbox, [request.shell].concat(request.args)) : undefined;
-    const stdio = request.stdin ? sockets : ['ignore', ...sockets];
+    const stdio = [...(request.stdin ? [] : ['ignore']), ...sockets, ...(outputs || [])];
     child = sources
       ? spawn(sources.file, sources.args, { cwd: '/', env: request.env, detached: true, stdio: [...stdio, 'pipe', ...sources.fds] })
       : spawn(request.shell, request.args, { cwd: request.cwd, env: request.env, detached: true, stdio });
@@ -82,6 +101,8 @@ async function run(request) {
     return;
   } finally {
     for (const socket of sockets) socket.destroy();
+    // The child has its own copies from the spawn on.
+    for (const handle of opened || []) void handle.close().catch(() => undefined);
     if (sources) for (const fd of sources.fds) { try { fs.closeSync(fd); } catch { /* closed */ } }
     fill();
   }
@@ -92,7 +113,7 @@ async function run(request) {
   child.on('error', () => { /* after a pid, only kill() reports errors; none are sent here */ });
   child.once('exit', (code, signal) => send({ t: 'exit', id, code, signal }));
   const tokens = sockets.map((socket) => socket.token);
-  send({ t: 'spawned', id, pid: child.pid, stdin: request.stdin ? tokens.shift() : null, stdout: tokens[0], stderr: tokens[1] });
+  send({ t: 'spawned', id, pid: child.pid, stdin: request.stdin ? tokens.shift() : null, stdout: outputs ? null : tokens[0], stderr: outputs ? null : tokens[1] });
 }
 
 process.on('message', (message) => {

@@ -63,13 +63,16 @@ describe('spawning from the helper process', () => {
     expect(result.redactions).toBe(1);
   });
 
-  test('the shell is the helper\'s child, not this process\'s, and its output arrives on sockets', async () => {
-    const result = await gateway.exec({ command: 'echo $PPID; readlink /proc/self/fd/1 /proc/self/fd/2' });
-    const [ppid, out, err] = result.stdout.trim().split('\n');
+  test('the shell is the helper\'s child, not this process\'s, and its output arrives on pipes this process made (not through the helper)', async () => {
+    const result = await gateway.exec({ command: 'echo $PPID; readlink /proc/self/fd/1 /proc/self/fd/2; test -p /dev/stdout && test -p /dev/stderr && echo pipes' });
+    const [ppid, out, err, pipes] = result.stdout.trim().split('\n');
     expect(Number(ppid)).not.toBe(process.pid);
     expect(parentOf(Number(ppid))).toBe(process.pid);
-    expect(out).toMatch(/^socket:/);
-    expect(err).toMatch(/^socket:/);
+    // FIFOs of this process's pipe pool, unlinked once opened.
+    expect(out).toMatch(/\/execgate-pipes-[0-9]+-[^/]+\/[0-9]+ \(deleted\)$/);
+    expect(err).toMatch(/\/execgate-pipes-[0-9]+-[^/]+\/[0-9]+ \(deleted\)$/);
+    expect(out).not.toBe(err);
+    expect(pipes).toBe('pipes');
   });
 
   test('resolved values travel over IPC only: not in the helper\'s argv or environment', async () => {

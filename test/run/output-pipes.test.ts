@@ -6,9 +6,10 @@
  * the output listener, the redactor's held bytes); and a sandboxed run cannot reach another
  * run's pipe.
  */
-import { readFileSync } from 'node:fs';
+import { fstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
+import { closePipe, PipePool, type PipePair } from '../../src/process/spawner/pipes';
 import { baseEnv, makeTempDir, UNSANDBOXED_POLICY } from '../helpers/tmp';
 import { describeSandboxed, makeGateway, runIn, type Mode } from '../sandbox/helpers';
 
@@ -41,18 +42,28 @@ function expectAllThrough(output: string): void {
 }
 
 describe('output pipes, unsandboxed', () => {
-  test('sync: /dev/stdout, /dev/stderr and /proc/self/fd/1 can be opened, and each stream gets its own', async () => {
-    const result = await gateway.exec({ command: BY_NAME });
-    expect(result.exitCode).toBe(0);
-    expectAllThrough(result.output);
-    expect(result.stdout).toBe('fifo-both\nvia-dev-stdout\nvia-proc-fd-1\nvia-tee\n');
-    expect(result.stderr).toBe('via-dev-stderr\nvia-tee\n');
+  test.each(['direct', 'helper'] as const)('sync, spawner %s: /dev/stdout, /dev/stderr and /proc/self/fd/1 can be opened, and each stream gets its own', async (spawner) => {
+    const through = spawner === 'direct' ? gateway : createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'helper'), env: baseEnv(), cwd: tmp.dir, spawner });
+    try {
+      const result = await through.exec({ command: BY_NAME });
+      expect(result.exitCode).toBe(0);
+      expectAllThrough(result.output);
+      expect(result.stdout).toBe('fifo-both\nvia-dev-stdout\nvia-proc-fd-1\nvia-tee\n');
+      expect(result.stderr).toBe('via-dev-stderr\nvia-tee\n');
+    } finally {
+      if (through !== gateway) await through.close();
+    }
   });
 
-  test('background: the same, into its output file', async () => {
-    const out = await runIn(gateway, 'background', BY_NAME);
-    expect(out.exitCode).toBe(0);
-    expectAllThrough(out.output);
+  test.each(['direct', 'helper'] as const)('background, spawner %s: the same, into its output file', async (spawner) => {
+    const through = spawner === 'direct' ? gateway : createGateway({ policy: UNSANDBOXED_POLICY, home: join(tmp.dir, 'helper'), env: baseEnv(), cwd: tmp.dir, spawner });
+    try {
+      const out = await runIn(through, 'background', BY_NAME);
+      expect(out.exitCode).toBe(0);
+      expectAllThrough(out.output);
+    } finally {
+      if (through !== gateway) await through.close();
+    }
   });
 
   test('concurrent runs each get exactly their own bytes (the read buffer is shared), in head, tail and file', async () => {
@@ -103,6 +114,44 @@ describe('output pipes, unsandboxed', () => {
   }, 30_000);
 });
 
+describe('the pipe pool', () => {
+  test('gateways made one after another share the stock: no batch is made while it lasts', async () => {
+    const pool = new PipePool();
+    closeAll(await Promise.all([pool.take()]));
+    const before = listBatches();
+    for (let i = 0; i < 5; i++) pool.prefill();
+    closeAll(await Promise.all([pool.take(), pool.take()]));
+    expect(listBatches()).toEqual(before);
+  });
+
+  test('a burst larger than a batch gets pipes for every run, each a FIFO of its own', async () => {
+    const pool = new PipePool();
+    const taken = await Promise.all(Array.from({ length: 300 }, () => pool.take()));
+    try {
+      expect(taken.every((pair) => pair !== undefined)).toBe(true);
+      const inodes = new Set<number>();
+      for (const pair of taken.flatMap((pairs) => pairs!)) {
+        const stat = fstatSync(pair.read);
+        expect(stat.isFIFO()).toBe(true);
+        expect(fstatSync(pair.write).ino).toBe(stat.ino);
+        inodes.add(stat.ino);
+      }
+      expect(inodes.size).toBe(600);
+    } finally {
+      for (const pairs of taken) pairs?.forEach(closePipe);
+    }
+  }, 30_000);
+});
+
+/** This process's batch directories. */
+function listBatches(): string[] {
+  return readdirSync('/tmp').filter((name) => name.startsWith(`execgate-pipes-${process.pid}-`)).sort();
+}
+
+function closeAll(taken: Array<[PipePair, PipePair] | undefined>): void {
+  for (const pairs of taken) pairs?.forEach(closePipe);
+}
+
 describeSandboxed('output pipes, sandboxed', () => {
   let sandboxed: Gateway;
   beforeEach(() => {
@@ -112,12 +161,17 @@ describeSandboxed('output pipes, sandboxed', () => {
     await sandboxed.close();
   });
 
-  test.each(['sync', 'background'] as Mode[])('%s: /dev/stdout, /dev/stderr and /proc/self/fd/1 can be opened (cold, then warm)', async (mode) => {
-    for (let round = 0; round < 2; round++) {
-      const out = await runIn(sandboxed, mode, BY_NAME);
-      expect(out.sandboxed).toBe(true);
-      expect(out.exitCode).toBe(0);
-      expectAllThrough(out.output);
+  test.each([['sync', 'direct'], ['background', 'direct'], ['sync', 'helper'], ['background', 'helper']] as Array<[Mode, 'direct' | 'helper']>)('%s, spawner %s: /dev/stdout, /dev/stderr and /proc/self/fd/1 can be opened (cold, then warm)', async (mode, spawner) => {
+    const through = spawner === 'direct' ? sandboxed : makeGateway({ home: join(tmp.dir, 'sandboxed-helper'), env: baseEnv(), cwd: tmp.dir, spawner });
+    try {
+      for (let round = 0; round < 2; round++) {
+        const out = await runIn(through, mode, BY_NAME);
+        expect(out.sandboxed).toBe(true);
+        expect(out.exitCode).toBe(0);
+        expectAllThrough(out.output);
+      }
+    } finally {
+      if (through !== sandboxed) await through.close();
     }
   }, 60_000);
 

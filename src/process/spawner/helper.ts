@@ -30,6 +30,9 @@ import { spawnFailed, type ExecgateError } from '../../errors';
 import { getRuntimeBase } from '../../fs/runtime-dir';
 import { changed } from '../bwrap/launch';
 import { getProgramFile } from '../programs';
+import { closeSync } from 'node:fs';
+import { OutputReader } from './output-reader';
+import { closePipe, getPipePool, type PipePair } from './pipes';
 import type { ProcessExit, SpawnedProcess, Spawner, SpawnRequest } from './types';
 
 const TOKEN_CHARS = 32;
@@ -45,7 +48,7 @@ const STREAM_BUFFER_BYTES = 256 * 1024;
 
 type HelperMessage =
   | { t: 'ready' }
-  | { t: 'spawned'; id: string; pid: number; stdin: string | null; stdout: string; stderr: string }
+  | { t: 'spawned'; id: string; pid: number; stdin: string | null; stdout: string | null; stderr: string | null }
   | { t: 'failed'; id: string; code: string; message: string; path?: string }
   | { t: 'exit'; id: string; code: number | null; signal: NodeJS.Signals | null };
 
@@ -84,6 +87,8 @@ interface Entry {
   readonly resolveExit: (exit: ProcessExit) => void;
   readonly rejectExit: (error: Error) => void;
   readonly exit: Promise<ProcessExit>;
+  /** The output pipes offered to the helper (pipes.ts): the child writes into them unless the helper used its sockets. */
+  pipes: [PipePair, PipePair] | undefined;
 }
 
 /** Why a command could not be started through the spawn helper. */
@@ -121,6 +126,10 @@ export class HelperSpawner implements Spawner {
     await helper.ready;
     if (helper !== this.#helper) throw helperFailed('the spawn helper exited before the command could be started');
     const id = String(++this.#nextId);
+    // The run's stdout and stderr as pipes (pipes.ts), as for direct spawns: the helper opens
+    // their write ends through this process's /proc entries, so the child can open its output
+    // by name (/dev/stdout); where it cannot, it gives the child its sockets as before.
+    const pipes = await getPipePool().take().catch(() => undefined);
     return new Promise<SpawnedProcess>((resolve, reject) => {
       let resolveExit!: (exit: ProcessExit) => void;
       let rejectExit!: (error: Error) => void;
@@ -128,12 +137,13 @@ export class HelperSpawner implements Spawner {
       exit.catch(() => { /* the caller handles it */ });
       const entry: Entry = {
         id, helper, stdin: request.stdin === 'pipe', spawned: undefined, started: false, exited: false, held: true,
-        resolve, reject, resolveExit, rejectExit, exit,
+        resolve, reject, resolveExit, rejectExit, exit, pipes,
       };
       this.#entries.set(id, entry);
       helper.child.channel?.ref();
       const sandbox = request.sandbox ? { launcher: request.sandbox.launcher, spec: request.sandbox.spec } : undefined;
-      helper.child.send({ t: 'spawn', id, shell: request.shell, args: request.args, env: request.env, cwd: request.cwd, stdin: entry.stdin, sandbox }, (error) => {
+      const outputs = pipes?.map((pair) => `/proc/${process.pid}/fd/${pair.write}`);
+      helper.child.send({ t: 'spawn', id, shell: request.shell, args: request.args, env: request.env, cwd: request.cwd, stdin: entry.stdin, sandbox, outputs }, (error) => {
         if (error) this.#fail(entry, helperFailed(`the spawn helper could not be reached (${error.message})`, error));
       });
     });
@@ -308,12 +318,29 @@ export class HelperSpawner implements Spawner {
   #check(entry: Entry): void {
     const spawned = entry.spawned;
     if (entry.started || !spawned) return;
-    const names = [spawned.stdout, spawned.stderr, ...(spawned.stdin ? [spawned.stdin] : [])];
+    const names = [spawned.stdout, spawned.stderr, spawned.stdin].filter((name): name is string => name !== null);
     if (!names.every((name) => this.#idle.has(name))) return;
-    const sockets = [spawned.stdout, spawned.stderr].map((name) => this.#idle.get(name)!.socket);
-    const [stdout, stderr] = [spawned.stdout, spawned.stderr].map((name) => this.#claimOutput(name));
-    const stdin = spawned.stdin ? this.#claim(spawned.stdin).socket.ref().resume() : null;
-    if (stdin) sockets.push(stdin);
+    const piped = spawned.stdout === null || spawned.stderr === null;
+    if (piped && (entry.pipes === undefined || spawned.stdout !== null || spawned.stderr !== null)) {
+      this.#fail(entry, helperFailed('the spawn helper named output pipes this process did not offer'));
+      return;
+    }
+    const pipes = entry.pipes;
+    entry.pipes = undefined;
+    let readers: OutputReader[] | undefined;
+    if (piped && pipes) {
+      // The child holds its write ends (opened by the helper): this process's copies are closed.
+      for (const pair of pipes) closeSync(pair.write);
+      readers = pipes.map((pair) => new OutputReader(pair.read));
+    } else if (pipes) {
+      pipes.forEach(closePipe);
+    }
+    const outputNames = piped ? [] : [spawned.stdout!, spawned.stderr!];
+    const sockets: Array<{ ref(): unknown; unref(): unknown }> = readers ?? outputNames.map((name) => this.#idle.get(name)!.socket);
+    const [stdout, stderr] = readers ?? outputNames.map((name) => this.#claimOutput(name));
+    const stdinSocket = spawned.stdin ? this.#claim(spawned.stdin).socket.ref().resume() : null;
+    if (stdinSocket) sockets.push(stdinSocket);
+    const stdin = stdinSocket;
     entry.started = true;
     if (entry.exited) this.#forget(entry);
     // A process waiting for work (a warm sandbox) must not keep the host alive: neither its
@@ -327,7 +354,8 @@ export class HelperSpawner implements Spawner {
       if (on && this.#entries.has(entry.id)) entry.helper.child.channel?.ref();
       else this.#idleChannel(entry.helper);
     };
-    entry.resolve({ pid: spawned.pid, stdin, stdout, stderr, exit: entry.exit, setRef });
+    const claim = readers ? (name: 'stdout' | 'stderr', sink: (bytes: Buffer) => void): boolean => readers[name === 'stdout' ? 0 : 1].claim(sink) : undefined;
+    entry.resolve({ pid: spawned.pid, stdin, stdout, stderr, exit: entry.exit, setRef, ...(claim ? { claim } : {}) });
   }
 
   #claim(name: string): Connection {
@@ -355,6 +383,8 @@ export class HelperSpawner implements Spawner {
   }
 
   #fail(entry: Entry, error: Error): void {
+    entry.pipes?.forEach(closePipe);
+    entry.pipes = undefined;
     if (!entry.started) {
       entry.started = true;
       const spawned = entry.spawned;

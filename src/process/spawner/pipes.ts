@@ -55,8 +55,10 @@ export class PipePool {
   /** Two pipes (stdout, stderr), or undefined when none can be made here. */
   async take(): Promise<[PipePair, PipePair] | undefined> {
     if (this.#stock < 2 + LOW) this.prefill();
+    // Runs that find the stock gone wait for the next batch (one at a time, however many wait).
     while (this.#stock < 2) {
-      if (this.#broken || this.#making === undefined) return undefined;
+      if (this.#broken) return undefined;
+      this.prefill();
       await this.#making;
     }
     const first = this.#open();
@@ -68,9 +70,9 @@ export class PipePool {
     }
   }
 
-  /** Make the next batch now, if none is being made (a gateway starts it before its first run). */
+  /** Make the next batch now, unless the stock is enough or one is being made (a gateway starts it before its first run). */
   prefill(): void {
-    if (this.#making !== undefined || this.#broken) return;
+    if (this.#making !== undefined || this.#broken || this.#stock >= 2 + LOW) return;
     this.#making = this.#makeBatch().catch(() => { this.#broken = true; }).finally(() => { this.#making = undefined; });
   }
 
