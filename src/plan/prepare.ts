@@ -66,7 +66,13 @@ export function createRunId(): string {
 
 const REF_ENV_PREFIX = 'EXECGATE_REF_';
 const PARKING_SHELLS = /(^|\/)(bash|sh|dash|ksh|mksh|zsh)$/;
-const BASH = /(^|\/)bash$/;
+/*
+ * The shells trusted to close their inherited descriptors themselves (process/park.ts): bash at
+ * its system paths only. A request names any executable as its shell, and one merely named
+ * `bash` (a script in the workspace: `#!/bin/sh` and `cat /proc/self/fd/200`) would get them
+ * unclosed, ahead of its first line; every other shell is started through the closing bash.
+ */
+const SYSTEM_BASH = new Set(['/bin/bash', '/usr/bin/bash']);
 
 export async function preparePlan(context: PrepareContext, input: unknown, runId = createRunId()): Promise<SpawnPlan> {
   const { policy } = context;
@@ -193,7 +199,7 @@ export async function preparePlan(context: PrepareContext, input: unknown, runId
   // pipes, with no bridge of its own, in a shell that reads the POSIX sh language.
   const parked = context.park === true && sandboxed.launch === undefined && !proxied && request.mode === 'sync' && !request.pty && PARKING_SHELLS.test(request.shell);
   // A parked bash closes inherited descriptors itself, first (process/park.ts).
-  const closesOwn = parked && BASH.test(request.shell);
+  const closesOwn = parked && SYSTEM_BASH.has(request.shell);
   const script = `${parked ? (closesOwn ? PARK_CLOSING : PARK) : ''}${prologue ? `${prologue}; ` : ''}${body}${request.epilogue ? `\n${request.epilogue}` : ''}`;
   validateCommandLength(script);
 

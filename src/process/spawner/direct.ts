@@ -24,6 +24,21 @@ function spawnWith(request: SpawnRequest, pipes: [PipePair, PipePair] | undefine
   let child: ChildProcess;
   let launch: RenderedLaunch | undefined;
   const outputs: [number | StdioPipe, number | StdioPipe] = pipes ? [pipes[0].write, pipes[1].write] : ['pipe', 'pipe'];
+  // The readers first: nothing that can fail comes between the spawn and the run's streams, so
+  // a run never starts without a reader (it would run unrecorded, reported as not started).
+  let readers: [OutputReader, OutputReader] | undefined;
+  if (pipes) {
+    const made: OutputReader[] = [];
+    try {
+      for (const pair of pipes) made.push(new OutputReader(pair.read));
+    } catch (error) {
+      // A reader owns its descriptor from its construction on; the others are closed here.
+      made.forEach((reader) => reader.destroy());
+      pipes.forEach((pair, index) => { if (index >= made.length) closePipe(pair); else closeSync(pair.write); });
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    readers = made as [OutputReader, OutputReader];
+  }
   try {
     // Sandboxed: bubblewrap reads its options from descriptor 3 and mounts descriptors opened
     // (and checked) here; see process/bwrap/launch.ts. It starts in `/`: the run's directory is
@@ -33,7 +48,7 @@ function spawnWith(request: SpawnRequest, pipes: [PipePair, PipePair] | undefine
       ? spawn(launch.file, launch.args, { cwd: '/', env: request.env, detached: true, stdio: [request.stdin, ...outputs, 'pipe', ...launch.fds] })
       : spawn(request.shell, request.args as string[], { cwd: request.cwd, env: request.env, detached: true, stdio: [request.stdin, ...outputs] });
   } catch (error) {
-    if (pipes) pipes.forEach(closePipe);
+    readers?.forEach((reader) => reader.destroy());
     return Promise.reject(error instanceof Error ? error : new Error(String(error)));
   } finally {
     // The child holds its own copies from the fork on; bubblewrap closes them once mounted.
@@ -41,7 +56,6 @@ function spawnWith(request: SpawnRequest, pipes: [PipePair, PipePair] | undefine
     // Likewise the write ends of its output pipes: held here, they would keep the pipes from ending.
     if (pipes) for (const pair of pipes) closeSync(pair.write);
   }
-  const readers = pipes ? pipes.map((pair) => new OutputReader(pair.read)) as [OutputReader, OutputReader] : undefined;
   const stdout: Readable = readers ? readers[0] : child.stdout!;
   const stderr: Readable = readers ? readers[1] : child.stderr!;
   if (launch) {

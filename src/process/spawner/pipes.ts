@@ -18,7 +18,7 @@
  * and the run gets child_process's sockets as before.
  */
 import { execFile } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdtempSync, openSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { getRuntimeBase } from '../../fs/runtime-dir';
 
@@ -119,13 +119,24 @@ export class PipePool {
   }
 }
 
-/** Both ends of the FIFO at `path`, which is unlinked: from then on only these descriptors reach it. */
+/**
+ * Both ends of the FIFO at `path`, which is unlinked: from then on only these descriptors reach it.
+ *
+ * The name is checked as opened: a symlink is not followed, and what opened must be a FIFO. A
+ * process of this user can replace a name in the batch's directory (a regular file, a symlink
+ * to one, a device); the run's output went there, and its reader failed only after the command
+ * had started (the run reported as not started, its processes left behind). Such a name throws
+ * here, before any spawn, and the run gets sockets. The write end is opened through this
+ * process's read end (/proc/self/fd), not the name again: the same pipe, whatever the name has
+ * become meanwhile, and an open that cannot wait (the pipe has its reader: this process).
+ */
 function openPipe(path: string): PipePair {
   // Read end first (non-blocking: no writer yet); then the write end opens at once. Both close-on-exec.
   try {
-    const read = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    const read = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
     try {
-      return { read, write: openSync(path, constants.O_WRONLY) };
+      if (!fstatSync(read).isFIFO()) throw new Error(`${path} is no longer the FIFO made for it`);
+      return { read, write: openSync(`/proc/self/fd/${read}`, constants.O_WRONLY) };
     } catch (error) {
       closeSync(read);
       throw error;
