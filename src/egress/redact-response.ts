@@ -40,11 +40,17 @@ export function getAcceptedEncodings(given: string | undefined, identityOnly: bo
   return kept.length > 0 ? kept.join(', ') : 'identity';
 }
 
+/*
+ * The fields to pass on, each value masked. A field whose name holds a value (a token such as
+ * `X-sk-live-...` is a valid field name) is left out: a masked name is no longer a token, and the
+ * name was passed on unread before.
+ */
 export function redactHeaders(rawHeaders: readonly string[], redactor: Redactor, drop: ReadonlySet<string>): string[] {
   const out: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = rawHeaders[i];
     if (drop.has(name.toLowerCase())) continue;
+    if (redactor.redactString(name).count > 0) continue;
     out.push(name, redactor.redactString(rawHeaders[i + 1]).text);
   }
   return out;
