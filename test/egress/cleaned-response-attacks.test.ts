@@ -45,6 +45,8 @@ const SCENARIOS: Record<string, Scenario> = {
   '/obs-fold': (s, v) => s.end(`HTTP/1.1 200 OK\r\nX-A: Bearer\r\n ${v}\r\nContent-Length: 2\r\n\r\nok`),
   // The value as a field's name (a token, as the value is).
   '/field-name': (s, v) => s.end(`HTTP/1.1 200 OK\r\nX-${v}: 1\r\nContent-Length: 2\r\n\r\nok`),
+  // Written as UTF-8 (the value has a character beyond ASCII): the field's bytes are the value's UTF-8 bytes.
+  '/utf8-field': (s, v) => s.end(`HTTP/1.1 200 OK\r\nX-A: Bearer ${v}\r\nContent-Length: 2\r\n\r\nok`),
   '/repeated': (s, v) => s.end(`HTTP/1.1 200 OK\r\nX-A: ${v}\r\nX-A: ${v}\r\nSet-Cookie: a=${v}\r\nSet-Cookie: b=${v}\r\nLocation: /${v}\r\nContent-Length: 2\r\n\r\nok`),
   // Encoding lies: gzip declared, plain sent; repeated fields that join to an unreadable coding.
   '/gzip-lie': (s, v) => s.end(`HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: ${v.length}\r\n\r\n${v}`),
@@ -85,6 +87,10 @@ let tmp: ReturnType<typeof makeTempDir>;
 let upstream: Server;
 let proxy: EgressProxy;
 let run: EgressRun;
+/** A run whose value has a character beyond ASCII. */
+let wide: EgressRun;
+const WIDE = 'sk-live-7Hq2x9Zr\u00e9Kp4Qm9vYmFy';
+const WIDE_SENTINEL = createSentinel(WIDE);
 let stored = '';
 /** Upstream connections still open. */
 const open = new Set<Socket>();
@@ -139,6 +145,11 @@ beforeAll(async () => {
     network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['evil.test'] }),
     injections: [{ ref: 'secret:api', value: VALUE, sentinel: SENTINEL, hosts: parseHostPatterns(['evil.test'], 'hosts'), binding: BINDING }],
   });
+  wide = await proxy.openRun({
+    runId: 'run-wide',
+    network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['evil.test'] }),
+    injections: [{ ref: 'secret:api', value: WIDE, sentinel: WIDE_SENTINEL, hosts: parseHostPatterns(['evil.test'], 'hosts'), binding: BINDING }],
+  });
 });
 
 afterAll(async () => {
@@ -155,12 +166,12 @@ beforeEach(() => {
 interface Got { status: number; raw: string[]; body: Buffer; complete: boolean }
 
 /** A bodiless request through the run's socket with the sentinel in Authorization; what came back, whole or cut off. */
-function fetchVia(path: string, method = 'GET', headers: Record<string, string> = {}, body?: string): Promise<Got> {
+function fetchVia(path: string, method = 'GET', headers: Record<string, string> = {}, body?: string, through = run, sentinel = SENTINEL): Promise<Got> {
   return new Promise((resolve) => {
     const got: Got = { status: 0, raw: [], body: Buffer.alloc(0), complete: false };
     const chunks: Buffer[] = [];
     const done = (): void => resolve({ ...got, body: Buffer.concat(chunks) });
-    const req = request({ socketPath: run.socketPath, path: `http://evil.test${path}`, method, headers: { host: 'evil.test', authorization: `Bearer ${SENTINEL}`, ...headers } }, (res) => {
+    const req = request({ socketPath: through.socketPath, path: `http://evil.test${path}`, method, headers: { host: 'evil.test', authorization: `Bearer ${sentinel}`, ...headers } }, (res) => {
       got.status = res.statusCode ?? 0;
       got.raw = [...res.rawHeaders];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -284,6 +295,17 @@ describe('fields', () => {
     const got = await fetchVia('/obs-fold');
     expect(got.status).toBe(502);
     expectNoValue(got);
+  });
+
+  test('a value beyond ASCII sent back as its UTF-8 bytes in a field: masked (read without Node\'s client and with it)', async () => {
+    for (const [method, body] of [['GET', undefined], ['POST', 'hi']] as const) {
+      const got = await fetchVia('/utf8-field', method, body ? { 'content-length': '2' } : {}, body, wide, WIDE_SENTINEL);
+      expect(got.status).toBe(200);
+      // The client reads the field's bytes: as UTF-8 they must not spell the value.
+      const bytes = Buffer.from(got.raw.join('\n'), 'latin1').toString('utf8');
+      expect(bytes).not.toContain(WIDE);
+      expect(bytes).toContain('Bearer [REDACTED:secret:api]');
+    }
   });
 
   test('repeated fields, Set-Cookie and Location holding the value: each masked', async () => {
