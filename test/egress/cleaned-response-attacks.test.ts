@@ -63,8 +63,11 @@ const SCENARIOS: Record<string, Scenario> = {
     for (let i = 0; i < bytes.length; i += 1) zip.write(bytes.subarray(i, i + 1), () => zip.flush(zlibConstants.Z_SYNC_FLUSH));
     zip.end();
   },
-  // Two gzip members back to back: the second holds the value.
-  '/gzip-members': (s, v) => s.end(Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n'), gzipSync('first '), gzipSync(v)])),
+  // Two gzip members back to back, the value split between them.
+  '/gzip-members': (s, v) => s.end(Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n'), gzipSync(`first ${v.slice(0, 12)}`), gzipSync(v.slice(12))])),
+  '/reason-phrase': (s, v) => s.end(`HTTP/1.1 200 ${v}\r\nContent-Length: 2\r\n\r\nok`),
+  // A 204 or 304 has no body: what follows its head is not read.
+  '/no-content': (s, v) => s.end(`HTTP/1.1 204 No Content\r\nContent-Length: ${v.length}\r\n\r\n${v}`),
   // A small gzip that inflates to 64 MiB of zeros, the value at its end.
   '/gzip-bomb': (s, v) => s.end(Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nConnection: close\r\n\r\n'), gzipSync(Buffer.concat([Buffer.alloc(64 << 20), Buffer.from(v)]))])),
   // base64 of the value wrapped at 60 columns inside JSON, one byte per read.
@@ -291,6 +294,19 @@ describe('framing', () => {
 });
 
 describe('fields', () => {
+  test('the value as the status line\'s reason phrase: not passed on', async () => {
+    const got = await fetchVia('/reason-phrase');
+    expect(got.status).toBe(200);
+    expectNoValue(got);
+  });
+
+  test('a 204 followed by a body holding the value: the body is not read', async () => {
+    const got = await fetchVia('/no-content');
+    expect(got.status).toBe(204);
+    expect(got.body.length).toBe(0);
+    expectNoValue(got);
+  });
+
   test('a field folded onto the next line (obs-fold) to split the value: refused with 502', async () => {
     const got = await fetchVia('/obs-fold');
     expect(got.status).toBe(502);
@@ -354,7 +370,7 @@ describe('encodings', () => {
     expect(gunzipSync(got.body).toString()).toMatch(/^a \[REDACTED:secret:api\] b \S*REDACTED\S* c \S*REDACTED\S* d$/);
   });
 
-  test('two gzip members, the value in the second: masked', async () => {
+  test('two gzip members, the value split between them: masked', async () => {
     const got = await fetchVia('/gzip-members', 'GET', { 'accept-encoding': 'gzip' });
     expect(got.status).toBe(200);
     expectNoValue(got);
