@@ -5,7 +5,9 @@
  * that has the value (it reads it from the request, or serves one it stored earlier) and tries to
  * hand it back through the response's framing, its interim responses, its fields and its
  * encodings. Whatever the client receives (fields and body, decoded as its encoding says) must not
- * hold the value, its base64 or its hex.
+ * hold the value, its base64 or its hex. Where a finding was shared with the response read by
+ * Node's client (a request with a body), that path is tried too; the last test goes through curl
+ * in a sandboxed run.
  */
 import { request } from 'node:http';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
