@@ -136,6 +136,11 @@ export async function forward(core: ProxyCore, context: RunContext, req: Incomin
     deny(core, context, res, { ...decision, allowed: false, method, rule: `upstream-failed:${(error as NodeJS.ErrnoException).code ?? 'error'}` }, 502);
   });
   req.once('aborted', () => upstream.destroy());
+  // The client went away before its response ended (a request whose body it had sent whole is
+  // not 'aborted'): the upstream connection goes too, rather than wait paused on a body no one reads.
+  res.once('close', () => {
+    if (!res.writableFinished) upstream.destroy();
+  });
   if (!hasBody(req)) {
     // Nothing to read, swap or scan: the request is sent as it is. stream.pipeline cost some
     // 60 µs a request even so (its AbortController, and the DOMException it aborts with when

@@ -40,14 +40,32 @@ export function getAcceptedEncodings(given: string | undefined, identityOnly: bo
   return kept.length > 0 ? kept.join(', ') : 'identity';
 }
 
+/*
+ * The fields to pass on, each value masked. A field whose name holds a value (a token such as
+ * `X-sk-live-...` is a valid field name) is left out: a masked name is no longer a token, and the
+ * name was passed on unread before.
+ */
 export function redactHeaders(rawHeaders: readonly string[], redactor: Redactor, drop: ReadonlySet<string>): string[] {
   const out: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = rawHeaders[i];
     if (drop.has(name.toLowerCase())) continue;
-    out.push(name, redactor.redactString(rawHeaders[i + 1]).text);
+    if (redactor.redactString(name).count > 0) continue;
+    out.push(name, redactField(rawHeaders[i + 1], redactor));
   }
   return out;
+}
+
+/*
+ * A field's value is read as latin1 (one character a byte, as Node reads it), so a value with
+ * characters beyond ASCII, sent back as its UTF-8 bytes, is not found in that reading; it is
+ * looked for in the bytes read as UTF-8 too, and a field that holds it there goes on masked.
+ */
+function redactField(value: string, redactor: Redactor): string {
+  const text = redactor.redactString(value).text;
+  if (!/[\x80-\xff]/.test(text)) return text;
+  const utf8 = redactor.redactString(Buffer.from(text, 'latin1').toString('utf8'));
+  return utf8.count > 0 ? Buffer.from(utf8.text, 'utf8').toString('latin1') : text;
 }
 
 class RedactTransform extends Transform {
