@@ -226,14 +226,29 @@ export class SharedNetwork {
       return await new Promise<Array<NetServer | string> | undefined>((resolve, reject) => {
         let left = endpoints.length;
         let foreign = false;
-        const timer = setTimeout(() => reject(new Error(`it did not hand its listeners over within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
-        child.once('error', (error) => { clearTimeout(timer); reject(error); });
-        child.once('exit', (code, signal) => {
+        // A listener that arrives once this has settled (timed out, or failed) is closed at once: a
+        // listener held by nobody kept the process alive (a CLI run that never exited).
+        let settled = false;
+        const fail = (error: Error): void => {
+          if (settled) return;
+          settled = true;
           clearTimeout(timer);
-          reject(new Error(`it exited (${signal ?? `code ${code}`}) without handing its listeners over${stderr ? `: ${stderr.trim()}` : ''}`));
+          reject(error);
+        };
+        const timer = setTimeout(() => fail(new Error(`it did not hand its listeners over within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+        child.once('error', fail);
+        // 'close', not 'exit': the child sends its listeners and exits at once, and its exit can be
+        // seen before the messages still in its channel are read (it was, under load: the run
+        // failed over to a second listener while the first, received after, was never closed).
+        child.once('close', (code, signal) => {
+          fail(new Error(`it exited (${signal ?? `code ${code}`}) without handing its listeners over${stderr ? `: ${stderr.trim()}` : ''}`));
         });
         child.on('message', (message: { namespace?: unknown; index?: unknown; error?: unknown }, handle: unknown) => {
           const server = handle instanceof NetServer ? handle : undefined;
+          if (settled) {
+            server?.close();
+            return;
+          }
           const index = typeof message?.index === 'number' && message.index >= 0 && message.index < endpoints.length ? message.index : -1;
           if (message?.namespace !== namespace || this.#closed || index === -1 || results[index] !== undefined) foreign = true;
           if (foreign) {
@@ -243,6 +258,7 @@ export class SharedNetwork {
           }
           left -= 1;
           if (left > 0) return;
+          settled = true;
           clearTimeout(timer);
           if (foreign) {
             closeAll();
