@@ -31,23 +31,25 @@ const { join } = require('node:path');
 const { evaluateGoals, formatGoalsResult } = require('./goals');
 const { DIST, cleanEnv, formatLoad, formatTable, parseArgs } = require('./lib');
 
+// Each figure's file and its number (the `id` it reports, which `--only` and the goals name),
+// in the order they run.
 const FIGURES = [
-  'exec-overhead.js',
-  'large-heap.js',
-  'throughput.js',
-  'redact.js',
-  'background.js',
-  'cli-start.js',
-  'mcp.js',
-  'egress.js',
-  'egress-aws.js',
-  'tcp.js',
-  'sandbox.js',
-  'shell-reader.js',
-  'files.js',
-  'audit-write.js',
-  'import.js',
-  'peer.js',
+  [1, 'exec-overhead.js'],
+  [2, 'large-heap.js'],
+  [3, 'throughput.js'],
+  [4, 'redact.js'],
+  [5, 'background.js'],
+  [6, 'cli-start.js'],
+  [7, 'mcp.js'],
+  [8, 'egress.js'],
+  [16, 'egress-aws.js'],
+  [15, 'tcp.js'],
+  [9, 'sandbox.js'],
+  [10, 'shell-reader.js'],
+  [11, 'files.js'],
+  [12, 'audit-write.js'],
+  [13, 'import.js'],
+  [14, 'peer.js'],
 ];
 
 function runFigureProcess(file, args, reportPath, env) {
@@ -103,14 +105,20 @@ async function main() {
     figures: [],
   };
   console.log(`execgate benchmarks${args.quick ? ' (quick)' : ''}: node ${report.node}, ${report.cpus} CPUs, load average ${formatLoad(report.loadBefore)}`);
-  const selected = FIGURES.filter((_, index) => !args.only || args.only.includes(index + 1));
+  const unknown = (args.only ?? []).filter((id) => !FIGURES.some(([figure]) => figure === id));
+  if (unknown.length > 0) {
+    console.error(`--only: no figure ${unknown.join(', ')} (the figures are ${FIGURES.map(([id]) => id).sort((a, b) => a - b).join(', ')})`);
+    process.exit(2);
+  }
+  const selected = FIGURES.filter(([id]) => !args.only || args.only.includes(id));
   let failed = 0;
-  for (const file of selected) {
+  for (const [id, file] of selected) {
     const figureStarted = Date.now();
     const figureArgs = [...(args.quick ? ['--quick'] : []), ...(args.baseline ? [`--baseline=${args.baseline}`] : []), ...(args.oneProcess ? ['--one-process'] : []), ...(args.inGateway ? ['--in-gateway'] : [])];
     const result = await runFigureProcess(file, figureArgs, join(scratch, `${file}.json`), env);
     result.file = file;
     result.seconds = Math.round((Date.now() - figureStarted) / 100) / 10;
+    if (!result.error && result.id !== id) result.error = `${file} reported figure ${result.id}, listed as ${id} in bench/run.js`;
     if (result.error) {
       failed += 1;
       console.error(`  ${file}: ${result.error}`);
