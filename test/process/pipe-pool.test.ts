@@ -133,3 +133,20 @@ test('a pipe taken is a real pipe both ways: what is written to the write end is
   closeSync(out.read);
   closePipe(pipes![1]);
 });
+
+test('batches grow with use: a process that makes one run makes 8 FIFOs, one that makes many makes few batches', async () => {
+  const base = join(tmp.dir, 'base');
+  mkdirSync(base);
+  const pool = new PipePool({ base });
+  expectPipes(await pool.take());
+  const [first] = readdirSync(base);
+  expect(readdirSync(join(base, first))).toHaveLength(6);
+  const seen = new Set([first]);
+  for (let run = 1; run < 300; run++) {
+    expectPipes(await pool.take());
+    for (const name of readdirSync(base)) seen.add(name);
+  }
+  // 600 pipes: batches of 8, then twice what was taken, up to 256 each.
+  expect(seen.size).toBeGreaterThan(3);
+  expect(seen.size).toBeLessThanOrEqual(10);
+});

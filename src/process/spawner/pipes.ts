@@ -33,10 +33,15 @@ export interface PipePair {
 
 /**
  * Pipes made per batch (one mkfifo process), and the stock below which the next batch is made.
- * Large: spawning mkfifo blocks the event loop for a fork (about 2 ms here), which a batch of
- * 256 spreads over 128 runs; a name costs nothing until it is used.
+ * A long-lived gateway's batches are large: spawning mkfifo blocks the event loop for a fork
+ * (about 2 ms here), which a batch of 256 spreads over 128 runs; a name costs nothing until it is
+ * used. But a process that makes one run (the CLI) paid for 256 FIFOs made and 254 removed at
+ * its exit (some 20 ms of its CPU under load, in profiles). So batches grow with use: the first
+ * holds FIRST_BATCH, each later one twice the pipes taken so far (up to BATCH), and the next is
+ * made once the stock falls below as many as were taken so far (up to LOW).
  */
 const BATCH = 256;
+const FIRST_BATCH = 8;
 const LOW = 64;
 /** How long one batch may take before the runs waiting for it get sockets instead. */
 const BATCH_TIMEOUT_MS = 10_000;
@@ -62,6 +67,8 @@ export class PipePool {
   /** Batches made and not used up, oldest first. */
   readonly #batches: Batch[] = [];
   #stock = 0;
+  /** Pipes taken so far (the batches and the stock kept grow with it). */
+  #taken = 0;
   #making: Promise<void> | undefined;
   /** After a failed batch: no batch is tried before this time (on #now); runs get sockets. */
   #retryAt = 0;
@@ -85,7 +92,7 @@ export class PipePool {
 
   /** Two pipes (stdout, stderr), or undefined when none can be made here. */
   async take(): Promise<[PipePair, PipePair] | undefined> {
-    if (this.#stock < 2 + LOW) this.prefill();
+    this.prefill();
     // Runs that find the stock gone wait for the next batch (one at a time, however many wait).
     while (this.#stock < 2) {
       if (this.#pausing) return undefined;
@@ -95,6 +102,7 @@ export class PipePool {
       await making;
       if (this.#failures > 0 && this.#stock < 2) return undefined;
     }
+    this.#taken += 2;
     const first = this.#open();
     try {
       return [first, this.#open()];
@@ -106,7 +114,7 @@ export class PipePool {
 
   /** Make the next batch now, unless the stock is enough or one is being made (a gateway starts it before its first run). */
   prefill(): void {
-    if (this.#making !== undefined || this.#pausing || this.#stock >= 2 + LOW) return;
+    if (this.#making !== undefined || this.#pausing || this.#stock >= 2 + Math.min(LOW, this.#taken)) return;
     this.#making = this.#makeBatch().then(() => {
       this.#failures = 0;
     }, () => {
@@ -150,7 +158,8 @@ export class PipePool {
     const dir = mkdtempSync(join(base, `${PREFIX}${getPidNamespace()}-${process.pid}-`));
     watchExit();
     removeOnExit.add(dir);
-    const names = Array.from({ length: BATCH }, (_, i) => join(dir, String(i)));
+    const size = Math.min(BATCH, Math.max(FIRST_BATCH, 2 * this.#taken));
+    const names = Array.from({ length: size }, (_, i) => join(dir, String(i)));
     try {
       await new Promise<void>((resolve, reject) => {
         execFile('mkfifo', ['-m', '600', '--', ...names], { timeout: BATCH_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' } }, (error) => {
