@@ -250,7 +250,10 @@ export class Gateway {
     } catch (error) {
       // Bubblewrap failed to set a run up: what the platform check remembered is not trusted any
       // more; the next check probes again (and words the reason in the helper's own terms).
-      if (isExecgateError(error) && error.code === 'EXECGATE_ERR_SANDBOX_FAILED') forgetPlatformCheck(this.home);
+      if (isExecgateError(error) && error.code === 'EXECGATE_ERR_SANDBOX_FAILED') {
+        forgetPlatformCheck(this.home);
+        await this.#sandbox.dropUnverified();
+      }
       throw maskError(error, mask);
     } finally {
       this.#running.delete(run);

@@ -14,7 +14,7 @@
  */
 import { closePrestartedSharedNetworks, prestartedStarted, prestartSharedNetwork } from '../process/bwrap/network';
 import { watchRun } from '../process/watchdog';
-import { checkPlatform } from '../sandbox/detect';
+import { checkPlatform, joinMemory } from '../sandbox/detect';
 import { getHome } from '../home';
 
 /** `execgate run` options that take a value (the next word). */
@@ -40,9 +40,10 @@ export function prestartRun(argv: readonly string[], env: NodeJS.ProcessEnv): vo
   if (process.platform !== 'linux' || !isDefaultPolicyRun(argv, env)) return;
   try {
     // Asked with the state directory, as the gateway asks it: the same remembered answer, asked once.
-    const platform = checkPlatform(undefined, { stateDir: getHome(env) });
+    const home = getHome(env);
+    const platform = checkPlatform(undefined, { stateDir: home });
     if (!platform.ok) return;
-    prestartSharedNetwork(platform.helper, ({ value }) => watchRun(value), { listener: true });
+    prestartSharedNetwork(platform.helper, ({ value }) => watchRun(value), { listener: true }, joinMemory(home, platform.helper));
   } catch {
     // The gateway meets the same problem (a state directory it cannot use) and says so.
   }

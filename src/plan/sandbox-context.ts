@@ -7,6 +7,7 @@
  */
 import { SharedNetwork, type SandboxContext } from '../sandbox';
 import { takePrestartedSharedNetwork } from '../process/bwrap/network';
+import { joinMemory } from '../sandbox/detect';
 import { watchRun } from '../process/watchdog';
 
 export interface GatewaySandboxOptions {
@@ -20,7 +21,15 @@ export interface GatewaySandbox {
   readonly context: SandboxContext;
   /** Ends the shared network namespaces (the gateway is closing). */
   close(): void;
+  /**
+   * A run failed to set its sandbox up: a shared namespace used on a remembered probe's word (not
+   * probed by this process) is probed now, and ended and forgotten if entering it fails, so that
+   * the next run starts another (which probes, and falls back to a namespace per run). Resolves
+   * once that is decided: the failed run's error is told after it, so a retry finds it settled.
+   */
+  dropUnverified(): Promise<void>;
 }
+
 
 export function createGatewaySandbox(options: GatewaySandboxOptions): GatewaySandbox {
   const networks = new Map<string, SharedNetwork>();
@@ -33,7 +42,7 @@ export function createGatewaySandbox(options: GatewaySandboxOptions): GatewaySan
     network: (helper: string): SharedNetwork => {
       let network = networks.get(helper);
       // One the CLI started ahead of the gateway (network.ts prestartSharedNetwork), else a new one.
-      if (!network) networks.set(helper, (network = takePrestartedSharedNetwork(helper) ?? new SharedNetwork(helper, ({ value }) => watchRun(value))));
+      if (!network) networks.set(helper, (network = takePrestartedSharedNetwork(helper) ?? new SharedNetwork(helper, ({ value }) => watchRun(value), joinMemory(options.home, helper))));
       return network;
     },
     onUnshared: (): void => {
@@ -52,6 +61,11 @@ export function createGatewaySandbox(options: GatewaySandboxOptions): GatewaySan
     context,
     close: () => {
       for (const network of networks.values()) network.close();
+    },
+    dropUnverified: async () => {
+      await Promise.all([...networks].filter(([, network]) => network.unverified).map(async ([helper, network]) => {
+        if (!(await network.reprobe()) && networks.get(helper) === network) networks.delete(helper);
+      }));
     },
   };
 }

@@ -20,6 +20,7 @@ import { spawnSync } from 'node:child_process';
 import { accessSync, closeSync, constants, fstatSync, openSync, readFileSync, readlinkSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { release } from 'node:os';
 import { join } from 'node:path';
+import type { JoinMemory } from '../process/bwrap/network';
 
 /**
  * Whether bubblewrap can sandbox runs on this machine: the helper found, or the reason it cannot.
@@ -162,6 +163,47 @@ function remember(stateDir: string, helper: string, key: string): void {
   delete remembered[helper];
   const kept = Object.entries(remembered).slice(-(MAX_REMEMBERED - 1));
   writeRemembered(file, Object.fromEntries([...kept, [helper, key]]));
+}
+
+/*
+ * Whether bubblewrap, entered with nsenter into a network namespace another bubblewrap of this
+ * user made, can set a run up there: learned by a probe run the first time a gateway shares a
+ * namespace (process/bwrap/network.ts), remembered in the same file under `join:HELPER`, keyed by
+ * the helper's platform key and nsenter's file. A remembered success skips that probe (a fork,
+ * nsenter, bubblewrap and a shell: a tenth of a CLI start's processes); it is forgotten with the
+ * rest when a run's sandbox fails to set up (forgetPlatformCheck), and the gateway's shared
+ * namespace taken on its word is then dropped, so the next run probes again.
+ */
+function getJoinKey(helper: string, nsenter: string): string | undefined {
+  const platform = getPlatformKey(helper);
+  if (platform === undefined) return undefined;
+  let file;
+  try {
+    file = statSync(nsenter, { bigint: true });
+  } catch {
+    return undefined;
+  }
+  return `${platform}\n${nsenter}\n${file.dev}:${file.ino}:${file.size}:${file.mode}:${file.uid}:${file.mtimeNs}:${file.ctimeNs}`;
+}
+
+/** Whether entering a shared namespace with `nsenter` and running `helper` there was remembered as working. */
+export function recallJoin(stateDir: string, helper: string, nsenter: string): boolean {
+  const key = getJoinKey(helper, nsenter);
+  return key !== undefined && readRemembered(join(stateDir, PLATFORM_CACHE_FILE))[`join:${helper}`] === key;
+}
+
+/** Remember that entering a shared namespace worked (the probe passed). */
+export function rememberJoin(stateDir: string, helper: string, nsenter: string): void {
+  const key = getJoinKey(helper, nsenter);
+  if (key !== undefined) remember(stateDir, `join:${helper}`, key);
+}
+
+/** The remembered join of `helper` in `stateDir`, as a shared namespace asks it. */
+export function joinMemory(stateDir: string, helper: string): JoinMemory {
+  return {
+    recall: (nsenter) => recallJoin(stateDir, helper, nsenter),
+    remember: (nsenter) => rememberJoin(stateDir, helper, nsenter),
+  };
 }
 
 /**

@@ -9,10 +9,11 @@
  * joining must wait for the holder to be ready, and then share its namespace.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, readlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkPlatform, SharedNetwork } from '../../src/sandbox';
-import { untilEntered } from '../../src/process/bwrap/network';
+import { untilEntered, type JoinMemory } from '../../src/process/bwrap/network';
+import { forgetPlatformCheck, joinMemory } from '../../src/sandbox/detect';
 import { createGateway } from '../../src/gateway';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { setSandboxSpecHookForTests } from '../../src/sandbox/plan';
@@ -159,6 +160,117 @@ maybe('the shared network namespace', () => {
     } finally {
       late.kill('SIGKILL');
     }
+  });
+
+  /*
+   * Entering the namespace is probed once (nsenter, bubblewrap, a shell), remembered in the state
+   * directory, and not probed again while the platform is the same (sandbox/detect.ts recallJoin).
+   * A bubblewrap that logs each call that is not the holder's shows which starts probed.
+   */
+  function loggingHelper(): { helper: string; probes: () => number } {
+    const log = join(tmp.dir, 'calls');
+    const refuse = join(tmp.dir, 'refuse');
+    const helper = join(tmp.dir, 'bwrap-logging');
+    writeFileSync(helper, `#!/bin/bash
+if [[ " $* " != *" --info-fd "* ]]; then
+  echo "$*" >> '${log}'
+  if [ -e '${refuse}' ]; then echo 'bwrap: entering refused' >&2; exit 1; fi
+fi
+exec '${(platform as { helper: string }).helper}' "$@"
+`);
+    chmodSync(helper, 0o755);
+    return { helper, probes: () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((line) => line.endsWith('exit 0')).length : 0) };
+  }
+  function memoryOf(): JoinMemory & { remembered: Set<string> } {
+    const remembered = new Set<string>();
+    return { remembered, recall: (path) => remembered.has(path), remember: (path) => { remembered.add(path); } };
+  }
+
+  test('entering is probed once, remembered, and taken on that word by the next holder, which can be entered', async () => {
+    const { helper, probes } = loggingHelper();
+    const memory = memoryOf();
+    network = new SharedNetwork(helper, undefined, memory);
+    const first = await network.join();
+    expect(first).toBeDefined();
+    expect(probes()).toBe(1);
+    expect(network.unverified).toBe(false);
+    expect([...memory.remembered]).toEqual([first!.prefix[0]]);
+    network.close();
+    network = new SharedNetwork(helper, undefined, memory);
+    const second = await network.join();
+    expect(second).toBeDefined();
+    expect(second!.namespace).not.toBe(first!.namespace);
+    expect(probes()).toBe(1);
+    expect(network.unverified).toBe(true);
+    const [program, ...prefix] = second!.prefix;
+    const entered = spawnSync(program!, [...prefix, '--ro-bind', '/', '/', '--', '/bin/sh', '-c', 'readlink /proc/self/ns/net'], { encoding: 'utf8' });
+    expect(entered.stdout.trim()).toBe(second!.namespace);
+    // Probed on demand (a run failed to set up): it passes, and the namespace is verified from then on.
+    expect(await network.reprobe()).toBe(true);
+    expect(probes()).toBe(2);
+    expect(network.unverified).toBe(false);
+  });
+
+  test('a remembered join that no longer works: the probe made after a failed run closes the namespace', async () => {
+    const { helper, probes } = loggingHelper();
+    const memory = memoryOf();
+    memory.remembered.add(nsenter!);
+    network = new SharedNetwork(helper, undefined, memory);
+    const taken = await network.join();
+    expect(taken).toBeDefined();
+    expect(probes()).toBe(0);
+    writeFileSync(join(tmp.dir, 'refuse'), '');
+    expect(await network.reprobe()).toBe(false);
+    expect(probes()).toBe(1);
+    // Closed: no holder to hand out any more.
+    expect(network.holderPid(taken!.namespace)).toBeUndefined();
+  });
+
+  test('the remembered join is keyed by the helper and nsenter\'s file, and forgotten with the platform check', () => {
+    const state = join(tmp.dir, 'state-join');
+    spawnSync('mkdir', ['-p', state]);
+    const helper = (platform as { helper: string }).helper;
+    const memory = joinMemory(state, helper);
+    expect(memory.recall(nsenter!)).toBe(false);
+    memory.remember(nsenter!);
+    expect(memory.recall(nsenter!)).toBe(true);
+    expect(joinMemory(state, loggingHelper().helper).recall(nsenter!)).toBe(false);
+    const copy = join(tmp.dir, 'nsenter-copy');
+    copyFileSync(nsenter!, copy);
+    expect(memory.recall(copy)).toBe(false);
+    forgetPlatformCheck(state);
+    expect(memory.recall(nsenter!)).toBe(false);
+  });
+
+  test('a gateway whose remembered join is wrong: the run that fails says so, and the next run probes and runs with a loopback of its own', async () => {
+    // Refuses to start inside any network namespace but this process's: entering never works.
+    const refusing = join(tmp.dir, 'bwrap-not-entered');
+    writeFileSync(refusing, `#!/bin/bash
+if [[ " $* " != *" --info-fd "* && "$(readlink /proc/self/ns/net)" != '${readlinkSelf()}' ]]; then echo 'bwrap: refused in an entered namespace' >&2; exit 1; fi
+exec '${(platform as { helper: string }).helper}' "$@"
+`);
+    chmodSync(refusing, 0o755);
+    const state = join(tmp.dir, 'state');
+    spawnSync('mkdir', ['-p', state]);
+    joinMemory(state, refusing).remember(nsenter!);
+    const warnings: string[] = [];
+    const policy = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'required' as const, helper: refusing }, network: { ...DEFAULT_POLICY.network, mode: 'none' as const, allow: [], deny: [] } };
+    const gateway = createGateway({ policy, home: state, env: baseEnv(), cwd: tmp.dir, warmSandboxes: 0, logger: { warn: (_obj: object, msg: string): void => { warnings.push(msg); } } });
+    const marker = join(tmp.dir, 'ran');
+    try {
+      await expect(gateway.exec({ command: `touch ${marker}` })).rejects.toMatchObject({ code: 'EXECGATE_ERR_SANDBOX_FAILED' });
+      expect(existsSync(marker)).toBe(false);
+      expect(joinMemory(state, refusing).recall(nsenter!)).toBe(false);
+      for (let i = 0; i < 2; i += 1) {
+        const result = await gateway.exec({ command: 'readlink /proc/self/ns/net' });
+        expect(result.exitCode).toBe(0);
+        expect(result.stdout.trim()).toMatch(/^net:\[\d+\]$/);
+        expect(result.stdout.trim()).not.toBe(readlinkSelf());
+      }
+    } finally {
+      await gateway.close();
+    }
+    expect(warnings.filter((w) => w.includes('do not share a network namespace'))).toHaveLength(1);
   });
 });
 

@@ -14,7 +14,10 @@
  * Joining needs CAP_SYS_ADMIN over the namespace: as root that is given; as another user the
  * holder's namespace belongs to the user namespace bubblewrap made for it, and nsenter enters
  * that first (keeping the user's uid: --preserve-credentials). Where joining is not possible (no nsenter, or entering is refused: tried once when
- * the holder starts), runs fall back to a network namespace each.
+ * the holder starts), runs fall back to a network namespace each. That try (a probe: nsenter,
+ * bubblewrap and a shell) is remembered in the state directory once it passed, keyed by the
+ * platform (sandbox/detect.ts recallJoin), and not made again while the key holds; a run that
+ * then fails to set up has a namespace taken on that word probed at once (reprobe).
  *
  * The gateway may also open a listener inside the namespace (the runs' way to the egress proxy,
  * egress/bridge.ts): a short-lived process entered into it opens the socket and hands it over.
@@ -115,6 +118,16 @@ export interface JoinOptions {
   readonly listener?: boolean;
 }
 
+/**
+ * What the gateway remembers across processes about entering a shared namespace (sandbox/detect.ts
+ * recallJoin and rememberJoin, bound to its state directory and helper): whether the probe that
+ * enters it with `nsenter` passed before on this platform.
+ */
+export interface JoinMemory {
+  recall(nsenter: string): boolean;
+  remember(nsenter: string): void;
+}
+
 export class SharedNetwork {
   readonly #helper: string;
   readonly #watch: WatchHolder | undefined;
@@ -132,9 +145,33 @@ export class SharedNetwork {
   /** Resolved once a start has spawned what it starts beside the probe (or ended): see started(). */
   #spawned: { promise: Promise<void>; resolve: () => void } | undefined;
 
-  constructor(helper: string, watch?: WatchHolder) {
+  /** Where a working join is remembered (sandbox/detect.ts recallJoin); none: always probed. */
+  readonly #memory: JoinMemory | undefined;
+  /** The join was taken on the remembered word, not probed (see unverified). */
+  #recalled = false;
+
+  constructor(helper: string, watch?: WatchHolder, memory?: JoinMemory) {
     this.#helper = helper;
     this.#watch = watch;
+    this.#memory = memory;
+  }
+
+  /** Whether the namespace is used on a remembered probe's word, not yet probed by this process. */
+  get unverified(): boolean {
+    return this.#recalled;
+  }
+
+  /**
+   * Probes a namespace used on a remembered word (a run failed to set up, perhaps in it): true
+   * when entering works (it is verified from now on), false when it does not (it is closed:
+   * the gateway starts another, which probes).
+   */
+  async reprobe(): Promise<boolean> {
+    if (!this.#recalled || this.#closed || !this.#holder) return true;
+    const entered = await probeJoin(this.#describe());
+    if (entered) this.#recalled = false;
+    else this.close();
+    return entered;
   }
 
   /** The way into the shared namespace, starting the holder on first use; undefined = not possible. */
@@ -358,13 +395,9 @@ export class SharedNetwork {
       this.#early = { namespace, opened };
     }
     this.#spawned?.resolve();
-    const entered = await new Promise<boolean>((resolve) => {
-      const probe = spawn(join.prefix[0], [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
-        stdio: 'ignore', timeout: START_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' },
-      });
-      probe.once('error', () => resolve(false));
-      probe.once('exit', (code) => resolve(code === 0));
-    });
+    // Entering was remembered as working with this helper, nsenter and platform: no probe.
+    this.#recalled = this.#memory?.recall(join.prefix[0]) === true;
+    const entered = this.#recalled || await probeJoin(join);
     if (!entered || this.#closed) {
       this.#dropEarly();
       holder.kill('SIGKILL');
@@ -373,6 +406,7 @@ export class SharedNetwork {
       if (!entered) this.#closed = true;
       return undefined;
     }
+    if (!this.#recalled) this.#memory?.remember(join.prefix[0]);
     this.#holder = holder;
     return join;
   }
@@ -400,6 +434,17 @@ export class SharedNetwork {
   }
 }
 
+/** Whether a bubblewrap entered this way starts and runs a shell (the probe). */
+function probeJoin(join: NetworkJoin): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const probe = spawn(join.prefix[0], [...join.prefix.slice(1), '--ro-bind', '/', '/', '--die-with-parent', '--', '/bin/sh', '-c', 'exit 0'], {
+      stdio: 'ignore', timeout: START_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' },
+    });
+    probe.once('error', () => resolve(false));
+    probe.once('exit', (code) => resolve(code === 0));
+  });
+}
+
 /*
  * Started ahead of any gateway (the CLI, before it loads the gateway's modules: its holder and
  * listener then start while they load), and taken by the first gateway of this process that
@@ -408,9 +453,9 @@ export class SharedNetwork {
 const prestarted = new Map<string, SharedNetwork>();
 
 /** Start the shared namespace for `helper` now, with the listener when `options.listener`. */
-export function prestartSharedNetwork(helper: string, watch: WatchHolder | undefined, options: JoinOptions = {}): void {
+export function prestartSharedNetwork(helper: string, watch: WatchHolder | undefined, options: JoinOptions = {}, memory?: JoinMemory): void {
   if (prestarted.has(helper)) return;
-  const network = new SharedNetwork(helper, watch);
+  const network = new SharedNetwork(helper, watch, memory);
   prestarted.set(helper, network);
   network.join(options).catch(() => undefined);
 }
