@@ -205,10 +205,17 @@ export class WarmSandboxes implements Spawner {
     }
     const { process: child } = entry;
     this.#refillAfter(key, request.sandbox, child, request.settled);
+    // Once the SOH is read, the event loop's next poll (afterNextPoll) is counted from there: the
+    // SOH usually comes while the start record is still being made durable, and `go` then
+    // follows the record at once.
+    const polled = sent.started.then(async (said) => {
+      if (said === true) await afterNextPoll();
+      return said;
+    });
     let said: true | string;
     try {
       // The start record made durable while the sandbox was taken and checked; the program acts only after.
-      [said] = await Promise.all([sent.started, request.ready]);
+      [said] = await Promise.all([polled, request.ready]);
     } catch (error) {
       this.#end(entry);
       throw error;
@@ -218,8 +225,7 @@ export class WarmSandboxes implements Spawner {
       throw said.startsWith('\x02cwd') ? helperFailed(`bwrap: Can't chdir to ${request.cwd}: No such file or directory`, request.cwd) : helperFailed(said, request.cwd);
     }
     this.#warm += 1;
-    // The mark is read and stderr polled empty: now the program may start (see warm-stub.bash).
-    await afterNextPoll();
+    // The mark is read and stderr polled empty since: now the program may start (see warm-stub.bash).
     child.stdin!.end('\n');
     entry.stderr.pipe(sent.stderr);
     return { ...child, stdin: null, stdout: entry.stdout, stderr: sent.stderr };
