@@ -26,7 +26,8 @@
  * sandbox-runtime needs bubblewrap, socat and ripgrep on Linux; where it (or execgate's sandbox)
  * cannot run, the figure says so and measures what it can.
  *
- * With `--baseline=DIR` (another built checkout), that build's gateway fetches too, in the same
+ * With `--baseline=DIR` (another built checkout), that build's library runs `true` in the same
+ * interleaving as this tree's (wall and CPU per run), and its gateway fetches in the same
  * interleaving of the proxy rows, each row beside this tree's.
  *
  *   npm run build && node bench/peer.js [--quick] [--proxy-only] [--baseline=DIR] [--no-peer]
@@ -330,17 +331,20 @@ async function run({ quick, baseline, log }) {
     if (!process.argv.includes('--proxy-only')) {
       /* 1. A sandboxed `true` as a library. */
       const ours = platform.ok ? start('execgate') : undefined;
+      // `--baseline=DIR`: that build's library in the same interleaving.
+      const base = platform.ok && baseline ? start('execgate', undefined, baseline) : undefined;
       let theirs = peer.ok ? start('peer') : undefined;
-      await Promise.all([raw.ready, ...(ours ? [ours.ready] : [])]);
+      await Promise.all([raw.ready, ...(ours ? [ours.ready] : []), ...(base ? [base.ready] : [])]);
       // The peer failing to start here is reported, not a failure of the bench.
       if (theirs) theirs = await peerReady(theirs, 'library', notes);
       const libraryVariants = {
         rawBash: raw,
         rawBwrap: raw,
         ...(ours ? { execgate: ours } : {}),
+        ...(base ? { baseline: base } : {}),
         ...(theirs ? { peer: theirs } : {}),
       };
-      const what = { rawBash: 'bash', rawBwrap: 'bwrap', execgate: 'true', peer: 'true' };
+      const what = { rawBash: 'bash', rawBwrap: 'bwrap', execgate: 'true', baseline: 'true', peer: 'true' };
       const cpu = Object.fromEntries(Object.keys(libraryVariants).map((name) => [name, []]));
       const inner = Object.fromEntries(Object.keys(libraryVariants).map((name) => [name, []]));
       const iterations = quick ? 5 : 100;
@@ -376,6 +380,10 @@ async function run({ quick, baseline, log }) {
         rows.push(row(14, '  same, against raw bwrap', inner.peer, { of: rawBwrap }));
       }
       if (ours && theirs) rows.push(row(14, 'library: execgate against sandbox-runtime (wall)', inner.execgate, { of: { name: 'sandbox-runtime', samples: inner.peer } }));
+      if (ours && base) {
+        rows.push(row(14, 'library: baseline tree gateway.exec(\'true\'), defaults', inner.baseline, { of: rawBash }));
+        rows.push(row(14, '  this tree against the baseline (wall)', inner.execgate, { of: { name: 'baseline tree', samples: inner.baseline } }));
+      }
       if (readDescendantsCpu() !== undefined) {
         /*
          * Mean, not median: the CPU of other processes comes from /proc in clock ticks (10 ms),
@@ -388,6 +396,10 @@ async function run({ quick, baseline, log }) {
         if (ours) rows.push(row(14, 'library CPU per run, mean: execgate, process + everything under it (ms)', mean(cpu.execgate), { of: { name: 'raw bwrap', samples: mean(cpu.rawBwrap) }, goal: 'sandbox-warm-cpu' }));
         if (theirs) rows.push(row(14, 'library CPU per run, mean: sandbox-runtime, process + everything under it (ms)', mean(cpu.peer), { of: { name: 'raw bwrap', samples: mean(cpu.rawBwrap) }, peerOf: 'sandbox-warm-cpu' }));
         if (ours && theirs) rows.push(row(14, 'library CPU per run, mean: execgate against sandbox-runtime', mean(cpu.execgate), { of: { name: 'sandbox-runtime', samples: mean(cpu.peer) } }));
+        if (ours && base) {
+          rows.push(row(14, 'library CPU per run, mean: baseline tree, process + everything under it (ms)', mean(cpu.baseline), { of: { name: 'raw bwrap', samples: mean(cpu.rawBwrap) } }));
+          rows.push(row(14, '  this tree against the baseline (CPU)', mean(cpu.execgate), { of: { name: 'baseline tree', samples: mean(cpu.baseline) } }));
+        }
       }
 
       /* 2. A sandboxed `true` as a CLI. */

@@ -2,7 +2,8 @@
 # (src/process/bwrap/warm.ts). It says it is waiting, then reads one frame on stdin with everything
 # about the run: the working directory, what becomes of stdin, the program's argv and its whole
 # environment (resolved values included, never on an argv). The gateway checks the sandbox's
-# mounts against the plan before it sends the frame (src/process/bwrap/verify.ts).
+# mounts against the plan (src/process/bwrap/verify.ts) before it sends the frame, once the
+# sandbox is set up, and again before it sends the byte after SOH that lets the program start.
 #
 # Frame: a header line `A E L1 L2 ...` (fields in the argv part, fields in the environment part,
 # then each field's length in bytes), then the fields back to back. The argv part is CWD, STDIN

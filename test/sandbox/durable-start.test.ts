@@ -5,7 +5,7 @@
  * of the command run. Real bubblewrap and bash, and a host sink whose durability the test holds
  * back or refuses.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { AuditFields, AuditSink } from '../../src/audit/log';
@@ -13,8 +13,8 @@ import { ExecgateError } from '../../src/errors';
 import { createGateway, type Gateway } from '../../src/gateway';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { RUN_ID_VARIABLE } from '../../src/process/terminate';
-import { baseEnv, makeTempDir, waitFor } from '../helpers/tmp';
-import { describeSandboxed, sandboxPolicy } from './helpers';
+import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
+import { describeSandboxed, findProcesses, sandboxPolicy } from './helpers';
 
 jest.setTimeout(120_000);
 
@@ -133,14 +133,31 @@ describeSandboxed('a sandboxed run acts only once its start record is durable', 
       await first;
       expect(await waitFor(() => (gateway!.warmSandboxes?.waiting ?? 0) > 0, 30_000)).toBe(true);
     }
+    // The waiting sandbox's processes (bubblewrap, its init, the waiting bash: the stub's text is on their argv).
+    const waiting = warmSandboxes > 0 ? findProcesses('read -r -a l') : [];
     const marker = join(work, 'acted');
     const run = gateway.exec({ command: `touch ${marker}`, mode });
     await sink.asked();
     const runId = sink.runIds[sink.runIds.length - 1]!;
     if (warmSandboxes === 0) expect(await waitFor(() => processesOfRun(runId).length > 0, 30_000)).toBe(true);
+    else {
+      // The frame went out before the record was durable: the waiting bash has read it and
+      // entered the run's directory, and waits for `go`.
+      const dir = statSync(work);
+      const inWork = (pid: number): boolean => {
+        try {
+          const cwd = statSync(`/proc/${pid}/cwd`);
+          return cwd.dev === dir.dev && cwd.ino === dir.ino;
+        } catch {
+          return false;
+        }
+      };
+      expect(await waitFor(() => waiting.some(inWork), 30_000)).toBe(true);
+    }
     sink.release(new ExecgateError('EXECGATE_ERR_AUDIT_IO', 'Cannot write the audit log: EIO.'));
     await expect(run).rejects.toMatchObject({ code: 'EXECGATE_ERR_AUDIT_IO' });
     expect(await waitFor(() => processesOfRun(runId).length === 0, 30_000)).toBe(true);
+    expect(await waitFor(() => waiting.every((pid) => !isAlive(pid)), 30_000)).toBe(true);
     expect(existsSync(marker)).toBe(false);
     expect(sink.events.filter((event) => event === 'exec.failed')).toHaveLength(1);
     // The gateway goes on: the next run (its record released at once) runs.

@@ -16,7 +16,10 @@ import { preparePlan } from '../../src/plan/prepare';
 import { directSpawner } from '../../src/process/spawner';
 import { RefStore } from '../../src/refs/store';
 import { checkPlatform } from '../../src/sandbox';
+import type { SandboxedRequest } from '../../src/process/bwrap/gate';
+import type { SandboxLaunch } from '../../src/process/bwrap/launch';
 import { encodeFrame, isWarmableEnv, WarmSandboxes } from '../../src/process/bwrap/warm';
+import type { Spawner } from '../../src/process/spawner/types';
 import { getWarmStubScript } from '../../src/process/programs';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
 import { describeSandboxed, findProcesses, makeHome, sandboxPolicy } from './helpers';
@@ -373,6 +376,79 @@ describeSandboxed('warm sandboxes', () => {
     expect(await waitFor(() => sandboxes.stats.waiting === 0, 30_000)).toBe(true);
     expect(sandboxes.stats.discarded).toBe(1);
     expect(await waitFor(() => !isAlive(pid!), 30_000)).toBe(true);
+    await sandboxes.close();
+  });
+
+  /** directSpawner, recording what is written to each child's stdin (the frames), by pid. */
+  function recordingSpawner(): Spawner & { written: Map<number, string> } {
+    const written = new Map<number, string>();
+    return {
+      written,
+      spawn: async (request) => {
+        const child = await directSpawner.spawn(request);
+        const stdin = child.stdin;
+        if (stdin) {
+          const write = stdin.write.bind(stdin) as (chunk: unknown, ...rest: unknown[]) => boolean;
+          (stdin as { write: unknown }).write = (chunk: unknown, ...rest: unknown[]): boolean => {
+            written.set(child.pid, (written.get(child.pid) ?? '') + Buffer.from(chunk as Buffer).toString('latin1'));
+            return write(chunk, ...rest);
+          };
+        }
+        return child;
+      },
+      close: () => directSpawner.close(),
+    };
+  }
+
+  async function planOf(command: string, state: string): Promise<{ request: SandboxedRequest; launch: SandboxLaunch }> {
+    const plan = await preparePlan({ refs: new RefStore([]), policy: OFFLINE, env: baseEnv({ HOME: home }), cwd: work, shell: '/bin/bash', supportedModes: new Set(['sync']), sandbox: { home: join(tmp.dir, state) } }, { command });
+    return { request: { shell: plan.shell, args: plan.args, env: plan.env, cwd: plan.cwd, stdin: 'ignore', sandbox: plan.launch! }, launch: plan.launch! };
+  }
+
+  test('a check that fails after the frame was sent: the program never runs, the sandbox is gone', async () => {
+    const spawner = recordingSpawner();
+    const sandboxes = new WarmSandboxes(spawner, { size: 1 });
+    const first = await planOf('true', 'frame-state');
+    await (await sandboxes.startSandboxed(first.request)).exit;
+    expect(await waitFor(() => sandboxes.stats.waiting === 1, 30_000)).toBe(true);
+    const [pid] = sandboxes.waiting;
+    // The same sandbox (the same launch: it is taken), with a plan that now wants a mount the
+    // sandbox does not have: the check at the take fails, after the frame went out.
+    const marker = join(work, 'acted');
+    const { request } = await planOf(`touch ${marker}`, 'frame-state');
+    const check = { ...request.sandbox.check, mounted: [...request.sandbox.check.mounted, join(work, 'not-mounted')] };
+    const run = sandboxes.startSandboxed({ ...request, sandbox: { ...request.sandbox, check } });
+    // The cold start it falls back to fails the same check.
+    await expect(run).rejects.toMatchObject({ code: 'EXECGATE_ERR_SANDBOX_MISMATCH' });
+    expect(spawner.written.get(pid!)).toContain(`touch ${marker}`);
+    expect(await waitFor(() => !isAlive(pid!), 30_000)).toBe(true);
+    expect(findProcesses(`touch ${marker}`)).toEqual([]);
+    expect(existsSync(marker)).toBe(false);
+    expect(sandboxes.stats).toMatchObject({ warm: 0, discarded: 1 });
+    await sandboxes.close();
+  });
+
+  test('a sandbox that does not match its plan once set up is never sent a frame', async () => {
+    const spawner = recordingSpawner();
+    const sandboxes = new WarmSandboxes(spawner, { size: 1 });
+    const first = await planOf('true', 'ready-state');
+    // A plan whose check passes for the cold run, then (before the next sandbox is set up for
+    // it) wants a mount no sandbox has: the next sandbox fails its check once set up.
+    const mounted = [...first.launch.check.mounted];
+    const launch: SandboxLaunch = { ...first.launch, check: { ...first.launch.check, mounted } };
+    const started = await sandboxes.startSandboxed({ ...first.request, sandbox: launch });
+    mounted.push(join(work, 'not-mounted'));
+    await started.exit;
+    expect(await waitFor(() => sandboxes.stats.discarded === 1, 30_000)).toBe(true);
+    expect(sandboxes.stats.waiting).toBe(0);
+    const marker = join(work, 'acted');
+    const { request } = await planOf(`touch ${marker}`, 'ready-state');
+    const result = await sandboxes.startSandboxed(request);
+    expect((await result.exit).code).toBe(0);
+    expect(existsSync(marker)).toBe(true);
+    // The run started cold; no sandbox but those of the runs was written to beyond the cold gate's `go`.
+    expect(sandboxes.stats.warm).toBe(0);
+    expect([...spawner.written.values()].filter((text) => text.includes('touch'))).toEqual([]);
     await sandboxes.close();
   });
 

@@ -17,11 +17,24 @@
  *     difference (policy reload, a hidden path that appeared, another network namespace) means a
  *     cold start;
  *   - the sandbox's mounts are checked against the plan (verify.ts, the whole check a cold run's
- *     gate makes, its first process included) when it is taken, right before the program is
- *     sent, against the launch planned for this run: a host path deleted since it was set up
- *     (a hidden directory removed and made again) takes its mount with it, which the check sees,
- *     and the run starts cold. (It was checked when it got ready as well; that check decided
- *     nothing the one at the take does not, and cost a mount table's read per run.);
+ *     gate makes, its first process included) twice: once it is set up, against the launch it
+ *     was set up for, before it counts as ready (#start); and when it is taken, against the
+ *     launch planned for this run, before the program may start: a host path deleted since it
+ *     was set up (a hidden directory removed and made again) takes its mount with it, which the
+ *     check sees, and the run starts cold;
+ *   - the frame (resolved values included) is sent as soon as the sandbox is taken, before the
+ *     check at the take and while the start record is made durable, so that the waiting bash
+ *     reads it, enters the directory and sets the environment meanwhile; the program itself
+ *     starts only at the `go` byte, sent once the check has passed, the start record is durable
+ *     and the waiting bash's SOH has been read. That the values reach the waiting bash before
+ *     the check at the take is sound: the process that reads them is the bash bubblewrap started
+ *     when the sandbox was set up, whose mounts were checked then, before anything was sent (so
+ *     its program and libraries are the plan's); it reads the frame from a pipe, enters a
+ *     directory and sets variables, writing nothing anywhere; no program of the run has started,
+ *     and nothing else runs in its PID namespace but bubblewrap's init. What a host change since
+ *     the set-up can alter is what the program would see, which the check at the take decides
+ *     before `go`; a sandbox that fails it, or whose start record cannot be made durable, is
+ *     killed with its process group, the values with it, and the program never starts;
  *   - descriptors: the waiting bash closes every descriptor above 2 before anything else, so a
  *     descriptor this process held when the sandbox started (a PTY run's terminal) never
  *     reaches a later run;
@@ -179,56 +192,79 @@ export class WarmSandboxes implements Spawner {
       this.#scheduled.get(key)?.now();
       await this.#inflight.get(key)?.catch(() => undefined);
     }
-    const entry = warmable ? await this.#take(key, request.sandbox) : undefined;
-    if (!entry) {
+    const entry = warmable ? await this.#take(key) : undefined;
+    // Sent at once (see the header: the waiting bash prepares the run while the sandbox is
+    // checked and the start record made durable); the program waits for `go`.
+    const sent = entry === undefined ? undefined : this.#send(entry, request);
+    if (!entry || !sent || !this.#matches(entry, request.sandbox)) {
+      if (entry) this.#end(entry);
       this.#cold += 1;
       const started = await startGated(this.#base, request);
       if (warmable) this.#refillAfter(key, request.sandbox, started, request.settled);
       return started;
     }
+    const { process: child } = entry;
+    this.#refillAfter(key, request.sandbox, child, request.settled);
+    // Once the SOH is read, the event loop's next poll (afterNextPoll) is counted from there: the
+    // SOH usually comes while the start record is still being made durable, and `go` then
+    // follows the record at once.
+    const polled = sent.started.then(async (said) => {
+      if (said === true) await afterNextPoll();
+      return said;
+    });
+    let said: true | string;
     try {
       // The start record made durable while the sandbox was taken and checked; the program acts only after.
-      await request.ready;
+      [said] = await Promise.all([polled, request.ready]);
     } catch (error) {
       this.#end(entry);
       throw error;
     }
+    if (said !== true) {
+      abandon(child);
+      throw said.startsWith('\x02cwd') ? helperFailed(`bwrap: Can't chdir to ${request.cwd}: No such file or directory`, request.cwd) : helperFailed(said, request.cwd);
+    }
     this.#warm += 1;
+    // The mark is read and stderr polled empty since: now the program may start (see warm-stub.bash).
+    child.stdin!.end('\n');
+    entry.stderr.pipe(sent.stderr);
+    return { ...child, stdin: null, stdout: entry.stdout, stderr: sent.stderr };
+  }
+
+  /**
+   * Writes the run's frame to a taken sandbox and starts reading for its SOH; undefined when the
+   * sandbox is gone already.
+   */
+  #send(entry: WarmEntry, request: SandboxedRequest): { started: Promise<true | string>; stderr: PassThrough } | undefined {
+    if (entry.ended) return undefined;
     const { process: child } = entry;
     child.setRef?.(true);
     child.stdin!.on('error', () => { /* the sandbox ended before reading: its exit says so */ });
     const stderr = new PassThrough();
     stderr.once('close', () => entry.stderr.destroy());
-    const { stdout } = entry;
     const started = readMark(entry.stderr, STARTED, stderr);
     child.stdin!.write(encodeFrame(request.cwd, [request.shell, ...request.args], request.env));
-    this.#refillAfter(key, request.sandbox, child, request.settled);
-    const said = await started;
-    if (said !== true) {
-      abandon(child);
-      throw said.startsWith('\x02cwd') ? helperFailed(`bwrap: Can't chdir to ${request.cwd}: No such file or directory`, request.cwd) : helperFailed(said, request.cwd);
-    }
-    // The mark is read and stderr polled empty: now the program may start (see warm-stub.bash).
-    await afterNextPoll();
-    child.stdin!.end('\n');
-    entry.stderr.pipe(stderr);
-    return { ...child, stdin: null, stdout, stderr };
+    return { started, stderr };
   }
 
   /**
-   * The waiting sandbox for this launch, if it got set up and matches the plan as it is now (the
-   * request's: a writable root replaced since is another directory). One still being set up is
-   * waited for: that is sooner than a cold start would be.
+   * The waiting sandbox for this launch, if it got set up and passed the check made then. One
+   * still being set up is waited for: that is sooner than a cold start would be. Whether it
+   * matches the plan as it is now (the request's: a writable root replaced since is another
+   * directory) is checked by the caller, after the frame is sent (#matches).
    */
-  async #take(key: string, launch: SandboxLaunch): Promise<WarmEntry | undefined> {
+  async #take(key: string): Promise<WarmEntry | undefined> {
     const index = this.#entries.findIndex((entry) => entry.key === key && !entry.ended);
     if (index < 0) return undefined;
     const [entry] = this.#entries.splice(index, 1) as [WarmEntry];
     clearTimeout(entry.expires);
-    let timer: NodeJS.Timeout | undefined;
-    const ready = await Promise.race([entry.ready, new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS); })]);
-    clearTimeout(timer);
-    if (!ready || entry.ended || !this.#matches(entry, launch)) {
+    let ready = entry.isReady;
+    if (!ready) {
+      let timer: NodeJS.Timeout | undefined;
+      ready = await Promise.race([entry.ready, new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS); })]);
+      clearTimeout(timer);
+    }
+    if (!ready || entry.ended) {
       this.#end(entry);
       return undefined;
     }
@@ -313,9 +349,13 @@ export class WarmSandboxes implements Spawner {
     const stderr = new PassThrough();
     stderr.once('close', () => child.stderr.destroy());
     const stdout = relay(child.stdout);
-    // Set up, or not at all; whether it matches its plan is checked when it is taken (#take).
+    // Set up and matching the plan it was set up for, or not ready at all: a run's values are
+    // sent only to a sandbox checked before (see the header); it is checked again at the take.
     const ready = readMark(child.stderr, READY, stderr).then((mark) => {
-      if (mark !== true) return false;
+      if (mark !== true || entry.ended || !this.#matches(entry, launch)) {
+        this.#end(entry);
+        return false;
+      }
       child.stderr.pipe(stderr);
       entry.isReady = true;
       return true;
@@ -348,10 +388,12 @@ export class WarmSandboxes implements Spawner {
   #end(entry: WarmEntry): void {
     clearTimeout(entry.expires);
     if (entry.ended) return;
+    entry.ended = true;
     this.#discarded += 1;
     // Held until it has exited: close() waits for that.
     entry.process.setRef?.(true);
-    // Its own process group (spawned detached); nothing in it has seen a run.
+    // Its own process group (spawned detached), its PID namespace with it (bubblewrap's
+    // --die-with-parent): no program of a run has started in it, and a frame it may hold goes with it.
     abandon(entry.process);
     entry.stderr.destroy();
     entry.stdout.destroy();
