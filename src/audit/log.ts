@@ -28,7 +28,7 @@ import { GENESIS_HASH, RECORD_VERSION, sealRecord, type ChainState, type SealedR
 import { FileStore, ioError, StateStore, type ChainStore } from './chain-store';
 import { closeAuditStream, isAuditStream, isAuditTransport, openAuditStream, type AuditDestination, type AuditStream } from './destination';
 import { fingerprintValue, getAuditKeyPath, loadAuditKeys, type AuditKeys } from './key';
-import { releaseAuditLock, withLockSync } from './lock';
+import { withLockSync } from './lock';
 
 export type AuditFields = Record<string, unknown>;
 
@@ -336,8 +336,6 @@ export class AuditLog implements AuditSink {
       }
     }
     this.#closed = true;
-    // The lock this process kept between records (lock.ts) goes back with the log.
-    if (this.#lockPath !== undefined) releaseAuditLock(this.#lockPath);
     this.#store.close();
     if (this.#forward !== undefined) closeAuditStream(this.#forward.stream, this.#forward.owned, { bestEffort: true });
   }

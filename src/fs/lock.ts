@@ -286,11 +286,6 @@ class Attempt {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_HOLD_TIMEOUT_MS;
   }
 
-  /** What the lock names while this attempt holds it. */
-  get target(): string {
-    return this.#target;
-  }
-
   #fail(error: unknown): never {
     this.#ticket?.leave();
     throw this.#options.onError?.(error as NodeJS.ErrnoException) ?? error;
@@ -368,20 +363,6 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 /** Run `fn` holding the lock `path`, blocking while waiting for it. */
 export function withLockSync<T>(path: string, fn: () => T, options: LockFileOptions): T {
-  const target = acquireLockSync(path, options);
-  try {
-    return fn();
-  } finally {
-    releaseLock(path, target);
-  }
-}
-
-/**
- * Take the lock `path`, blocking while waiting for it, and keep it: returns what names this
- * acquisition, for releaseLock (and isHeldUncontested). For a holder that keeps the lock between
- * uses (audit/lock.ts).
- */
-export function acquireLockSync(path: string, options: LockFileOptions): string {
   const attempt = new Attempt(path, options);
   try {
     for (let wait = attempt.next(); wait > 0; wait = attempt.next()) Atomics.wait(sleeper, 0, 0, wait);
@@ -389,26 +370,10 @@ export function acquireLockSync(path: string, options: LockFileOptions): string 
     attempt.abandon();
     throw error;
   }
-  return attempt.target;
-}
-
-/** Remove the lock `path` if it is still the acquisition `target`. */
-export function releaseLock(path: string, target: string): void {
-  removeIf(path, target);
-}
-
-/**
- * Whether the lock `path` is still the acquisition `target` and no waiter has queued for it
- * (a waiter queues as soon as it finds the lock taken). Reads only: a readlink and a directory
- * listing, no file-system metadata written.
- */
-export function isHeldUncontested(path: string, target: string): boolean {
   try {
-    if (readlinkSync(path) !== target) return false;
-    const queue = `${basename(path)}.q.`;
-    return !readdirSync(dirname(path)).some((name) => name.startsWith(queue));
-  } catch {
-    return false;
+    return fn();
+  } finally {
+    attempt.release();
   }
 }
 
