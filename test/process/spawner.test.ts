@@ -211,8 +211,7 @@ describe('choosing the spawner', () => {
 
   test('`auto` notices this process growing past its threshold within RSS_CHECK_MS and moves to the helper', async () => {
     const request = { shell: '/bin/sh', args: ['-c', 'echo $PPID'], env: {}, cwd: tmp.dir, stdin: 'ignore' } as const;
-    // The spawner reads the peak resident set (getrusage), which may be past the current one.
-    const spawner = new AutoSpawner(process.resourceUsage().maxRSS * 1024 + 48 * 1024 * 1024);
+    const spawner = new AutoSpawner(process.memoryUsage.rss() + 48 * 1024 * 1024);
     try {
       expect(Number((await drain(await spawner.spawn(request))).stdout)).toBe(process.pid);
       // Resident (every page written), and well past the threshold whatever else the process frees meanwhile.
