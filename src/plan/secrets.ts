@@ -33,6 +33,15 @@ export function maskGatewaySecrets(
   { context, request, sanitized, redactor, carry }: { context: PrepareContext; request: NormalizedRequest; sanitized: SanitizedEnv; redactor: Redactor; carry: (value: string, label: string) => void },
 ): void {
   const { policy } = context;
+  const outer = mask;
+  // A value the gateway remembers is masked through the remembered values' redactor, the base
+  // set below (compiled once for every run), under the label it was remembered with, as
+  // gateway.maskKnown does: registering it again cost every run its spellings (about 0.25 ms
+  // for one EXECGATE_SECRET_* value, each run, even one that prints nothing). It is listed in
+  // `secrets` by `carry` below.
+  mask = (value, label) => {
+    if (context.remembered?.has(value) !== true) outer(value, label);
+  };
   for (const { name, value } of sanitized.passedSecrets) {
     if (value.length >= policy.secrets.minLength) mask(value, `env:${name}`);
   }

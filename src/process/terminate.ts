@@ -11,7 +11,7 @@
  *      They are first stopped (SIGSTOP), then killed, so a forking process cannot outrun the
  *      sweep. A process that clears its own environment escapes the sweep; SECURITY.md says so.
  */
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readlinkSync, readSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isSameInit, type SandboxInit } from './bwrap/verify';
 
@@ -23,21 +23,32 @@ export const RUN_ID_VARIABLE = 'EXECGATE_RUN_ID';
  * answer is confirmed against /proc.
  */
 export function isGroupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
+  const error = kill(-pgid, 0);
+  if (error !== undefined && error !== 'EPERM') return false;
   return (countGroups([pgid]).get(pgid) ?? 0) > 0;
 }
 
 /** Whether any process, zombies included, is in the group `pgid`. */
 function groupExists(pgid: number): boolean {
+  const error = kill(-pgid, 0);
+  return error === undefined || error === 'EPERM';
+}
+
+/**
+ * process.kill, its error's code returned instead of thrown. The usual answer after a run is
+ * ESRCH (the group is gone), and an Error with its stack trace cost about 60 µs of a run's path
+ * (more than the kill); it is made here without the trace (nothing else runs meanwhile).
+ */
+function kill(pid: number, signal: NodeJS.Signals | 0): string | undefined {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
   try {
-    process.kill(-pgid, 0);
-    return true;
+    process.kill(pid, signal);
+    return undefined;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    return (error as NodeJS.ErrnoException).code ?? 'unknown';
+  } finally {
+    Error.stackTraceLimit = limit;
   }
 }
 
@@ -110,12 +121,7 @@ async function countGroup(pgid: number): Promise<number> {
 }
 
 export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
-  try {
-    process.kill(-pgid, signal);
-    return true;
-  } catch {
-    return false;
-  }
+  return kill(-pgid, signal) === undefined;
 }
 
 /** PIDs of this user's processes whose environment holds `EXECGATE_RUN_ID=<runId>`. */
@@ -132,8 +138,10 @@ const COOKIE = Buffer.from(`${RUN_ID_VARIABLE}=`);
  */
 export function findByCookies(runIds: ReadonlySet<string>, sincePid = 0): Map<string, number[]> {
   const found = new Map<string, number[]>();
-  for (const pid of listCandidates(sincePid)) {
+  const { pids, sessionsFrom } = listCandidates(sincePid);
+  for (const pid of pids) {
     if (pid === process.pid) continue;
+    if (sessionsFrom > 0 && !inSessionFrom(pid, sessionsFrom)) continue;
     let environ: Buffer;
     try {
       environ = readFileSync(`/proc/${pid}/environ`);
@@ -155,32 +163,66 @@ export function findByCookies(runIds: ReadonlySet<string>, sincePid = 0): Map<st
   return found;
 }
 
+/**
+ * Whether `pid` is a live process whose session began at `sincePid` or later, from
+ * /proc/PID/stat. A run's shell is spawned detached (its own session, its pid), and every process
+ * it starts stays in that session or makes a new one with its own, later pid: so with pids not
+ * wrapped since the shell's, no process of the run is in an earlier session. The stat read takes
+ * no lock of the process's memory; opening its environ does (mm_access), and waits while that
+ * process is in an exec: on a busy host, other programs' processes started meanwhile made the
+ * sweep wait there, milliseconds a run. Those (and threads of older processes) are skipped.
+ */
+function inSessionFrom(pid: number, sessionsFrom: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return false; // gone
+  }
+  // `pid (comm) state ppid pgrp session ...`; comm may hold spaces and parentheses.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ', 4);
+  if (fields[0] === 'Z' || fields[0] === 'X') return false;
+  return Number(fields[3]) >= sessionsFrom;
+}
+
 /** Up to this many pids allocated since the shell's are looked up one by one instead of listing /proc. */
 const PROBE_LIMIT = 256;
+
+/** /proc/sys/kernel/ns_last_pid, held open: read again at offset 0 for each sweep (one pread, not an open, a read and a close). */
+let lastPidFd: number | undefined;
+
+function readLastPid(): number {
+  try {
+    lastPidFd ??= openSync('/proc/sys/kernel/ns_last_pid', 'r');
+    const buffer = Buffer.allocUnsafe(24);
+    return Number(buffer.toString('latin1', 0, readSync(lastPidFd, buffer, 0, buffer.length, 0)));
+  } catch {
+    if (lastPidFd !== undefined) {
+      try { closeSync(lastPidFd); } catch { /* already closed */ }
+    }
+    lastPidFd = undefined;
+    return Number.NaN; // no such file (old kernel, another /proc): list everything
+  }
+}
 
 /*
  * Which pids can hold a run's cookie. Every process a run starts gets a pid allocated after its
  * shell's (`sincePid`), so the scan skips the lower ones (most of /proc on a busy host), unless
  * pids wrapped around since: the kernel's last allocated pid is then below the shell's, and the
- * whole of /proc is read. When the last allocated pid is the shell's own, the run started no
- * process and the only candidate is the shell; when few pids were allocated since, each is
- * looked up rather than listing all of /proc (a thread id answers too: its environ is its
- * process's, and a signal sent to it goes to the process).
+ * whole of /proc is read, every session included. When the last allocated pid is the shell's
+ * own, the run started no process and the only candidate is the shell; when few pids were
+ * allocated since, each is looked up rather than listing all of /proc (a thread id answers too:
+ * its environ is its process's, and a signal sent to it goes to the process). `sessionsFrom`:
+ * the first session a process of the run can be in (inSessionFrom), 0 for any.
  */
-function listCandidates(sincePid: number): number[] {
-  let last = Number.NaN;
-  if (sincePid > 0) {
-    try {
-      last = Number(readFileSync('/proc/sys/kernel/ns_last_pid', 'latin1'));
-    } catch {
-      // no such file (old kernel, another /proc): list everything
-    }
-  }
-  if (!Number.isSafeInteger(last) || last < sincePid) return listPids();
-  if (last - sincePid > PROBE_LIMIT) return listPids(sincePid);
+function listCandidates(sincePid: number): { pids: number[]; sessionsFrom: number } {
+  const last = sincePid > 0 ? readLastPid() : Number.NaN;
+  if (!Number.isSafeInteger(last) || last < sincePid) return { pids: listPids(), sessionsFrom: 0 };
+  if (last - sincePid > PROBE_LIMIT) return { pids: listPids(sincePid), sessionsFrom: sincePid };
   const pids: number[] = [];
-  for (let pid = sincePid; pid <= last; pid++) if (existsSync(`/proc/${pid}`)) pids.push(pid);
-  return pids;
+  // Each pid is looked up by its stat (inSessionFrom): one that is gone fails there.
+  for (let pid = sincePid; pid <= last; pid++) pids.push(pid);
+  return { pids, sessionsFrom: sincePid };
 }
 
 const findByCookiesBatched = batchPerTurn((keys: { runId: string; sincePid: number }[]) =>

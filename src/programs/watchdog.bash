@@ -1,25 +1,28 @@
 # execgate's watchdog (bash): one per gateway process, in its own session, holding the read end
-# of a pipe from the gateway. The gateway writes `+ RUN_ID` when a run starts and `- RUN_ID` when
-# it has settled. When the pipe reaches EOF (the gateway is gone, however it died), every process
-# whose environment carries the cookie of a run still listed is stopped and killed, the same sweep
-# a timeout ends with. (src/process/watchdog.ts)
+# of a pipe from the gateway, which writes nothing to it. The gateway appends `+ RUN_ID` to the
+# list file when a run starts and `- RUN_ID` when it has settled. When the pipe reaches EOF (the
+# gateway is gone, however it died), every process whose environment carries the cookie of a run
+# still listed is stopped and killed, the same sweep a timeout ends with. (src/process/watchdog.ts)
 #
-#   bash --norc --noprofile -c "$(cat watchdog.bash)" execgate-watchdog COOKIE_NAME
+#   bash --norc --noprofile -c "$(cat watchdog.bash)" execgate-watchdog COOKIE_NAME LIST_FILE
 trap '' INT HUP TERM QUIT PIPE
 cookie=$1
-# SCHED_BATCH: a write waking the watchdog does not preempt the gateway (on a busy machine that
-# preemption cost each run a fraction of a millisecond); its sweep still gets a normal share.
+list=$2
+# SCHED_BATCH: its sweep, when it comes, does not preempt whatever else runs; it still gets a
+# normal share.
 chrt -b -p 0 $$ >/dev/null 2>&1
+# Nothing comes through the pipe: this waits, asleep, for its end.
+while read -r _; do :; done
 if command -v awk >/dev/null; then
-  # awk reads the pipe in blocks, where bash's `read` takes a system call per byte.
-  ids=$(awk '$1 == "+" { runs[$2] = 1 } $1 == "-" { delete runs[$2] } END { for (id in runs) print id }')
+  ids=$(awk '$1 == "+" { runs[$2] = 1 } $1 == "-" { delete runs[$2] } END { for (id in runs) print id }' "$list" 2>/dev/null)
 else
   declare -A runs
   while IFS=' ' read -r op id; do
     case $op in +) runs[$id]=1 ;; -) unset "runs[$id]" ;; esac
-  done
+  done < "$list"
   ids=${!runs[*]}
 fi
+rm -rf -- "${list%/*}"
 [ -z "$ids" ] && exit 0
 args=()
 for id in $ids; do args+=(-e "$cookie=$id"); done

@@ -1,7 +1,8 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
-import { findByCookie } from '../../src/process/terminate';
+import { findByCookie, findByCookies } from '../../src/process/terminate';
 import { baseEnv, isAlive, makeTempDir, waitFor, UNSANDBOXED_POLICY } from '../helpers/tmp';
 
 let tmp: ReturnType<typeof makeTempDir>;
@@ -94,5 +95,44 @@ describe('timeouts and containment', () => {
     const result = await gateway.exec({ command: 'read -r line; echo "read returned $?"', timeout: 5000 });
     expect(result.timedOut).toBe(false);
     expect(result.stdout).toBe('read returned 1\n');
+  });
+});
+
+describe('the sweep after a run reads only what the run can have started', () => {
+  const children: ChildProcess[] = [];
+  afterEach(() => {
+    for (const child of children.splice(0)) child.kill('SIGKILL');
+  });
+
+  test('a cookie in an earlier session is not the run\'s; a new session (setsid) since the shell is', async () => {
+    const runId = `run_test_${process.pid}_${Date.now()}`;
+    const env = { PATH: '/usr/bin:/bin', EXECGATE_RUN_ID: runId };
+    // A session begun before the run's shell (pids wrap around on a busy host: this process's
+    // own session may have a higher id than any new pid), which starts a process only later.
+    const older = spawn('/bin/sh', ['-c', 'read -r _; sleep 60 & echo $!; wait'], { env, stdio: ['pipe', 'pipe', 'ignore'], detached: true });
+    // The "shell": its pid is where the run's pids begin, and its session is its own.
+    const shell = spawn('/bin/sleep', ['0'], { detached: true, stdio: 'ignore' });
+    await new Promise((resolve) => shell.once('exit', resolve));
+    children.push(older);
+    // A wrap-around between the two spawns would put the older session after the shell.
+    if (older.pid! > shell.pid!) return;
+    // Started after the shell, carrying its cookie, but in that earlier session: nothing a run
+    // starts can be there.
+    const foreignPid = await new Promise<number>((resolve) => {
+      older.stdout!.once('data', (data: Buffer) => resolve(Number(String(data).trim())));
+      older.stdin!.write('go\n');
+    });
+    // Started after the shell in a session of its own, as `setsid` in the run would.
+    const escaped = spawn('/bin/sleep', ['60'], { env, stdio: 'ignore', detached: true });
+    children.push(escaped);
+    // Until each has exec'd, /proc shows the environment of its parent.
+    expect(await waitFor(() => findByCookie(runId).includes(foreignPid) && findByCookie(runId).includes(escaped.pid!), 10_000)).toBe(true);
+    if (foreignPid < shell.pid!) return; // pids wrapped meanwhile: the sweep reads every session then
+    const found = findByCookies(new Set([runId]), shell.pid!).get(runId) ?? [];
+    expect(found).toContain(escaped.pid);
+    expect(found).not.toContain(foreignPid);
+    // Without a shell to start from (gateway close), every session is read.
+    expect(findByCookie(runId)).toEqual(expect.arrayContaining([foreignPid, escaped.pid]));
+    process.kill(foreignPid, 'SIGKILL');
   });
 });

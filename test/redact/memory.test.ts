@@ -127,6 +127,18 @@ describe('gateway.maskKnown (what the file tools return)', () => {
     await t.gateway.exec({ command: 'printf %s <<secret:PLANTED>> >/dev/null' });
     expect(t.gateway.maskKnown(`a ${ENV_VALUE} b ${Buffer.from(VALUE).toString('base64')}`)).toBe('a [REDACTED:secret:PLANTED] b [REDACTED:secret:mem]');
   });
+
+  test('a run masks the gateway\'s own secret through the remembered values, under the remembered label, as maskKnown does', async () => {
+    // Not remembered yet: the run registers it under its variable's name.
+    const first = await t.gateway.exec({ command: `printf %s ${ENV_VALUE} | base64 -w0` });
+    expect(first.stdout).toBe('[REDACTED:env:EXECGATE_SECRET_PLANTED]');
+    await t.gateway.exec({ command: 'printf %s <<secret:PLANTED>> >/dev/null' });
+    // Remembered under the label a run resolved it by: every spelling is masked, in a run that
+    // resolved nothing, under that label.
+    const later = await t.gateway.exec({ command: `echo ${ENV_VALUE}; printf %s ${ENV_VALUE} | base64 -w0` });
+    expect(later.stdout).toBe('[REDACTED:secret:PLANTED]\n[REDACTED:secret:PLANTED]');
+    expect(later.output).not.toContain(ENV_VALUE);
+  });
 });
 
 describe("the gateway's own EXECGATE_SECRET_* values", () => {
