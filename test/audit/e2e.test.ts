@@ -73,7 +73,7 @@ test('search: a table with time, run, actor, decision, exit, duration, command; 
   const lines = result.stdout.trimEnd().split('\n');
   expect(lines[0]).toMatch(/^TIME\s+RUN\s+ACTOR\s+DECISION\s+EXIT\s+DURATION\s+COMMAND$/);
   const row = (runId: string) => lines.find((line) => line.includes(runId)) ?? '';
-  expect(row(scenario.ok)).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z ${scenario.ok}\\s+mcp:claude/session-1\\s+allowed\\s+0\\s+\\d+ms\\s+echo "token=<<secret:x>>"$`));
+  expect(row(scenario.ok)).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z ${scenario.ok}\\s+mcp:claude/session-1\\s+allowed\\s+0\\s+(\\d+ms|\\d+\\.\\ds)\\s+echo "token=<<secret:x>>"$`));
   expect(row(scenario.exit3)).toMatch(/tool:run_bash\s+allowed\s+3\s+/);
   expect(row(scenario.timedOut)).toMatch(/allowed\s+timeout\s+/);
   expect(row(scenario.denied)).toMatch(/denied\s+-\s+-\s+curl -H "Authorization: <<secret:x>>" https:\/\/example.com$/);

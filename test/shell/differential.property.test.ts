@@ -12,6 +12,9 @@
  * tree-sitter-bash is a second reader: every command name it finds in a confident parse (no error
  * node) must be listed too.
  *
+ * Each bash case runs in a PID namespace of its own (bash-oracle.ts): what a case leaves running
+ * (a coprocess, a child of a shell killed at the bound) dies with it.
+ *
  * The suite runs a bounded number of cases; `npm run fuzz` runs EXECGATE_FUZZ_RUNS (100,000) and
  * prints the count, the time and the misses.
  */
@@ -24,6 +27,7 @@ import { substituteTokens } from '../../src/refs/substitute';
 import { scanTokens } from '../../src/refs/tokens';
 import { readShell, type ShellAnalysis } from '../../src/shell';
 import { makeTempDir } from '../helpers/tmp';
+import { runBashOracle } from './bash-oracle';
 import { fill, fillToken, SPELLINGS } from './wrapper-spellings';
 
 const FUZZ = Number(process.env.EXECGATE_FUZZ_RUNS ?? 0);
@@ -162,6 +166,8 @@ beforeAll(() => {
     writeFileSync(join(bin, name), `#!/bin/sh\necho ${name} >> "$LOG"\n`);
     chmodSync(join(bin, name), 0o755);
   }
+  // The oracle runs: a namespace that could not be made would run nothing, and every case would pass.
+  expect(runBash('t1; t2 | t3', '')).toEqual(expect.arrayContaining(['t1', 't2', 't3']));
 });
 afterAll(() => {
   tmp.cleanup();
@@ -174,11 +180,10 @@ function runBash(script: string, value: string): string[] {
   // A log per case: a process a case left behind (a coprocess, a killed shell's child) cannot
   // write into the next case's log.
   const log = join(tmp.dir, `log-${(cases += 1)}`);
-  spawnSync('bash', ['--norc', '--noprofile', '-c', script], {
+  runBashOracle(script, {
     cwd: tmp.dir,
     env: { PATH: `${bin}:${process.env.PATH ?? ''}`, LOG: log, BIN: bin, SH: 'sh', HOME: tmp.dir, V0: value },
-    stdio: 'ignore',
-    timeout: 10_000,
+    timeoutMs: 10_000,
   });
   const ran = existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : [];
   rmSync(log, { force: true });

@@ -34,7 +34,7 @@ describe('seed 003: ExecutableTool interface', () => {
   });
 
   test('Tool args use unknown type', () => {
-    // Compile-time checks (ts-jest type-checks this file): the parameter is exactly Record<string, unknown>.
+    // Compile-time checks (`npm run typecheck`, run by `npm test` before jest, checks this file): the parameter is exactly Record<string, unknown>.
     type Args = Parameters<ExecutableTool['execute']>[0];
     type IsExact<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
     const exact: IsExact<Args, Record<string, unknown>> = true;
