@@ -162,6 +162,12 @@ export function getFilesystemView(input: FilesystemInput): FilesystemView {
   });
 }
 
+/** The view made now from the host as it is (realpath(3) of each name), never kept: what a kept view must equal. */
+export function getFreshFilesystemView(input: FilesystemInput): FilesystemView {
+  ensureStateDir(input.home, input.stateIdentity);
+  return withOneResolution(() => makeFilesystemView(input));
+}
+
 function makeFilesystemView(input: FilesystemInput): FilesystemView {
   const { settings, env } = input;
   const userHome = getUserHome(env, input.userHome);

@@ -46,8 +46,8 @@ interface Kept<T> {
 
 const kept = new Map<string, Kept<unknown>>();
 let lastNow = 0;
-/** Views made and views reused, for tests and the bench. */
-const counts = { made: 0, reused: 0, kept: 0 };
+/** Views made, reused, kept, and dropped because something they depend on changed: for tests and the bench. */
+const counts = { made: 0, reused: 0, kept: 0, dropped: 0 };
 
 export function getViewCacheCounts(): Readonly<typeof counts> {
   return { ...counts };
@@ -72,6 +72,7 @@ export function reuse<T>(key: string): T | undefined {
   if (entry === undefined) return undefined;
   if (!unchanged(entry.records)) {
     kept.delete(key);
+    counts.dropped++;
     return undefined;
   }
   counts.reused++;
