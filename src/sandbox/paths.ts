@@ -342,7 +342,7 @@ function makeFilesystemView(input: FilesystemInput): FilesystemView {
   // And never writable: the gateway, its spawn helper, supervisor and egress bridge load this
   // code (and node, bubblewrap, nsenter, the shell: the system's programs) after a run may have
   // ended, so a run whose writable root holds them would run its code outside every sandbox.
-  for (const wanted of getProtectedCode()) {
+  for (const wanted of getProtectedCode(input.home)) {
     const path = real(wanted);
     if (path === undefined || !writable.some((w) => isInside(path, w) || isInside(w, path)) || readOnly.some((r) => isInside(path, r))) continue;
     readOnly.push(path);

@@ -23,6 +23,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { createGateway, type Gateway } from '../../src/gateway';
+import { getPidNamespace } from '../../src/process/spawner/pipes';
 import { baseEnv, isAlive, makeTempDir, UNSANDBOXED_POLICY, waitFor } from '../helpers/tmp';
 import { describeSandboxed, makeGateway } from '../sandbox/helpers';
 
@@ -205,7 +206,8 @@ const { createGateway } = require(process.argv[1]);
 const { DEFAULT_POLICY } = require(process.argv[1] + '/policy/effective');
 const tmp = process.argv[2];
 const gateway = createGateway({ policy: { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' } }, home: tmp + '/home-' + process.pid, env: { PATH: '/usr/bin:/bin', EXECGATE_KEYRING: 'off' }, cwd: tmp, spawner: 'direct', audit: false });
-const dirs = () => fs.readdirSync('/tmp').filter((n) => n.startsWith('execgate-pipes-' + process.pid + '-')).map((n) => '/tmp/' + n);
+const ns = /[0-9]+/.exec(fs.readlinkSync('/proc/self/ns/pid'))[0];
+const dirs = () => fs.readdirSync('/tmp').filter((n) => n.startsWith('execgate-pipes-' + ns + '-' + process.pid + '-')).map((n) => '/tmp/' + n);
 `;
 
 describe('the batch directory, from a process of the same user', () => {
@@ -255,7 +257,7 @@ setTimeout(() => process.stdout.write(JSON.stringify(dirs()) + '\\n'), 1500);
     child.kill('SIGKILL');
     expect(await waitFor(() => !isAlive(child.pid as number), 10_000)).toBe(true);
     expect(existsSync(left[0])).toBe(true);
-    const ours = readdirSync('/tmp').filter((name) => name.startsWith(`execgate-pipes-${process.pid}-`));
+    const ours = readdirSync('/tmp').filter((name) => name.startsWith(`execgate-pipes-${getPidNamespace()}-${process.pid}-`));
     const { stdout } = await node(`${GATEWAY} gateway.exec({ command: 'echo swept' }).then((r) => gateway.close().then(() => process.stdout.write(r.stdout)));`);
     expect(stdout).toBe('swept\n');
     expect(existsSync(left[0])).toBe(false);

@@ -14,11 +14,14 @@
  * pipes would cost every run. A batch's directory is removed once used up or when this process
  * exits, and one whose process is gone (killed) by the next process that makes pipes.
  *
- * Where mkfifo is missing or fails (or /tmp cannot take a FIFO), `take` resolves to undefined
- * and the run gets child_process's sockets as before.
+ * Where mkfifo is missing or fails (or /tmp cannot take a FIFO, or is full), `take` resolves
+ * to undefined and the run gets child_process's sockets as before; the pool tries again after a
+ * pause that doubles with each failure in a row (1 s up to 5 min), so that a passing fault (a
+ * full disk, a descriptor limit, a loaded machine's timeout) does not take pipes from every
+ * later run of a long-lived gateway, and a missing mkfifo costs one fork per 5 minutes.
  */
 import { execFile } from 'node:child_process';
-import { closeSync, constants, fstatSync, mkdtempSync, openSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { getRuntimeBase } from '../../fs/runtime-dir';
 
@@ -30,13 +33,30 @@ export interface PipePair {
 
 /**
  * Pipes made per batch (one mkfifo process), and the stock below which the next batch is made.
- * Large: spawning mkfifo blocks the event loop for a fork (about 2 ms here), which a batch of
- * 256 spreads over 128 runs; a name costs nothing until it is used.
+ * A long-lived gateway's batches are large: spawning mkfifo blocks the event loop for a fork
+ * (about 2 ms here), which a batch of 256 spreads over 128 runs; a name costs nothing until it is
+ * used. But a process that makes one run (the CLI) paid for 256 FIFOs made and 254 removed at
+ * its exit (some 20 ms of its CPU under load, in profiles). So batches grow with use: the first
+ * holds FIRST_BATCH, each later one twice the pipes taken so far (up to BATCH), and the next is
+ * made once the stock falls below as many as were taken so far (up to LOW).
  */
 const BATCH = 256;
+const FIRST_BATCH = 8;
 const LOW = 64;
 /** How long one batch may take before the runs waiting for it get sockets instead. */
 const BATCH_TIMEOUT_MS = 10_000;
+/** The pause after a failed batch before the next is tried, doubling per failure in a row, and its ceiling. */
+const RETRY_FIRST_MS = 1_000;
+const RETRY_MAX_MS = 300_000;
+
+export interface PipePoolOptions {
+  /** Where batch directories are made (tests); default getRuntimeBase(). */
+  readonly base?: string;
+  /** The first pause after a failed batch (tests); it doubles per failure in a row up to RETRY_MAX_MS. */
+  readonly retryMs?: number;
+  /** The clock the pause is read on (tests); default Date.now. */
+  readonly now?: () => number;
+}
 
 interface Batch {
   readonly dir: string;
@@ -47,20 +67,42 @@ export class PipePool {
   /** Batches made and not used up, oldest first. */
   readonly #batches: Batch[] = [];
   #stock = 0;
+  /** Pipes taken so far (the batches and the stock kept grow with it). */
+  #taken = 0;
   #making: Promise<void> | undefined;
-  /** Set once a batch failed: mkfifo is not there or FIFOs cannot be made; runs get sockets. */
-  #broken = false;
+  /** After a failed batch: no batch is tried before this time (on #now); runs get sockets. */
+  #retryAt = 0;
+  /** Batches failed in a row (the pause doubles with each). */
+  #failures = 0;
   #swept = false;
+  readonly #base: string | undefined;
+  readonly #retryMs: number;
+  readonly #now: () => number;
+
+  constructor(options: PipePoolOptions = {}) {
+    this.#base = options.base;
+    this.#retryMs = options.retryMs ?? RETRY_FIRST_MS;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Whether the last batch failed and the pause before the next has not passed. */
+  get #pausing(): boolean {
+    return this.#failures > 0 && this.#now() < this.#retryAt;
+  }
 
   /** Two pipes (stdout, stderr), or undefined when none can be made here. */
   async take(): Promise<[PipePair, PipePair] | undefined> {
-    if (this.#stock < 2 + LOW) this.prefill();
+    this.prefill();
     // Runs that find the stock gone wait for the next batch (one at a time, however many wait).
     while (this.#stock < 2) {
-      if (this.#broken) return undefined;
+      if (this.#pausing) return undefined;
       this.prefill();
-      await this.#making;
+      const making = this.#making;
+      if (making === undefined) return undefined;
+      await making;
+      if (this.#failures > 0 && this.#stock < 2) return undefined;
     }
+    this.#taken += 2;
     const first = this.#open();
     try {
       return [first, this.#open()];
@@ -72,36 +114,52 @@ export class PipePool {
 
   /** Make the next batch now, unless the stock is enough or one is being made (a gateway starts it before its first run). */
   prefill(): void {
-    if (this.#making !== undefined || this.#broken || this.#stock >= 2 + LOW) return;
-    this.#making = this.#makeBatch().catch(() => { this.#broken = true; }).finally(() => { this.#making = undefined; });
+    if (this.#making !== undefined || this.#pausing || this.#stock >= 2 + Math.min(LOW, this.#taken)) return;
+    this.#making = this.#makeBatch().then(() => {
+      this.#failures = 0;
+    }, () => {
+      this.#failures += 1;
+      this.#retryAt = this.#now() + Math.min(RETRY_MAX_MS, this.#retryMs * 2 ** (this.#failures - 1));
+    }).finally(() => { this.#making = undefined; });
   }
 
-  /** The next FIFO, opened and unlinked; its batch's directory is removed once used up. */
+  /**
+   * The next FIFO, opened and unlinked; its batch's directory is removed once used up. A batch
+   * whose directory is gone (removed by hand, or by a sweep that took this process for dead) is
+   * dropped whole: its other names are gone too, and each would cost a run its pipes.
+   */
   #open(): PipePair {
     const batch = this.#batches[0];
     const name = batch.names.pop()!;
     this.#stock -= 1;
-    if (batch.names.length === 0) {
-      this.#batches.shift();
-      removeOnExit.delete(batch.dir);
-    }
     try {
       return openPipe(name);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && statSync(batch.dir, { throwIfNoEntry: false }) === undefined) {
+        this.#stock -= batch.names.length;
+        batch.names.length = 0;
+      }
+      throw error;
     } finally {
-      if (batch.names.length === 0) rmSync(batch.dir, { recursive: true, force: true });
+      if (batch.names.length === 0) {
+        if (this.#batches[0] === batch) this.#batches.shift();
+        removeOnExit.delete(batch.dir);
+        rmSync(batch.dir, { recursive: true, force: true });
+      }
     }
   }
 
   async #makeBatch(): Promise<void> {
-    const base = getRuntimeBase();
+    const base = this.#base ?? getRuntimeBase();
     if (!this.#swept) {
       this.#swept = true;
       sweepDead(base);
     }
-    const dir = mkdtempSync(join(base, `${PREFIX}${process.pid}-`));
+    const dir = mkdtempSync(join(base, `${PREFIX}${getPidNamespace()}-${process.pid}-`));
     watchExit();
     removeOnExit.add(dir);
-    const names = Array.from({ length: BATCH }, (_, i) => join(dir, String(i)));
+    const size = Math.min(BATCH, Math.max(FIRST_BATCH, 2 * this.#taken));
+    const names = Array.from({ length: size }, (_, i) => join(dir, String(i)));
     try {
       await new Promise<void>((resolve, reject) => {
         execFile('mkfifo', ['-m', '600', '--', ...names], { timeout: BATCH_TIMEOUT_MS, env: { PATH: '/usr/bin:/bin' } }, (error) => {
@@ -132,18 +190,28 @@ export class PipePool {
  */
 function openPipe(path: string): PipePair {
   // Read end first (non-blocking: no writer yet); then the write end opens at once. Both close-on-exec.
+  let pair: PipePair;
   try {
     const read = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
     try {
       if (!fstatSync(read).isFIFO()) throw new Error(`${path} is no longer the FIFO made for it`);
-      return { read, write: openSync(`/proc/self/fd/${read}`, constants.O_WRONLY) };
+      pair = { read, write: openSync(`/proc/self/fd/${read}`, constants.O_WRONLY) };
     } catch (error) {
       closeSync(read);
       throw error;
     }
-  } finally {
-    unlinkSync(path);
+  } catch (error) {
+    try { unlinkSync(path); } catch { /* the open's error is the one to tell */ }
+    throw error;
   }
+  try {
+    unlinkSync(path);
+  } catch (error) {
+    // Opened but still named: not a pipe only this process holds.
+    closePipe(pair);
+    throw error;
+  }
+  return pair;
 }
 
 export function closePipe(pair: PipePair): void {
@@ -152,13 +220,32 @@ export function closePipe(pair: PipePair): void {
   }
 }
 
-/** A batch's directory: `execgate-pipes-<pid of its process>-XXXXXX`. */
+/**
+ * A batch's directory: `execgate-pipes-<PID namespace>-<pid of its process>-XXXXXX`. A pid means
+ * something only in its PID namespace: processes that share /tmp (a container given the host's,
+ * a sandbox's bind) may not share one, and a live process of another namespace would look dead
+ * (or another, live, process would stand for a dead one) to a pid looked up here.
+ */
 const PREFIX = 'execgate-pipes-';
-const OWNED = /^execgate-pipes-([0-9]+)-/;
+const OWNED = /^execgate-pipes-(?:([0-9]+)-)?([0-9]+)-[^-]+$/;
+
+let pidNamespace: string | undefined;
+
+/** This process's PID namespace (the inode of /proc/self/ns/pid), or `0` where it cannot be read. */
+export function getPidNamespace(): string {
+  if (pidNamespace !== undefined) return pidNamespace;
+  try {
+    pidNamespace = /^pid:\[([0-9]+)\]$/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? '0';
+  } catch {
+    pidNamespace = '0';
+  }
+  return pidNamespace;
+}
 
 /**
  * Batch directories left by processes that are gone (killed before their exit handler ran), so
- * that they do not pile up in /tmp. Once per process, before its first batch.
+ * that they do not pile up in /tmp. Once per process, before its first batch; only those made in
+ * this PID namespace (a name without one, made before names held it, is taken as this one's).
  */
 function sweepDead(base: string): void {
   let names: string[];
@@ -167,8 +254,11 @@ function sweepDead(base: string): void {
   } catch {
     return;
   }
+  const namespace = getPidNamespace();
   for (const name of names) {
-    const pid = Number(OWNED.exec(name)?.[1] ?? 0);
+    const owned = OWNED.exec(name);
+    if (!owned || (owned[1] !== undefined && owned[1] !== namespace) || namespace === '0') continue;
+    const pid = Number(owned[2]);
     if (pid === 0 || pid === process.pid) continue;
     try {
       process.kill(pid, 0);
