@@ -145,7 +145,7 @@ const VIEW_ENV = ['HOME', 'DBUS_SESSION_BUS_ADDRESS', 'XDG_RUNTIME_DIR', 'SSH_AU
 export function getFilesystemView(input: FilesystemInput): FilesystemView {
   ensureStateDir(input.home, input.stateIdentity);
   // The protected code is found once per process, outside what a kept view depends on.
-  untracked(getProtectedCode);
+  untracked(() => getProtectedCode(input.home));
   return withOneResolution(() => {
     const { filesystem } = input.settings;
     const key = viewKey({
