@@ -4,9 +4,10 @@
  * Apart from the view because it reads the host directories' entries, once every other mount
  * of the plan is known.
  */
-import { lstatSync, readdirSync, readlinkSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, readdirSync, readlinkSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isInside } from '../fs/paths';
+import { statForListing } from './host-paths';
 import type { CoveredDir, HiddenPath } from './paths';
 
 /**
@@ -40,10 +41,11 @@ export function getCoveredDirs(
   const planned = new Set<string>([...writable, ...readOnly, ...pinned, ...privateTmp, ...hidden.filter((h) => h.directory).map((h) => h.path), ...files.keys()]);
   const covered: CoveredDir[] = [];
   for (const [dir, absent] of files) {
-    let mode: number;
+    // Its times are taken before it is listed (a kept view depends on the listing: view-cache.ts).
+    const mode = statForListing(dir);
+    if (mode === undefined) continue;
     let names: string[];
     try {
-      mode = statSync(dir).mode & 0o7777;
       names = readdirSync(dir);
     } catch {
       continue; // gone since: the name cover stays, and bubblewrap says so if the file went too

@@ -32,16 +32,16 @@
  * the directories whose hidden files are absent (covered.ts) and the state directory's checks
  * (state-dir.ts).
  */
-import { lstatSync, statSync } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import { ExecgateError } from '../errors';
 import { DEFAULT_HIDDEN_PATHS, type SandboxSettings } from '../policy/effective';
 import { isInside } from '../fs/paths';
 import { getCoveredDirs } from './covered';
-import { expand, getHomes, getPrivateTmp, getUserHome, getWantedWritable, real, withOneResolution } from './host-paths';
+import { expand, getAccountHome, getHomes, getPrivateTmp, getUserHome, getWantedWritable, isDirectoryReal, isSymlinkName, real, trackResolutions, untracked, withOneResolution } from './host-paths';
 import { getProtectedCode, OWN_FILES } from './own-code';
 import { checkWorkspacePlacement } from './placement';
 import { ensureStateDir } from './state-dir';
+import { keep, reuse, viewKey } from './view-cache';
 
 export interface FilesystemInput {
   readonly settings: SandboxSettings;
@@ -134,7 +134,37 @@ function getBusPaths(address: string | undefined): { paths: string[]; abstract: 
   return { paths, abstract };
 }
 
+/** The environment's names the view reads. */
+const VIEW_ENV = ['HOME', 'DBUS_SESSION_BUS_ADDRESS', 'XDG_RUNTIME_DIR', 'SSH_AUTH_SOCK', 'GNOME_KEYRING_CONTROL', 'GPG_AGENT_INFO'] as const;
+
+/**
+ * The view of a run: the one made for the last run with the same inputs when nothing it
+ * depends on has changed since (view-cache.ts says how that is known), else made now. The state
+ * directory is checked (and created) for every run either way.
+ */
 export function getFilesystemView(input: FilesystemInput): FilesystemView {
+  ensureStateDir(input.home, input.stateIdentity);
+  // The protected code is found once per process, outside what a kept view depends on.
+  untracked(() => getProtectedCode(input.home));
+  return withOneResolution(() => {
+    const { filesystem } = input.settings;
+    const key = viewKey({
+      hidden: filesystem.hidden, writable: filesystem.writable, readOnly: filesystem.readOnly,
+      home: input.home, auditPath: input.auditPath, cwd: input.cwd, roots: input.roots, workspace: input.workspace,
+      env: VIEW_ENV.map((name) => input.env[name]), userHome: input.userHome, account: getAccountHome(), protectedFiles: input.protectedFiles,
+    });
+    const known = reuse<FilesystemView>(key);
+    if (known !== undefined) return known;
+    const begun = Date.now();
+    const { value, resolutions } = trackResolutions(() => makeFilesystemView(input));
+    keep(key, value, resolutions, begun);
+    return value;
+  });
+}
+
+/** The view made now from the host as it is (realpath(3) of each name), never kept: what a kept view must equal. */
+export function getFreshFilesystemView(input: FilesystemInput): FilesystemView {
+  ensureStateDir(input.home, input.stateIdentity);
   return withOneResolution(() => makeFilesystemView(input));
 }
 
@@ -142,8 +172,6 @@ function makeFilesystemView(input: FilesystemInput): FilesystemView {
   const { settings, env } = input;
   const userHome = getUserHome(env, input.userHome);
   const skipped: string[] = [];
-
-  ensureStateDir(input.home, input.stateIdentity);
 
   // The default state directory too, when it is not this gateway's: another gateway or the CLI
   // keeps its vault there, and a nested `execgate` in a run (no EXECGATE_HOME reaches a run)
@@ -187,11 +215,7 @@ function makeFilesystemView(input: FilesystemInput): FilesystemView {
     if (kept.has(wanted) || (path !== '/' && !['/proc', '/sys', '/dev'].some((root) => isInside(path, root)) && !workAreas.some((w) => isInside(w, path)))) return false;
     // A symlink a run could have made: the name itself is one, in a directory a run can write.
     const parent = real(dirname(wanted));
-    try {
-      return lstatSync(wanted).isSymbolicLink() && parent !== undefined && workAreas.some((w) => isInside(parent, w));
-    } catch {
-      return false;
-    }
+    return isSymlinkName(wanted) && parent !== undefined && workAreas.some((w) => isInside(parent, w));
   };
   for (const wanted of hiddenWanted) {
     const path = real(wanted);
@@ -207,12 +231,8 @@ function makeFilesystemView(input: FilesystemInput): FilesystemView {
     }
     if (seen.has(path) || path === '/') continue;
     seen.add(path);
-    let directory: boolean;
-    try {
-      directory = statSync(path).isDirectory();
-    } catch {
-      continue;
-    }
+    const directory = isDirectoryReal(path);
+    if (directory === undefined) continue;
     hidden.push({ path, directory });
   }
 
