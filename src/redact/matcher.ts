@@ -66,13 +66,6 @@ const HASH_MULTIPLIER_2 = 0x85ebca77;
 // nanoseconds in cache misses; 16 bits was 1.4x as fast on mixed text (bench/redact.js, interleaved).
 const BITS_PER_WINDOW = 16;
 const MAX_BITMAP_BITS = 22;
-// Past a million windows (10,000 secrets with their spellings, at the longest stride the window
-// budget allows them: windows.ts) the bitmaps miss the cache at 512 KiB as at 2 MiB, and a fuller
-// one sends more samples on to the window table: there they may grow to 2 MiB each. 10,000
-// secrets scanned 1.6x as fast (68 against 43 MB/s: stride 4 against 1, figure 4 side by side,
-// load 15); 1,000 keep 512 KiB, where 1 MiB bitmaps were 0.88x.
-const LARGE_SET_WINDOWS = 1 << 20;
-const MAX_LARGE_BITMAP_BITS = 24;
 // 32 KiB: an L1 data cache, the least a bitmap takes.
 const L1_BITMAP_BITS = 18;
 // SWAR: a word w holds a zero byte exactly when ((w - ONES) & ~w & HIGHS) !== 0; w ^ LFS has
@@ -142,8 +135,7 @@ export class Matcher {
     this.#tolerantWindows = new WordTable(tolerantList, before);
     // 16 bits a window, at least an L1 cache's worth and at most 512 KiB (see BITS_PER_WINDOW).
     const distinct = this.#windows.size;
-    const cap = distinct > LARGE_SET_WINDOWS ? MAX_LARGE_BITMAP_BITS : MAX_BITMAP_BITS;
-    const bits = Math.min(cap, Math.max(L1_BITMAP_BITS, Math.ceil(Math.log2(distinct * BITS_PER_WINDOW + 1))));
+    const bits = Math.min(MAX_BITMAP_BITS, Math.max(L1_BITMAP_BITS, Math.ceil(Math.log2(distinct * BITS_PER_WINDOW + 1))));
     this.#hashShift = 32 - bits;
     this.#bitmap = new Int32Array(1 << (bits - 5));
     this.#bitmap2 = new Int32Array(1 << (bits - 5));

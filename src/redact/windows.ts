@@ -20,10 +20,8 @@ const MAX_STRIDE = 8;
 // bitmap (capped at 2^22 bits) and make false hits common. 2^17 kept 1,000 secrets (16,000
 // patterns) at a stride of two words; since the short spellings are scanned apart from the long
 // ones (layers.ts), the long ones of 1,000 secrets (about 11,600 patterns) keep the longest
-// stride within 2^19. 2^21: 10,000 secrets (about 116,000 long patterns) get a stride of four
-// words instead of one, their bitmaps larger to match (matcher.ts LARGE_SET_WINDOWS); 1,000 are
-// not affected (their stride is the longest already).
-const WINDOW_BUDGET = 1 << 21;
+// stride within 2^19.
+const WINDOW_BUDGET = 1 << 19;
 // Wrapped words (8 per line-tolerant window) registered instead of reading samples joined, at
 // most this many: one secret's base64 spellings need about 1,800 at the longest stride; measured
 // with bench/redact.js, registering them is faster up to a few dozen secrets.
