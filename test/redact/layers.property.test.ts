@@ -86,6 +86,19 @@ describe('a layered matcher masks what one matcher of all its patterns masks', (
     );
   });
 
+  test('a pattern marked line-tolerant that holds a line break itself is matched as written, in a stream cut anywhere as in the whole text', () => {
+    // The property above found it: `bBB+ab\n` tolerant, in `\0bBB+ab\n\na`, was masked in the
+    // whole text (the first LF taken as a break, the second as its last character) and not at all
+    // when the stream was cut between the two line feeds.
+    const patterns = [Buffer.from('bBB+ab\n'), Buffer.from('x\r\nyzwvu')];
+    const tolerant = new Set([0, 1]);
+    const input = Buffer.from('\0bBB+ab\n\na x\r\nyzwvu x\r\ny\nzwvu');
+    const whole = redactWith(new Matcher(patterns, tolerant), 2, [input]);
+    expect(whole).toEqual({ text: '\0[0]\na [1] x\r\ny\nzwvu', count: 2 });
+    const layered = LayeredMatcher.build(patterns, tolerant);
+    for (let cut = 0; cut <= input.length; cut++) expect(redactWith(layered, 2, split(input, [cut]))).toEqual(whole);
+  });
+
   test('a layer of many patterns scans its short and its long spellings apart, and masks what one matcher masks', () => {
     // Enough patterns for the split (layers.ts), short and long ones sharing letters and prefixes.
     const ofLength = (min: number, max: number) => fc.integer({ min, max }).chain((length) => fc.array(letters, { minLength: length, maxLength: length })).map((chars) => Buffer.from(chars.join('')));
