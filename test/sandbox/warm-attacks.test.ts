@@ -14,7 +14,7 @@
  *   e. the run's environment is the one a cold run gets, names the waiting bash uses for itself
  *      (a, e, x) and TMOUT (which bash's `read` obeys) included.
  */
-import { existsSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { AuditFields, AuditSink } from '../../src/audit/log';
@@ -69,6 +69,24 @@ function heldSink(): AuditSink & { release(error?: Error): void; asked(): Promis
   };
 }
 
+/** Processes below this one (a warm sandbox of this file's gateway, not of another test file running beside it). */
+function ownDescendants(pids: number[]): number[] {
+  const parent = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone
+    }
+  }
+  return pids.filter((pid) => {
+    for (let at = parent.get(pid); at !== undefined && at > 1; at = parent.get(at)) if (at === process.pid) return true;
+    return false;
+  });
+}
+
 async function untilWaiting(gateway: Gateway): Promise<void> {
   expect(await waitFor(() => (gateway.warmSandboxes?.waiting ?? 0) > 0, 30_000)).toBe(true);
 }
@@ -94,7 +112,7 @@ describeSandboxed('attacks on a warm sandbox that holds its frame before go', ()
     sink.release();
     await first;
     await untilWaiting(gateway);
-    const waiting = findProcesses('read -r -a l');
+    const waiting = ownDescendants(findProcesses('read -r -a l'));
     expect(waiting.length).toBeGreaterThan(0);
     const marker = join(work, 'acted');
     const run = gateway.exec({ command: `touch ${marker}; echo ran` }).then((r) => `${r.exitCode}:${r.output}`, (error: { code?: string }) => `rejected ${error.code}`);
@@ -113,8 +131,9 @@ describeSandboxed('attacks on a warm sandbox that holds its frame before go', ()
     expect(existsSync(marker)).toBe(actedAtClose);
     expect(waiting.filter(isAlive)).toEqual([]);
     expect(findProcesses(`touch ${marker}`)).toEqual([]);
-    // Either the run ran under the gateway (its output returned) or it did not start at all.
-    expect(actedAtClose ? outcome : 'not run').toBe(actedAtClose ? '0:ran\n' : 'not run');
+    // Either the run ran under the gateway (its output returned; exit code null when the closing
+    // gateway ended it after it printed, as happens on a loaded machine) or it did not start at all.
+    expect(actedAtClose ? outcome : 'not run').toMatch(actedAtClose ? /^(0|null):ran\n$/ : /^not run$/);
     console.log(`warm attack a (${how}): ${outcome.trim()}, marker at close: ${actedAtClose}`);
   });
 
