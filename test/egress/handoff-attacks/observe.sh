@@ -4,7 +4,7 @@
 echo "umask $(umask)"
 echo "cwd $(pwd -P)"
 grep -E '^(Sig(Q|Pnd|Blk|Ign|Cgt)|ShdPnd|Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp|Seccomp_filters|Speculation_Store_Bypass|Uid|Gid|Groups|Umask|Cpus_allowed_list):' /proc/self/status
-for fd in /proc/self/fd/*; do echo "fd ${fd##*/} $(readlink "$fd" | sed -e 's/[0-9]\{3,\}/N/g' -e 's#execgate-pipes-[^/]*/[0-9]*#execgate-pipes-N/N#')"; done
+for fd in /proc/self/fd/*; do echo "fd ${fd##*/} $(readlink "$fd" | sed -e 's/[0-9]\{3,\}/N/g' -e 's#execgate-pipes-[^/]*/[0-9]*#execgate-pipes-N/N#' -e 's#^/dev/pts/[0-9]*$#/dev/pts/N#')"; done
 sed 's/^/limit /' /proc/self/limits
 echo "personality $(cat /proc/self/personality) oom $(cat /proc/self/oom_score_adj)"
 echo "parent $(tr '\0\n' '  ' < /proc/$PPID/cmdline | cut -c1-60)"
