@@ -141,6 +141,25 @@ export function abandon(child: SpawnedProcess): void {
   child.stderr.destroy();
 }
 
+/** How long a failed start waits for what it killed to be gone before it reports the failure. */
+const ABANDON_WAIT_MS = 5_000;
+
+/**
+ * `abandon`, then wait (bounded) until the process has exited, so that a start that fails has
+ * left nothing running by the time its error reaches the caller (its sandbox's other processes
+ * die with the sandbox's first process, in the kernel, as the group's signal reaches them).
+ */
+export async function abandonAndWait(child: SpawnedProcess): Promise<void> {
+  abandon(child);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    // `exited` where the spawner has it (a terminal's `exit` waits for its output to be released).
+    (child.exited ?? child.exit).then(() => undefined, () => undefined),
+    new Promise<void>((resolve) => { timer = setTimeout(resolve, ABANDON_WAIT_MS); timer.unref(); }),
+  ]);
+  clearTimeout(timer);
+}
+
 /** The mount check, as an error when it fails; the sandbox's first process when it passes. */
 export function checkSandbox(pid: number, check: SandboxCheck): SandboxInit {
   const found = findSandboxInit(pid);
@@ -194,7 +213,7 @@ export async function startGated(spawner: Spawner, request: SandboxedRequest): P
     else child.stdin!.end('go\n');
     return { ...child, stdin: keep ? child.stdin : null, stdout, stderr, sandboxInit: init };
   } catch (error) {
-    abandon(child);
+    await abandonAndWait(child);
     throw error;
   }
 }

@@ -50,7 +50,7 @@ import { PassThrough } from 'node:stream';
 import { invalidOption } from '../../errors';
 import { CLOSE_FDS } from '../inherited-fds';
 import type { SpawnedProcess, Spawner, SpawnRequest } from '../spawner/types';
-import { abandon, afterNextPoll, checkSandbox, helperFailed, readMark, READY, relay, startGated, STARTED, type SandboxedRequest } from './gate';
+import { abandon, abandonAndWait, afterNextPoll, checkSandbox, helperFailed, readMark, READY, relay, startGated, STARTED, type SandboxedRequest } from './gate';
 import type { SandboxLaunch } from './launch';
 import { getSpecKey } from './spec';
 import { getWarmStubScript } from '../programs';
@@ -221,7 +221,7 @@ export class WarmSandboxes implements Spawner {
       throw error;
     }
     if (said !== true) {
-      abandon(child);
+      await abandonAndWait(child);
       throw said.startsWith('\x02cwd') ? helperFailed(`bwrap: Can't chdir to ${request.cwd}: No such file or directory`, request.cwd) : helperFailed(said, request.cwd);
     }
     this.#warm += 1;

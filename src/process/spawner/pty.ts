@@ -18,7 +18,7 @@ import { constants as osConstants } from 'node:os';
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import type { IPty } from '@lydell/node-pty';
 import { ExecgateError, spawnFailed } from '../../errors';
-import { abandon, checkSandbox, helperFailed, readMark, READY, STARTED } from '../bwrap/gate';
+import { abandonAndWait, checkSandbox, helperFailed, readMark, READY, STARTED } from '../bwrap/gate';
 import { closeFds, renderLaunch, type SandboxLaunch } from '../bwrap/launch';
 import { getPtyGateScript, getPtyLaunchScript } from '../programs';
 import { CLOSE_FDS } from '../inherited-fds';
@@ -191,7 +191,7 @@ async function startSandboxedPty(request: SpawnRequest & { readonly sandbox: San
     return { ...child, stdout, sandboxInit: init };
   } catch (error) {
     settingUp = false;
-    abandon(child);
+    await abandonAndWait(child);
     child.release?.();
     throw error;
   }
