@@ -89,8 +89,20 @@ async function run({ quick, baseline, log }) {
     } : {}),
   };
   const iterations = quick ? 10 : 200;
-  log(`${iterations} interleaved iterations of ${Object.keys(variants).length} variants`);
-  const samples = await interleave(variants, { iterations, warmup: quick ? 2 : 20 });
+  log(`${iterations} interleaved iterations of ${Object.keys(variants).length} variants, each once the warm sandboxes are set up`);
+  // Each sample starts on a machine where nothing of the sample before it is still running: a
+  // warm gateway sets its next sandbox up after each run (bubblewrap, some 10 ms of CPU), and on
+  // two cores that set-up slowed whichever variant came next (`network: none` came after `open`
+  // in every iteration and read slower than it). What an agent's call meets after its pause; the
+  // back-to-back row below is the tight loop, where the set-up is still going on.
+  const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const warmGateways = [gateway, noNet, noAudit, ...(base ? [base.warm] : [])];
+  const settled = async (tail = 5) => {
+    const until = Date.now() + 2000;
+    while (Date.now() < until && warmGateways.some((g) => g.warmSandboxes.waiting === 0)) await pause(5);
+    await pause(tail);
+  };
+  const samples = await interleave(variants, { iterations, warmup: quick ? 2 : 20, before: () => settled() });
   // The figure is about warm sandboxes only if the runs did start in them.
   const warmShare = (g) => { const { warm, cold: coldRuns } = g.warmSandboxes; return warm / (warm + coldRuns); };
   const shares = { open: warmShare(gateway), none: warmShare(noNet) };
@@ -112,28 +124,21 @@ async function run({ quick, baseline, log }) {
   // next warm sandbox is set up (or 2 s), so the set-up a run leaves behind is counted with it.
   const cpuMeasured = readDescendantsCpu() !== undefined;
   const cpu = { rawBash: [], rawOwnNet: [], gateway: [], gatewayNone: [], gatewayCold: [], ...(base ? { baseWarm: [], baseCold: [] } : {}) };
-  const warmGateways = [gateway, noNet, ...(base ? [base.warm] : [])];
   if (cpuMeasured) {
     const perBlock = quick ? 5 : 20;
     const blocks = quick ? 2 : 10;
-    const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-    const settled = async () => {
-      const until = Date.now() + 2000;
-      while (Date.now() < until && warmGateways.some((g) => g.warmSandboxes.waiting === 0)) await pause(5);
-      await pause(20);
-    };
     log(`${blocks} interleaved blocks of ${perBlock} runs for CPU per run`);
     const names = Object.keys(cpu);
     for (let b = 0; b < blocks; b += 1) {
       for (let k = 0; k < names.length; k += 1) {
         const name = names[(b + k) % names.length];
-        await settled();
+        await settled(20);
         const before = readOwnCpu() + readDescendantsCpu();
         for (let i = 0; i < perBlock; i += 1) {
           await variants[name]();
           await pause(10);
         }
-        await settled();
+        await settled(20);
         cpu[name].push((readOwnCpu() + readDescendantsCpu() - before) / perBlock);
       }
     }
@@ -211,7 +216,7 @@ async function run({ quick, baseline, log }) {
       row(9, `${size} through an unsandboxed sync run`, through.unsandboxed.map(rate), { unit: 'MB/s' }),
     ],
     notes: [
-      'Warm sandboxes (gateway option warmSandboxes, default 1): once a sandboxed sync run has ended (or has run 200 ms), the gateway sets the same sandbox up again for the next one; the next run with the same sandbox starts in it, the set-up off its path. The interleaved rows leave the other variants\' runs between two runs of one gateway, as an agent\'s pauses do; back to back, a run finds the next sandbox still being set up and waits for the rest of that set-up.',
+      'Warm sandboxes (gateway option warmSandboxes, default 1): once a sandboxed sync run has ended (or has run 200 ms), the gateway sets the same sandbox up again for the next one; the next run with the same sandbox starts in it, the set-up off its path. The interleaved rows leave the other variants\' runs between two runs of one gateway, as an agent\'s pauses do, and each sample starts once every warm gateway\'s next sandbox is set up (before, a set-up still running slowed whichever variant came next); back to back, a run finds the next sandbox still being set up and waits for the rest of that set-up.',
       'CPU per run: user + system time of this process (every gateway lives in it, and the raw spawns are made from it) and of every process below it, over blocks of runs with a 10 ms pause after each, each block ending once the warm gateways\' next sandboxes are set up; blocks interleaved. Clock ticks of 10 ms for the children: read over blocks, not single runs.',
       'A gateway\'s runs join one network namespace per gateway (nsenter, then bwrap): that is for sharing loopback between runs, not for speed; entering costs about what creating a namespace per run would.',
       'Inherited descriptors: a process holding one without close-on-exec (a shell that started it with `200<file`, a PTY run in progress) starts each run through a descriptor-closing bash, one exec more; run the figure from a clean shell to see the usual case.',
