@@ -10,6 +10,7 @@
  *   npm run build && node bench/mcp.js [--quick]
  */
 const { execFileSync } = require('node:child_process');
+const { performance } = require('node:perf_hooks');
 const { mkdirSync, readFileSync } = require('node:fs');
 const { dirname, join } = require('node:path');
 const { DIST, benchEnv, interleave, percentile, readOwnCpu, row, runFigure } = require('./lib');
@@ -123,11 +124,31 @@ async function run({ quick, baseline, log }) {
     if (now !== undefined) cpu[name] += now - cpuStarted;
   };
   let samples;
+  // The first call of a session: a fresh `execgate mcp` each time (connected and its tools
+  // listed, as a client does before calling), its first `bash` call and the one after it; with
+  // --baseline, that tree's server alternating with this one's. Sandbox off.
+  const fresh = { first: [], second: [], baseFirst: [], baseSecond: [] };
+  const servers = quick ? 2 : 12;
   try {
     samples = {
       ...await shuffled(unsandboxed, { iterations, warmup: quick ? 2 : 20, before, after }),
       ...(sandboxed ? await shuffled(sandboxed, { iterations, warmup: quick ? 2 : 20 }) : {}),
     };
+    log(`${servers} fresh servers${baseline ? ' of each tree, alternating' : ''}: the first call of a session`);
+    for (let i = 0; i < servers; i++) {
+      for (const [dist, into] of baseline ? [[DIST, 'first'], [baseline, 'baseFirst']] : [[DIST, 'first']]) {
+        const freshClient = await connect({ ...env, EXECGATE_HOME: join(home, `fresh-${into}-${i}`) }, home, dist);
+        try {
+          for (const at of [into, into === 'first' ? 'second' : 'baseSecond']) {
+            const started = performance.now();
+            await call(freshClient)();
+            fresh[at].push(performance.now() - started);
+          }
+        } finally {
+          await freshClient.close();
+        }
+      }
+    }
   } finally {
     await client.close();
     await sandboxedClient?.close();
@@ -144,6 +165,12 @@ async function run({ quick, baseline, log }) {
       ...(baseClient ? [
         row(7, 'baseline tree: MCP `bash` tool call, sandbox off', samples.mcpBaseline, { of: direct }),
         row(7, 'this tree against the baseline: MCP call, sandbox off', samples.mcp, { of: { name: 'baseline tree', samples: samples.mcpBaseline } }),
+      ] : []),
+      row(7, 'first `bash` call of a fresh `execgate mcp` session, sandbox off', fresh.first),
+      row(7, '  the call after it', fresh.second, { of: { name: 'first call', samples: fresh.first } }),
+      ...(baseline ? [
+        row(7, 'baseline tree: first `bash` call of a fresh session', fresh.baseFirst),
+        row(7, 'this tree against the baseline: first call of a session', fresh.first, { of: { name: 'baseline tree', samples: fresh.baseFirst } }),
       ] : []),
       ...(sandbox ? [
         row(7, 'gateway.exec({ command: "true" }), in process, sandbox on (default policy)', samples.directSandboxed),

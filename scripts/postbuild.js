@@ -3,7 +3,8 @@
 // CommonJS build's export names, so that `import { createGateway } from 'execgate'` works with
 // named imports; emits the policy's JSON Schema and its validator from the TypeBox definition;
 // copies the programs a sandboxed run starts with (src/programs: shell scripts and the seccomp
-// filters) next to the compiled code, marks the CLI executable, and records the CLI's code cache
+// filters) next to the compiled code, marks the CLI executable, compiles the built-in tools'
+// argument validators (scripts/tool-validators.js), and records the CLI's code cache
 // (scripts/code-cache.js).
 const fs = require('node:fs');
 const path = require('node:path');
@@ -77,5 +78,6 @@ if (require.main === module) {
   writePolicySchema();
   writeEsmFaces();
   copyPrograms();
+  require('./tool-validators').writeToolValidators(dist);
   require('./code-cache').writeCodeCache();
 }

@@ -1,12 +1,39 @@
 /*
- * Argument validation against a tool's JSON schema. ajv is loaded on the first validation, not
- * when execgate is imported, and each tool's schema is compiled once.
+ * Argument validation against a tool's JSON schema. execgate's own tools (the MCP server's bash
+ * and process tools, the default registry's) have validators compiled by the build
+ * (scripts/tool-validators.js), found by the schema's JSON text: a schema that is exactly one of
+ * those uses it, and ajv's compiler is not loaded for it. Any other schema (a caller's tool) is
+ * compiled with ajv, loaded on the first such validation, not when execgate is imported. Each
+ * tool's validator is looked up or compiled once.
  */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ExecgateError } from '../errors';
 import type { JsonSchema } from './types';
 
 type AjvInstance = { compile(schema: JsonSchema): ValidateFunction };
+
+/*
+ * Found through the package root, as the policy validator is (src/policy/schema.ts): from dist/
+ * this is the file beside this one; from src/ (the tests, after `npm run build`) the same file.
+ */
+export const TOOL_VALIDATORS_PATH = join(__dirname, '..', '..', 'dist', 'tools', 'tool-validators.js');
+
+let precompiled: Readonly<Record<string, ValidateFunction>> | undefined;
+
+/** The key the build gave a schema (scripts/tool-validators.js getSchemaKey: the same text, the same key). */
+export function getSchemaKey(schema: JsonSchema): string {
+  return `s${createHash('sha256').update(JSON.stringify(schema)).digest('hex').slice(0, 32)}`;
+}
+
+/** The build's validator for exactly this schema, if it made one. */
+export function getPrecompiledValidator(schema: JsonSchema): ValidateFunction | undefined {
+  precompiled ??= existsSync(TOOL_VALIDATORS_PATH) ? require(TOOL_VALIDATORS_PATH) as Record<string, ValidateFunction> : {};
+  const key = getSchemaKey(schema);
+  return Object.hasOwn(precompiled, key) ? precompiled[key] : undefined;
+}
 
 export class ArgumentValidator {
   #ajv: AjvInstance | undefined;
@@ -27,6 +54,11 @@ export class ArgumentValidator {
   #compile(toolName: string, schema: JsonSchema): ValidateFunction {
     const known = this.#compiled.get(toolName);
     if (known) return known;
+    const built = getPrecompiledValidator(schema);
+    if (built) {
+      this.#compiled.set(toolName, built);
+      return built;
+    }
     if (!this.#ajv) {
       const Ajv = (require('ajv') as { default: new (options: object) => AjvInstance }).default;
       // strict: false accepts schemas written for OpenAI that carry keywords ajv does not know.
