@@ -17,6 +17,8 @@
  * policy manifests, the inspector or source maps, whose paths through Node's own loader it would
  * skip.
  *
+ * `execgate mcp` has a file of its own (code-cache-mcp.bin): its modules are many a run never loads.
+ *
  *   file: "EXECGATE-CODE-CACHE-1\n", uint32 LE header length, JSON header, the entries' data.
  */
 import { createHash } from 'node:crypto';
@@ -25,8 +27,18 @@ import { dirname, join } from 'node:path';
 import * as vm from 'node:vm';
 
 const MAGIC = 'EXECGATE-CODE-CACHE-1\n';
-/** Next to the compiled CLI. */
+/** Next to the compiled CLI: the modules of `execgate run` and the other one-shot commands. */
 export const CODE_CACHE_FILE = join(__dirname, 'code-cache.bin');
+/**
+ * The modules of `execgate mcp` (the MCP SDK and its schemas among them): a file of its own, so
+ * that a run does not read and index twice the entries it needs.
+ */
+export const MCP_CODE_CACHE_FILE = join(__dirname, 'code-cache-mcp.bin');
+
+/** The cache file for a command line (the arguments after the script). */
+export function getCodeCacheFile(args: readonly string[]): string {
+  return args[0] === 'mcp' ? MCP_CODE_CACHE_FILE : CODE_CACHE_FILE;
+}
 
 interface Header {
   readonly node: string;

@@ -6,12 +6,12 @@
  * status 0; a command line that cannot be understood is status 2 with a pointer to the help of
  * the command it was meant for; execgate refusing or failing is 125.
  */
-import { installCodeCache } from './code-cache';
+import { getCodeCacheFile, installCodeCache } from './code-cache';
 import { closePrestartedSharedNetworks, prestartRun, whenPrestarted } from './prestart';
 // The modules below, and every one loaded after them, from the build's code cache (code-cache.ts);
 // a default-policy run's shared network namespace started while they load (prestart.ts).
 if (require.main === module) {
-  installCodeCache();
+  installCodeCache(getCodeCacheFile(process.argv.slice(2)));
   prestartRun(process.argv.slice(2), process.env);
 }
 import { readFileSync } from 'node:fs';

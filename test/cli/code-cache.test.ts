@@ -51,6 +51,20 @@ test('the build made a cache, and the run path\'s modules are compiled from it',
   expect(result.used).toBeGreaterThan(100);
 });
 
+test('`execgate mcp` has a file of its own, and the server\'s modules (the MCP SDK among them) are compiled from it', () => {
+  const result = node([
+    'const c = require(process.argv[1]);',
+    'const files = [c.getCodeCacheFile(["mcp", "--workdir", "x"]), c.getCodeCacheFile(["run", "--", "mcp"])];',
+    'c.installCodeCache(files[0]);',
+    `require(${JSON.stringify(join(ROOT, 'dist', 'cli', 'commands', 'mcp.js'))});`,
+    `require(${JSON.stringify(join(ROOT, 'dist', 'mcp', 'index.js'))});`,
+    'console.log(JSON.stringify({ files, ...c.getCodeCacheStats() }))',
+  ].join('\n'));
+  expect(result.files).toEqual([join(ROOT, 'dist', 'cli', 'code-cache-mcp.bin'), CACHE_FILE]);
+  expect(result.rejected).toBe(0);
+  expect(result.used).toBeGreaterThan(300);
+});
+
 test('a module whose source changed since the cache was made (same length) runs its new source', () => {
   const module = join(tmp.dir, 'answer.js');
   const cache = join(tmp.dir, 'cache.bin');
