@@ -16,7 +16,7 @@ import type { BackgroundManager } from './run/background/manager';
 import type { BackgroundProcess } from './run/background/types';
 import { resolveInput } from './plan/input';
 import { getDefaultShell, type ExecRequest } from './plan/options';
-import { createRunId, preparePlan, type SpawnPlan } from './plan/prepare';
+import { createRunId, preparePlan, type PrepareContext, type SpawnPlan } from './plan/prepare';
 import { getEgressAuditFields } from './egress/audit';
 import type { EgressProxy } from './egress/proxy';
 import { MaskMemory } from './redact/memory';
@@ -71,6 +71,8 @@ export class Gateway {
   readonly #logger: GatewayLogger | undefined;
   readonly #shutdown = new AbortController();
   readonly #running = new Set<Promise<unknown>>();
+  /** Gateway.prepare calls in progress. */
+  readonly #preparing = new Set<Promise<void>>();
   readonly #backgroundOnClose: 'kill' | 'keep' | undefined;
   readonly #backgroundLauncher: 'in-process' | 'detached';
   readonly #spawner: Spawner;
@@ -260,6 +262,65 @@ export class Gateway {
     }
   }
 
+  /** What every run's plan is prepared with (preparePlan's context), less what belongs to one run. */
+  #planContext(policy: EffectivePolicy): PrepareContext {
+    return {
+      refs: this.refs,
+      // Values injected or signed with at the proxy, from a credential-process source, are kept
+      // current while the run lives (plan/refresh.ts).
+      refreshValue: async (kind, id, lookup) => {
+        const answer = await this.#processSources.lookup(kind, id, lookup);
+        return answer.found ? answer.value : undefined;
+      },
+      refreshableSources: () => new Set(policy.secrets.sources.map((source) => source.name)),
+      policy,
+      env: this.#env,
+      cwd: this.#cwd,
+      shell: this.#shell,
+      supportedModes: SUPPORTED_MODES,
+      fingerprint: policy.audit.fingerprints ? this.#audit.fingerprint?.bind(this.#audit) : undefined,
+      sandbox: this.#sandbox.context,
+      // A detached background run outlives this process: its supervisor takes the run's egress
+      // endpoint over (run/background/detached.ts) and serves it with a proxy of its own.
+      egress: () => this.#getEgress(),
+      handsOver: (mode) => mode === 'background' && this.#backgroundLauncher === 'detached',
+      remembered: this.#masks,
+      onSshSign: (record) => this.#audit.write('ssh.sign', { ...record }),
+    };
+  }
+
+  /**
+   * Sets up ahead what the first sandboxed run would otherwise wait for: the platform check, the
+   * file-system view, the shared network namespace and the egress proxy (where the policy lets
+   * runs reach the network), and a warm sandbox for a run in the gateway's working directory.
+   * Runs nothing and records nothing (no resolved value, no audit record: a plan of `true` is
+   * made and released). Optional: a run asked meanwhile waits no longer than it would have.
+   * Resolves once done; never rejects (a first run that still fails says why).
+   */
+  prepare(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    // close() waits for it, so that nothing it starts (the shared namespace's holder, a sandbox)
+    // comes after the gateway's end.
+    const preparing = this.#prepare();
+    this.#preparing.add(preparing);
+    void preparing.finally(() => this.#preparing.delete(preparing));
+    return preparing;
+  }
+
+  async #prepare(): Promise<void> {
+    const policy = this.policy;
+    if (policy.sandbox.mode === 'off') return;
+    let plan: SpawnPlan | undefined;
+    try {
+      plan = await preparePlan(this.#planContext(policy), { command: 'true' });
+      if (plan.launch !== undefined && !this.#closed) await this.#warm?.prepare(plan.launch);
+    } catch {
+      // the first run that needs it reports the same
+    } finally {
+      await plan?.resources.release().catch(() => undefined);
+    }
+  }
+
   async #execute(request: ExecRequest, options: ExecOptions): Promise<ExecResult | BackgroundProcess> {
     const runId = createRunId();
     const policy = this.policy;
@@ -267,27 +328,7 @@ export class Gateway {
     let plan: SpawnPlan;
     try {
       plan = await preparePlan({
-        refs: this.refs,
-        // Values injected or signed with at the proxy, from a credential-process source, are kept
-        // current while the run lives (plan/refresh.ts).
-        refreshValue: async (kind, id, lookup) => {
-          const answer = await this.#processSources.lookup(kind, id, lookup);
-          return answer.found ? answer.value : undefined;
-        },
-        refreshableSources: () => new Set(policy.secrets.sources.map((source) => source.name)),
-        policy,
-        env: this.#env,
-        cwd: this.#cwd,
-        shell: this.#shell,
-        supportedModes: SUPPORTED_MODES,
-        fingerprint: policy.audit.fingerprints ? this.#audit.fingerprint?.bind(this.#audit) : undefined,
-        sandbox: this.#sandbox.context,
-        // A detached background run outlives this process: its supervisor takes the run's egress
-        // endpoint over (run/background/detached.ts) and serves it with a proxy of its own.
-        egress: () => this.#getEgress(),
-        handsOver: (mode) => mode === 'background' && this.#backgroundLauncher === 'detached',
-        remembered: this.#masks,
-        onSshSign: (record) => this.#audit.write('ssh.sign', { ...record }),
+        ...this.#planContext(policy),
         // The shell starts while the start record is made durable, and acts only after.
         park: this.#parks,
         onNormalized: (normalized) => records.requested(normalized),
@@ -428,7 +469,7 @@ export class Gateway {
     const stopped = this.#running.size;
     // Requests in flight first: a sync run ends on the abort, one still being prepared refuses to
     // start, and a background run that was starting is then running, for background.close() to see.
-    await Promise.allSettled([...this.#running]);
+    await Promise.allSettled([...this.#running, ...this.#preparing]);
     await this.#background?.close(this.#backgroundOnClose ?? this.policy.background.onClose);
     await this.#spawner.close();
     this.#sandbox.close();

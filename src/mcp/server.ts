@@ -69,6 +69,7 @@ export class ExecgateMcpServer {
   readonly #validator = new ArgumentValidator();
   readonly #registry: ToolRegistry | undefined;
   readonly #progressInterval: number;
+  #prepared = false;
 
   constructor(options: ExecgateMcpOptions) {
     this.gateway = options.gateway;
@@ -124,9 +125,16 @@ export class ExecgateMcpServer {
     server.onclose = () => {
       void this.closeSession(session.id);
     };
-    server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: [...this.#tools.values()].map((tool) => tool.describe(session)),
-    }));
+    server.setRequestHandler(ListToolsRequestSchema, () => {
+      // A client that has listed the tools is about to call one: the first sandboxed run's set-up
+      // (Gateway.prepare) is made now, after this answer, while the client's model thinks, instead
+      // of on that first call's path. Once per server.
+      if (!this.#prepared && this.#tools.has('bash')) {
+        this.#prepared = true;
+        setImmediate(() => { void this.gateway.prepare(); });
+      }
+      return { tools: [...this.#tools.values()].map((tool) => tool.describe(session)) };
+    });
     server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
       const { name } = request.params;
       const tool = this.#tools.get(name);

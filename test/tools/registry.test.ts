@@ -212,7 +212,7 @@ describe('registration', () => {
 });
 
 describe('lazy loading', () => {
-  test('importing execgate/tools loads neither ajv nor openai; ajv loads at the first validation', async () => {
+  test('importing execgate/tools loads neither ajv nor openai; the built-in tools validate with the build\'s validators, and ajv loads at the first validation of a caller\'s tool', async () => {
     const loaded: string[] = [];
     let registry!: ToolRegistry;
     jest.isolateModules(() => {
@@ -224,6 +224,10 @@ describe('lazy loading', () => {
       expect(loaded).toEqual([]);
     });
     await registry.execute('list_dir', { path: '.' });
+    expect(await registry.execute('list_dir', { path: 7 })).toMatch(/EXECGATE_ERR_TOOL_ARGS_INVALID/);
+    expect(loaded).toEqual([]);
+    registry.register(makeTool('mine'));
+    expect(await registry.execute('mine', { text: 'x' })).toBe('mine ran');
     expect(loaded).toEqual(['ajv']);
     await registry.close();
   });

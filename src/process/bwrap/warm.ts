@@ -290,6 +290,30 @@ export class WarmSandboxes implements Spawner {
    * pause before the next request; a long run's next sandbox is ready during it. A request for
    * this launch that comes first starts it at once and waits for it.
    */
+  /**
+   * Sets a sandbox for `launch` up now, ahead of the first run that wants it (Gateway.prepare),
+   * unless one is waiting or being set up already. Resolves once it is ready (set up and checked)
+   * or could not be set up (never rejects: the run that wants it then starts cold and says why).
+   */
+  prepare(launch: SandboxLaunch): Promise<void> {
+    const key = getWarmKey(launch);
+    // Resolved once the sandbox of this launch (set up now or before) is ready or gone.
+    const ready = (): Promise<void> => (this.#entries.find((entry) => entry.key === key && !entry.ended)?.ready ?? Promise.resolve()).then(() => undefined, () => undefined);
+    if (this.#closed || this.#entries.some((entry) => entry.key === key && !entry.ended)) return ready();
+    const inflight = this.#inflight.get(key);
+    if (inflight !== undefined) return inflight.then(ready, ready);
+    if (this.#starting.has(key)) return Promise.resolve();
+    this.#starting.add(key);
+    const started = this.#start(key, launch).finally(() => {
+      this.#starting.delete(key);
+      this.#pending.delete(started);
+      if (this.#inflight.get(key) === started) this.#inflight.delete(key);
+    });
+    this.#pending.add(started);
+    this.#inflight.set(key, started);
+    return started.then(ready, ready);
+  }
+
   #refillAfter(key: string, launch: SandboxLaunch, run: SpawnedProcess, settled: Promise<unknown> | undefined): void {
     if (this.#starting.has(key) || this.#closed) return;
     this.#starting.add(key);
