@@ -14,7 +14,7 @@ import { createGateway, type Gateway } from '../../src/gateway';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { RUN_ID_VARIABLE } from '../../src/process/terminate';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
-import { describeSandboxed, findProcesses, sandboxPolicy } from './helpers';
+import { describeSandboxed, findProcesses, ownDescendants, sandboxPolicy } from './helpers';
 
 jest.setTimeout(120_000);
 
@@ -133,8 +133,9 @@ describeSandboxed('a sandboxed run acts only once its start record is durable', 
       await first;
       expect(await waitFor(() => (gateway!.warmSandboxes?.waiting ?? 0) > 0, 30_000)).toBe(true);
     }
-    // The waiting sandbox's processes (bubblewrap, its init, the waiting bash: the stub's text is on their argv).
-    const waiting = warmSandboxes > 0 ? findProcesses('read -r -a l') : [];
+    // The waiting sandbox's processes (bubblewrap, its init, the waiting bash: the stub's text is
+    // on their argv), this gateway's only (another test file's warm sandboxes may run beside it).
+    const waiting = warmSandboxes > 0 ? ownDescendants(findProcesses('read -r -a l')) : [];
     const marker = join(work, 'acted');
     const run = gateway.exec({ command: `touch ${marker}`, mode });
     await sink.asked();
@@ -166,4 +167,5 @@ describeSandboxed('a sandboxed run acts only once its start record is durable', 
     sink.release();
     expect((await next).output.replace(/\r/g, '')).toBe('next\n');
   });
+
 });

@@ -14,7 +14,7 @@
  *   e. the run's environment is the one a cold run gets, names the waiting bash uses for itself
  *      (a, e, x) and TMOUT (which bash's `read` obeys) included.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { AuditFields, AuditSink } from '../../src/audit/log';
@@ -22,7 +22,7 @@ import { createGateway, type Gateway } from '../../src/gateway';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { mountSmallDisk, testWithMounts } from '../faults/helpers';
 import { baseEnv, isAlive, waitFor } from '../helpers/tmp';
-import { describeSandboxed, findProcesses, makeHome, sandboxPolicy } from './helpers';
+import { describeSandboxed, findProcesses, makeHome, ownDescendants, sandboxPolicy } from './helpers';
 
 jest.setTimeout(60_000);
 
@@ -67,24 +67,6 @@ function heldSink(): AuditSink & { release(error?: Error): void; asked(): Promis
     },
     close() { /* memory */ },
   };
-}
-
-/** Processes below this one (a warm sandbox of this file's gateway, not of another test file running beside it). */
-function ownDescendants(pids: number[]): number[] {
-  const parent = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
-      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone
-    }
-  }
-  return pids.filter((pid) => {
-    for (let at = parent.get(pid); at !== undefined && at > 1; at = parent.get(at)) if (at === process.pid) return true;
-    return false;
-  });
 }
 
 async function untilWaiting(gateway: Gateway): Promise<void> {
