@@ -107,16 +107,15 @@ describeSandboxed('attacks on a warm sandbox that holds its frame before go', ()
     else sink.release(new Error('EIO'));
     await closing;
     const outcome = await run;
-    const actedAtClose = existsSync(marker);
-    await delay(1000);
-    // Nothing started after the gateway closed, and nothing of the sandbox is left.
-    expect(existsSync(marker)).toBe(actedAtClose);
-    expect(waiting.filter(isAlive)).toEqual([]);
+    // The program did not start: the run failed as closed (whether its start record became
+    // durable after the close or failed), not started and then stopped.
+    expect(outcome).toBe('rejected EXECGATE_ERR_GATEWAY_CLOSED');
+    // Nothing of the sandbox is left (its processes die a moment after bubblewrap, by the kernel:
+    // a bounded wait), so nothing can start after either; and nothing did.
+    expect(await waitFor(() => waiting.filter(isAlive).length === 0, 20_000)).toBe(true);
     expect(findProcesses(`touch ${marker}`)).toEqual([]);
-    // Either the run ran under the gateway (its output returned; exit code null when the closing
-    // gateway ended it after it printed, as happens on a loaded machine) or it did not start at all.
-    expect(actedAtClose ? outcome : 'not run').toMatch(actedAtClose ? /^(0|null):ran\n$/ : /^not run$/);
-    console.log(`warm attack a (${how}): ${outcome.trim()}, marker at close: ${actedAtClose}`);
+    expect(existsSync(marker)).toBe(false);
+    console.log(`warm attack a (${how}): ${outcome}`);
   });
 
   testWithMounts('b. the audit log\'s disk fills up while warm runs are handed frames: a run that fails never starts', async () => {
