@@ -359,7 +359,10 @@ export class Gateway {
         onOutput: options.onOutput,
         signal: options.signal ? AbortSignal.any([this.#shutdown.signal, options.signal]) : this.#shutdown.signal,
         spawner: this.#spawner,
-        ready,
+        // A sync or PTY program that has not started when close() is called never starts, even if
+        // its start record becomes durable after that (close() stops runs, it does not let one
+        // act first): the run fails with EXECGATE_ERR_GATEWAY_CLOSED, its sandbox ended unused.
+        ready: unlessClosed(ready, this.#shutdown.signal),
         settled,
       }).then((result) => records.finished(plan, result));
     try {
@@ -499,4 +502,32 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
 
 function closedError(): ExecgateError {
   return new ExecgateError('EXECGATE_ERR_GATEWAY_CLOSED', 'The gateway is closed; create a new one to run commands.');
+}
+
+/**
+ * `ready`, unless the gateway closes first (or had closed when it settled): then the closed error.
+ * Without it, a run whose start record was still being made durable when close() was called got
+ * its `go` once the record was durable, and was stopped only after: its program ran all, part or
+ * none of its command depending on timing.
+ */
+function unlessClosed(ready: Promise<void>, shutdown: AbortSignal): Promise<void> {
+  const gated = new Promise<void>((resolve, reject) => {
+    const closed = (): void => reject(closedError());
+    if (shutdown.aborted) {
+      closed();
+      return;
+    }
+    shutdown.addEventListener('abort', closed, { once: true });
+    ready.then(() => {
+      shutdown.removeEventListener('abort', closed);
+      if (shutdown.aborted) closed();
+      else resolve();
+    }, (error: unknown) => {
+      shutdown.removeEventListener('abort', closed);
+      // The start record's own failure (the run fails with it).
+      reject(error instanceof Error ? error : new Error(String(error)));
+    });
+  });
+  gated.catch(() => { /* the run fails with it */ });
+  return gated;
 }

@@ -20,13 +20,17 @@ const DIST = join(__dirname, '..', '..', 'dist');
 const platform = checkPlatform(undefined);
 const maybe = platform.ok ? describe : describe.skip;
 
-/** Live processes whose command line carries `marker`. */
-function processesWith(marker: string): number[] {
+/**
+ * Live processes whose command line carries `marker`, in the network namespace `namespace`
+ * (`net:[N]`): the listener processes of this test's gateway, not those another test file's
+ * gateways start beside it (each of those enters its own gateway's namespace).
+ */
+function processesWith(marker: string, namespace: string): number[] {
   const found: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'latin1').includes(marker)) found.push(Number(entry));
+      if (readFileSync(`/proc/${entry}/cmdline`, 'latin1').includes(marker) && readlinkSync(`/proc/${entry}/ns/net`) === namespace) found.push(Number(entry));
     } catch {
       // gone
     }
@@ -114,7 +118,9 @@ maybe('the shared listener in one gateway', () => {
     expect(second.port).toBe(first.port);
     expect(listeningInode(second.tcp, second.port)).toBe(inode);
     // The process that opened it is gone: nothing but the gateway is on the data path.
-    expect(await waitFor(() => processesWith(MARKER).length === 0, 10_000)).toBe(true);
+    const shared = (await gateway.exec({ command: 'readlink /proc/self/ns/net' })).stdout.trim();
+    expect(shared).toMatch(/^net:\[\d+\]$/);
+    expect(await waitFor(() => processesWith(MARKER, shared).length === 0, 10_000)).toBe(true);
     expect(hits.slice(-2)).toEqual(['/one', '/two']);
   });
 
@@ -258,7 +264,7 @@ const gateway = createGateway({ home: dir + '/home-killed', cwd: dir, egress: {
   resolver: async () => ['203.0.113.10'],
   dial: () => ({ host: '127.0.0.1', port: Number(port) }),
 } });
-gateway.exec({ command: 'curl -sS --max-time 20 http://service.test/killed > killed.out; echo "\${HTTP_PROXY##*:}" > port.out; exec sleep 300' }).catch(() => {});
+gateway.exec({ command: 'readlink /proc/self/ns/net > ns.out; curl -sS --max-time 20 http://service.test/killed > killed.out; echo "\${HTTP_PROXY##*:}" > port.out; exec sleep 300' }).catch(() => {});
 `;
 
 maybe('the shared listener and a gateway that dies', () => {
@@ -280,7 +286,9 @@ maybe('the shared listener and a gateway that dies', () => {
       expect(socketsOf(child.pid as number).size).toBeGreaterThan(0);
       child.kill('SIGKILL');
       expect(await exited).toBe('SIGKILL');
-      expect(await waitFor(() => processesWith(MARKER).length === 0, 20_000)).toBe(true);
+      const shared = readFileSync(join(tmp.dir, 'ns.out'), 'utf8').trim();
+      expect(shared).toMatch(/^net:\[\d+\]$/);
+      expect(await waitFor(() => processesWith(MARKER, shared).length === 0, 20_000)).toBe(true);
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       writeFileSync(join(tmp.dir, 'done'), '');

@@ -14,7 +14,7 @@ import { createGateway, type Gateway } from '../../src/gateway';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
 import { RUN_ID_VARIABLE } from '../../src/process/terminate';
 import { baseEnv, isAlive, makeTempDir, waitFor } from '../helpers/tmp';
-import { describeSandboxed, findProcesses, sandboxPolicy } from './helpers';
+import { describeSandboxed, findProcesses, ownDescendants, sandboxPolicy } from './helpers';
 
 jest.setTimeout(120_000);
 
@@ -49,6 +49,17 @@ function processesOfRun(runId: string): number[] {
     }
   }
   return found;
+}
+
+/** Whether `pid` has `dir` as its working directory (a warm sandbox's bash has read its frame). */
+function inDir(pid: number, dir: string): boolean {
+  try {
+    const cwd = statSync(`/proc/${pid}/cwd`);
+    const want = statSync(dir);
+    return cwd.dev === want.dev && cwd.ino === want.ino;
+  } catch {
+    return false;
+  }
 }
 
 /** A host sink that makes `exec.started` durable only when told (each start is held on its own). */
@@ -133,8 +144,9 @@ describeSandboxed('a sandboxed run acts only once its start record is durable', 
       await first;
       expect(await waitFor(() => (gateway!.warmSandboxes?.waiting ?? 0) > 0, 30_000)).toBe(true);
     }
-    // The waiting sandbox's processes (bubblewrap, its init, the waiting bash: the stub's text is on their argv).
-    const waiting = warmSandboxes > 0 ? findProcesses('read -r -a l') : [];
+    // The waiting sandbox's processes (bubblewrap, its init, the waiting bash: the stub's text is
+    // on their argv), this gateway's only (another test file's warm sandboxes may run beside it).
+    const waiting = warmSandboxes > 0 ? ownDescendants(findProcesses('read -r -a l')) : [];
     const marker = join(work, 'acted');
     const run = gateway.exec({ command: `touch ${marker}`, mode });
     await sink.asked();
@@ -165,5 +177,39 @@ describeSandboxed('a sandboxed run acts only once its start record is durable', 
     await sink.asked();
     sink.release();
     expect((await next).output.replace(/\r/g, '')).toBe('next\n');
+  });
+
+  test.each([
+    ['sync, cold', 0, 'sync'],
+    ['sync, warm', 1, 'sync'],
+    ['pty', 0, 'pty'],
+  ] as const)('%s: close() while the start record is made durable: the command never runs, though the record becomes durable after', async (_name, warmSandboxes, mode) => {
+    const sink = heldSink();
+    gateway = createGateway({ policy: OFFLINE, home: join(tmp.dir, 'state'), env: baseEnv({ HOME: join(tmp.dir, 'home') }), cwd: work, audit: sink, warmSandboxes });
+    if (warmSandboxes > 0) {
+      const first = gateway.exec({ command: 'true' });
+      await sink.asked();
+      sink.release();
+      await first;
+      expect(await waitFor(() => (gateway!.warmSandboxes?.waiting ?? 0) > 0, 30_000)).toBe(true);
+    }
+    const waiting = warmSandboxes > 0 ? ownDescendants(findProcesses('read -r -a l')) : [];
+    const marker = join(work, 'acted');
+    const run = gateway.exec({ command: `touch ${marker}; echo ran`, mode }).then((result) => `ran: ${result.exitCode}`, (error: { code?: string }) => `rejected ${error.code}`);
+    await sink.asked();
+    const runId = sink.runIds[sink.runIds.length - 1]!;
+    // The sandbox is set up (cold) or holds the frame (warm), and waits for `go`.
+    if (warmSandboxes === 0) expect(await waitFor(() => processesOfRun(runId).length > 0, 30_000)).toBe(true);
+    else expect(await waitFor(() => waiting.some((pid) => inDir(pid, work)), 30_000)).toBe(true);
+    const closing = gateway.close();
+    await delay(200);
+    sink.release();
+    await closing;
+    // Not started, then stopped: never started (before, the program got `go` once the record was
+    // durable and ran all, part or none of its command before the closing gateway stopped it).
+    expect(await run).toBe('rejected EXECGATE_ERR_GATEWAY_CLOSED');
+    expect(await waitFor(() => processesOfRun(runId).length === 0 && waiting.every((pid) => !isAlive(pid)), 30_000)).toBe(true);
+    expect(existsSync(marker)).toBe(false);
+    expect(sink.events.filter((event) => event === 'exec.failed')).toHaveLength(1);
   });
 });

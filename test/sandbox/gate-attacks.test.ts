@@ -215,7 +215,9 @@ describeSandboxed('the shared network namespace', () => {
       });
       expect(killed.length).toBeGreaterThan(0);
       const pid = Math.min(...killed);
-      expect(await waitFor(() => !existsSync(`/proc/${pid}/ns/net`), 10_000)).toBe(true);
+      // Free once reaped, not once dead: a zombie has no namespaces to read but keeps its pid,
+      // which the kernel then skips (every squatter below would get another one).
+      expect(await waitFor(() => !existsSync(`/proc/${pid}`), 10_000)).toBe(true);
       // The same pid, in the host's network: the next pid the kernel gives, as root can set it.
       for (let tries = 0; tries < 50 && !squatters.some((p) => p === pid); tries++) {
         writeFileSync('/proc/sys/kernel/ns_last_pid', String(pid - 1));

@@ -60,6 +60,24 @@ export function findProcesses(marker: string): number[] {
   return found;
 }
 
+/** Those of `pids` below this process (a sandbox of this file's gateway, not of another test file running beside it). */
+export function ownDescendants(pids: number[]): number[] {
+  const parent = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone
+    }
+  }
+  return pids.filter((pid) => {
+    for (let at = parent.get(pid); at !== undefined && at > 1; at = parent.get(at)) if (at === process.pid) return true;
+    return false;
+  });
+}
+
 /** `describe`, or a skipped suite that says why when bubblewrap cannot run here. */
 export function describeSandboxed(name: string, fn: () => void): void {
   const platform = checkPlatform();

@@ -35,6 +35,29 @@ const cleanups: Array<() => void> = [];
 // Loopback only: no per-run proxy credentials in the environment to tell two runs apart.
 const OFFLINE = sandboxPolicy({ mode: 'required' }, { network: { ...DEFAULT_POLICY.network, mode: 'none', allow: [], deny: [] } });
 
+/**
+ * Every process below `pid`. One that ends while the tree is read (a run's process exiting, a
+ * short-lived helper of the gateway) is left out: its children list is gone by the time it is read.
+ */
+function descendants(pid: number): number[] {
+  let listed: string;
+  try {
+    listed = readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1');
+  } catch {
+    return [];
+  }
+  return listed.trim().split(' ').filter(Boolean).flatMap((child) => [Number(child), ...descendants(Number(child))]);
+}
+
+/** The command line of `pid`, NULs kept; empty once it has ended. */
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+  } catch {
+    return '';
+  }
+}
+
 // A gateway started from bash has `_` (its program's path) in its environment, as bash exports it.
 function gatewayWith(warmSandboxes: number, userHome = home, extra: Record<string, string> = {}): Gateway {
   const gateway = createGateway({ policy: OFFLINE, home: join(tmp.dir, `state-${open.length}`), env: baseEnv({ HOME: userHome, ...extra }), cwd: work, warmSandboxes });
@@ -277,16 +300,9 @@ describeSandboxed('warm sandboxes', () => {
     // The set-up forks this process and runs bubblewrap on the same cores: begun at the run's exit,
     // it came before the run's end record and result. Now nothing of it has started when the
     // result arrives (checked in the same turn), and it is ready a moment later.
-    const children = (pid: number): number[] => readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(' ').filter(Boolean).flatMap((c) => [Number(c), ...children(Number(c))]);
     // Waiting sandboxes being set up or set up: processes running the waiting bash's program.
     const stub = getWarmStubScript();
-    const sandboxes = (): number[] => children(process.pid).filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(stub);
-      } catch {
-        return false;
-      }
-    });
+    const sandboxes = (): number[] => descendants(process.pid).filter((pid) => commandLine(pid).includes(stub));
     const gateway = gatewayWith(1);
     await gateway.exec({ command: 'true' });
     await untilWaiting(gateway);
@@ -305,14 +321,12 @@ describeSandboxed('warm sandboxes', () => {
   test('close ends every waiting sandbox', async () => {
     // Processes this worker already had (another test file's sandboxed file server, say) are
     // not this gateway's.
-    const children = (pid: number): number[] => readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(' ').filter(Boolean).flatMap((c) => [Number(c), ...children(Number(c))]);
-    const earlier = new Set(children(process.pid));
+    const earlier = new Set(descendants(process.pid));
     const gateway = gatewayWith(1);
     await gateway.exec({ command: 'true' });
     await untilWaiting(gateway);
     // Every bubblewrap below this process, and everything below those: the waiting sandbox, the network namespace's holder.
-    const below = (pid: number): number[] => readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(' ').filter(Boolean).flatMap((c) => [Number(c), ...below(Number(c))]);
-    const bwraps = below(process.pid).filter((pid) => !earlier.has(pid) && readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')[0]!.endsWith('bwrap'));
+    const bwraps = descendants(process.pid).filter((pid) => !earlier.has(pid) && commandLine(pid).split('\0')[0]!.endsWith('bwrap'));
     // Each process by pid and start time: on a busy machine a pid that ended can be reused by an
     // unrelated process within the wait, which must not count as a survivor.
     const startOf = (pid: number): string | undefined => {
@@ -323,7 +337,7 @@ describeSandboxed('warm sandboxes', () => {
         return undefined;
       }
     };
-    const processes = bwraps.flatMap((pid) => [pid, ...below(pid)]).map((pid) => ({ pid, start: startOf(pid) }));
+    const processes = bwraps.flatMap((pid) => [pid, ...descendants(pid)]).map((pid) => ({ pid, start: startOf(pid) }));
     const running = (): string[] => processes
       .filter(({ pid, start }) => isAlive(pid) && startOf(pid) === start)
       .map(({ pid }) => {
@@ -350,7 +364,9 @@ describeSandboxed('warm sandboxes', () => {
         while (g.warmSandboxes.waiting === 0) await new Promise((r) => setTimeout(r, 20));
         // Every process below this one now: the waiting bubblewrap and the sandbox inside it.
         const fs = require('node:fs');
-        const below = (pid) => fs.readFileSync('/proc/' + pid + '/task/' + pid + '/children', 'latin1').trim().split(' ').filter(Boolean).flatMap((c) => [Number(c), ...below(c)]);
+        // (one that ends while the tree is read is left out)
+        const listed = (pid) => { try { return fs.readFileSync('/proc/' + pid + '/task/' + pid + '/children', 'latin1'); } catch { return ''; } };
+        const below = (pid) => listed(pid).trim().split(' ').filter(Boolean).flatMap((c) => [Number(c), ...below(c)]);
         process.stdout.write('waiting ' + below(process.pid).join(' ') + '\\n');
       });`;
     const child = spawn(process.execPath, ['-e', script], { env: { ...baseEnv({ HOME: home }) }, stdio: ['ignore', 'pipe', 'inherit'] });

@@ -217,7 +217,10 @@ export class WarmSandboxes implements Spawner {
       // The start record made durable while the sandbox was taken and checked; the program acts only after.
       [said] = await Promise.all([polled, request.ready]);
     } catch (error) {
+      // Its start record failed, or the gateway closed first: ended unused, and gone (bounded
+      // wait) before the error reaches the caller, as a failed cold start is.
       this.#end(entry);
+      await abandonAndWait(child);
       throw error;
     }
     if (said !== true) {
