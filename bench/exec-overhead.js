@@ -8,7 +8,10 @@
  * options, and the plan's own argv spawned raw (the script and environment execgate gives the
  * shell). All variants run interleaved. Diagnostic variants show where the overhead goes: the
  * audit log without fdatasync, without the audit log, and the time spent in the prepare step, in
- * audit writes and in the fork itself.
+ * audit writes and in the fork itself. The runs of one gateway follow each other within the audit
+ * lock's lease (fs/lock.ts: a writer keeps the lock while it goes on writing), so they take no
+ * turn of the lock; a row of runs each made after a pause, once its gateway's lease has lapsed
+ * (as when an agent's runs come seconds apart), shows what one turn of the lock per run costs.
  *
  *   npm run build && node bench/exec-overhead.js [--quick]
  */
@@ -49,6 +52,8 @@ async function run({ quick, baseline, log }) {
     noFsync: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'nofsync'), env: gatewayEnv, audit: { fsync: 'never' } }),
     noAudit: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'noaudit'), env: gatewayEnv, audit: false }),
     helper: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'helper'), env: gatewayEnv, spawner: 'helper' }),
+    // The defaults, each run after its audit lock's lease has lapsed (as when runs come seconds apart).
+    apart: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'apart'), env: gatewayEnv }),
   };
   if (baseline) {
     const { createGateway: createBaseline } = require(join(baseline, 'gateway.js'));
@@ -70,6 +75,7 @@ async function run({ quick, baseline, log }) {
     // What a user would run: bash by name, `-c true`, outputs piped and read, this process's environment.
     bash: () => waitChild(spawn('bash', ['-c', 'true'], { stdio: ['ignore', 'pipe', 'pipe'] })),
     gatewayTrue: () => gateways.default.exec({ command: 'true' }),
+    gatewayApart: () => gateways.apart.exec({ command: 'true' }),
     raw: () => {
       const s = performance.now();
       const child = spawn(SHELL, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv });
@@ -97,12 +103,16 @@ async function run({ quick, baseline, log }) {
   };
   const iterations = quick ? 15 : 400;
   log(`${iterations} interleaved iterations of ${Object.keys(variants).length} variants`);
-  const samples = await interleave(variants, { iterations, warmup: quick ? 3 : 30 });
+  // Before each run of `gatewayApart`, its audit log's lease (fs/lock.ts) is waited out, untimed.
+  const apartLock = join(home, 'apart', 'audit.log.lock');
+  const before = async (name) => { if (name === 'gatewayApart') await lockGone(apartLock); };
+  const samples = await interleave(variants, { iterations, warmup: quick ? 3 : 30, before });
   auditPerExec = auditPerExec.slice(-iterations);
   forkSamples = forkSamples.slice(-iterations);
   // Counted after the timed runs, not during them: the audit lock's symlink(2) (one per turn of
   // the lock) and the fdatasyncs of a run in the default durability, this tree and the baseline.
   const counts = await countAuditCalls({ mine: () => gateways.default.exec({ command: 'true' }), ...(baseline ? { baseline: () => gateways.baseline.exec({ command: 'true' }) } : {}) }, quick ? 5 : 50);
+  const apartCounts = await countAuditCalls({ apart: async () => { await lockGone(apartLock); return gateways.apart.exec({ command: 'true' }); } }, quick ? 3 : 20);
   for (const gateway of Object.values(gateways)) await gateway.close();
   cleanup();
 
@@ -111,6 +121,7 @@ async function run({ quick, baseline, log }) {
   const rows = [
     row(1, 'spawn(\'bash\', [\'-c\', \'true\']), outputs piped', samples.bash),
     row(1, 'gateway.exec({ command: \'true\' }), unsandboxed, defaults', samples.gatewayTrue, { of: bash, goal: 'exec-unsandboxed' }),
+    row(1, '  same, each run after a pause (its audit lock taken anew)', samples.gatewayApart, { of: bash }),
     row(1, 'raw child_process.spawn of the plan\'s shell and script', samples.raw),
     row(1, 'execa, equivalent options', samples.execa, { of: raw }),
     row(1, 'gateway.exec (defaults: audit on, secret, env sanitized)', samples.gateway, { of: raw }),
@@ -139,6 +150,10 @@ async function run({ quick, baseline, log }) {
       row(1, `  where it goes: fdatasyncs per run, ${label}`, counts[tree].syncs, { unit: 'n' }),
     );
   }
+  rows.push(
+    row(1, '  where it goes: turns of the audit lock per run after a pause, this tree', apartCounts.apart.locks, { unit: 'n' }),
+    row(1, '  where it goes: fdatasyncs per run after a pause, this tree', apartCounts.apart.syncs, { unit: 'n' }),
+  );
   const { hasInheritedDescriptors } = require(join(DIST, 'process', 'inherited-fds.js'));
   return {
     rows,
@@ -147,6 +162,19 @@ async function run({ quick, baseline, log }) {
       'The default audit policy fdatasyncs the record written before each spawn (`fsync: before-spawn`); the sync runs off the event loop while an unsandboxed shell starts parked, and the command acts once the record is durable (audit writes per exec count the write only).',
     ],
   };
+}
+
+/** Resolves once nothing is at `path` (an audit lock whose lease lapsed), or after 2 s. */
+async function lockGone(path) {
+  const { lstatSync } = require('node:fs');
+  for (let waited = 0; waited < 2000; waited += 5) {
+    try {
+      lstatSync(path);
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
 
 /**

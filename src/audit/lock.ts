@@ -6,10 +6,20 @@
  * itself (the queue, a dead holder, a hung one) is fs/lock.ts.
  */
 import { ExecgateError } from '../errors';
-import { withLockSync as withLockFileSync } from '../fs/lock';
+import { releaseLease, withLockSync as withLockFileSync } from '../fs/lock';
+
+export { releaseLease };
+
+/**
+ * How long a writer keeps the lock after a record while it has nothing more to write (a lease,
+ * fs/lock.ts): a run's start and end, and runs back to back, then share one acquisition. Another
+ * process that queues takes it at this writer's next record, or at the latest this long after its
+ * last: a command shorter than this costs one turn of the lock, not two.
+ */
+export const AUDIT_LEASE_MS = 100;
 
 /** Run `fn` holding the lock `path`. */
-export function withLockSync<T>(path: string, fn: () => T, options: { timeoutMs?: number } = {}): T {
+export function withLockSync<T>(path: string, fn: () => T, options: { timeoutMs?: number; leaseMs?: number } = {}): T {
   return withLockFileSync(path, fn, {
     ...options,
     onTimeout: (holder, held, still) => new ExecgateError(

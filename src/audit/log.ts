@@ -28,7 +28,7 @@ import { GENESIS_HASH, RECORD_VERSION, sealRecord, type ChainState, type SealedR
 import { FileStore, ioError, StateStore, type ChainStore } from './chain-store';
 import { closeAuditStream, isAuditStream, isAuditTransport, openAuditStream, type AuditDestination, type AuditStream } from './destination';
 import { fingerprintValue, getAuditKeyPath, loadAuditKeys, type AuditKeys } from './key';
-import { withLockSync } from './lock';
+import { AUDIT_LEASE_MS, releaseLease, withLockSync } from './lock';
 
 export type AuditFields = Record<string, unknown>;
 
@@ -291,7 +291,7 @@ export class AuditLog implements AuditSink {
       if (needSync) synced = this.#store.syncLater();
       return written;
     };
-    const written = this.#lockPath === undefined ? run() : withLockSync(this.#lockPath, run);
+    const written = this.#lockPath === undefined ? run() : withLockSync(this.#lockPath, run, { leaseMs: AUDIT_LEASE_MS });
     // The caller learns of a failed sync from the promise; none goes unhandled meanwhile.
     synced?.catch(() => undefined);
     if (this.#forward !== undefined) {
@@ -336,6 +336,7 @@ export class AuditLog implements AuditSink {
       }
     }
     this.#closed = true;
+    if (this.#lockPath !== undefined) releaseLease(this.#lockPath);
     this.#store.close();
     if (this.#forward !== undefined) closeAuditStream(this.#forward.stream, this.#forward.owned, { bestEffort: true });
   }

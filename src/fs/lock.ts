@@ -30,6 +30,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { threadId } from 'node:worker_threads';
 import type { ExecgateError } from '../errors';
 import { isProcessAlive } from './process';
 
@@ -43,10 +44,18 @@ export interface LockFileOptions {
   readonly onTimeout: (holder: string, heldMs: number, stillMs: number) => ExecgateError;
   /** The coded error when the lock cannot be created at all (a full disk, read-only file system). */
   readonly onError?: (error: NodeJS.ErrnoException) => ExecgateError;
+  /**
+   * `withLockSync` only: keep the lock after `fn` returns, for up to this many milliseconds of
+   * disuse, so that this process's next call under the same lock takes none of its own (see
+   * "Leases" below). Off by default.
+   */
+  readonly leaseMs?: number;
 }
 
 interface Holder {
   readonly pid: number;
+  /** For a lease (see "Leases"): the thread of the holding process that keeps it. */
+  readonly leaseThread?: number;
   /** The process's start time in clock ticks since boot (empty: unknown). */
   readonly start: string;
   readonly host: string;
@@ -102,18 +111,21 @@ function getHost(): string {
 let tokenBase: string | undefined;
 let tokenCount = 0;
 
-function makeTarget(): string {
+function makeTarget(lease = false): string {
   ownStart ??= readStart('self');
   tokenBase ??= randomBytes(4).toString('hex');
   tokenCount = (tokenCount + 1) % 0x100000000;
-  return `${PREFIX}${process.pid}:${ownStart}:${Date.now()}:${tokenBase}${tokenCount.toString(16)}:${getHost()}`;
+  // A lease's token says so, and on which thread of its process it is kept (`l<threadId>`).
+  const token = `${tokenBase}${tokenCount.toString(16)}${lease ? `l${threadId}` : ''}`;
+  return `${PREFIX}${process.pid}:${ownStart}:${Date.now()}:${token}:${getHost()}`;
 }
 
 function parseTarget(raw: string): Holder | undefined {
   if (!raw.startsWith(PREFIX)) return undefined;
-  const [pid, start, since, _token, ...host] = raw.slice(PREFIX.length).split(':');
+  const [pid, start, since, token, ...host] = raw.slice(PREFIX.length).split(':');
   if (!/^\d+$/.test(pid ?? '')) return undefined;
-  return { pid: Number(pid), start: start ?? '', host: host.join(':'), since: Number(since), raw };
+  const lease = /l(\d+)$/.exec(token ?? '');
+  return { pid: Number(pid), start: start ?? '', host: host.join(':'), since: Number(since), raw, ...(lease ? { leaseThread: Number(lease[1]) } : {}) };
 }
 
 /** A lock file of an older execgate: JSON with pid, host and time, written after it was created. */
@@ -272,18 +284,27 @@ class Ticket {
 class Attempt {
   readonly #path: string;
   readonly #options: LockFileOptions;
-  readonly #target = makeTarget();
+  readonly #target: string;
   readonly #timeoutMs: number;
+  /** Join the queue before trying the lock (this process just handed it to a waiter). */
+  readonly #queueFirst: boolean;
   #ticket: Ticket | undefined;
   /** The holder last seen, when this waiter first saw it, and when it last saw it use the CPU. */
   #seen: { raw: string; at: number; cpu: string | undefined; busyAt: number } | undefined;
   #freeSince: number | undefined;
   #checks = 0;
 
-  constructor(path: string, options: LockFileOptions) {
+  constructor(path: string, options: LockFileOptions, queueFirst = false, lease = false) {
     this.#path = path;
     this.#options = options;
+    this.#target = makeTarget(lease);
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_HOLD_TIMEOUT_MS;
+    this.#queueFirst = queueFirst;
+  }
+
+  /** What this acquisition's lock says (its identity). */
+  get target(): string {
+    return this.#target;
   }
 
   #fail(error: unknown): never {
@@ -306,7 +327,7 @@ class Attempt {
   next(): number {
     if (this.#ticket === undefined) {
       // The uncontended path: one symlink(2).
-      if (this.#take()) return 0;
+      if (!this.#queueFirst && this.#take()) return 0;
       this.#ticket = new Ticket(this.#path, this.#target);
       this.#ticket.refresh();
     }
@@ -334,6 +355,11 @@ class Attempt {
       return ahead === 0 ? 1 : Math.min(20, 1 + ahead);
     }
     this.#freeSince = undefined;
+    // A lease kept by this very thread is never in use while this code runs: give it up.
+    if (isOwnLease(holder)) {
+      dropLease(this.#path, holder.raw);
+      return ahead === 0 && this.#take() ? 0 : 1;
+    }
     if (breakIfGone(this.#path, holder)) return ahead === 0 && this.#take() ? 0 : 1;
     // A holder that is slow because the machine is busy still uses the CPU; a hung or stopped
     // one does not. Only time without progress counts (wall time for a holder on another host).
@@ -361,24 +387,126 @@ class Attempt {
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
+/*
+ * Leases. A process that writes one record after another (a run's start and then its end, runs
+ * back to back) need not take and give back the lock for each: with `leaseMs`, `withLockSync`
+ * keeps the lock after `fn` and the next call under it runs at once, after two cheap checks: the
+ * lock still names this acquisition (readlink), and nobody queues for it (a listing of its
+ * directory). The lease ends
+ * - after `leaseMs` without a call (a timer that does not keep the process alive);
+ * - at the next call once another process has queued a ticket: the lock goes to the head of
+ *   the queue, and this process queues behind whoever was waiting (it does not barge back in);
+ * - when `fn` throws, at `releaseLease`, and when the process exits.
+ * A waiter therefore waits at most `leaseMs` for a holder with nothing more to write, plus
+ * whatever the holder's event loop is busy with. A lease is kept per thread of a process (its
+ * target says which: `l<threadId>`): another copy of this module on the same thread (a test
+ * runner's module registry) that finds one its copy left gives it up, since the thread that kept
+ * it is not inside a record while the finder runs.
+ */
+interface Lease {
+  readonly target: string;
+  readonly timer: NodeJS.Timeout;
+}
+
+const leases = new Map<string, Lease>();
+let exitHook = false;
+
+function dropAllLeases(): void {
+  for (const path of [...leases.keys()]) dropLease(path);
+}
+
+/** End this process's lease on `path` (when it is `raw`, or any), removing the lock if it still names the lease. */
+function dropLease(path: string, raw?: string): void {
+  const lease = leases.get(path);
+  if (lease !== undefined && (raw === undefined || lease.target === raw)) {
+    leases.delete(path);
+    clearTimeout(lease.timer);
+    removeIf(path, lease.target);
+  } else if (raw !== undefined) {
+    removeIf(path, raw);
+  }
+}
+
+function keepLease(path: string, target: string, ms: number): void {
+  const timer = setTimeout(() => dropLease(path, target), ms);
+  timer.unref();
+  leases.set(path, { target, timer });
+  if (!exitHook) {
+    exitHook = true;
+    process.once('exit', dropAllLeases);
+  }
+}
+
+function isOwnLease(holder: Holder): boolean {
+  return holder.leaseThread === threadId && holder.pid === process.pid && holder.start === (ownStart ??= readStart('self')) && holder.host === getHost();
+}
+
+/** Whether a ticket of another waiter stands beside the lock. */
+function hasWaiters(path: string): boolean {
+  const prefix = `${basename(path)}.q.`;
+  try {
+    return readdirSync(dirname(path)).some((name) => name.startsWith(prefix));
+  } catch {
+    return true;
+  }
+}
+
+function stillNames(path: string, target: string): boolean {
+  try {
+    return readlinkSync(path) === target;
+  } catch {
+    return false;
+  }
+}
+
+/** End this process's lease on the lock at `path`, if it keeps one (a writer closing). */
+export function releaseLease(path: string): void {
+  dropLease(path);
+}
+
 /** Run `fn` holding the lock `path`, blocking while waiting for it. */
 export function withLockSync<T>(path: string, fn: () => T, options: LockFileOptions): T {
-  const attempt = new Attempt(path, options);
+  const leaseMs = options.leaseMs ?? 0;
+  let queueFirst = false;
+  const lease = leases.get(path);
+  if (lease !== undefined) {
+    const waiting = hasWaiters(path);
+    if (!waiting && stillNames(path, lease.target)) {
+      try {
+        const result = fn();
+        lease.timer.refresh();
+        return result;
+      } catch (error) {
+        dropLease(path);
+        throw error;
+      }
+    }
+    dropLease(path);
+    queueFirst = waiting;
+  }
+  const attempt = new Attempt(path, options, queueFirst, leaseMs > 0);
   try {
     for (let wait = attempt.next(); wait > 0; wait = attempt.next()) Atomics.wait(sleeper, 0, 0, wait);
   } catch (error) {
     attempt.abandon();
     throw error;
   }
+  let kept = false;
   try {
-    return fn();
+    const result = fn();
+    if (leaseMs > 0) {
+      keepLease(path, attempt.target, leaseMs);
+      kept = true;
+    }
+    return result;
   } finally {
-    attempt.release();
+    if (!kept) attempt.release();
   }
 }
 
 /** Run `fn` holding the lock `path`. */
 export async function withLock<T>(path: string, fn: () => Promise<T>, options: LockFileOptions): Promise<T> {
+  dropLease(path);
   const attempt = new Attempt(path, options);
   try {
     for (let wait = attempt.next(); wait > 0; wait = attempt.next()) await new Promise((resolve) => setTimeout(resolve, wait));

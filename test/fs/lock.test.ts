@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExecgateError } from '../../src/errors';
-import { withLock, withLockSync } from '../../src/fs/lock';
+import { releaseLease, withLock, withLockSync } from '../../src/fs/lock';
 import { makeTempDir, waitFor } from '../helpers/tmp';
 
 const DIST_LOCK = join(__dirname, '..', '..', 'dist', 'fs', 'lock.js');
@@ -60,6 +60,16 @@ function exited(child: ChildProcess): Promise<number | null> {
   });
 }
 
+/** Whether a link (or file) is at `path`: existsSync follows the lock's link to its target, which never exists. */
+function present(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function tickets(_lock: string): string[] {
   return readdirSync(tmp.dir).filter((name) => name.startsWith('x.lock.q.'));
 }
@@ -79,7 +89,7 @@ test('waiters are served in the order they queued', async () => {
   expect(await Promise.all(waiters.map(exited))).toEqual([0, 0, 0, 0, 0, 0]);
   expect(readFileSync(order, 'utf8').trim().split('\n')).toEqual(['0', '1', '2', '3', '4', '5']);
   expect(tickets(lock)).toEqual([]);
-  expect(existsSync(lock)).toBe(false);
+  expect(present(lock)).toBe(false);
 });
 
 test('a holder that keeps working is waited for past the timeout, not refused', () => {
@@ -125,7 +135,7 @@ test('a holder killed with SIGKILL loses the lock to the next waiter', async () 
   let ran = false;
   withLockSync(lock, () => { ran = true; }, { timeoutMs: 60_000, onTimeout: timeoutError });
   expect(ran).toBe(true);
-  expect(existsSync(lock)).toBe(false);
+  expect(present(lock)).toBe(false);
 });
 
 test('the lock is a link that names its holder from the moment it exists, never an empty file', () => {
@@ -134,7 +144,7 @@ test('the lock is a link that names its holder from the moment it exists, never 
     expect(lstatSync(lock).isSymbolicLink()).toBe(true);
     expect(readlinkSync(lock)).toMatch(new RegExp(`^execgate-lock:1:${process.pid}:\\d*:\\d+:[0-9a-f]+:`));
   }, { onTimeout: timeoutError });
-  expect(existsSync(lock)).toBe(false);
+  expect(present(lock)).toBe(false);
 });
 
 test('an empty lock file left by an older execgate that died is broken after a short grace', () => {
@@ -143,4 +153,127 @@ test('an empty lock file left by an older execgate that died is broken after a s
   let ran = false;
   withLockSync(lock, () => { ran = true; }, { timeoutMs: 60_000, onTimeout: timeoutError });
   expect(ran).toBe(true);
+});
+
+describe('leases (leaseMs): a writer keeps the lock between its calls until another process queues', () => {
+  const opts = { onTimeout: timeoutError, leaseMs: 60_000 };
+
+  /** A process that takes a lease, says `held`, then on each line of stdin appends `<tag>` to `order` under the lock. */
+  function leaseHolder(lock: string, order: string, tag: string): ChildProcess {
+    const script = `
+      const { withLockSync } = require(${JSON.stringify(DIST_LOCK)});
+      const { appendFileSync } = require('node:fs');
+      const opts = { onTimeout: () => new Error('timeout'), leaseMs: 60000 };
+      withLockSync(${JSON.stringify(lock)}, () => appendFileSync(${JSON.stringify(order)}, '${tag}0\\n'), opts);
+      process.stdout.write('held\\n');
+      let n = 0;
+      process.stdin.on('data', () => {
+        n += 1;
+        withLockSync(${JSON.stringify(lock)}, () => appendFileSync(${JSON.stringify(order)}, '${tag}' + n + '\\n'), opts);
+        process.stdout.write('wrote' + n + '\\n');
+      });
+    `;
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'pipe'] });
+    children.push(child);
+    return child;
+  }
+
+  test('calls back to back take the lock once; it stays, naming a lease of this thread, and goes when the lease is released', () => {
+    const lock = join(tmp.dir, 'x.lock');
+    let target = '';
+    withLockSync(lock, () => { target = readlinkSync(lock); }, opts);
+    expect(target).toMatch(new RegExp(`^execgate-lock:1:${process.pid}:\\d*:\\d+:[0-9a-f]+l0:`));
+    for (let i = 0; i < 5; i++) withLockSync(lock, () => expect(readlinkSync(lock)).toBe(target), opts);
+    expect(readlinkSync(lock)).toBe(target);
+    releaseLease(lock);
+    expect(present(lock)).toBe(false);
+  });
+
+  test('an unused lease ends by itself after leaseMs', async () => {
+    const lock = join(tmp.dir, 'x.lock');
+    withLockSync(lock, () => undefined, { ...opts, leaseMs: 50 });
+    expect(present(lock)).toBe(true);
+    expect(await waitFor(() => !present(lock), 10_000)).toBe(true);
+  });
+
+  test('fn throwing ends the lease at once', () => {
+    const lock = join(tmp.dir, 'x.lock');
+    withLockSync(lock, () => undefined, opts);
+    expect(() => withLockSync(lock, () => { throw new Error('boom'); }, opts)).toThrow('boom');
+    expect(present(lock)).toBe(false);
+    expect(() => withLockSync(lock, () => { throw new Error('boom'); }, opts)).toThrow('boom');
+    expect(present(lock)).toBe(false);
+  });
+
+  test('a process that exits keeping a lease leaves no lock behind', async () => {
+    const lock = join(tmp.dir, 'x.lock');
+    const order = join(tmp.dir, 'order');
+    const child = leaseHolder(lock, order, 'a');
+    await said(child, 'held');
+    expect(readlinkSync(lock)).toContain(`:${child.pid}:`);
+    child.stdin!.end();
+    child.kill('SIGTERM');
+    await exited(child);
+    // SIGTERM's default action runs no exit handler: the next taker finds a dead holder and breaks it.
+    withLockSync(lock, () => undefined, { onTimeout: timeoutError });
+    expect(present(lock)).toBe(false);
+    const clean = spawn(process.execPath, ['-e', `
+      const { withLockSync } = require(${JSON.stringify(DIST_LOCK)});
+      withLockSync(${JSON.stringify(lock)}, () => undefined, { onTimeout: () => new Error('timeout'), leaseMs: 60000 });
+    `], { stdio: 'ignore' });
+    children.push(clean);
+    expect(await exited(clean)).toBe(0);
+    // A normal exit ends the lease: the lock is gone with the process.
+    expect(present(lock)).toBe(false);
+  });
+
+  test('a waiter in another process gets the lock at the holder\'s next call, and the holder queues behind it', async () => {
+    const lock = join(tmp.dir, 'x.lock');
+    const order = join(tmp.dir, 'order');
+    const a = leaseHolder(lock, order, 'a');
+    await said(a, 'held');
+    // B queues while A keeps its lease, idle: the lease's 60 s would keep B waiting.
+    const b = holder(lock, `require('node:fs').appendFileSync(${JSON.stringify(order)}, 'b\\n'); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);`);
+    expect(await waitFor(() => tickets(lock).length === 1, 30_000)).toBe(true);
+    expect(readFileSync(order, 'utf8')).toBe('a0\n');
+    // A's next call hands the lock to B first, then writes once B is done.
+    a.stdin!.write('\n');
+    await said(a, 'wrote1');
+    expect(await exited(b)).toBe(0);
+    expect(readFileSync(order, 'utf8')).toBe('a0\nb\na1\n');
+    // A holds a fresh lease again; B left no ticket.
+    expect(readlinkSync(lock)).toContain(`:${a.pid}:`);
+    expect(tickets(lock)).toEqual([]);
+  });
+
+  test('an idle holder\'s lease lapses for a waiter without another call', async () => {
+    const lock = join(tmp.dir, 'x.lock');
+    const child = spawn(process.execPath, ['-e', `
+      const { withLockSync } = require(${JSON.stringify(DIST_LOCK)});
+      withLockSync(${JSON.stringify(lock)}, () => process.stdout.write('held\\n'), { onTimeout: () => new Error('timeout'), leaseMs: 200 });
+      setInterval(() => undefined, 1000);
+    `], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    await said(child, 'held');
+    let ran = false;
+    withLockSync(lock, () => { ran = true; }, { onTimeout: timeoutError, timeoutMs: 60_000 });
+    expect(ran).toBe(true);
+    expect(child.exitCode).toBeNull();
+  });
+
+  test('a lease left by another copy of this module on the same thread is given up, not waited for', () => {
+    const lock = join(tmp.dir, 'x.lock');
+    let other: typeof import('../../src/fs/lock') | undefined;
+    jest.isolateModules(() => { other = jest.requireActual<typeof import('../../src/fs/lock')>('../../src/fs/lock'); });
+    other!.withLockSync(lock, () => undefined, opts);
+    const theirs = readlinkSync(lock);
+    let ran = false;
+    // Without the rule this would wait for the other copy's timer, which cannot fire while this thread waits.
+    withLockSync(lock, () => { ran = true; expect(readlinkSync(lock)).not.toBe(theirs); }, { onTimeout: timeoutError, timeoutMs: 2_000 });
+    expect(ran).toBe(true);
+    // The other copy's next call sees its lease gone and takes the lock anew.
+    other!.withLockSync(lock, () => expect(readlinkSync(lock)).not.toBe(theirs), opts);
+    other!.releaseLease(lock);
+    expect(present(lock)).toBe(false);
+  });
 });
