@@ -40,7 +40,7 @@ describeSandboxed('the sandbox\'s first process is known by its identity, not it
       expect(identifySandboxInit(process.pid)).toBeUndefined();
       expect(identifySandboxInit(launcher.pid as number)).toBeUndefined();
     } finally {
-      process.kill(-(launcher.pid as number), 'SIGKILL');
+      try { process.kill(-(launcher.pid as number), 'SIGKILL'); } catch { /* gone already */ }
     }
   });
 
