@@ -12,9 +12,9 @@ export { releaseLease };
 
 /**
  * How long a writer keeps the lock after a record while it has nothing more to write (a lease,
- * fs/lock.ts): a run's start and end, and runs back to back, then share one acquisition. Another
- * process that queues takes it at this writer's next record, or at the latest this long after its
- * last: a command shorter than this costs one turn of the lock, not two.
+ * fs/lock.ts): a run's start and end, and runs back to back, then share one acquisition (a
+ * command shorter than this costs one turn of the lock, not two). Another process that queues
+ * gets it as soon as this writer's event loop sees its ticket.
  */
 export const AUDIT_LEASE_MS = 100;
 

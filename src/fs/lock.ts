@@ -27,7 +27,7 @@
  * both judge the same lock dead and one remove the lock the other has just taken.
  */
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, unlinkSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, unlinkSync, watch, type FSWatcher } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { threadId } from 'node:worker_threads';
@@ -393,12 +393,15 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
  * keeps the lock after `fn` and the next call under it runs at once, after two cheap checks: the
  * lock still names this acquisition (readlink), and nobody queues for it (a listing of its
  * directory). The lease ends
+ * - as soon as another process queues a ticket: a watch on the lock's directory (inotify) sees
+ *   the ticket made and gives the lock up on this process's next turn of its event loop; a
+ *   ticket already there when the lock was taken means no lease at all; and the next call looks
+ *   too (where no watch can be had, it is the next call or the timer that hands it over). This
+ *   process then queues behind whoever was waiting (it does not barge back in);
  * - after `leaseMs` without a call (a timer that does not keep the process alive);
- * - at the next call once another process has queued a ticket: the lock goes to the head of
- *   the queue, and this process queues behind whoever was waiting (it does not barge back in);
  * - when `fn` throws, at `releaseLease`, and when the process exits.
- * A waiter therefore waits at most `leaseMs` for a holder with nothing more to write, plus
- * whatever the holder's event loop is busy with. A lease is kept per thread of a process (its
+ * A waiter therefore waits for the holder's event loop to be free, at most `leaseMs` where no
+ * watch could be set. A lease is kept per thread of a process (its
  * target says which: `l<threadId>`): another copy of this module on the same thread (a test
  * runner's module registry) that finds one its copy left gives it up, since the thread that kept
  * it is not inside a record while the finder runs.
@@ -406,9 +409,13 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 interface Lease {
   readonly target: string;
   readonly timer: NodeJS.Timeout;
+  /** Watches the lock's directory for a ticket (undefined where it cannot: the timer alone then). */
+  readonly watcher: FSWatcher | undefined;
 }
 
 const leases = new Map<string, Lease>();
+/** Locks this process gave up to a waiter: its next call queues behind, rather than barging in. */
+const handedOver = new Set<string>();
 let exitHook = false;
 
 function dropAllLeases(): void {
@@ -421,20 +428,49 @@ function dropLease(path: string, raw?: string): void {
   if (lease !== undefined && (raw === undefined || lease.target === raw)) {
     leases.delete(path);
     clearTimeout(lease.timer);
+    lease.watcher?.close();
     removeIf(path, lease.target);
   } else if (raw !== undefined) {
     removeIf(path, raw);
   }
 }
 
-function keepLease(path: string, target: string, ms: number): void {
+/** A watch (inotify) on the lock's directory that ends the lease as soon as another waiter queues a ticket. */
+function watchForTickets(path: string, target: string): FSWatcher | undefined {
+  const prefix = `${basename(path)}.q.`;
+  try {
+    const watcher = watch(dirname(path), { persistent: false }, (_event, name) => {
+      if (typeof name === 'string' && name.startsWith(prefix) && leases.get(path)?.target === target) {
+        dropLease(path, target);
+        handedOver.add(path);
+      }
+    });
+    watcher.on('error', () => watcher.close());
+    return watcher;
+  } catch {
+    return undefined; // no inotify watch left (fs.inotify.max_user_watches): the timer and the next call hand it over
+  }
+}
+
+/**
+ * Keep the lock just taken as a lease, unless a waiter queued meanwhile (then it goes at once).
+ * The watch is set before the look, so that a ticket made between them is seen by one or the other.
+ */
+function keepLease(path: string, target: string, ms: number): boolean {
+  const watcher = watchForTickets(path, target);
+  if (hasWaiters(path)) {
+    watcher?.close();
+    handedOver.add(path);
+    return false;
+  }
   const timer = setTimeout(() => dropLease(path, target), ms);
   timer.unref();
-  leases.set(path, { target, timer });
+  leases.set(path, { target, timer, watcher });
   if (!exitHook) {
     exitHook = true;
     process.once('exit', dropAllLeases);
   }
+  return true;
 }
 
 function isOwnLease(holder: Holder): boolean {
@@ -467,7 +503,7 @@ export function releaseLease(path: string): void {
 /** Run `fn` holding the lock `path`, blocking while waiting for it. */
 export function withLockSync<T>(path: string, fn: () => T, options: LockFileOptions): T {
   const leaseMs = options.leaseMs ?? 0;
-  let queueFirst = false;
+  let queueFirst = handedOver.delete(path);
   const lease = leases.get(path);
   if (lease !== undefined) {
     const waiting = hasWaiters(path);
@@ -482,7 +518,7 @@ export function withLockSync<T>(path: string, fn: () => T, options: LockFileOpti
       }
     }
     dropLease(path);
-    queueFirst = waiting;
+    queueFirst ||= waiting;
   }
   const attempt = new Attempt(path, options, queueFirst, leaseMs > 0);
   try {
@@ -494,10 +530,7 @@ export function withLockSync<T>(path: string, fn: () => T, options: LockFileOpti
   let kept = false;
   try {
     const result = fn();
-    if (leaseMs > 0) {
-      keepLease(path, attempt.target, leaseMs);
-      kept = true;
-    }
+    if (leaseMs > 0) kept = keepLease(path, attempt.target, leaseMs);
     return result;
   } finally {
     if (!kept) attempt.release();

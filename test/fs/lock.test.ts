@@ -5,7 +5,7 @@
  * waiter, and the lock is never a file whose content the next caller could misread.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExecgateError } from '../../src/errors';
 import { releaseLease, withLock, withLockSync } from '../../src/fs/lock';
@@ -227,21 +227,21 @@ describe('leases (leaseMs): a writer keeps the lock between its calls until anot
     expect(present(lock)).toBe(false);
   });
 
-  test('a waiter in another process gets the lock at the holder\'s next call, and the holder queues behind it', async () => {
+  test('a waiter in another process gets the lock while the holder keeps a lease, and the holder\'s next call queues behind it', async () => {
     const lock = join(tmp.dir, 'x.lock');
     const order = join(tmp.dir, 'order');
     const a = leaseHolder(lock, order, 'a');
     await said(a, 'held');
-    // B queues while A keeps its lease, idle: the lease's 60 s would keep B waiting.
+    // B queues while A keeps its lease, idle: A's watch hands it over (the lease's 60 s would keep B waiting).
     const b = holder(lock, `require('node:fs').appendFileSync(${JSON.stringify(order)}, 'b\\n'); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);`);
-    expect(await waitFor(() => tickets(lock).length === 1, 30_000)).toBe(true);
-    expect(readFileSync(order, 'utf8')).toBe('a0\n');
-    // A's next call hands the lock to B first, then writes once B is done.
+    await said(b, 'held');
+    expect(await waitFor(() => readFileSync(order, 'utf8') === 'a0\nb\n', 10_000)).toBe(true);
+    // A's next call, while B still holds the lock: it waits for B, then writes.
     a.stdin!.write('\n');
     await said(a, 'wrote1');
     expect(await exited(b)).toBe(0);
     expect(readFileSync(order, 'utf8')).toBe('a0\nb\na1\n');
-    // A holds a fresh lease again; B left no ticket.
+    // A holds a fresh lease again; nobody left a ticket.
     expect(readlinkSync(lock)).toContain(`:${a.pid}:`);
     expect(tickets(lock)).toEqual([]);
   });
@@ -259,6 +259,35 @@ describe('leases (leaseMs): a writer keeps the lock between its calls until anot
     withLockSync(lock, () => { ran = true; }, { onTimeout: timeoutError, timeoutMs: 60_000 });
     expect(ran).toBe(true);
     expect(child.exitCode).toBeNull();
+  });
+
+  test('an idle holder gives its lease up as soon as a waiter queues (its watch sees the ticket), long before the lease would lapse', async () => {
+    const lock = join(tmp.dir, 'x.lock');
+    const order = join(tmp.dir, 'order');
+    const a = leaseHolder(lock, order, 'a'); // a lease of 60 s, and no further call unless told
+    await said(a, 'held');
+    let ran = false;
+    // This process queues; the holder, idle, is never told to write again.
+    withLockSync(lock, () => { ran = true; }, { onTimeout: timeoutError, timeoutMs: 60_000 });
+    expect(ran).toBe(true);
+    expect(a.exitCode).toBeNull();
+    // The holder's next call queues behind rather than taking it back unseen: still one chain of turns.
+    a.stdin!.write('\n');
+    await said(a, 'wrote1');
+    expect(readFileSync(order, 'utf8')).toBe('a0\na1\n');
+  });
+
+  test('a waiter already queued when the lock is taken: no lease is kept, the lock goes right after fn', () => {
+    const lock = join(tmp.dir, 'x.lock');
+    const sleeper = spawn('sleep', ['60'], { stdio: 'ignore' });
+    children.push(sleeper);
+    // A ticket of a live process, as a waiter that has not yet looked again would leave it.
+    const ticket = join(tmp.dir, `x.lock.q.${process.hrtime.bigint().toString().padStart(20, '0')}.${sleeper.pid}.abcdef`);
+    symlinkSync(`execgate-lock:1:${sleeper.pid}::${Date.now()}:00000000l0:elsewhere`, ticket);
+    let held = false;
+    withLockSync(lock, () => { held = present(lock); }, { ...opts, timeoutMs: 60_000, onTimeout: timeoutError });
+    expect(held).toBe(true);
+    expect(present(lock)).toBe(false);
   });
 
   test('a lease left by another copy of this module on the same thread is given up, not waited for', () => {
