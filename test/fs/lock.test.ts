@@ -5,7 +5,7 @@
  * waiter, and the lock is never a file whose content the next caller could misread.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExecgateError } from '../../src/errors';
 import { releaseLease, withLock, withLockSync } from '../../src/fs/lock';
