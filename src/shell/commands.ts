@@ -219,14 +219,20 @@ const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
 ]);
 
 /** Shell variables whose value bash runs as code or expands as a prompt. */
-const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT)$/;
+export const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT)$/;
 /** Shell variables whose assignment bash evaluates as arithmetic. */
-const ARITHMETIC_VARIABLES = new Set(['RANDOM', 'SRANDOM', 'OPTIND', 'HISTCMD', 'LINENO', 'SECONDS', 'BASH_ARGV0', 'COLUMNS', 'LINES', 'HISTSIZE', 'HISTFILESIZE', 'TMOUT']);
+export const ARITHMETIC_VARIABLES = new Set(['RANDOM', 'SRANDOM', 'OPTIND', 'HISTCMD', 'LINENO', 'SECONDS', 'BASH_ARGV0', 'COLUMNS', 'LINES', 'HISTSIZE', 'HISTFILESIZE', 'TMOUT']);
 const SHELL_VALUED = ['-o', '+o', '-O', '+O', '--rcfile', '--init-file'];
 const FIND_EXEC = ['-exec', '-execdir', '-ok', '-okdir'];
 const MAX_HOPS = 32;
 
 const baseName = (text: string): string => text.slice(text.lastIndexOf('/') + 1);
+
+/** `a[V]`, `a[$i]`: a name whose subscript (of an indexed array) bash evaluates as arithmetic. */
+const evaluatesSubscript = (text: string): boolean => {
+  const open = text.indexOf('[');
+  return open >= 0 && /[A-Za-z_$`]/.test(text.slice(open + 1));
+};
 
 /** A word that is (or holds) a process substitution: the file it names is written at run time. */
 const isProcessSubstitution = (word: CommandWord): boolean => word.text === null && /[<>]\(/.test(word.raw);
@@ -285,7 +291,7 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
   }
   report.command(words.slice(from, to), via);
   if (first.text === null) return;
-  if (hops >= MAX_HOPS) return report.uncertain(`more than ${MAX_HOPS} wrappers in one command`, first);
+  if (hops >= MAX_HOPS) return tooManyHops(words, from, to, report);
   const name = baseName(first.text);
   if (name === 'busybox' || name === 'toybox') return readFrom(words, from + 1, to, report, name, hops + 1);
   if (name === 'find') return readFind(words, from, to, report, hops);
@@ -558,6 +564,19 @@ function readView(view: View, report: CommandReport, via: string, hops: number):
 }
 
 /** Refuse everything from `index` on: an option known only at run time may change how the rest is read. */
+/*
+ * Past MAX_HOPS wrappers the rest is not read: whatever it is, it is taken for a program that
+ * runs its words and its input as code (a reference there, in its arguments or fed to it, is
+ * refused), as a command whose name is known only at run time is.
+ */
+function tooManyHops(words: readonly CommandWord[], index: number, to: number, report: CommandReport): void {
+  const reason = `more than ${MAX_HOPS} wrappers in one command: execgate does not read what the last of them runs`;
+  report.uncertain(reason, words[index]);
+  report.sink(reason, words[index]);
+  report.refuse(index, to, { context: 'uncertain', reason });
+  report.input({ context: 'uncertain', reason }, true);
+}
+
 function unsureFrom(words: readonly CommandWord[], index: number, to: number, report: CommandReport, name: string): void {
   const reason = `\`${name}\` gets an option or operand known only at run time, which may change what the rest of its arguments are`;
   report.uncertain(reason, words[index]);
@@ -658,7 +677,7 @@ function readEnv(words: readonly CommandWord[], from: number, to: number, parsed
       words: [words[from], ...parts.map((part): CommandWord => ({ text: part, start: at.start, end: at.end, assignment: null, raw: part })), ...words.slice(split.at + 1, to)],
       map: [from, ...parts.map(() => split.at), ...Array.from({ length: to - split.at - 1 }, (_, k) => split.at + 1 + k)],
     };
-    if (hops >= MAX_HOPS) return report.uncertain(`more than ${MAX_HOPS} wrappers in one command`, at);
+    if (hops >= MAX_HOPS) return tooManyHops(view.words, 0, view.words.length, mapReport(report, view.map));
     return readWrapper(view.words, 0, view.words.length, mapReport(report, view.map), 'env', spec, hops + 1);
   }
   for (const { option, value, at } of parsed.options) {
@@ -775,7 +794,7 @@ function readXargs(words: readonly CommandWord[], parsed: Parsed, report: Comman
       mapped.sink(reason, at);
     },
   };
-  if (hops >= MAX_HOPS) return report.uncertain(`more than ${MAX_HOPS} wrappers in one command`, view.words[0]);
+  if (hops >= MAX_HOPS) return tooManyHops(view.words, 0, view.words.length, tracking);
   readFrom(view.words, 0, view.words.length, tracking, 'xargs', hops + 1);
   if (code) report.input({ context: 'shell-script', reason: '`xargs` hands what it reads to a command that runs it as code' });
 }
@@ -895,7 +914,10 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
       const text = words[i].text;
       if (sets) report.variable(text, words[i], name);
       if (text === null) report.sink(`\`${name}\` takes a variable name known only at run time`, words[i]);
-      else report.taint(text);
+      else {
+        report.taint(text);
+        if (evaluatesSubscript(text)) report.sink(`\`${name}\` takes \`${text}\`, whose subscript bash evaluates as arithmetic (variables included)`, words[i]);
+      }
     }
   };
   const spec = NAME_OPTIONS[name];
@@ -982,6 +1004,7 @@ function readDeclaration(words: readonly CommandWord[], from: number, to: number
       // `declare "$x"` or `declare "a[$i]=v"`: a name bash evaluates (its subscript too).
       report.refuse(i, i + 1, { context: 'variable-name', reason: `\`${name}\` takes this word as a variable name` });
       if (word.text === null) report.sink(`\`${name}\` takes a variable name known only at run time`, word);
+      else if (evaluatesSubscript(word.text)) report.sink(`\`${name}\` takes \`${word.text}\`, whose subscript bash evaluates as arithmetic (variables included)`, word);
       continue;
     }
     if (attribute) report.attribute(varName, attribute);
@@ -990,6 +1013,8 @@ function readDeclaration(words: readonly CommandWord[], from: number, to: number
       const as = attribute === 'integer' ? 'arithmetic' : attribute === 'array' ? 'a compound array assignment' : 'a variable name';
       report.refuse(i, i + 1, { context: 'evaluated', reason: `\`${name} ${[...flags].join(' ')}\` evaluates the value as ${as}` });
       if (word.text === null) report.sink(`\`${name}\` gives a value known only at run time to a variable it evaluates`, word);
+      // `declare -i y=V`: arithmetic reads the variable V, whose value it evaluates in turn.
+      else if (/[A-Za-z_$`]/.test(word.text.slice(word.text.indexOf('=') + 1))) report.sink(`\`${name} ${[...flags].join(' ')}\` evaluates a value that names variables, whose values it evaluates in turn`, word);
       continue;
     }
     readAssignment(words, i, report, true, name);

@@ -29,7 +29,7 @@
 import { ExecgateError } from '../errors';
 // The reader knows a reference token only as a span (shell/types.ts); refs/ sits above shell/.
 import type { TokenSpan as RefToken } from './types';
-import { readCommand, type CommandReport, type CommandWord, type Evaluation } from './commands';
+import { ARITHMETIC_VARIABLES, CODE_VARIABLES, readCommand, type CommandReport, type CommandWord, type Evaluation } from './commands';
 import type { Finding, Placement, RefusedContext, ShellAnalysis, SimpleCommand, VariableSet, Word } from './types';
 
 /** Frames open at once (quotes, substitutions, arithmetic, `${...}`) before the text is refused. */
@@ -47,6 +47,7 @@ export function readShell(command: string, tokens: readonly RefToken[] = []): Sh
   new Lexer(toSource(command, identity, shared, true), 0, command.length, shared, 'cmd', null, 0, [], undefined, []).run();
   for (const condition of shared.conditions) shared.settleCondition(condition);
   shared.settleAssignments();
+  shared.settleEvaluatedVariables();
   shared.settleReaders();
 
   const uncertain = [shared.problem, shared.poison, ...shared.uncertain].filter((each): each is Finding => each !== null);
@@ -181,6 +182,30 @@ class Shared {
   }
 
   /** Assignments of tokens to names that this text gives the integer or array attribute. */
+  /*
+   * Variables whose value bash evaluates however they are set: one with the integer attribute
+   * (arithmetic), and the shell's own code and arithmetic variables (PS4, PROMPT_COMMAND, BASH_ENV,
+   * OPTIND, RANDOM, ...). A plain assignment to a special variable, and a declaration's own
+   * value, are read where they are written (commands.ts); any other way of setting one (`read`,
+   * `printf -v`, `mapfile`, `for`, `${NAME:=...}`, a plain assignment to an integer) may hand it a
+   * value that came from a reference: a sink for any value. So is a `{NAME}` redirection on a
+   * variable the text sets from a run-time value (bash takes its value as a descriptor number).
+   */
+  settleEvaluatedVariables(): void {
+    for (const { name, offset, how } of this.variables) {
+      if (name === null || how === 'unset' || how === 'env -u') continue;
+      const base = name.replace(/\[[\s\S]*$/, '');
+      const declared = DECLARATIONS.has(how);
+      if (this.attributes.get(base)?.has('integer') && !declared) {
+        this.feed(`\`${base}\` has the integer attribute: bash evaluates as arithmetic what is assigned to it (here by ${how}), a value's variables included`, offset);
+      } else if ((CODE_VARIABLES.test(base) || ARITHMETIC_VARIABLES.has(base)) && how !== 'assignment' && how !== 'env' && !declared) {
+        this.feed(`bash evaluates the value of \`${base}\`, which ${how} sets here`, offset);
+      } else if (how === 'redirection' && this.tainted.has(base)) {
+        this.feed(`the redirection \`{${base}}\` takes a value known only at run time as a descriptor, which bash evaluates`, offset);
+      }
+    }
+  }
+
   settleAssignments(): void {
     const references = [...this.attributes.values()].some((set) => set.has('reference'));
     const integers = references && [...this.attributes.values()].some((set) => set.has('integer'));
@@ -309,6 +334,7 @@ type Outer = { readonly cmd: Cmd; readonly word: number | 'input' | 'redirect' }
 
 const TOKEN = 'TOKEN';
 /** Variables that may hold a reference's value without an assignment in the text. */
+const DECLARATIONS = new Set(['declare', 'typeset', 'local', 'export', 'readonly']);
 const SET_BY_SHELL = /^(?:EXECGATE_REF_.*|[0-9@*]|REPLY|MAPFILE|BASH_REMATCH|OPTARG|COPROC|BASH_ARGV|BASH_ARGC|FUNCNAME|BASH_COMMAND|_)$/;
 const BLANK = new Set([' ', '\t']);
 const METACHAR = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
@@ -1136,6 +1162,8 @@ class Lexer {
     frame.part = c === ':' && !doubled ? 'arith' : ':-=+?@#%^,/'.includes(c) ? 'word' : 'uncertain';
     // `${NAME=word}` / `${NAME:=word}` assigns NAME.
     if ((c === '=' || (c === ':' && next === '=')) && frame.name !== undefined) this.shared.setsVariable(frame.name, this.origin(frame.start), 'default');
+    // `${NAME@P}` expands the value as a prompt: its `$(...)` and backquotes run.
+    if (c === '@' && next === 'P') this.sink('a prompt expansion `${NAME@P}`, which runs the command substitutions in the value', i);
     return doubled ? i + 2 : i + 1;
   }
 

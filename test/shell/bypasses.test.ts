@@ -210,6 +210,92 @@ describe('sinks where the outer bash evaluates a value as code', () => {
   });
 });
 
+describe('a value evaluated after it reaches a variable by any way of setting it, or behind many wrappers', () => {
+  const wrapped = (count: number, wrapper: string, rest: string): string => `${wrapper.repeat(count)}${rest}`;
+  test.each([
+    // More wrappers than the reader follows: the rest is taken for a program that runs its words and its input.
+    ['33 nice then sh -c', wrapped(33, 'nice ', 'sh -c <<secret:x>>')],
+    ['33 env then sh -c', wrapped(33, 'env ', 'sh -c <<secret:x>>')],
+    ['33 timeout then sh -c', wrapped(33, 'timeout 9 ', 'sh -c <<secret:x>>')],
+    ['33 env -S env then sh -c', wrapped(33, 'env -S env ', 'sh -c <<secret:x>>')],
+    ['a value piped to sh behind 33 wrappers', `echo <<secret:x>> | ${wrapped(33, 'nice ', 'sh')}`],
+    ['a here-string to bash behind 33 wrappers', `${wrapped(33, 'nice ', 'bash')} <<< <<secret:x>>`],
+    ['ssh ProxyCommand behind 33 wrappers', `${wrapped(33, 'nice ', 'ssh -o ProxyCommand=<<secret:x>> h')}`],
+    // Prompt expansion of a value.
+    ['${V@P}', 'V=<<secret:x>>; echo "${V@P}"'],
+    ['${V@P} in an assignment', 'V=<<secret:x>>; x="${V@P}"'],
+    ['${1@P} in a function', 'f(){ echo "${1@P}"; }; f <<secret:x>>'],
+    ['${1@P} after set --', 'set -- <<secret:x>>; echo "${1@P}"'],
+    ['${arr[0]@P}', 'arr=(<<secret:x>>); echo "${arr[0]@P}"'],
+    ['${V@P} after read', 'read -r V <<< <<secret:x>>; echo "${V@P}"'],
+    // An integer variable set any way.
+    ['integer set from another variable', 'declare -i x; V=<<secret:x>>; x="$V"'],
+    ['integer set by read', 'declare -i x; read x <<< <<secret:x>>'],
+    ['integer set by printf -v', 'declare -i x; printf -v x %s <<secret:x>>'],
+    ['integer set by ${x:=}', 'declare -i x; : ${x:=<<secret:x>>}'],
+    ['integer set by mapfile', 'declare -i x; mapfile -t x <<< <<secret:x>>'],
+    ['integer set by for', 'declare -i x; for x in <<secret:x>>; do :; done'],
+    ['local -i set from $1', 'f(){ local -i n; n=$1; }; f <<secret:x>>'],
+    ['declare -i y=NAME (bare-name arithmetic)', 'V=<<secret:x>>; declare -i y=V'],
+    ['integer assigned a name', 'V=<<secret:x>>; declare -i y; y=V'],
+    // The shell's own evaluated variables set by forms other than NAME=value.
+    ['read OPTIND', 'read OPTIND <<< <<secret:x>>'],
+    ['printf -v RANDOM', 'printf -v RANDOM %s <<secret:x>>'],
+    ['for SECONDS', 'for SECONDS in <<secret:x>>; do :; done'],
+    ['read PS4 then set -x', 'V=<<secret:x>>; read PS4 <<< "$V"; set -x; :'],
+    ['printf -v PS4', 'printf -v PS4 %s <<secret:x>>; set -x; :'],
+    ['for PS4', 'for PS4 in <<secret:x>>; do set -x; :; set +x; done'],
+    ['mapfile PS4', 'mapfile -t PS4 <<< <<secret:x>>; set -x; :'],
+    ['${PS4:=}', 'unset PS4; : ${PS4:=<<secret:x>>}; set -x; :'],
+    ['printf -v BASH_ENV', 'printf -v BASH_ENV %s <<secret:x>>; export BASH_ENV; bash -c :'],
+    ['read PROMPT_COMMAND', 'read PROMPT_COMMAND <<< <<secret:x>>; export PROMPT_COMMAND; bash -i < /dev/null'],
+    // A subscript naming a variable, in a name argument.
+    ['test -v with a subscript', "arr=(1); V=<<secret:x>>; test -v 'arr[V]'"],
+    ['[ -v ] with a subscript', "arr=(1); V=<<secret:x>>; [ -v 'arr[V]' ]"],
+    ['unset with a subscript', "arr=(1); V=<<secret:x>>; unset 'arr[V]'"],
+    ['printf -v with a subscript', "V=<<secret:x>>; printf -v 'x[V]' %s 1"],
+    ['read with a subscript', "V=<<secret:x>>; read 'arr[V]' < /dev/null"],
+  ])('%s: refused', (_name, command) => {
+    expect(['value-evaluated', 'uncertain', 'evaluated', 'arithmetic', 'shell-script']).toContain(refusedContext(command));
+  });
+
+  test('each form above does run a value as code in real bash (the refusals are not theoretical)', () => {
+    const tmp = makeTempDir('execgate-sink-');
+    try {
+      const marker = join(tmp.dir, 'ran');
+      const value = `a[$(touch ${marker})]`;
+      const scripts = [
+        `${'nice '.repeat(33)}sh -c "$V"`,
+        'echo "${V@P}"',
+        'declare -i x; x="$V"',
+        'declare -i x; read x <<< "$V"',
+        'declare -i x; printf -v x %s "$V"',
+        'declare -i y=V',
+        'read OPTIND <<< "$V"',
+        'printf -v PS4 %s "$V"; set -x; :',
+        "arr=(1); test -v 'arr[V]'",
+        "arr=(1); unset 'arr[V]'",
+      ];
+      for (const script of scripts) {
+        // `${V@P}` runs `$(...)` where it stands; the others evaluate `a[$(...)]` as arithmetic.
+        const v = script.includes('@P') || script.includes('sh -c') ? `$(touch ${marker})` : value;
+        execFileSync('bash', ['--norc', '--noprofile', '-c', script], { env: { V: v, PATH: process.env.PATH }, stdio: 'ignore' });
+        expect({ script, ran: existsSync(marker) }).toEqual({ script, ran: true });
+        execFileSync('rm', ['-f', marker]);
+      }
+    } finally {
+      tmp.cleanup();
+    }
+  });
+
+  test('the same forms with no way to a value still substitute', () => {
+    expect(substitute('declare -i n=5; echo <<secret:x>>')).toBe('declare -i n=5; echo "${V0}"');
+    expect(substitute('read x <<< <<secret:x>>; echo "$x"')).toBe('read x <<< "${V0}"; echo "$x"');
+    expect(substitute('printf -v y %s <<secret:x>>; echo "$y"')).toBe('printf -v y %s "${V0}"; echo "$y"');
+    expect(substitute(`${'nice '.repeat(31)}curl -H <<secret:x>> example.org`)).toBe(`${'nice '.repeat(31)}curl -H "\${V0}" example.org`);
+  });
+});
+
 describe('reading is bounded', () => {
   test('6,000 nested $(( is a coded error, not a stack overflow', () => {
     expect(() => readShell(`echo ${'$(('.repeat(6000)}1${'))'.repeat(6000)}`)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_COMMAND_TOO_COMPLEX' }));
