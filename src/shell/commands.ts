@@ -40,7 +40,7 @@
  * would import the dispatcher and the dispatcher each family, and that argument would have to be
  * checked across files.
  */
-import { inputProgram, STDIN_FILE } from './input-programs';
+import { inputProgram, isStdinPath } from './input-programs';
 
 export interface Evaluation {
   readonly context: 'evaluated' | 'shell-script' | 'variable-name' | 'remote-command' | 'arithmetic' | 'uncertain';
@@ -215,7 +215,7 @@ const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
     form: 'watch',
   })],
   ['ssh', wrap(['-B', '-b', '-c', '-D', '-E', '-e', '-F', '-I', '-i', '-J', '-L', '-l', '-m', '-O', '-o', '-P', '-p', '-Q', '-R', '-S', '-W', '-w'], { all: 'remote', form: 'ssh' })],
-  ...['eval', 'trap', 'let', 'declare', 'typeset', 'local', 'export', 'readonly', 'read', 'unset', 'mapfile', 'readarray', 'printf', 'getopts', 'wait', 'test', '[', 'complete', 'compgen', 'compopt', 'bind', 'alias', 'fc', 'shopt', 'enable', 'source', '.'].map((name): [string, Kind] => [name, { kind: 'builtin' }]),
+  ...['eval', 'trap', 'let', 'declare', 'typeset', 'local', 'export', 'readonly', 'read', 'unset', 'mapfile', 'readarray', 'printf', 'getopts', 'wait', 'test', '[', 'complete', 'compgen', 'compopt', 'bind', 'alias', 'hash', 'fc', 'shopt', 'enable', 'source', '.'].map((name): [string, Kind] => [name, { kind: 'builtin' }]),
 ]);
 
 /** Shell variables whose value bash runs as code or expands as a prompt. */
@@ -247,7 +247,7 @@ function readsScriptFrom(word: CommandWord, name: string, report: CommandReport,
     report.sink(`\`${name}\` runs code that a process substitution writes at run time`, word);
     return false;
   }
-  if (word.text !== null && !STDIN_FILE.test(word.text)) return false;
+  if (word.text !== null && !isStdinPath(word.text)) return false;
   report.input(evaluation);
   return true;
 }
@@ -967,7 +967,19 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
       report.refuse(from + 1, to, { context: 'evaluated', reason: 'an alias is shell code that bash parses where it is used' });
       for (const word of words.slice(from + 1, to)) {
         if (word.text === null) report.sink('`alias` defines code known only at run time', word);
-        else if (word.text.includes('=')) report.code(word.text.slice(word.text.indexOf('=') + 1), word, 'script', 'alias');
+        else if (word.text.includes('=')) {
+          report.code(word.text.slice(word.text.indexOf('=') + 1), word, 'script', 'alias');
+          // Where it is used, the alias stands for that code: `s <<secret:x>>` after `alias s="sh -c"`
+          // (with `shopt -s expand_aliases` or `set -o posix`) is `sh -c VALUE`, which the reader
+          // does not see when it reads `s`.
+          report.sink('the text defines an alias, which bash expands where the word stands (with `shopt -s expand_aliases` or `set -o posix`): any later word may stand for any code', word);
+        }
+      }
+      return;
+    case 'hash':
+      // `hash -p /bin/sh s`: the command name `s` then runs a shell, which the reader does not see.
+      if (words.slice(from + 1, to).some((word) => word.text === null || /^-[A-Za-z]*p/.test(word.text))) {
+        report.sink('`hash -p` makes a command name run another program (a shell among them)', at);
       }
       return;
     case 'source':

@@ -33,8 +33,41 @@ import type { CommandWord } from './commands';
 export type InputProgram = { readonly reason: string } | { readonly command: number } | null;
 
 const baseName = (text: string): string => text.slice(text.lastIndexOf('/') + 1);
-/** A file name that is the program's own standard input (or a descriptor the text opened). */
-export const STDIN_FILE = /^(?:-|\/dev\/stdin|\/dev\/fd\/[0-9]+|\/proc\/(?:self|thread-self|[0-9]+)\/fd\/[0-9]+)$/;
+/** A file name that is the program's own standard input (or a descriptor the text opened), as written canonically. */
+const STDIN_CANONICAL = /^(?:\/dev\/stdin|\/dev\/fd\/[0-9]+|\/proc\/(?:self|thread-self|[0-9]+)\/fd\/[0-9]+)$/;
+/** What a relative name may be in a directory the text entered (`cd /dev; bash stdin`, `cd /dev/fd; sh 0`). */
+const STDIN_RELATIVE_TAIL = /(?:^|\/)(?:stdin|fd\/[0-9]+|[0-9]+)$/;
+
+/**
+ * Whether a file name may be the program's own standard input (or a descriptor the text opened),
+ * in any spelling of its path: `-`, `/dev/stdin`, `/dev/fd/N`, `/proc/self/fd/N` and the same
+ * with doubled slashes, `.` and `..` (`//dev/stdin`, `/dev/./stdin`, `/dev/../dev/stdin`),
+ * through `/proc/PID/root` (the root again), and a relative name whose directory the reader
+ * cannot know (`../../dev/stdin`, `stdin`, `fd/0`, `0`: the text may have entered /dev). A
+ * link the text makes to its input (`ln -s /dev/stdin x`) is the file system, which the reader
+ * does not follow (SECURITY.md).
+ */
+export function isStdinPath(text: string): boolean {
+  if (text === '-') return true;
+  const absolute = text.startsWith('/');
+  const parts: string[] = [];
+  for (const part of text.split('/')) {
+    if (part === '' || part === '.') continue;
+    // `..` past the start of a relative name leads where the reader cannot know: dropped.
+    if (part === '..') parts.pop();
+    else parts.push(part);
+  }
+  let path = parts.join('/');
+  if (absolute) {
+    // `/proc/self/root/...`, `/proc/1/root/...`: the root (in a run's PID namespace, its own).
+    for (let root = /^proc\/[^/]+\/root(?:\/|$)/.exec(path); root !== null; root = /^proc\/[^/]+\/root(?:\/|$)/.exec(path)) path = path.slice(root[0].length);
+    // `/proc/self/cwd/...`: relative to a directory the text may have entered.
+    const cwd = /^proc\/[^/]+\/cwd(?:\/|$)/.exec(path);
+    if (cwd === null) return STDIN_CANONICAL.test(`/${path}`);
+    path = path.slice(cwd[0].length);
+  }
+  return path !== '' && (STDIN_RELATIVE_TAIL.test(path) || STDIN_CANONICAL.test(`/${path}`));
+}
 
 const SHELLS = /^(?:sh|bash|rbash|dash|zsh|ksh|ksh93|mksh|pdksh|ash|hush|yash|posh|lksh|oksh|loksh|fish|csh|tcsh|busybox|toybox)$/;
 const INTERPRETER_NAMES = /^(?:(?:python|pypy|perl|ruby|php|lua|tclsh|wish)[0-9.]*|node|nodejs|luajit|jimsh|Rscript|R|julia|deno|bun|pwsh|powershell|irb|jshell)$/;
@@ -127,13 +160,13 @@ function readAwk(words: readonly CommandWord[], from: number, to: number, name: 
   const first = options(words, from + 1, to, AWK_VALUED, (option, value) => {
     if (option === '-f' || option === '--file' || option === '-i' || option === '--include') {
       program = true;
-      if (value === null || STDIN_FILE.test(value)) runs ??= `\`${name}\` reads its program from this input`;
+      if (value === null || isStdinPath(value)) runs ??= `\`${name}\` reads its program from this input`;
     } else if (option === '-e' || option === '--source') {
       program = true;
       if (value === null || awkRuns(value)) runs ??= `\`${name}\` runs a program that hands what it reads to a shell`;
     } else if (option === '-E' || option === '--exec') {
       program = true;
-      if (value === null || STDIN_FILE.test(value)) runs ??= `\`${name}\` reads its program from this input`;
+      if (value === null || isStdinPath(value)) runs ??= `\`${name}\` reads its program from this input`;
     }
   });
   if (first === null) return { reason: `\`${name}\` gets an option or program known only at run time` };
@@ -166,7 +199,7 @@ function readSed(words: readonly CommandWord[], from: number, to: number, name: 
     if (option === '--sandbox') sandbox = true;
     if (option === '-f' || option === '--file') {
       script = true;
-      if (value === null || STDIN_FILE.test(value)) runs ??= `\`${name}\` reads its script from this input`;
+      if (value === null || isStdinPath(value)) runs ??= `\`${name}\` reads its script from this input`;
     } else if (option === '-e' || option === '--expression') {
       script = true;
       if (value === null || sedRuns(value)) runs ??= `\`${name}\` runs a script that hands what it reads to a shell`;
@@ -217,7 +250,7 @@ export function inputProgram(words: readonly CommandWord[], from: number, to: nu
   if (name === 'make' || name === 'gmake' || name === 'bmake') {
     let stdin = false;
     options(words, from + 1, to, ['-f', '--file', '--makefile', '-C', '--directory', '-I', '--include-dir', '-j', '--jobs', '-l', '-o', '-W'], (option, value) => {
-      if (['-f', '--file', '--makefile'].includes(option) && (value === null || STDIN_FILE.test(value))) stdin = true;
+      if (['-f', '--file', '--makefile'].includes(option) && (value === null || isStdinPath(value))) stdin = true;
     });
     return stdin ? { reason: `\`${name}\` reads a makefile, whose recipes a shell runs, from this input` } : null;
   }

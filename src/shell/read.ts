@@ -196,7 +196,9 @@ class Shared {
       if (name === null || how === 'unset' || how === 'env -u') continue;
       const base = name.replace(/\[[\s\S]*$/, '');
       const declared = DECLARATIONS.has(how);
-      if (this.attributes.get(base)?.has('integer') && !declared) {
+      if (COMMAND_TABLES.has(base)) {
+        this.feed(`\`${base}\` maps a command name to ${base === 'BASH_ALIASES' ? 'code (an alias)' : 'another program'}, which a later word then runs unseen`, offset);
+      } else if (this.attributes.get(base)?.has('integer') && !declared) {
         this.feed(`\`${base}\` has the integer attribute: bash evaluates as arithmetic what is assigned to it (here by ${how}), a value's variables included`, offset);
       } else if ((CODE_VARIABLES.test(base) || ARITHMETIC_VARIABLES.has(base)) && how !== 'assignment' && how !== 'env' && !declared) {
         this.feed(`bash evaluates the value of \`${base}\`, which ${how} sets here`, offset);
@@ -335,6 +337,8 @@ type Outer = { readonly cmd: Cmd; readonly word: number | 'input' | 'redirect' }
 const TOKEN = 'TOKEN';
 /** Variables that may hold a reference's value without an assignment in the text. */
 const DECLARATIONS = new Set(['declare', 'typeset', 'local', 'export', 'readonly']);
+/** bash's tables of aliases and of command paths: an entry makes a command name run something else. */
+const COMMAND_TABLES = new Set(['BASH_ALIASES', 'BASH_CMDS']);
 const SET_BY_SHELL = /^(?:EXECGATE_REF_.*|[0-9@*]|REPLY|MAPFILE|BASH_REMATCH|OPTARG|COPROC|BASH_ARGV|BASH_ARGC|FUNCNAME|BASH_COMMAND|_)$/;
 const BLANK = new Set([' ', '\t']);
 const METACHAR = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);

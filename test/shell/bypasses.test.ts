@@ -296,6 +296,59 @@ describe('a value evaluated after it reaches a variable by any way of setting it
   });
 });
 
+describe('a script file that is the input in another spelling, and command names remapped in the text', () => {
+  test.each([
+    ['//dev/stdin', 'bash //dev/stdin <<< <<secret:x>>'],
+    ['/dev//stdin', 'bash /dev//stdin <<< <<secret:x>>'],
+    ['/dev/./stdin', 'bash /dev/./stdin <<< <<secret:x>>'],
+    ['/dev/../dev/stdin', 'bash /dev/../dev/stdin <<< <<secret:x>>'],
+    ['../../../../dev/stdin', 'bash ../../../../dev/stdin <<< <<secret:x>>'],
+    ['cd /dev; bash stdin', 'cd /dev; bash stdin <<< <<secret:x>>'],
+    ['cd /dev/fd; bash 0', 'cd /dev/fd; bash 0 <<< <<secret:x>>'],
+    ['/proc/self/root/dev/stdin', 'bash /proc/self/root/dev/stdin <<< <<secret:x>>'],
+    ['/proc/self/cwd/stdin', 'cd /dev; bash /proc/self/cwd/stdin <<< <<secret:x>>'],
+    ['source //dev/stdin', 'source //dev/stdin <<< <<secret:x>>'],
+    ['piped to sh /dev/./stdin', 'echo <<secret:x>> | sh /dev/./stdin'],
+    ['python3 //dev/stdin', 'python3 //dev/stdin <<< <<secret:x>>'],
+    ['perl /dev//stdin', 'echo <<secret:x>> | perl /dev//stdin'],
+    ['awk -f //dev/stdin', 'echo <<secret:x>> | awk -f //dev/stdin'],
+    ['sed -f /dev/./stdin', 'echo <<secret:x>> | sed -f /dev/./stdin /etc/hostname'],
+    ['an alias defined in the text (expand_aliases)', 'shopt -s expand_aliases\nalias s="sh -c"\ns <<secret:x>>'],
+    ['an alias defined in the text (posix mode)', 'set -o posix\nalias s="sh -c"\ns <<secret:x>>'],
+    ['an alias for eval', 'shopt -s expand_aliases\nalias s=eval\ns <<secret:x>>'],
+    ['an alias for a shell fed by a pipe', 'shopt -s expand_aliases\nalias s=sh\necho <<secret:x>> | s'],
+    ['an alias ending in a blank', 'shopt -s expand_aliases\nalias n="nice "\nn sh -c <<secret:x>>'],
+    ['BASH_ALIASES', 'BASH_ALIASES[s]="sh -c"; shopt -s expand_aliases\ns <<secret:x>>'],
+    ['BASH_CMDS', 'BASH_CMDS[s]=/bin/sh; s -c <<secret:x>>'],
+    ['hash -p', 'hash -p /bin/sh s; s -c <<secret:x>>'],
+  ])('%s: refused', (_name, command) => {
+    expect(['value-evaluated', 'uncertain', 'evaluated', 'shell-script']).toContain(refusedContext(command));
+  });
+
+  test('each of them runs a value as code in real bash', () => {
+    const tmp = makeTempDir('execgate-sink-');
+    try {
+      const marker = join(tmp.dir, 'ran');
+      for (const script of [
+        'bash //dev/stdin <<< "$V"', 'bash /dev/../dev/stdin <<< "$V"', 'cd /dev; bash stdin <<< "$V"', 'bash /proc/self/root/dev/stdin <<< "$V"',
+        'shopt -s expand_aliases\nalias s="sh -c"\ns "$V"', 'set -o posix\nalias s="sh -c"\ns "$V"', 'BASH_CMDS[s]=/bin/sh; s -c "$V"', 'hash -p /bin/sh s; s -c "$V"',
+      ]) {
+        execFileSync('bash', ['--norc', '--noprofile', '-c', script], { env: { V: `touch ${marker}`, PATH: process.env.PATH }, stdio: 'ignore' });
+        expect({ script, ran: existsSync(marker) }).toEqual({ script, ran: true });
+        execFileSync('rm', ['-f', marker]);
+      }
+    } finally {
+      tmp.cleanup();
+    }
+  });
+
+  test('a script file on disk given a value on its input still substitutes', () => {
+    expect(substitute('python3 deploy.py <<< <<secret:x>>')).toBe('python3 deploy.py <<< "${V0}"');
+    expect(substitute('bash ./scripts/setup.sh <<< <<secret:x>>')).toBe('bash ./scripts/setup.sh <<< "${V0}"');
+    expect(substitute('bash /opt/tools/stdin-reader.sh <<< <<secret:x>>')).toBe('bash /opt/tools/stdin-reader.sh <<< "${V0}"');
+  });
+});
+
 describe('reading is bounded', () => {
   test('6,000 nested $(( is a coded error, not a stack overflow', () => {
     expect(() => readShell(`echo ${'$(('.repeat(6000)}1${'))'.repeat(6000)}`)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_COMMAND_TOO_COMPLEX' }));
