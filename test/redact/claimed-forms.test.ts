@@ -100,6 +100,29 @@ describe('Why 4: the JSON and URL spellings other encoders write', () => {
   });
 });
 
+describe('HTML and XML escapers that also spell characters outside ASCII', () => {
+  const WIDE = 'Café<Crème>&Brûlée42 ∑ 😀';
+  const py = (code: string): string => run('python3', ['-c', `import sys, html, html.entities as E, xml.etree.ElementTree as ET\ns = sys.stdin.read()\n${code}`], WIDE);
+
+  test.each([
+    ['Python html.escape with xmlcharrefreplace', 'sys.stdout.write(html.escape(s).encode("ascii", "xmlcharrefreplace").decode())', '&#233;'],
+    ['Python html.escape(quote=False) with xmlcharrefreplace', 'sys.stdout.write(html.escape(s, quote=False).encode("ascii", "xmlcharrefreplace").decode())', '&#233;'],
+    ['an XML writer in an ASCII encoding (ElementTree, us-ascii: the element\'s text)', 'e = ET.Element("t"); e.text = s; x = ET.tostring(e, encoding="us-ascii").decode(); sys.stdout.write(x[x.index("<t>") + 3:x.rindex("</t>")])', '&#233;'],
+    // Java's escapeHtml4 and PHP's htmlentities write the HTML 4.01 names (the table Python keeps as html.entities).
+    ['escapeHtml4 (HTML 4.01 names, &quot;)', 'm = {"<":"&lt;",">":"&gt;","&":"&amp;",chr(34):"&quot;"}\nsys.stdout.write("".join(m.get(c) or ("&%s;" % E.codepoint2name[ord(c)] if ord(c) >= 160 and ord(c) in E.codepoint2name else c) for c in s))', '&eacute;'],
+    ['htmlentities ENT_QUOTES (HTML 4.01 names, &#039;)', 'm = {"<":"&lt;",">":"&gt;","&":"&amp;",chr(34):"&quot;","\x27":"&#039;"}\nsys.stdout.write("".join(m.get(c) or ("&%s;" % E.codepoint2name[ord(c)] if ord(c) >= 160 and ord(c) in E.codepoint2name else c) for c in s))', '&sum;'],
+    // .NET's WebUtility.HtmlEncode: U+00A0-U+00FF and characters outside the BMP as decimal numbers.
+    ['WebUtility.HtmlEncode', 'm = {"<":"&lt;",">":"&gt;","&":"&amp;",chr(34):"&quot;","\x27":"&#39;"}\nsys.stdout.write("".join(m.get(c) or ("&#%d;" % ord(c) if 160 <= ord(c) <= 255 or ord(c) > 0xffff else c) for c in s))', '&#128512;'],
+    ['a fully numeric encoder (hex)', 'sys.stdout.write("".join("&#x%x;" % ord(c) if c in "<>&" + chr(34) + chr(39) or ord(c) > 127 else c for c in s))', '&#xe9;'],
+  ])('%s', (_name, code, spelled) => {
+    const output = py(code);
+    expect(output).toContain(spelled);
+    const masker = redactor(WIDE);
+    expect(masker.redactString(`<p>${output}</p>`).text).toBe('<p>[REDACTED:secret:v]</p>');
+    expect(streamed(masker, `<p>${output}</p>`, 3).text).toBe('<p>[REDACTED:secret:v]</p>');
+  });
+});
+
 describe('spellings SECURITY.md does not claim pass through unmasked', () => {
   const value = 'plain-secret-value-42';
   const quoted = 'pa"ss\\word-secret-42';

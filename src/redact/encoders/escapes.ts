@@ -4,6 +4,7 @@
  * digits: .NET and some Go and Java code write `%2f`), JSON strings (the styles below, each with
  * its `\uXXXX` escapes in lower and in upper case), XML/HTML entities, and trivial quoting changes.
  */
+import { HTML4_NAMES } from './html4-entities';
 import type { EncodedForm } from './types';
 
 export function getUriForms(value: string): EncodedForm[] {
@@ -106,14 +107,57 @@ const MARKUP = /[&<>"']/g;
 // Go's encoding/xml EscapeText also spells tab, newline and carriage return.
 const GO_XML: Record<string, string> = { ...named, '"': '&#34;', "'": '&#39;', '\t': '&#x9;', '\n': '&#xA;', '\r': '&#xD;' };
 
+/*
+ * Escapers that also spell characters outside ASCII, each with its own quote style: Java's
+ * escapeHtml4 and PHP's htmlentities by the names of HTML 4.01 (`&eacute;`; a character without a
+ * name left as is), .NET's WebUtility.HtmlEncode by decimal numbers for U+00A0-U+00FF and for
+ * characters outside the Basic Multilingual Plane (`&#233;`), Python's `xmlcharrefreplace` after
+ * html.escape (or an XML writer in an ASCII encoding) by decimal numbers for all of them, and the
+ * fully numeric encoders in their own numbering. Forms made only for a value that holds such a
+ * character.
+ */
+const NON_ASCII = /[\u0080-\uffff]/;
+const byName = (code: number): string | undefined => {
+  const name = HTML4_NAMES.get(code);
+  return name === undefined ? undefined : `&${name};`;
+};
+const dotnet = (code: number): string | undefined => ((code >= 0xa0 && code <= 0xff) || code > 0xffff ? decimal(code) : undefined);
+const WIDE_STYLES: ReadonlyArray<readonly [form: string, quotes: string, wide: (code: number) => string | undefined]> = [
+  ['html4-named-java', 'html-dquote', byName],
+  ['html4-named-php', 'html-php', byName],
+  ['html-dotnet', 'html', dotnet],
+  ['html-python-charref', 'html-python', decimal],
+  ['xml-text-charref', 'xml-text', decimal],
+];
+
+function spellWide(text: string, wide: (code: number) => string | undefined): string {
+  let out = '';
+  for (const char of text) {
+    const code = char.codePointAt(0) as number;
+    out += code >= 0x80 ? wide(code) ?? char : char;
+  }
+  return out;
+}
+
 export function getMarkupForms(value: string): EncodedForm[] {
-  if (!/[&<>"'\t\n\r]/.test(value)) return [];
-  const forms: EncodedForm[] = QUOTE_STYLES.map(([form, dquote, squote]) => ({
+  const markup = /[&<>"'\t\n\r]/.test(value);
+  const wide = NON_ASCII.test(value);
+  if (!markup && !wide) return [];
+  const styled = new Map(QUOTE_STYLES.map(([form, dquote, squote]) => [
     form,
-    text: value.replace(MARKUP, (char) => (char === '"' ? dquote ?? char : char === "'" ? squote ?? char : named[char])),
-  }));
-  for (const [form, spell] of NUMERIC_STYLES) forms.push({ form, text: value.replace(MARKUP, (char) => spell(char.charCodeAt(0))) });
-  forms.push({ form: 'xml-go', text: value.replace(/[&<>"'\t\n\r]/g, (char) => GO_XML[char]) });
+    value.replace(MARKUP, (char) => (char === '"' ? dquote ?? char : char === "'" ? squote ?? char : named[char])),
+  ]));
+  const forms: EncodedForm[] = markup ? [...styled].map(([form, text]) => ({ form, text })) : [];
+  if (markup) {
+    for (const [form, spell] of NUMERIC_STYLES) forms.push({ form, text: value.replace(MARKUP, (char) => spell(char.charCodeAt(0))) });
+    forms.push({ form: 'xml-go', text: value.replace(/[&<>"'\t\n\r]/g, (char) => GO_XML[char]) });
+  }
+  if (wide) {
+    for (const [form, quotes, spell] of WIDE_STYLES) forms.push({ form, text: spellWide(styled.get(quotes) as string, spell) });
+    for (const [form, spell] of NUMERIC_STYLES) {
+      forms.push({ form: `${form}-wide`, text: spellWide(value.replace(MARKUP, (char) => spell(char.charCodeAt(0))), spell) });
+    }
+  }
   return forms;
 }
 
