@@ -173,7 +173,10 @@ function isGone(holder: Holder): boolean {
 function describeHolder(holder: Holder | undefined): string {
   if (holder === undefined || holder.pid === 0) return 'another process';
   const since = Number.isFinite(holder.since) ? ` (since ${new Date(holder.since).toISOString()})` : '';
-  return `process ${holder.pid} on ${holder.host}${since}`;
+  // A stopped holder (SIGSTOP, a shell's Ctrl-Z, a debugger) says so: resuming it releases the lock.
+  const state = holder.host === getHost() ? readStat(holder.pid)[0] : undefined;
+  const stopped = state === 'T' || state === 't' ? `, stopped${state === 't' ? ' by a debugger' : ''} (\`kill -CONT ${holder.pid}\` resumes it)` : '';
+  return `process ${holder.pid} on ${holder.host}${since}${stopped}`;
 }
 
 function tryLink(target: string, path: string): boolean {

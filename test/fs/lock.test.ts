@@ -103,7 +103,7 @@ test('a holder that keeps working is waited for past the timeout, not refused', 
   });
 });
 
-test('a stopped holder: the locked error names it and how long it held the lock', async () => {
+test('a stopped holder: the locked error names it, says it is stopped and how long it held the lock', async () => {
   const lock = join(tmp.dir, 'x.lock');
   const child = holder(lock, 'process.kill(process.pid, "SIGSTOP");');
   await said(child, 'held');
@@ -116,6 +116,7 @@ test('a stopped holder: the locked error names it and how long it held the lock'
   }
   expect(error?.code).toBe('EXECGATE_ERR_AUDIT_LOCKED');
   expect(error?.details.holder).toContain(`process ${child.pid} on `);
+  expect(error?.details.holder).toContain(`stopped (\`kill -CONT ${child.pid}\` resumes it)`);
   // The duration is the holder's, counted from when it took the lock (before this waiter came).
   expect(error?.details.held as number).toBeGreaterThanOrEqual(300);
   expect(error?.details.held as number).toBeGreaterThanOrEqual(Date.now() - started - 50);
