@@ -8,10 +8,10 @@
  * options, and the plan's own argv spawned raw (the script and environment execgate gives the
  * shell). All variants run interleaved. Diagnostic variants show where the overhead goes: the
  * audit log without fdatasync, without the audit log, and the time spent in the prepare step, in
- * audit writes and in the fork itself. The runs of one gateway follow each other within the audit
- * lock's lease (fs/lock.ts: a writer keeps the lock while it goes on writing), so they take no
- * turn of the lock; a row of runs each made after a pause, once its gateway's lease has lapsed
- * (as when an agent's runs come seconds apart), shows what one turn of the lock per run costs.
+ * audit writes and in the fork itself. A library gateway takes the audit lock per record (two
+ * turns a run); `execgate run` and `execgate mcp` keep it as a lease (audit/lock.ts: a writer
+ * keeps the lock while it goes on writing), which two rows show, back to back and each run after
+ * a pause once its lease has lapsed (as when an agent's runs come seconds apart).
  *
  *   npm run build && node bench/exec-overhead.js [--quick]
  */
@@ -52,7 +52,9 @@ async function run({ quick, baseline, log }) {
     noFsync: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'nofsync'), env: gatewayEnv, audit: { fsync: 'never' } }),
     noAudit: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'noaudit'), env: gatewayEnv, audit: false }),
     helper: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'helper'), env: gatewayEnv, spawner: 'helper' }),
-    // The defaults, each run after its audit lock's lease has lapsed (as when runs come seconds apart).
+    // The defaults with the audit lock kept as a lease (as `execgate run` and `execgate mcp` keep
+    // it: audit/lock.ts), back to back and each run after its lease has lapsed.
+    lease: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'lease'), env: gatewayEnv }),
     apart: createGateway({ policy: DEFAULT_POLICY, home: join(home, 'apart'), env: gatewayEnv }),
   };
   if (baseline) {
@@ -75,7 +77,8 @@ async function run({ quick, baseline, log }) {
     // What a user would run: bash by name, `-c true`, outputs piped and read, this process's environment.
     bash: () => waitChild(spawn('bash', ['-c', 'true'], { stdio: ['ignore', 'pipe', 'pipe'] })),
     gatewayTrue: () => gateways.default.exec({ command: 'true' }),
-    gatewayApart: () => gateways.apart.exec({ command: 'true' }),
+    gatewayLease: () => withLeases(() => gateways.lease.exec({ command: 'true' })),
+    gatewayApart: () => withLeases(() => gateways.apart.exec({ command: 'true' })),
     raw: () => {
       const s = performance.now();
       const child = spawn(SHELL, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv });
@@ -112,7 +115,8 @@ async function run({ quick, baseline, log }) {
   // Counted after the timed runs, not during them: the audit lock's symlink(2) (one per turn of
   // the lock) and the fdatasyncs of a run in the default durability, this tree and the baseline.
   const counts = await countAuditCalls({ mine: () => gateways.default.exec({ command: 'true' }), ...(baseline ? { baseline: () => gateways.baseline.exec({ command: 'true' }) } : {}) }, quick ? 5 : 50);
-  const apartCounts = await countAuditCalls({ apart: async () => { await lockGone(apartLock); return gateways.apart.exec({ command: 'true' }); } }, quick ? 3 : 20);
+  const leaseCounts = await countAuditCalls({ lease: () => withLeases(() => gateways.lease.exec({ command: 'true' })) }, quick ? 5 : 50);
+  const apartCounts = await countAuditCalls({ apart: async () => { await lockGone(apartLock); return withLeases(() => gateways.apart.exec({ command: 'true' })); } }, quick ? 3 : 20);
   for (const gateway of Object.values(gateways)) await gateway.close();
   cleanup();
 
@@ -121,7 +125,8 @@ async function run({ quick, baseline, log }) {
   const rows = [
     row(1, 'spawn(\'bash\', [\'-c\', \'true\']), outputs piped', samples.bash),
     row(1, 'gateway.exec({ command: \'true\' }), unsandboxed, defaults', samples.gatewayTrue, { of: bash, goal: 'exec-unsandboxed' }),
-    row(1, '  same, each run after a pause (its audit lock taken anew)', samples.gatewayApart, { of: bash }),
+    row(1, '  same, the audit lock kept as a lease (execgate run, execgate mcp)', samples.gatewayLease, { of: bash }),
+    row(1, '  same, with the lease, each run after a pause (the lock taken anew)', samples.gatewayApart, { of: bash }),
     row(1, 'raw child_process.spawn of the plan\'s shell and script', samples.raw),
     row(1, 'execa, equivalent options', samples.execa, { of: raw }),
     row(1, 'gateway.exec (defaults: audit on, secret, env sanitized)', samples.gateway, { of: raw }),
@@ -151,8 +156,9 @@ async function run({ quick, baseline, log }) {
     );
   }
   rows.push(
-    row(1, '  where it goes: turns of the audit lock per run after a pause, this tree', apartCounts.apart.locks, { unit: 'n' }),
-    row(1, '  where it goes: fdatasyncs per run after a pause, this tree', apartCounts.apart.syncs, { unit: 'n' }),
+    row(1, '  where it goes: turns of the audit lock per run with the lease, back to back', leaseCounts.lease.locks, { unit: 'n' }),
+    row(1, '  where it goes: turns of the audit lock per run with the lease, after a pause', apartCounts.apart.locks, { unit: 'n' }),
+    row(1, '  where it goes: fdatasyncs per run with the lease, after a pause', apartCounts.apart.syncs, { unit: 'n' }),
   );
   const { hasInheritedDescriptors } = require(join(DIST, 'process', 'inherited-fds.js'));
   return {
@@ -162,6 +168,17 @@ async function run({ quick, baseline, log }) {
       'The default audit policy fdatasyncs the record written before each spawn (`fsync: before-spawn`); the sync runs off the event loop while an unsandboxed shell starts parked, and the command acts once the record is durable (audit writes per exec count the write only).',
     ],
   };
+}
+
+/** Runs `call` with this process's audit writers keeping leases (audit/lock.ts), as `execgate run` and `execgate mcp` do. */
+async function withLeases(call) {
+  const { useAuditLeases } = require(join(DIST, 'audit', 'lock.js'));
+  useAuditLeases();
+  try {
+    return await call();
+  } finally {
+    useAuditLeases(0);
+  }
 }
 
 /** Resolves once nothing is at `path` (an audit lock whose lease lapsed), or after 2 s. */

@@ -18,6 +18,25 @@ export { releaseLease };
  */
 export const AUDIT_LEASE_MS = 100;
 
+/*
+ * Leases are for processes whose event loop is never held up while they hold one: a lease is
+ * handed over on the holder's event loop, so a host that blocks it (a `spawnSync` of a CLI
+ * writing the same log, a long synchronous computation) would keep every other writer of the log
+ * waiting meanwhile. execgate's own long-running programs, `execgate run` and `execgate mcp`, turn
+ * them on for their process; a library host's gateway takes the lock per record.
+ */
+let leaseMs = 0;
+
+/** Audit writers of this process keep the lock as a lease (see above). Called by execgate's own programs. */
+export function useAuditLeases(ms = AUDIT_LEASE_MS): void {
+  leaseMs = ms;
+}
+
+/** The lease the audit writers of this process keep (0: none). */
+export function getAuditLeaseMs(): number {
+  return leaseMs;
+}
+
 /** Run `fn` holding the lock `path`. */
 export function withLockSync<T>(path: string, fn: () => T, options: { timeoutMs?: number; leaseMs?: number } = {}): T {
   return withLockFileSync(path, fn, {

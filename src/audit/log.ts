@@ -28,7 +28,7 @@ import { GENESIS_HASH, RECORD_VERSION, sealRecord, type ChainState, type SealedR
 import { FileStore, ioError, StateStore, type ChainStore } from './chain-store';
 import { closeAuditStream, isAuditStream, isAuditTransport, openAuditStream, type AuditDestination, type AuditStream } from './destination';
 import { fingerprintValue, getAuditKeyPath, loadAuditKeys, type AuditKeys } from './key';
-import { AUDIT_LEASE_MS, releaseLease, withLockSync } from './lock';
+import { getAuditLeaseMs, releaseLease, withLockSync } from './lock';
 
 export type AuditFields = Record<string, unknown>;
 
@@ -291,7 +291,7 @@ export class AuditLog implements AuditSink {
       if (needSync) synced = this.#store.syncLater();
       return written;
     };
-    const written = this.#lockPath === undefined ? run() : withLockSync(this.#lockPath, run, { leaseMs: AUDIT_LEASE_MS });
+    const written = this.#lockPath === undefined ? run() : withLockSync(this.#lockPath, run, { leaseMs: getAuditLeaseMs() });
     // The caller learns of a failed sync from the promise; none goes unhandled meanwhile.
     synced?.catch(() => undefined);
     if (this.#forward !== undefined) {

@@ -13,6 +13,9 @@ import { closePrestartedSharedNetworks, prestartRun, whenPrestarted } from './pr
 if (require.main === module) {
   installCodeCache(getCodeCacheFile(process.argv.slice(2)));
   prestartRun(process.argv.slice(2), process.env);
+  // A run's records, and a server's runs back to back, under one turn of the audit lock: these
+  // processes never hold their event loop up while they keep it (audit/lock.ts).
+  if (process.argv[2] === 'run' || process.argv[2] === 'mcp') (require('../audit/lock') as typeof import('../audit/lock')).useAuditLeases();
 }
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';

@@ -10,6 +10,7 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
+import { useAuditLeases } from '../../src/audit/lock';
 import { AuditLog } from '../../src/audit/log';
 import { createGateway } from '../../src/gateway';
 import { DEFAULT_POLICY } from '../../src/policy/effective';
@@ -29,7 +30,10 @@ beforeEach(() => {
   tmp = makeTempDir('execgate-per-run-');
   home = tmp.dir;
 });
-afterEach(() => tmp.cleanup());
+afterEach(() => {
+  useAuditLeases(0);
+  tmp.cleanup();
+});
 
 const UNSANDBOXED = { ...DEFAULT_POLICY, sandbox: { ...DEFAULT_POLICY.sandbox, mode: 'off' as const } };
 
@@ -38,7 +42,21 @@ function verify(): { status: number | null; stdout: string } {
   return { status: result.status, stdout: result.stdout + result.stderr };
 }
 
-test('a gateway run in the default durability: one turn of the audit lock (none back to back), one fdatasync, records in order', async () => {
+test('a library gateway takes the audit lock per record: two turns a run, none kept between', async () => {
+  const gateway = createGateway({ policy: UNSANDBOXED, home, env: gatewayEnv(home) });
+  await gateway.exec({ command: 'true' });
+  const lockPath = join(home, 'audit.log.lock');
+  counted.symlinkSync.mockClear();
+  const result = await gateway.exec({ command: 'echo hi <<secret:x>>' });
+  expect(result.exitCode).toBe(0);
+  expect(counted.symlinkSync.mock.calls.filter(([, path]) => path === lockPath)).toHaveLength(2);
+  // Nothing kept: a host that blocks its event loop (spawnSync of a CLI on the same log) holds no lock meanwhile.
+  expect(() => fs.lstatSync(lockPath)).toThrow(expect.objectContaining({ code: 'ENOENT' }));
+  await gateway.close();
+});
+
+test('with leases (execgate run, execgate mcp): one turn of the audit lock a run (none back to back), one fdatasync, records in order', async () => {
+  useAuditLeases();
   const gateway = createGateway({ policy: UNSANDBOXED, home, env: gatewayEnv(home) });
   await gateway.exec({ command: 'true' }); // the log's first write opens it (and syncs its directory)
   const lockPath = join(home, 'audit.log.lock');
