@@ -156,7 +156,8 @@ const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
   ...['command', 'builtin', 'unbuffer', 'chronic'].map((name): [string, Kind] => [name, wrap()]),
   ['nohup', wrap([], { flags: ['--help', '--version'] })],
   ['setsid', wrap([], { flags: ['--ctty', '--fork', '--wait', '--help', '--version'] })],
-  ...['chrt', 'taskset'].map((name): [string, Kind] => [name, wrap([], { positional: 1 })]),
+  ['chrt', wrap(['-T', '-P', '-D', '--sched-runtime', '--sched-period', '--sched-deadline'], { positional: 1 })],
+  ['taskset', wrap([], { positional: 1 })],
   ...['parallel', 'sem'].map((name): [string, Kind] => [name, wrap([], { form: 'parallel' })]),
   ...['tmux', 'screen'].map((name): [string, Kind] => [name, wrap([], { all: 'code' })]),
   ['exec', wrap(['-a'])],
@@ -194,8 +195,12 @@ const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
     flags: ['--fork', '--map-root-user', '--map-current-user', '--map-auto', '--keep-caps', '--help', '--version'],
     form: 'shell-when-empty',
   })],
-  ['nsenter', wrap(['-t', '-S', '-G', '-r', '-w', '--target', '--setuid', '--setgid', '--root', '--wd'])],
-  ['strace', wrap(['-e', '-o', '-p', '-u', '-s', '-E', '-a', '-b', '-I', '-O', '-P', '-S', '-X'])],
+  ['nsenter', wrap(['-t', '-S', '-G', '-r', '-w', '-W', '--target', '--setuid', '--setgid', '--root', '--wd', '--wdns'])],
+  // strace's options that require a value (getopt_long's required_argument), short and long.
+  ['strace', wrap(['-e', '-o', '-p', '-u', '-s', '-E', '-a', '-b', '-I', '-O', '-P', '-S', '-U', '-X',
+    '--columns', '--detach-on', '--env', '--interruptible', '--kvm', '--output', '--summary-syscall-overhead', '--attach', '--trace-path', '--string-limit',
+    '--summary-sort-by', '--user', '--summary-columns', '--argv0', '--const-print-style', '--trace', '--trace-fds', '--signal', '--status', '--abbrev',
+    '--verbose', '--raw', '--read', '--write', '--fault', '--inject'])],
   ['ltrace', wrap(['-e', '-o', '-p', '-u', '-s', '-a', '-n', '-l'])],
   ['flock', wrap(['-w', '-E', '--timeout', '--wait', '--conflict-exit-code'], {
     code: ['-c', '--command'],
@@ -215,7 +220,7 @@ const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
     form: 'watch',
   })],
   ['ssh', wrap(['-B', '-b', '-c', '-D', '-E', '-e', '-F', '-I', '-i', '-J', '-L', '-l', '-m', '-O', '-o', '-P', '-p', '-Q', '-R', '-S', '-W', '-w'], { all: 'remote', form: 'ssh' })],
-  ...['eval', 'trap', 'let', 'declare', 'typeset', 'local', 'export', 'readonly', 'read', 'unset', 'mapfile', 'readarray', 'printf', 'getopts', 'wait', 'test', '[', 'complete', 'compgen', 'compopt', 'bind', 'alias', 'hash', 'fc', 'shopt', 'enable', 'source', '.'].map((name): [string, Kind] => [name, { kind: 'builtin' }]),
+  ...['eval', 'trap', 'let', 'declare', 'typeset', 'local', 'export', 'readonly', 'read', 'unset', 'mapfile', 'readarray', 'printf', 'getopts', 'wait', 'test', '[', 'complete', 'compgen', 'compopt', 'bind', 'alias', 'hash', 'history', 'set', 'fc', 'shopt', 'enable', 'source', '.'].map((name): [string, Kind] => [name, { kind: 'builtin' }]),
 ]);
 
 /** Shell variables whose value bash runs as code or expands as a prompt. */
@@ -265,6 +270,8 @@ function readAssignment(words: readonly CommandWord[], index: number, report: Co
   report.variable(name, word, how);
   if (CODE_VARIABLES.test(name)) {
     report.refuse(index, index + 1, { context: 'evaluated', reason: `bash runs or expands the value of \`${name}\` as code` });
+    // A file a shell runs at start: it may be the text's own input (`BASH_ENV=/dev/stdin bash -c :`).
+    if (name === 'BASH_ENV' || name === 'ENV') report.sink(`\`${name}\` names a file a shell runs at start, which may be an input the text writes`, word);
     if (word.text === null) report.sink(`\`${name}\` is set from a value known only at run time`, word);
     else {
       const value = word.text.slice(word.text.indexOf('=') + 1);
@@ -299,6 +306,7 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
   if (interpreter) return readInterpreter(words, from, to, report, name, interpreter[1]);
   const program = inputProgram(words, from, to, name);
   if (program && 'command' in program) return readFrom(words, program.command, to, report, name, hops + 1);
+  if (program && 'shellAt' in program) return readShellCommand(words, program.shellAt, to, report, `${name} --`);
   if (program) report.input({ context: 'evaluated', reason: program.reason });
   const entry = TABLE.get(name);
   if (!entry) return;
@@ -382,9 +390,15 @@ function codeWords(words: readonly CommandWord[], from: number, to: number, repo
 function readShellCommand(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string): void {
   let script = false;
   let stdin = false;
-  const operands = skipOptions(words, from + 1, to, SHELL_VALUED, (option) => {
+  const operands = skipOptions(words, from + 1, to, SHELL_VALUED, (option, value) => {
     script ||= option === '-c' || option === '--command';
     stdin ||= option === '-s' || option === '-i';
+    // A startup file runs as code, and it may be the text's own input (`--rcfile <(echo ...)`,
+    // `--init-file /dev/fd/3`): the reader does not follow files.
+    if ((option === '-O' || option === '+O') && (value === null || (typeof value === 'string' ? value : value.text) === 'extglob' || (typeof value === 'object' && value.text === null))) {
+      report.sink(`\`${name} -O extglob\` makes words such as \`@(sh)\` patterns, which may name any program`, words[from]);
+    }
+    if (option === '--rcfile' || option === '--init-file') report.sink(`\`${name} ${option}\` runs a file as code, which may be an input the text writes`, typeof value === 'object' && value !== null ? value : words[from]);
   }, true);
   const input: Evaluation = { context: 'shell-script', reason: `\`${name}\` reads its script from this input` };
   if (operands < to && words[operands].text === null && !script) {
@@ -920,11 +934,20 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
       }
     }
   };
+  /** A name attached to its option (`printf -vPS4`, `read -aPS4`): the same as a name word. */
+  const nameText = (text: string, word: CommandWord): void => {
+    report.variable(text, word, name);
+    report.taint(text);
+    if (evaluatesSubscript(text)) report.sink(`\`${name}\` takes \`${text}\`, whose subscript bash evaluates as arithmetic (variables included)`, word);
+  };
   const spec = NAME_OPTIONS[name];
   if (spec) {
     const start = skipOptions(words, from + 1, to, spec.valued, (option, value, index) => {
       if (option !== spec.option || value === null) return;
-      if (option === '-C') codeValue(value, index, words, report, `${name} -C`, 'evaluated');
+      if (option === '-C') {
+        codeValue(value, index, words, report, `${name} -C`, 'evaluated');
+        report.sink(`\`${name} -C\` calls its callback with each line it reads as an argument (\`eval\`, \`declare\` or \`let\` would run it)`, at);
+      } else if (typeof value === 'string') nameText(value, words[index]);
       else names(index, index + 1);
     });
     if (spec.names) names(start, to);
@@ -976,6 +999,28 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
         }
       }
       return;
+    case 'fc':
+      // `fc -s` runs a command of the history (`history -s` puts any text there); `fc` runs
+      // $FCEDIT or $EDITOR as a command line.
+      report.refuse(from + 1, to, { context: 'evaluated', reason: '`fc` runs commands from the history' });
+      report.sink('`fc` runs a command from the history, or $FCEDIT as a command line', at);
+      return;
+    case 'history':
+      if (words.slice(from + 1, to).some((word) => word.text === null || /^-[A-Za-z]*[sr]/.test(word.text))) {
+        report.sink('`history -s` (or `-r`) puts text in the history, which `fc` runs', at);
+      }
+      return;
+    case 'set':
+      // `set -k`: a NAME=value word anywhere on a later command line is an assignment (PS4=...).
+      for (let i = from + 1; i < to; i += 1) {
+        const text = words[i].text;
+        if (text === null || /^-[A-Za-z]*k/.test(text) || (text === 'keyword' && words[i - 1]?.text === '-o')) {
+          report.sink('`set -k` makes a NAME=value word anywhere on a command line an assignment', at);
+          break;
+        }
+        if (text === '--') break;
+      }
+      return;
     case 'hash':
       // `hash -p /bin/sh s`: the command name `s` then runs a shell, which the reader does not see.
       if (words.slice(from + 1, to).some((word) => word.text === null || /^-[A-Za-z]*p/.test(word.text))) {
@@ -992,6 +1037,8 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
     case 'shopt':
     case 'enable':
       if (words.slice(from + 1, to).some((word) => word.text === null)) report.uncertain(`\`${name}\` changes the shell with arguments known only at run time`, at);
+      // extglob: `/bin/@(sh)` is a pattern bash expands to a command name the reader does not read.
+      if (name === 'shopt' && words.slice(from + 1, to).some((word) => word.text === null || word.text === 'extglob')) report.sink('`shopt -s extglob` makes words such as `@(sh)` patterns, which may name any program', at);
       return;
     default: // complete, compgen, compopt, bind, fc
       codeWords(words, from + 1, to, report, { context: 'evaluated', reason: `\`${name}\` can run its arguments (word lists, commands) as shell code` }, null, `\`${name}\` with arguments known only at run time`, at, false);

@@ -30,7 +30,8 @@
  */
 import type { CommandWord } from './commands';
 
-export type InputProgram = { readonly reason: string } | { readonly command: number } | null;
+/** `command`: the word that starts the command run; `shellAt`: a word that stands for bash, its arguments after it. */
+export type InputProgram = { readonly reason: string } | { readonly command: number } | { readonly shellAt: number } | null;
 
 const baseName = (text: string): string => text.slice(text.lastIndexOf('/') + 1);
 /** A file name that is the program's own standard input (or a descriptor the text opened), as written canonically. */
@@ -102,7 +103,9 @@ const SED_VALUED = ['-e', '-f', '-l', '-s', '--expression', '--file', '--line-le
 const CONTAINERS = /^(?:docker|podman|nerdctl|kubectl|oc|lxc|incus|machinectl|toolbox|distrobox|distrobox-enter|vagrant)$/;
 
 /** Wrappers without an option table: the command they run is the first word that names one. */
-const LOOSE_WRAPPERS = new Set(['gosu', 'su-exec', 'setpriv', 'capsh', 'prlimit', 'systemd-run', 'firejail', 'bwrap', 'proot', 'valgrind', 'faketime', 'torsocks', 'torify',
+/** The dynamic loader run as a program (`/lib64/ld-linux-x86-64.so.2 /bin/sh`): it runs the program it is given. */
+const LOADER = /^ld(?:-linux[^/]*|-musl[^/]*)?\.so(?:\.[0-9]+)*$/;
+const LOOSE_WRAPPERS = new Set(['setarch', 'linux32', 'linux64', 'i386', 'x86_64', 'uname26', 'choom', 'dbus-launch', 'ltrace', 'gosu', 'su-exec', 'setpriv', 'capsh', 'prlimit', 'systemd-run', 'firejail', 'bwrap', 'proot', 'valgrind', 'faketime', 'torsocks', 'torify',
   'proxychains', 'proxychains4', 'dbus-run-session', 'xvfb-run', 'tini', 'dumb-init', 'catchsegv', 'numactl', 'cpulimit', 'chpst', 's6-setuidgid', 'sandbox-exec',
   'ssh-agent', 'nocache', 'eatmydata', 'trickle', 'rlwrap', 'caffeinate', 'systemd-inhibit', 'with-contenv', 'pv-run', 'doppler', 'op', 'aws-vault', 'direnv', 'nix-shell']);
 const KNOWN_COMMANDS = /^(?:env|nice|nohup|timeout|stdbuf|setsid|sudo|doas|su|runuser|chroot|unshare|nsenter|flock|xargs|exec|command|builtin|time|script|watch|ionice|chrt|taskset|find|parallel|eval|source|\.)$/;
@@ -242,6 +245,11 @@ function readContainer(words: readonly CommandWord[], from: number, to: number, 
 
 /** What `name` (the base name of words[from]) does with its standard input. */
 export function inputProgram(words: readonly CommandWord[], from: number, to: number, name: string): InputProgram {
+  // `gdb --args PROGRAM ARGS`, `lldb -- PROGRAM ARGS`: the debugger runs PROGRAM (its `run`, in a batch), which is read as the command.
+  if (name === 'gdb' || name === 'lldb') {
+    const at = words.findIndex((word, index) => index > from && index < to && (word.text === '--args' || (name === 'lldb' && word.text === '--')));
+    if (at >= 0 && at + 1 < to) return { command: at + 1 };
+  }
   if (COMMAND_LANGUAGES.has(name)) return { reason: `\`${name}\` reads commands from this input, and its commands can run a shell` };
   const code = RUNTIMES.get(name);
   if (code) return readRuntime(words, from, to, name, code);
@@ -255,7 +263,12 @@ export function inputProgram(words: readonly CommandWord[], from: number, to: nu
     return stdin ? { reason: `\`${name}\` reads a makefile, whose recipes a shell runs, from this input` } : null;
   }
   if (CONTAINERS.test(name)) return readContainer(words, from, to, name);
-  if (LOOSE_WRAPPERS.has(name)) {
+  // capsh runs /bin/bash itself with the words after `--` (`capsh -- -c CMD`): those are a shell's.
+  if (name === 'capsh') {
+    const dashes = words.findIndex((word, at) => at > from && at < to && word.text === '--');
+    if (dashes >= 0) return { shellAt: dashes };
+  }
+  if (LOOSE_WRAPPERS.has(name) || LOADER.test(name)) {
     for (let i = from + 1; i < to; i += 1) {
       const text = words[i].text;
       if (text === null) continue;

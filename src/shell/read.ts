@@ -192,6 +192,14 @@ class Shared {
    * variable the text sets from a run-time value (bash takes its value as a descriptor number).
    */
   settleEvaluatedVariables(): void {
+    // A name reference sends whatever is assigned to it (by any form) to the variable it names,
+    // which a later assignment may make PS4 or an integer.
+    for (const [name, kinds] of this.attributes) {
+      if (kinds.has('reference')) {
+        this.feed(`\`${name}\` is a name reference: what is assigned to it goes to the variable it names, which may be one bash evaluates`, 0);
+        break;
+      }
+    }
     for (const { name, offset, how } of this.variables) {
       if (name === null || how === 'unset' || how === 'env -u') continue;
       const base = name.replace(/\[[\s\S]*$/, '');
@@ -350,7 +358,7 @@ const COMMAND_PREFIX_WORDS = new Set(['!', '{', '}', 'then', 'do', 'else', 'elif
 /** Reserved words that open and close a compound command's body (`for`, `select` and `case` open theirs too). */
 const GROUP_OPENERS = new Set(['{', 'if', 'while', 'until']);
 const GROUP_CLOSERS = new Set(['}', 'fi', 'done']);
-const PATTERN_CHARACTER = /[*?[{]|^~/;
+const PATTERN_CHARACTER = /[*?[{]|^~|[@+!]\(/;
 const BODY_NEXT = /[ \t]*[{(]/y;
 const EMPTY_PARENS = /[ \t]*\)/y;
 const SUBSCRIPT = /(?:[A-Za-z_][A-Za-z0-9_]*)?\[/y;
@@ -911,6 +919,9 @@ class Lexer {
 
   private redirection(frame: CommandFrame, i: number, c: string): number {
     const next = this.peek(i + 1);
+    // `a=(<<A)`: bash takes no redirection (and opens no heredoc) inside a compound assignment;
+    // it rejects that command and reads on, where the reader would have taken lines for a body.
+    if (frame.origin === 'array' && !(next === '(' && frame.wordStart)) this.poison('a redirection or heredoc inside a compound array assignment `NAME=(...)`, which bash rejects and reads past', i);
     // The descriptor redirected: standard input unless a number or a variable says otherwise.
     let fd = c === '<' ? 0 : 1;
     // `2>&1`, `{fd}>file`: a descriptor number or variable right before the operator is part of it.
@@ -1362,8 +1373,10 @@ const ANSI_SIMPLE: Record<string, string> = { a: '\x07', b: '\b', e: '\x1b', E: 
 
 /** The value of a `$'...'` body, as bash decodes it. */
 function decodeAnsiC(body: string): string {
-  return body.replace(/\\(?:([abeEfnrtv\\'"?])|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})|c(.))/g, (all, simple, hex, u, bigU, octal, control) => {
+  const decoded = body.replace(/\\(?:([abeEfnrtv\\'"?])|x\{([0-9A-Fa-f]+)\}|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})|c(.))/g, (all, simple, braced, hex, u, bigU, octal, control) => {
     if (simple) return ANSI_SIMPLE[simple as string];
+    // `\x{HH}` (bash 5.2): as many hex digits as the braces hold, the byte they make.
+    if (braced) return String.fromCharCode(parseInt((braced as string).slice(-2), 16));
     if (hex) return String.fromCharCode(parseInt(hex as string, 16));
     if (u || bigU) {
       const code = parseInt((u ?? bigU) as string, 16);
@@ -1372,6 +1385,9 @@ function decodeAnsiC(body: string): string {
     if (octal) return String.fromCharCode(parseInt(octal as string, 8) & 0xff);
     return String.fromCharCode((control as string).charCodeAt(0) & 0x1f);
   });
+  // bash ends the string at its first NUL (`$'ev\0x'al` is `eval`).
+  const nul = decoded.indexOf('\0');
+  return nul < 0 ? decoded : decoded.slice(0, nul);
 }
 
 function tooComplex(what: string): ExecgateError {

@@ -2,7 +2,7 @@
  * Each bypass found against the two earlier shell readers, as a named regression test: the
  * shipped policies, the token placement and the order of refusals, all on the one reader.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/gateway';
@@ -346,6 +346,78 @@ describe('a script file that is the input in another spelling, and command names
     expect(substitute('python3 deploy.py <<< <<secret:x>>')).toBe('python3 deploy.py <<< "${V0}"');
     expect(substitute('bash ./scripts/setup.sh <<< <<secret:x>>')).toBe('bash ./scripts/setup.sh <<< "${V0}"');
     expect(substitute('bash /opt/tools/stdin-reader.sh <<< <<secret:x>>')).toBe('bash /opt/tools/stdin-reader.sh <<< "${V0}"');
+  });
+});
+
+describe('more ways a value reaches code: history, callbacks, startup files, keywords, name references, attached option values, extglob, $\'...\' decoding, heredocs in arrays, wrappers', () => {
+  // [name, command, payload that creates the marker when the value runs as code]
+  const CASES: ReadonlyArray<readonly [string, string, string]> = [
+    ["unknown-wrapper-setarch", "setarch x86_64 sh -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["unknown-wrapper-linux64", "linux64 sh -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["unknown-wrapper-choom", "choom -n 0 -- sh -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["unknown-wrapper-ldso", "/lib64/ld-linux-x86-64.so.2 /bin/sh -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["history-s-fc-s", "history -s <<secret:x>>; fc -s", "touch /tmp/adv2-M"],
+    ["fcedit", "set -o history; history -s echo; FCEDIT=<<secret:x>>; fc -1", "eval touch /tmp/adv2-M;"],
+    ["nameref-target-by-assignment", "declare -n r; r=PS4; r=<<secret:x>>; set -x; :", "$(touch /tmp/adv2-M)"],
+    ["nameref-target-by-for", "declare -n r; for r in PS4; do r=<<secret:x>>; done; set -x; :", "$(touch /tmp/adv2-M)"],
+    ["unknown-wrapper-stdin-pipe", "echo <<secret:x>> | setarch x86_64 sh", "touch /tmp/adv2-M"],
+    ["history-s-in-bash-c", "bash -c \"history -s \\\"\\$1\\\"; fc -s\" _ <<secret:x>>", "touch /tmp/adv2-M"],
+    ["bash-env-names-stdin", "BASH_ENV=/dev/stdin bash -c : <<< <<secret:x>>", "touch /tmp/adv2-M"],
+    ["bash-env-fd3-via-env", "env BASH_ENV=/dev/fd/3 bash -c : 3<<< <<secret:x>>", "touch /tmp/adv2-M"],
+    ["rcfile-process-substitution", "bash --rcfile <(echo <<secret:x>>) -i </dev/null", "touch /tmp/adv2-M"],
+    ["rcfile-fd3", "exec 3<<< <<secret:x>>; bash --init-file /dev/fd/3 -i </dev/null", "touch /tmp/adv2-M"],
+    ["ENV-fd-sh-i", "exec 3<<< <<secret:x>>; ENV=/dev/fd/3 sh -i </dev/null", "touch /tmp/adv2-M"],
+    ["heredoc-in-compound-array", "a=(<<A)\neval <<secret:x>>\nA", "touch /tmp/adv2-M"],
+    ["printf-v-attached", "printf -vPS4 %s <<secret:x>>; set -x; :", "$(touch /tmp/adv2-M)"],
+    ["printf-v-attached-RANDOM", "printf -vRANDOM %s <<secret:x>>", "a[$(touch /tmp/adv2-M)]"],
+    ["read-a-attached", "read -raPS4 <<< <<secret:x>>; set -x; :", "$(touch${IFS}/tmp/adv2-M)"],
+    ["capsh-dashdash", "capsh -- -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["gdb-args", "gdb -q -batch -ex run --args sh -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["dbus-launch", "dbus-launch sh -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["set-k-keyword", "set -k; bash -xc : PS4=<<secret:x>>", ""],
+    ["set-k-root-variant", "set -k; set -x; : PS4=<<secret:x>>", "$(touch /tmp/adv2-M)"],
+    ["mapfile-callback-eval", "mapfile -C eval -c 1 <<< <<secret:x>>", ";touch /tmp/adv2-M"],
+    ["extglob-command-name", "shopt -s extglob\n/bin/@(sh) -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["strace-long-option-value", "strace --output /dev/null sh -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["nsenter-W-value", "nsenter -W / sh -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["chrt-T-value", "chrt -T 0 -o 0 sh -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["ansi-c-nul-truncation", "$'sh\\0x' -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["ansi-c-x-brace", "$'\\x{73}h' -c <<secret:x>>", "touch /tmp/adv2-M"],
+    ["ansi-c-nul-eval", "$'ev\\0x'al <<secret:x>>", "touch /tmp/adv2-M"],
+    ["ansi-c-nul-pipe-to-sh", "echo <<secret:x>> | $'sh\\0'", "touch /tmp/adv2-M"],
+    ["ansi-c-nul-variable-name", "printf -v $'PS4\\0x' %s <<secret:x>>; set -x; :", "$(touch /tmp/adv2-M)"],
+    ["ansi-c-nul-stdin-path", "bash $'/dev/stdin\\0' <<< <<secret:x>>", "touch /tmp/adv2-M"],
+  ];
+
+  test.each(CASES)('%s: refused', (_name, command) => {
+    expect(['value-evaluated', 'uncertain', 'evaluated', 'shell-script', 'arithmetic', 'variable-name']).toContain(refusedContext(command));
+  });
+
+  test('each runs the value as code in real bash once the reference is an ordinary quoted expansion (programs this machine has)', () => {
+    const tmp = makeTempDir('execgate-sink-');
+    const has = (program: string): boolean => spawnSync('bash', ['-c', 'command -v "$1"', '_', program], { stdio: 'ignore' }).status === 0;
+    const needs: Record<string, string> = {
+      'unknown-wrapper-setarch': 'setarch', 'unknown-wrapper-linux64': 'linux64', 'unknown-wrapper-choom': 'choom',
+      'unknown-wrapper-ldso': '/lib64/ld-linux-x86-64.so.2', 'unknown-wrapper-stdin-pipe': 'setarch', 'chrt-T-value': 'chrt',
+    };
+    // Not everywhere, or not as root: the debugger, strace, dbus-launch, capsh; `set -k` with a child bash (bash ignores an inherited PS4 as root).
+    const skipped = new Set(['gdb-args', 'strace-long-option-value', 'dbus-launch', 'capsh-dashdash', 'set-k-keyword', 'nsenter-W-value']);
+    let proved = 0;
+    try {
+      const marker = join(tmp.dir, 'ran');
+      for (const [name, command, payload] of CASES) {
+        if (skipped.has(name) || payload === '' || (needs[name] !== undefined && !has(needs[name]))) continue;
+        const script = command.replaceAll('<<secret:x>>', '"$V0"');
+        // (Its exit status is the script's own business: only the marker counts.)
+        spawnSync('bash', ['--norc', '--noprofile', '-c', script], { cwd: tmp.dir, env: { V0: payload.replaceAll('/tmp/adv2-M', marker), PATH: process.env.PATH, HOME: tmp.dir }, stdio: 'ignore', timeout: 10_000 });
+        expect({ name, ran: existsSync(marker) }).toEqual({ name, ran: true });
+        execFileSync('rm', ['-f', marker]);
+        proved += 1;
+      }
+    } finally {
+      tmp.cleanup();
+    }
+    expect(proved).toBeGreaterThanOrEqual(25);
   });
 });
 
