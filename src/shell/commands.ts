@@ -125,14 +125,14 @@ interface Interpreter {
 }
 
 const INTERPRETERS: ReadonlyArray<readonly [RegExp, Interpreter]> = [
-  [/^(?:python|pypy)[0-9.]*$/, { name: 'python', code: ['-c', '-m', '-h', '-?', '--help', '-V', '--version', '--help-env', '--help-xoptions', '--help-all'], valued: ['-W', '-X', '--check-hash-based-pycs'], interactive: ['-i'] }],
+  [/^(?:python|pypy|ipython|bpython|ptpython)[0-9.]*$/, { name: 'python', code: ['-c', '-m', '-h', '-?', '--help', '-V', '--version', '--help-env', '--help-xoptions', '--help-all'], valued: ['-W', '-X', '--check-hash-based-pycs'], interactive: ['-i'] }],
   [/^(?:node|nodejs)$/, {
     name: 'node',
     code: ['-e', '--eval', '-p', '--print', '-pe', '--test', '-c', '--check', '-v', '--version', '-h', '--help', '--run', '--v8-options'],
     valued: ['-r', '--require', '--import', '--loader', '--experimental-loader', '-C', '--conditions', '--input-type', '--env-file', '--title', '--inspect-port', '--stack-trace-limit', '--redirect-warnings', '--max-http-header-size', '--openssl-config', '--icu-data-dir', '--diagnostic-dir', '--report-dir', '--watch-path', '--experimental-policy', '--policy-integrity', '--secure-heap', '--secure-heap-min', '--unhandled-rejections', '--dns-result-order', '--disable-warning', '--heapsnapshot-signal', '--trace-event-categories', '--cpu-prof-dir', '--heap-prof-dir'],
     interactive: ['-i', '--interactive'],
   }],
-  [/^perl[0-9.]*$/, { name: 'perl', code: ['-e', '-E', '-v', '-h', '-c'], valued: ['-I'], rest: ['-d', '-D', '-F', '-i', '-l', '-M', '-m', '-x', '-0', '-C', '-V'] }],
+  [/^perl[0-9.]*(?:-[A-Za-z0-9_.-]+)?$/, { name: 'perl', code: ['-e', '-E', '-v', '-h'], valued: ['-I'], rest: ['-d', '-D', '-F', '-i', '-l', '-M', '-m', '-x', '-0', '-C', '-V'], interactive: ['-d'] }],
   [/^ruby[0-9.]*$/, { name: 'ruby', code: ['-e', '-v', '--version', '-h', '--help', '-c', '-y', '--yydebug', '--dump'], valued: ['-I', '-r', '-C', '-E', '--encoding', '--external-encoding', '--internal-encoding', '--enable', '--disable'], rest: ['-F', '-x', '-W', '-T', '-0', '-K', '-l'] }],
   [/^php[0-9.]*$/, { name: 'php', code: ['-r', '-R', '-B', '-E', '-f', '-F', '-h', '-v', '-i', '-m', '-l', '-s', '-w', '--rf', '--rc', '--re', '--rz', '--ri'], valued: ['-c', '-d', '-z', '-t'], interactive: ['-a'] }],
   [/^(?:lua[0-9.]*|luajit)$/, { name: 'lua', code: ['-e', '-v'], valued: ['-l', '-j', '-O', '-b'], interactive: ['-i'] }],
@@ -188,14 +188,15 @@ const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
   ['su', wrap(SU_VALUED, SU_OPTIONS)],
   ['runuser', wrap([...SU_VALUED, '-u', '--user'], SU_OPTIONS)],
   ['sg', wrap([], { all: 'code' })],
-  ['fakeroot', wrap(['-l', '-s', '-i', '--lib', '--faked'])],
+  ['fakeroot', wrap(['-l', '-s', '-i', '-b', '--lib', '--faked', '--fd-base'])],
   ['chroot', wrap(['--userspec', '--groups'], { positional: 1, flags: ['--skip-chdir', '--help', '--version'], form: 'shell-when-empty' })],
   ['unshare', wrap(['-R', '-w', '-S', '-G', '--map-user', '--map-group', '--map-users', '--map-groups', '--propagation', '--setgroups', '--root', '--wd', '--setuid', '--setgid', '--monotonic', '--boottime'], {
     optional: ['-m', '-u', '-i', '-n', '-p', '-U', '-C', '-T', '--mount', '--uts', '--ipc', '--net', '--pid', '--user', '--cgroup', '--time', '--kill-child', '--mount-proc', '--load-interp'],
     flags: ['--fork', '--map-root-user', '--map-current-user', '--map-auto', '--keep-caps', '--help', '--version'],
     form: 'shell-when-empty',
   })],
-  ['nsenter', wrap(['-t', '-S', '-G', '-r', '-w', '-W', '--target', '--setuid', '--setgid', '--root', '--wd', '--wdns'])],
+  // (`-r`/`--root` and `-w`/`--wd` take a value only attached to them: `-r/dir`, `--wd=dir`.)
+  ['nsenter', wrap(['-t', '-S', '-G', '-W', '--target', '--setuid', '--setgid', '--wdns'])],
   // strace's options that require a value (getopt_long's required_argument), short and long.
   ['strace', wrap(['-e', '-o', '-p', '-u', '-s', '-E', '-a', '-b', '-I', '-O', '-P', '-S', '-U', '-X',
     '--columns', '--detach-on', '--env', '--interruptible', '--kvm', '--output', '--summary-syscall-overhead', '--attach', '--trace-path', '--string-limit',
@@ -222,6 +223,9 @@ const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
   ['ssh', wrap(['-B', '-b', '-c', '-D', '-E', '-e', '-F', '-I', '-i', '-J', '-L', '-l', '-m', '-O', '-o', '-P', '-p', '-Q', '-R', '-S', '-W', '-w'], { all: 'remote', form: 'ssh' })],
   ...['eval', 'trap', 'let', 'declare', 'typeset', 'local', 'export', 'readonly', 'read', 'unset', 'mapfile', 'readarray', 'printf', 'getopts', 'wait', 'test', '[', 'complete', 'compgen', 'compopt', 'bind', 'alias', 'hash', 'history', 'set', 'fc', 'shopt', 'enable', 'source', '.'].map((name): [string, Kind] => [name, { kind: 'builtin' }]),
 ]);
+
+/** Python modules run with `-m` that read statements from their input (consoles and debuggers). */
+const INTERACTIVE_MODULES = new Set(['code', 'asyncio', 'pdb', 'idlelib', 'idlelib.idle', 'IPython', 'ptpython', 'bpython']);
 
 /** Shell variables whose value bash runs as code or expands as a prompt. */
 export const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT)$/;
@@ -268,6 +272,8 @@ function readAssignment(words: readonly CommandWord[], index: number, report: Co
   const word = words[index];
   const name = word.assignment as string;
   report.variable(name, word, how);
+  // `y[0]=1` makes y an array: a later `declare y=...` parses its value as a compound assignment.
+  if (/^[A-Za-z_][A-Za-z0-9_]*\[/.test(word.raw)) report.attribute(name, 'array');
   if (CODE_VARIABLES.test(name)) {
     report.refuse(index, index + 1, { context: 'evaluated', reason: `bash runs or expands the value of \`${name}\` as code` });
     // A file a shell runs at start: it may be the text's own input (`BASH_ENV=/dev/stdin bash -c :`).
@@ -307,6 +313,7 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
   const program = inputProgram(words, from, to, name);
   if (program && 'command' in program) return readFrom(words, program.command, to, report, name, hops + 1);
   if (program && 'shellAt' in program) return readShellCommand(words, program.shellAt, to, report, `${name} --`);
+  if (program && 'unsure' in program) return unsureFrom(words, program.unsure, to, report, name);
   if (program) report.input({ context: 'evaluated', reason: program.reason });
   const entry = TABLE.get(name);
   if (!entry) return;
@@ -390,8 +397,15 @@ function codeWords(words: readonly CommandWord[], from: number, to: number, repo
 function readShellCommand(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string): void {
   let script = false;
   let stdin = false;
+  // `-oc posix`: bash and dash give `o` the next word and read `c` as an option too, where the
+  // reader's getopt would take `c` for o's value: such a cluster is not read.
+  for (let i = from + 1; i < to; i += 1) {
+    const text = words[i].text;
+    if (text === null || !/^[-+]/.test(text) || text === '--' || text.startsWith('--')) break;
+    if (/^[-+][A-Za-z]*[oO][A-Za-z]+$/.test(text)) return unsureFrom(words, i, to, report, name);
+  }
   const operands = skipOptions(words, from + 1, to, SHELL_VALUED, (option, value) => {
-    script ||= option === '-c' || option === '--command';
+    script ||= option === '-c' || option === '+c' || option === '--command';
     stdin ||= option === '-s' || option === '-i';
     // A startup file runs as code, and it may be the text's own input (`--rcfile <(echo ...)`,
     // `--init-file /dev/fd/3`): the reader does not follow files.
@@ -408,6 +422,12 @@ function readShellCommand(words: readonly CommandWord[], from: number, to: numbe
     // `bash <(...)`: the script is what a process writes; `bash "$f"` may name /dev/stdin.
     readsScriptFrom(words[operands], name, report, input);
   } else if (script) {
+    // `sh` is often dash, which reads some of bash's syntax otherwise (`&>`, `$'...'`, `<<<`, `|&`):
+    // the reader reads scripts as bash does, so such a script is not read for a shell that may be dash.
+    const text = operands < to ? words[operands].text : null;
+    if (text !== null && /^(?:sh|dash|ash|posh)$/.test(name) && /&>|\$'|<<<|\|&|\[\[|\$\{[^}]*@/.test(text)) {
+      report.sink(`\`${name} -c\` may be dash, which reads this script's \`&>\`, \`$'...'\`, \`<<<\` or \`[[\` otherwise than bash`, words[operands]);
+    }
     if (operands < to) codeValue(words[operands], operands, words, report, `${name} -c`);
   } else if (stdin || operands >= to || (words[operands].text === '-' && operands + 1 >= to)) {
     // (A lone `-` ends the options: `sh -` reads its input.)
@@ -428,9 +448,11 @@ function readInterpreter(words: readonly CommandWord[], from: number, to: number
   let given = false;
   let interactive = false;
   let i = from + 1;
-  const take = (option: string): void => {
-    given ||= spec.code.includes(option);
-    interactive ||= spec.interactive?.includes(option) === true;
+  const take = (option: string, value?: string | null): void => {
+    // `python3 -m code`, `-m asyncio`, `-m pdb`: a module that reads statements from the input.
+    const consoleModule = spec.name === 'python' && option === '-m' && value !== undefined && (value === null || INTERACTIVE_MODULES.has(value));
+    given ||= spec.code.includes(option) && !consoleModule;
+    interactive ||= spec.interactive?.includes(option) === true || consoleModule;
   };
   for (; i < to; i += 1) {
     const text = words[i].text;
@@ -453,7 +475,7 @@ function readInterpreter(words: readonly CommandWord[], from: number, to: number
     }
     for (let k = 1; k < text.length; k += 1) {
       const option = `-${text[k]}`;
-      take(option);
+      take(option, option === '-m' ? (k + 1 < text.length ? text.slice(k + 1) : (words[i + 1]?.text ?? null)) : undefined);
       if (spec.rest?.includes(option)) break;
       if (spec.code.includes(option) || spec.valued.includes(option)) {
         if (k + 1 >= text.length) i += 1;
@@ -867,7 +889,8 @@ function readSsh(words: readonly CommandWord[], from: number, to: number, parsed
   for (const { option, value, at } of options) {
     if (option !== '-o' || value === null) continue;
     const written = typeof value === 'string' ? value : value.text;
-    const key = /^\s*([A-Za-z]+)/.exec(written ?? (typeof value === 'string' ? value : value.raw.replace(/^['"]/, '')))?.[1]?.toLowerCase();
+    // ssh removes quotes anywhere in the keyword (`Proxy"Command"`).
+    const key = /^\s*([A-Za-z]+)/.exec((written ?? (typeof value === 'string' ? value : value.raw)).replace(/["']/g, ''))?.[1]?.toLowerCase();
     if (key !== undefined && !SSH_LOCAL_COMMANDS.has(key) && key !== 'remotecommand') continue;
     const script = written === null ? null : written.replace(/^\s*[A-Za-z]+\s*=?\s*/, '');
     if (key === 'remotecommand') report.refuse(at, at + 1, { context: 'remote-command', reason: 'ssh hands `RemoteCommand` to the remote shell, which parses it' });
@@ -1014,7 +1037,7 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
       // `set -k`: a NAME=value word anywhere on a later command line is an assignment (PS4=...).
       for (let i = from + 1; i < to; i += 1) {
         const text = words[i].text;
-        if (text === null || /^-[A-Za-z]*k/.test(text) || (text === 'keyword' && words[i - 1]?.text === '-o')) {
+        if (text === null || /^-[A-Za-z]*k/.test(text) || (text === 'keyword' && /^[-+][A-Za-z]*o[A-Za-z]*$/.test(words[i - 1]?.text ?? ''))) {
           report.sink('`set -k` makes a NAME=value word anywhere on a command line an assignment', at);
           break;
         }
@@ -1048,7 +1071,7 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
 /** `declare`, `typeset`, `local`, `export`, `readonly`: attributes, and values bash evaluates because of them. */
 function readDeclaration(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string): void {
   const flags = new Set<string>();
-  const start = skipOptions(words, from + 1, to, [], (option) => flags.add(option));
+  const start = skipOptions(words, from + 1, to, [], (option) => flags.add(option), true);
   const attribute = flags.has('-i') ? 'integer' : flags.has('-n') ? 'reference' : flags.has('-a') || flags.has('-A') ? 'array' : null;
   if (flags.has('-f') || flags.has('-F')) return;
   for (let i = start; i < to; i += 1) {
@@ -1064,6 +1087,10 @@ function readDeclaration(words: readonly CommandWord[], from: number, to: number
       report.refuse(i, i + 1, { context: 'variable-name', reason: `\`${name}\` takes this word as a variable name` });
       if (word.text === null) report.sink(`\`${name}\` takes a variable name known only at run time`, word);
       else if (evaluatesSubscript(word.text)) report.sink(`\`${name}\` takes \`${word.text}\`, whose subscript bash evaluates as arithmetic (variables included)`, word);
+      // `declare -i 'y[0]'`: the attribute is y's.
+      const base = word.text === null ? null : /^([A-Za-z_][A-Za-z0-9_]*)\[/.exec(word.text)?.[1];
+      if (base && attribute) report.attribute(base, attribute);
+      if (base) report.attribute(base, 'array');
       continue;
     }
     if (attribute) report.attribute(varName, attribute);

@@ -31,7 +31,7 @@
 import type { CommandWord } from './commands';
 
 /** `command`: the word that starts the command run; `shellAt`: a word that stands for bash, its arguments after it. */
-export type InputProgram = { readonly reason: string } | { readonly command: number } | { readonly shellAt: number } | null;
+export type InputProgram = { readonly reason: string } | { readonly command: number } | { readonly shellAt: number } | { readonly unsure: number } | null;
 
 const baseName = (text: string): string => text.slice(text.lastIndexOf('/') + 1);
 /** A file name that is the program's own standard input (or a descriptor the text opened), as written canonically. */
@@ -97,9 +97,9 @@ const RUNTIMES: ReadonlyMap<string, readonly string[]> = new Map([
 ]);
 
 const AWKS = /^(?:awk|gawk|mawk|nawk|original-awk|bwk-awk|goawk)$/;
-const AWK_VALUED = ['-F', '-v', '-f', '-e', '-i', '-l', '-E', '--field-separator', '--assign', '--file', '--source', '--include', '--load', '--exec'];
+const AWK_VALUED = ['-F', '-v', '-f', '-e', '-i', '-l', '-E', '-W', '--field-separator', '--assign', '--file', '--source', '--include', '--load', '--exec'];
 const SEDS = /^(?:sed|gsed)$/;
-const SED_VALUED = ['-e', '-f', '-l', '-s', '--expression', '--file', '--line-length'];
+const SED_VALUED = ['-e', '-f', '-l', '--expression', '--file', '--line-length'];
 const CONTAINERS = /^(?:docker|podman|nerdctl|kubectl|oc|lxc|incus|machinectl|toolbox|distrobox|distrobox-enter|vagrant)$/;
 
 /** Wrappers without an option table: the command they run is the first word that names one. */
@@ -167,6 +167,10 @@ function readAwk(words: readonly CommandWord[], from: number, to: number, name: 
     } else if (option === '-e' || option === '--source') {
       program = true;
       if (value === null || awkRuns(value)) runs ??= `\`${name}\` runs a program that hands what it reads to a shell`;
+    } else if (option === '-W' && value !== null && /^(?:e|ex|exe|exec)(?:=|$)/.test(value)) {
+      // mawk's `-W exec FILE` (the file is the next word unless attached with `=`).
+      program = true;
+      runs ??= `\`${name} -W exec\` reads its program from a file, which may be this input`;
     } else if (option === '-E' || option === '--exec') {
       program = true;
       if (value === null || isStdinPath(value)) runs ??= `\`${name}\` reads its program from this input`;
@@ -250,7 +254,7 @@ export function inputProgram(words: readonly CommandWord[], from: number, to: nu
     const at = words.findIndex((word, index) => index > from && index < to && (word.text === '--args' || (name === 'lldb' && word.text === '--')));
     if (at >= 0 && at + 1 < to) return { command: at + 1 };
   }
-  if (COMMAND_LANGUAGES.has(name)) return { reason: `\`${name}\` reads commands from this input, and its commands can run a shell` };
+  if (COMMAND_LANGUAGES.has(name) || /^(?:vim?|nvim|ex|view|ed|gdb|sqlite3?|psql|mysql|mariadb)\.[A-Za-z0-9_.-]+$/.test(name)) return { reason: `\`${name}\` reads commands from this input, and its commands can run a shell` };
   const code = RUNTIMES.get(name);
   if (code) return readRuntime(words, from, to, name, code);
   if (AWKS.test(name)) return readAwk(words, from, to, name);
@@ -269,12 +273,18 @@ export function inputProgram(words: readonly CommandWord[], from: number, to: nu
     if (dashes >= 0) return { shellAt: dashes };
   }
   if (LOOSE_WRAPPERS.has(name) || LOADER.test(name)) {
+    const named: number[] = [];
     for (let i = from + 1; i < to; i += 1) {
       const text = words[i].text;
       if (text === null) continue;
       const base = baseName(text);
-      if (SHELLS.test(base) || INTERPRETER_NAMES.test(base) || KNOWN_COMMANDS.test(base) || COMMAND_LANGUAGES.has(base) || AWKS.test(base) || SEDS.test(base)) return { command: i };
+      if (SHELLS.test(base) || INTERPRETER_NAMES.test(base) || KNOWN_COMMANDS.test(base) || COMMAND_LANGUAGES.has(base) || AWKS.test(base) || SEDS.test(base)) named.push(i);
     }
+    // Without an option table the reader cannot tell an option's value (`ssh-agent -a sh`,
+    // `bwrap --chdir .`) from the command: only a first such word right after the wrapper's
+    // name, and no other, is taken for the command; otherwise the rest is not read.
+    if (named.length === 1 && named[0] === from + 1) return { command: named[0] };
+    if (named.length > 0) return { unsure: named[0] };
   }
   return null;
 }

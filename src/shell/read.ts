@@ -204,7 +204,9 @@ class Shared {
       if (name === null || how === 'unset' || how === 'env -u') continue;
       const base = name.replace(/\[[\s\S]*$/, '');
       const declared = DECLARATIONS.has(how);
-      if (COMMAND_TABLES.has(base)) {
+      if (OPTION_VARIABLES.has(base)) {
+        this.feed(`\`${base}\` sets the options of a shell the text starts (\`extglob\`, \`keyword\`, \`xtrace\`), which change how it reads its script`, offset);
+      } else if (COMMAND_TABLES.has(base)) {
         this.feed(`\`${base}\` maps a command name to ${base === 'BASH_ALIASES' ? 'code (an alias)' : 'another program'}, which a later word then runs unseen`, offset);
       } else if (this.attributes.get(base)?.has('integer') && !declared) {
         this.feed(`\`${base}\` has the integer attribute: bash evaluates as arithmetic what is assigned to it (here by ${how}), a value's variables included`, offset);
@@ -219,11 +221,19 @@ class Shared {
   settleAssignments(): void {
     const references = [...this.attributes.values()].some((set) => set.has('reference'));
     const integers = references && [...this.attributes.values()].some((set) => set.has('integer'));
+    // Arrays made without `declare -a` or `=(...)`: `y[0]=1`, `read -a y`, `mapfile y`, `printf -v 'y[0]'`.
+    const arrays = new Set<string>();
+    for (const { name, how } of this.variables) {
+      if (name === null) continue;
+      const bracket = name.indexOf('[');
+      if (bracket > 0) arrays.add(name.slice(0, bracket));
+      else if (ARRAY_SETTERS.has(how)) arrays.add(name);
+    }
     for (const { name, declaration, tokens } of this.assignments) {
       const attributes = this.attributes.get(name);
       const integer = attributes?.has('integer') || integers;
       if (integer) this.refine(tokens, { kind: 'refuse', context: 'arithmetic', reason: `\`${name}\` has the integer attribute, so bash evaluates a value assigned to it as arithmetic` });
-      else if (declaration && (attributes?.has('array') || references)) {
+      else if (declaration && (attributes?.has('array') || references || arrays.has(name) || SHELL_ARRAYS.has(name))) {
         this.refine(tokens, { kind: 'refuse', context: 'evaluated', reason: `\`${name}\` is an array, so a declaration parses the value as a compound assignment` });
       }
     }
@@ -245,6 +255,8 @@ interface Cmd {
   stdinReplaced: boolean;
   /** An input a process writes at run time (`< <(...)`, `<&N`), or a here-string with expansions. */
   runtimeInput: boolean;
+  /** It has an input redirection on any descriptor (`<`, a heredoc, a here-string, `3<<<`). */
+  opensInput?: boolean;
 }
 
 /**
@@ -347,7 +359,13 @@ const TOKEN = 'TOKEN';
 const DECLARATIONS = new Set(['declare', 'typeset', 'local', 'export', 'readonly']);
 /** bash's tables of aliases and of command paths: an entry makes a command name run something else. */
 const COMMAND_TABLES = new Set(['BASH_ALIASES', 'BASH_CMDS']);
-const SET_BY_SHELL = /^(?:EXECGATE_REF_.*|[0-9@*]|REPLY|MAPFILE|BASH_REMATCH|OPTARG|COPROC|BASH_ARGV|BASH_ARGC|FUNCNAME|BASH_COMMAND|_)$/;
+/** Options a shell takes from its environment at start. */
+const OPTION_VARIABLES = new Set(['BASHOPTS', 'SHELLOPTS']);
+/** Arrays bash itself keeps: a declaration of one parses its value as a compound assignment. */
+const SHELL_ARRAYS = new Set(['DIRSTACK', 'PIPESTATUS', 'BASH_REMATCH', 'BASH_ARGV', 'BASH_ARGC', 'BASH_LINENO', 'BASH_SOURCE', 'FUNCNAME', 'GROUPS', 'MAPFILE', 'COPROC', 'COMP_WORDS', 'BASH_VERSINFO']);
+/** Ways of setting a variable that can make it an array. */
+const ARRAY_SETTERS = new Set(['read', 'mapfile', 'readarray', 'printf']);
+const SET_BY_SHELL = /^(?:EXECGATE_REF_.*|[0-9@*]|REPLY|MAPFILE|DIRSTACK|BASH_REMATCH|OPTARG|COPROC|BASH_ARGV|BASH_ARGC|FUNCNAME|BASH_COMMAND|_)$/;
 const BLANK = new Set([' ', '\t']);
 const METACHAR = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
 const ARITHMETIC_TEST_OPERATORS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
@@ -823,7 +841,8 @@ class Lexer {
     const places = this.places();
     if (cmd.reads) this.reader(cmd, cmd.reads, places);
     // `exec < <(...)` (no command): every later command's input is what a process writes.
-    if (cmd.runtimeInput && cmd.words.length === 1 && cmd.words[0].text === 'exec') this.shared.execInput ??= { reason: 'exec', offset: cmd.words[0].start };
+    // So too `exec <<EOF`, `exec 3<<< ...`: a later command's input (or a descriptor it opens) is text here.
+    if ((cmd.runtimeInput || cmd.opensInput) && cmd.words.length === 1 && cmd.words[0].text === 'exec') this.shared.execInput ??= { reason: 'exec', offset: cmd.words[0].start };
     for (const args of settling.codes) this.readCode(...args, places);
   }
 
@@ -832,7 +851,12 @@ class Lexer {
     this.shared.codeBudget -= text.length;
     if (this.shared.codeBudget < 0) return this.shared.unsure('more code run by `eval`/`sh -c` than execgate reads', at.start);
     const map = new Int32Array(text.length).fill(at.start);
+    const readers = this.shared.inheritedReaders;
     new Lexer(toSource(text, map, this.shared), 0, text.length, this.shared, kind === 'script' ? 'cmd' : 'heredoc', null, this.depth + 1, [], via, places).run();
+    // `bash -c sh <<< ...`, `bash -c 'source /dev/fd/3' 3<<< ...`: a command of the script reads
+    // code from an input it inherits, which is the outer command's (a here-string, a heredoc, a
+    // pipe, a descriptor the outer command opened).
+    if (this.shared.inheritedReaders > readers) this.shared.feed(`\`${via}\` runs a script in which a command reads code from the input (or a descriptor) it inherits`, at.start);
   }
 
   private commandNewline(frame: CommandFrame, i: number): number {
@@ -919,6 +943,7 @@ class Lexer {
 
   private redirection(frame: CommandFrame, i: number, c: string): number {
     const next = this.peek(i + 1);
+    if (c === '<') frame.cmd.opensInput = true;
     // `a=(<<A)`: bash takes no redirection (and opens no heredoc) inside a compound assignment;
     // it rejects that command and reads on, where the reader would have taken lines for a body.
     if (frame.origin === 'array' && !(next === '(' && frame.wordStart)) this.poison('a redirection or heredoc inside a compound array assignment `NAME=(...)`, which bash rejects and reads past', i);
@@ -1176,7 +1201,10 @@ class Lexer {
     const doubled = next !== '' && (c === ':' ? '-=+?'.includes(next) : '#%^,'.includes(c) ? next === c : c === '/' && '/#%'.includes(next));
     frame.part = c === ':' && !doubled ? 'arith' : ':-=+?@#%^,/'.includes(c) ? 'word' : 'uncertain';
     // `${NAME=word}` / `${NAME:=word}` assigns NAME.
-    if ((c === '=' || (c === ':' && next === '=')) && frame.name !== undefined) this.shared.setsVariable(frame.name, this.origin(frame.start), 'default');
+    if ((c === '=' || (c === ':' && next === '=')) && frame.name !== undefined) {
+      this.shared.setsVariable(frame.name, this.origin(frame.start), 'default');
+      this.shared.tainted.add(frame.name);
+    }
     // `${NAME@P}` expands the value as a prompt: its `$(...)` and backquotes run.
     if (c === '@' && next === 'P') this.sink('a prompt expansion `${NAME@P}`, which runs the command substitutions in the value', i);
     return doubled ? i + 2 : i + 1;

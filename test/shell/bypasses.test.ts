@@ -421,6 +421,88 @@ describe('more ways a value reaches code: history, callbacks, startup files, key
   });
 });
 
+describe('a third round: option clusters, + options, keywords, shell options from the environment, exec heredocs, program names, wrappers\' values, tainted defaults, arrays made otherwise, nested scripts reading the outer input, dash', () => {
+  // [name, command, how the reader before rewrote it, payload that creates the marker when the value runs]
+  const CASES: ReadonlyArray<readonly [string, string, string, string]> = [
+    ["01-shell-o-O-cluster-shifts-script", "bash -oc posix <<secret:x>>", "bash -oc posix \"${V0}\"", "touch /tmp/adv3-M"],
+    ["01b-shell-O-cluster", "sh -oc errexit <<secret:x>>", "sh -oc errexit \"${V0}\"", "touch /tmp/adv3-M"],
+    ["02-declare-plus-option-hides-attribute", "declare +x -i y=<<secret:x>>", "declare +x -i y=\"${V0}\"", "a[$(touch /tmp/adv3-M)]"],
+    ["02b-declare-plus-array", "declare +r -a y=<<secret:x>>", "declare +r -a y=\"${V0}\"", "($(touch /tmp/adv3-M))"],
+    ["02c-declare-plus-nameref", "declare +x -n y=<<secret:x>>; y=1", "declare +x -n y=\"${V0}\"; y=1", "a[$(touch /tmp/adv3-M)]"],
+    ["03-set-cluster-o-keyword", "set -xo keyword; echo PS4=<<secret:x>>", "set -xo keyword; echo PS4=\"${V0}\"", "$(touch /tmp/adv3-M)"],
+    ["04-env-BASHOPTS-extglob", "env BASHOPTS=extglob bash -c '/bin/@(sh) -c \"$1\"' x <<secret:x>>", "env BASHOPTS=extglob bash -c '/bin/@(sh) -c \"$1\"' x \"${V0}\"", "touch /tmp/adv3-M"],
+    ["04b-env-SHELLOPTS-keyword-xtrace", "env SHELLOPTS=keyword:xtrace bash -c 'echo PS4=\"$1\"' x <<secret:x>>", "env SHELLOPTS=keyword:xtrace bash -c 'echo PS4=\"$1\"' x \"${V0}\"", "$(touch /tmp/adv3-M)"],
+    ["05-exec-heredoc-then-sh", "exec <<EOF\n<<secret:x>>\nEOF\nsh", "exec <<EOF\n${V0}\nEOF\nsh", "touch /tmp/adv3-M"],
+    ["05b-exec-fd3-heredoc-bash-devfd3", "exec 3<<EOF\n<<secret:x>>\nEOF\nbash /dev/fd/3", "exec 3<<EOF\n${V0}\nEOF\nbash /dev/fd/3", "touch /tmp/adv3-M"],
+    ["05c-exec-fd3-heredoc-source-proc", "exec 3<<EOF\n<<secret:x>>\nEOF\nsource /proc/self/fd/3", "exec 3<<EOF\n${V0}\nEOF\nsource /proc/self/fd/3", "touch /tmp/adv3-M"],
+    ["06-perl-versioned-arch-name", "perl5.36-x86_64-linux-gnu <<< <<secret:x>>", "perl5.36-x86_64-linux-gnu <<< \"${V0}\"", "system(\"touch /tmp/adv3-M\")"],
+    ["06b-vim-basic-es", "vim.basic -es <<< <<secret:x>>", "vim.basic -es <<< \"${V0}\"", "!touch /tmp/adv3-M"],
+    ["06c-ipython3-stdin", "ipython3 <<< <<secret:x>>", "ipython3 <<< \"${V0}\"", "import os; os.system(\"touch /tmp/adv3-M\")"],
+    ["07-fakeroot-b-valued", "fakeroot -b 3 sh -c <<secret:x>>", "fakeroot -b 3 sh -c \"${V0}\"", "touch /tmp/adv3-M"],
+    ["08-nsenter-optional-w-r", "nsenter -t $$ -w sh -s <<< <<secret:x>>", "nsenter -t $$ -w sh -s <<< \"${V0}\"", "touch /tmp/adv3-M"],
+    ["08b-nsenter-r", "nsenter -t $$ -r sh -s <<< <<secret:x>>", "nsenter -t $$ -r sh -s <<< \"${V0}\"", "touch /tmp/adv3-M"],
+    ["09-ssh-quoted-keyword", "ssh -o 'Proxy\"Command\" <<secret:x>>' h", "ssh -o 'Proxy\"Command\" '\"${V0}\"'' h", "touch /tmp/adv3-M"],
+    ["10-declare-i-subscripted-name", "declare -i 'y[0]'; y=<<secret:x>>", "declare -i 'y[0]'; y=\"${V0}\"", "a[$(touch /tmp/adv3-M)]"],
+    ["11-array-by-subscript-then-declare", "y[0]=1; declare y=<<secret:x>>", "y[0]=1; declare y=\"${V0}\"", "($(touch /tmp/adv3-M))"],
+    ["11b-read-a-then-declare", "read -a y <<< 1; declare y=<<secret:x>>", "read -a y <<< 1; declare y=\"${V0}\"", "($(touch /tmp/adv3-M))"],
+    ["11c-mapfile-then-declare", "mapfile y < /dev/null; declare y=<<secret:x>>", "mapfile y < /dev/null; declare y=\"${V0}\"", "($(touch /tmp/adv3-M))"],
+    ["11d-builtin-array-DIRSTACK", "declare DIRSTACK=<<secret:x>>", "declare DIRSTACK=\"${V0}\"", "($(touch /tmp/adv3-M))"],
+    ["12-colonless-assign-default", "echo ${y=<<secret:x>>}; echo $((y))", "echo ${y=\"${V0}\"}; echo $((y))", "a[$(touch /tmp/adv3-M)]"],
+    ["12b-assign-default-colon", ": ${y:=<<secret:x>>}; (( y ))", ": ${y:=\"${V0}\"}; (( y ))", "a[$(touch /tmp/adv3-M)]"],
+    ["13-pushd-n-DIRSTACK-untainted", "pushd -n <<secret:x>> >/dev/null; (( DIRSTACK[1] ))", "pushd -n \"${V0}\" >/dev/null; (( DIRSTACK[1] ))", "a[$(touch /tmp/adv3-M)]"],
+    ["14-loose-wrapper-first-known-word-ssh-agent", "ssh-agent -a sh bash -c <<secret:x>>", "ssh-agent -a sh bash -c \"${V0}\"", "touch /tmp/adv3-M"],
+    ["14b-loose-wrapper-bwrap-chdir-dot", "bwrap --dev-bind / / --chdir . bash -c <<secret:x>>", "bwrap --dev-bind / / --chdir . bash -c \"${V0}\"", "touch /tmp/adv3-M"],
+    ["14c-ld-so-argv0", "/lib64/ld-linux-x86-64.so.2 --argv0 sh /bin/bash -c <<secret:x>>", "/lib64/ld-linux-x86-64.so.2 --argv0 sh /bin/bash -c \"${V0}\"", "touch /tmp/adv3-M"],
+    ["15-plus-c-is-c", "bash +c 'eval \"$1\"' x <<secret:x>>", "bash +c 'eval \"$1\"' x \"${V0}\"", "touch /tmp/adv3-M"],
+    ["15b-plus-c-dash", "sh +c 'eval \"$1\"' x <<secret:x>>", "sh +c 'eval \"$1\"' x \"${V0}\"", "touch /tmp/adv3-M"],
+    ["16-perl-c-runs-BEGIN", "perl -c <<< <<secret:x>>", "perl -c <<< \"${V0}\"", "BEGIN{system(\"touch /tmp/adv3-M\")}"],
+    ["17-python-m-code-repl", "python3 -m code <<< <<secret:x>>", "python3 -m code <<< \"${V0}\"", "import os; os.system(\"touch /tmp/adv3-M\")"],
+    ["17b-python-m-asyncio", "python3 -m asyncio <<< <<secret:x>>", "python3 -m asyncio <<< \"${V0}\"", "import os; os.system(\"touch /tmp/adv3-M\")"],
+    ["18-sed-s-is-a-flag", "sed -s -f /dev/stdin /etc/hostname <<< <<secret:x>>", "sed -s -f /dev/stdin /etc/hostname <<< \"${V0}\"", "1e touch /tmp/adv3-M"],
+    ["19-mawk-W-exec", "awk -W exec /dev/stdin <<< <<secret:x>>", "awk -W exec /dev/stdin <<< \"${V0}\"", "BEGIN{system(\"touch /tmp/adv3-M\")}"],
+    ["20-nested-shell-sources-outer-fd", "bash -c 'source /dev/fd/3' 3<<< <<secret:x>>", "bash -c 'source /dev/fd/3' 3<<< \"${V0}\"", "touch /tmp/adv3-M"],
+    ["20b-nested-shell-script-outer-fd-heredoc", "bash -c 'sh /dev/fd/3' 3<<EOF\n<<secret:x>>\nEOF", "bash -c 'sh /dev/fd/3' 3<<EOF\n${V0}\nEOF", "touch /tmp/adv3-M"],
+    ["21-nested-script-reads-outer-stdin", "bash -c 'sh' <<< <<secret:x>>", "bash -c 'sh' <<< \"${V0}\"", "touch /tmp/adv3-M"],
+    ["21b-nested-source-dev-stdin", "bash -c 'source /dev/stdin' <<< <<secret:x>>", "bash -c 'source /dev/stdin' <<< \"${V0}\"", "touch /tmp/adv3-M"],
+    ["21c-su-c-sh", "su root -c sh <<< <<secret:x>>", "su root -c sh <<< \"${V0}\"", "touch /tmp/adv3-M"],
+    ["21d-flock-c-sh", "flock /tmp/adv3-l -c sh <<< <<secret:x>>", "flock /tmp/adv3-l -c sh <<< \"${V0}\"", "touch /tmp/adv3-M"],
+    ["21e-script-c-sh", "script -qc sh /dev/null <<< <<secret:x>>", "script -qc sh /dev/null <<< \"${V0}\"", "touch /tmp/adv3-M"],
+    ["21f-heredoc", "bash -c sh <<EOF\n<<secret:x>>\nEOF", "bash -c sh <<EOF\n${V0}\nEOF", "touch /tmp/adv3-M"],
+    ["22-dash-grammar-vs-bash-grammar", "sh -c 'echo $'\"'\"'a\\'\"'\"' ; eval \"$1\" ; echo \\'\"'\"''\"'\"' #'\"'\"'' x <<secret:x>>", "sh -c 'echo $'\"'\"'a\\'\"'\"' ; eval \"$1\" ; echo \\'\"'\"''\"'\"' #'\"'\"'' x \"${V0}\"", "touch /tmp/adv3-M"],
+    ["22b-dash-ampgt", "sh -c 'echo x &>/dev/null eval \"$1\"' x <<secret:x>>", "sh -c 'echo x &>/dev/null eval \"$1\"' x \"${V0}\"", "touch /tmp/adv3-M"],
+    ["23-perl-d-debugger-reads-stdin", "perl -d -e 0 <<< <<secret:x>>", "perl -d -e 0 <<< \"${V0}\"", "system(\"touch /tmp/adv3-M\")"],
+    ["23b-python-m-pdb", "python3 -m pdb -m this <<< <<secret:x>>", "python3 -m pdb -m this <<< \"${V0}\"", "!import os; os.system(\"touch /tmp/adv3-M\")"],
+  ];
+
+  test.each(CASES)('%s: refused', (_name, command) => {
+    expect(['value-evaluated', 'uncertain', 'evaluated', 'shell-script', 'arithmetic', 'variable-name', 'remote-command']).toContain(refusedContext(command));
+  });
+
+  test('the rewrite the reader made before runs the value in real bash (programs and privileges this machine has)', () => {
+    const tmp = makeTempDir('execgate-sink-');
+    const has = (program: string): boolean => spawnSync('bash', ['-c', 'command -v "$1"', '_', program], { stdio: 'ignore' }).status === 0;
+    let proved = 0;
+    try {
+      const marker = join(tmp.dir, 'ran');
+      for (const [name, command, rewritten, payload] of CASES) {
+        // Programs not installed everywhere, and runs that need a namespace or another user.
+        const program = /^(?:perl5\S+|vim\.basic|ipython3|fakeroot|nsenter|ssh-agent|bwrap|mawk|ssh|script|su|flock)\b/.exec(command)?.[0];
+        if (program !== undefined && (!has(program) || /^(?:nsenter|bwrap|su|ssh)$/.test(program))) continue;
+        if (/awk -W exec/.test(command) && !has('mawk')) continue;
+        spawnSync('bash', ['--norc', '--noprofile', '-c', rewritten.replaceAll('/tmp/adv3-M', marker)], {
+          cwd: tmp.dir, env: { V0: payload.replaceAll('/tmp/adv3-M', marker), PATH: process.env.PATH, HOME: tmp.dir }, stdio: 'ignore', timeout: 10_000,
+        });
+        expect({ name, ran: existsSync(marker) }).toEqual({ name, ran: true });
+        execFileSync('rm', ['-f', marker]);
+        proved += 1;
+      }
+    } finally {
+      tmp.cleanup();
+    }
+    expect(proved).toBeGreaterThanOrEqual(30);
+  });
+});
+
 describe('reading is bounded', () => {
   test('6,000 nested $(( is a coded error, not a stack overflow', () => {
     expect(() => readShell(`echo ${'$(('.repeat(6000)}1${'))'.repeat(6000)}`)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_COMMAND_TOO_COMPLEX' }));
