@@ -226,6 +226,17 @@ const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
 
 /** Python modules run with `-m` that read statements from their input (consoles and debuggers). */
 const INTERACTIVE_MODULES = new Set(['code', 'asyncio', 'pdb', 'idlelib', 'idlelib.idle', 'IPython', 'ptpython', 'bpython']);
+/** Python modules run with `-m` that run a script they are given by path (`-m cProfile /dev/stdin`). */
+const SCRIPT_MODULES = new Set(['cProfile', 'profile', 'trace', 'runpy', 'pdb', 'timeit', 'tracemalloc']);
+/**
+ * Options of programs that hand their value to a shell (`tar --to-command=`, socat's `SYSTEM:`,
+ * `git -c alias.x=!...`): a reference in such a word is run as code.
+ */
+const SHELL_OPTION_WORDS: ReadonlyMap<string, RegExp> = new Map([
+  ['tar', /^--(?:checkpoint-action=exec|to-command|use-compress-program|info-script|new-volume-script|rsh-command)=|^-[A-Za-z]*I/],
+  ['socat', /(?:^|[,!])(?:SYSTEM|EXEC):/i],
+  ['git', /^(?:alias\.[^=]*=!|(?:core\.(?:sshCommand|pager|editor|fsmonitor|hooksPath|askPass)|sequence\.editor|credential\.helper|diff\.external|gpg\.program|ssh\.variant)=)/i],
+]);
 
 /** Shell variables whose value bash runs as code or expands as a prompt. */
 export const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT)$/;
@@ -310,6 +321,16 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
   if (name === 'find') return readFind(words, from, to, report, hops);
   const interpreter = INTERPRETERS.find(([pattern]) => pattern.test(name));
   if (interpreter) return readInterpreter(words, from, to, report, name, interpreter[1]);
+  const shellWords = SHELL_OPTION_WORDS.get(name);
+  if (shellWords) {
+    for (let i = from + 1; i < to; i += 1) {
+      const raw = words[i].text ?? words[i].raw.replace(/["']/g, '');
+      if (shellWords.test(raw) || (name === 'git' && words[i - 1]?.text === '-c' && shellWords.test(raw))) {
+        report.refuse(i, i + 1, { context: 'evaluated', reason: `\`${name}\` hands this option's value to a shell` });
+        if (words[i].text === null) report.sink(`\`${name}\` hands an option's value known only at run time to a shell`, words[i]);
+      }
+    }
+  }
   const program = inputProgram(words, from, to, name);
   if (program && 'command' in program) return readFrom(words, program.command, to, report, name, hops + 1);
   if (program && 'shellAt' in program) return readShellCommand(words, program.shellAt, to, report, `${name} --`);
@@ -450,7 +471,8 @@ function readInterpreter(words: readonly CommandWord[], from: number, to: number
   let i = from + 1;
   const take = (option: string, value?: string | null): void => {
     // `python3 -m code`, `-m asyncio`, `-m pdb`: a module that reads statements from the input.
-    const consoleModule = spec.name === 'python' && option === '-m' && value !== undefined && (value === null || INTERACTIVE_MODULES.has(value));
+    const consoleModule = spec.name === 'python' && option === '-m' && value !== undefined && (value === null || INTERACTIVE_MODULES.has(value)
+      || (SCRIPT_MODULES.has(value) && words.slice(i + 1, to).some((word) => word.text === null || isStdinPath(word.text))));
     given ||= spec.code.includes(option) && !consoleModule;
     interactive ||= spec.interactive?.includes(option) === true || consoleModule;
   };

@@ -105,7 +105,7 @@ const CONTAINERS = /^(?:docker|podman|nerdctl|kubectl|oc|lxc|incus|machinectl|to
 /** Wrappers without an option table: the command they run is the first word that names one. */
 /** The dynamic loader run as a program (`/lib64/ld-linux-x86-64.so.2 /bin/sh`): it runs the program it is given. */
 const LOADER = /^ld(?:-linux[^/]*|-musl[^/]*)?\.so(?:\.[0-9]+)*$/;
-const LOOSE_WRAPPERS = new Set(['setarch', 'linux32', 'linux64', 'i386', 'x86_64', 'uname26', 'choom', 'dbus-launch', 'ltrace', 'gosu', 'su-exec', 'setpriv', 'capsh', 'prlimit', 'systemd-run', 'firejail', 'bwrap', 'proot', 'valgrind', 'faketime', 'torsocks', 'torify',
+const LOOSE_WRAPPERS = new Set(['perf', 'start-stop-daemon', 'uclampset', 'runcon', 'systemd-cat', 'setarch', 'linux32', 'linux64', 'i386', 'x86_64', 'uname26', 'choom', 'dbus-launch', 'ltrace', 'gosu', 'su-exec', 'setpriv', 'capsh', 'prlimit', 'systemd-run', 'firejail', 'bwrap', 'proot', 'valgrind', 'faketime', 'torsocks', 'torify',
   'proxychains', 'proxychains4', 'dbus-run-session', 'xvfb-run', 'tini', 'dumb-init', 'catchsegv', 'numactl', 'cpulimit', 'chpst', 's6-setuidgid', 'sandbox-exec',
   'ssh-agent', 'nocache', 'eatmydata', 'trickle', 'rlwrap', 'caffeinate', 'systemd-inhibit', 'with-contenv', 'pv-run', 'doppler', 'op', 'aws-vault', 'direnv', 'nix-shell']);
 const KNOWN_COMMANDS = /^(?:env|nice|nohup|timeout|stdbuf|setsid|sudo|doas|su|runuser|chroot|unshare|nsenter|flock|xargs|exec|command|builtin|time|script|watch|ionice|chrt|taskset|find|parallel|eval|source|\.)$/;
@@ -120,7 +120,9 @@ function options(words: readonly CommandWord[], from: number, to: number, valued
     if (text === '--') return i + 1;
     if (text.startsWith('--')) {
       const equals = text.indexOf('=');
-      const option = equals < 0 ? text : text.slice(0, equals);
+      const written = equals < 0 ? text : text.slice(0, equals);
+      // getopt_long takes an unambiguous abbreviation (`--fi=` for `--file=`): read as the option it stands for.
+      const option = valued.includes(written) ? written : valued.find((each) => each.startsWith('--') && each.startsWith(written) && written.length > 2) ?? written;
       if (equals >= 0) onOption(option, text.slice(equals + 1));
       else if (valued.includes(option)) {
         i += 1;
@@ -253,6 +255,11 @@ export function inputProgram(words: readonly CommandWord[], from: number, to: nu
   if (name === 'gdb' || name === 'lldb') {
     const at = words.findIndex((word, index) => index > from && index < to && (word.text === '--args' || (name === 'lldb' && word.text === '--')));
     if (at >= 0 && at + 1 < to) return { command: at + 1 };
+  }
+ if (name === 'newgrp' || name === 'sg') {
+    // Without a command they start the user's shell, which reads this input.
+    const operands = words.slice(from + 1, to).filter((word) => word.text === null || !word.text.startsWith('-'));
+    if (name === 'newgrp' || operands.length <= 1) return { reason: `\`${name}\` starts a shell that reads this input` };
   }
   if (COMMAND_LANGUAGES.has(name) || /^(?:vim?|nvim|ex|view|ed|gdb|sqlite3?|psql|mysql|mariadb)\.[A-Za-z0-9_.-]+$/.test(name)) return { reason: `\`${name}\` reads commands from this input, and its commands can run a shell` };
   const code = RUNTIMES.get(name);

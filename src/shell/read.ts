@@ -1174,6 +1174,8 @@ class Lexer {
     if (frame.part === 'afterName') return this.parameterOperator(frame, i, c);
     if (frame.part === 'arith') {
       frame.names ??= new Set();
+      // `${x:0:"$y"}`: a quoted offset or length is still arithmetic on what it expands to.
+      if (c === '"' || c === "'") frame.names = null;
       if (frame.names !== null) this.readsIn(frame, i, c);
       if (frame.names === null || (frame.names.size > 0 && /[A-Za-z_$`]/.test(c))) this.sink('an offset or length in `${NAME:offset:length}`, which is arithmetic on variables', i, frame.names);
     }
@@ -1238,7 +1240,12 @@ class Lexer {
     if (c === '\\') return this.peek(i + 1) === TOKEN ? i + 1 : i + 2;
     if (c === '$') return this.dollar(i, true, null);
     if (c === '`') return this.backquote(i);
-    if (c === '"' || c === "'") return this.push({ kind: c === "'" ? 'squote' : 'dquote', start: i, owner: null }, i + 1);
+    if (c === '"' || c === "'") {
+      // `$(( "$n" + 1 ))`: bash drops the quotes and evaluates what they expand to as an
+      // expression, which the names noted here do not follow: anything may be read.
+      frame.names = null;
+      return this.push({ kind: c === "'" ? 'squote' : 'dquote', start: i, owner: null }, i + 1);
+    }
     return i + 1;
   }
 

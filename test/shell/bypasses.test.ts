@@ -503,6 +503,55 @@ describe('a third round: option clusters, + options, keywords, shell options fro
   });
 });
 
+describe('a fourth round: quoted reads in arithmetic, abbreviated long options, script-running modules, more wrappers, shells started without a command, options that hand a value to a shell', () => {
+  // [name, command, how the reader before rewrote it, payload that creates the marker when the value runs]
+  const CASES: ReadonlyArray<readonly [string, string, string, string]> = [
+    ["F1-start-stop-daemon", "start-stop-daemon -S -n adv4zz -a /bin/sh -- -c <<secret:x>>", "start-stop-daemon -S -n adv4zz -a /bin/sh -- -c \"${V0}\"", "touch /tmp/adv4-M"],
+    ["F1b-perf-stat", "perf stat -o /dev/null sh -c <<secret:x>>", "perf stat -o /dev/null sh -c \"${V0}\"", "touch /tmp/adv4-M"],
+    ["F2a-newgrp-stdin", "newgrp <<< <<secret:x>>", "newgrp <<< \"${V0}\"", "touch /tmp/adv4-M"],
+    ["F2b-sg-no-command-stdin", "sg - root <<< <<secret:x>>", "sg - root <<< \"${V0}\"", "touch /tmp/adv4-M"],
+    ["F3a-tar-checkpoint-exec", "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec=<<secret:x>> /etc/hostname", "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec=\"${V0}\" /etc/hostname", "touch /tmp/adv4-M"],
+    ["F3b-socat-system", "socat -u SYSTEM:<<secret:x>> -", "socat -u SYSTEM:\"${V0}\" -", "touch /tmp/adv4-M"],
+    ["F3c-git-alias-bang", "git -c alias.z=!<<secret:x>> z", "git -c alias.z=!\"${V0}\" z", "touch /tmp/adv4-M"],
+    ["F4-substring-offset-quoted", "x=abc; echo ${x:0:\"<<secret:x>>\"}", "x=abc; echo ${x:0:\"${V0}\"}", "a[$(touch /tmp/adv4-M)]"],
+    ["F4b-substring-offset-quoted-in-dq", "x=abc; echo \"${x:\"<<secret:x>>\"}\"", "x=abc; echo \"${x:\"${V0}\"}\"", "a[$(touch /tmp/adv4-M)]"],
+    ["F4c-substring-offset-quoted-variable", "y=<<secret:x>>; x=abc; echo ${x:\"$y\"}", "y=\"${V0}\"; x=abc; echo ${x:\"$y\"}", "a[$(touch /tmp/adv4-M)]"],
+    ["F5-python-m-cProfile-stdin", "python3 -m cProfile /dev/stdin <<< <<secret:x>>", "python3 -m cProfile /dev/stdin <<< \"${V0}\"", "open(\"/tmp/adv4-M\",\"w\")"],
+    ["F6a-arith-quoted-var", "y=<<secret:x>>; echo $(( \"$y\" ))", "y=\"${V0}\"; echo $(( \"$y\" ))", "a[$(touch /tmp/adv4-M)]"],
+    ["F6b-dparen-quoted-var", "y=<<secret:x>>; (( \"$y\" ))", "y=\"${V0}\"; (( \"$y\" ))", "a[$(touch /tmp/adv4-M)]"],
+    ["F6c-subscript-assign-quoted-var", "y=<<secret:x>>; a[\"$y\"]=1", "y=\"${V0}\"; a[\"$y\"]=1", "a[$(touch /tmp/adv4-M)]"],
+    ["F6d-read-then-arith", "read -r n <<< <<secret:x>>; echo $(( \"$n\" + 1 ))", "read -r n <<< \"${V0}\"; echo $(( \"$n\" + 1 ))", "a[$(touch /tmp/adv4-M)]"],
+    ["F6e-nested-bash-c-quoted-arith", "bash -c 'echo $(( \"$1\" ))' _ <<secret:x>>", "bash -c 'echo $(( \"$1\" ))' _ \"${V0}\"", "a[$(touch /tmp/adv4-M)]"],
+    ["F7-sed-abbrev-file-stdin", "sed --fi=/dev/stdin /etc/hostname <<< <<secret:x>>", "sed --fi=/dev/stdin /etc/hostname <<< \"${V0}\"", "1e touch /tmp/adv4-M"],
+    ["F7b-make-abbrev-file-stdin", "make --fi=- <<< <<secret:x>>", "make --fi=- <<< \"${V0}\"", "$(shell touch /tmp/adv4-M)"],
+    ["F7c-sed-abbrev-pipe", "echo <<secret:x>> | sed --fil=- /etc/hostname", "echo \"${V0}\" | sed --fil=- /etc/hostname", "1e touch /tmp/adv4-M"],
+  ];
+
+  test.each(CASES)('%s: refused', (_name, command) => {
+    expect(['value-evaluated', 'uncertain', 'evaluated', 'shell-script', 'arithmetic', 'variable-name']).toContain(refusedContext(command));
+  });
+
+  test('the rewrite the reader made before runs the value in real bash (the arithmetic, sed and python cases)', () => {
+    const tmp = makeTempDir('execgate-sink-');
+    let proved = 0;
+    try {
+      const marker = join(tmp.dir, 'ran');
+      for (const [name, , rewritten, payload] of CASES) {
+        if (!/^F[4567]/.test(name) || payload === '') continue;
+        spawnSync('bash', ['--norc', '--noprofile', '-c', rewritten.replaceAll('/tmp/adv4-M', marker)], {
+          cwd: tmp.dir, env: { V0: payload.replaceAll('/tmp/adv4-M', marker), PATH: process.env.PATH, HOME: tmp.dir }, stdio: 'ignore', timeout: 10_000,
+        });
+        expect({ name, ran: existsSync(marker) }).toEqual({ name, ran: true });
+        execFileSync('rm', ['-f', marker]);
+        proved += 1;
+      }
+    } finally {
+      tmp.cleanup();
+    }
+    expect(proved).toBeGreaterThanOrEqual(10);
+  });
+});
+
 describe('reading is bounded', () => {
   test('6,000 nested $(( is a coded error, not a stack overflow', () => {
     expect(() => readShell(`echo ${'$(('.repeat(6000)}1${'))'.repeat(6000)}`)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_COMMAND_TOO_COMPLEX' }));
