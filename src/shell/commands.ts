@@ -233,13 +233,20 @@ const SCRIPT_MODULES = new Set(['cProfile', 'profile', 'trace', 'runpy', 'pdb', 
  * `git -c alias.x=!...`): a reference in such a word is run as code.
  */
 const SHELL_OPTION_WORDS: ReadonlyMap<string, RegExp> = new Map([
-  ['tar', /^--(?:checkpoint-action=exec|to-command|use-compress-program|info-script|new-volume-script|rsh-command)=|^-[A-Za-z]*I/],
+  ['tar', /^--(?:checkpoint-a[a-z-]*=exec|to-c[a-z-]*|use-c[a-z-]*|info-s[a-z-]*|new-v[a-z-]*|rsh-c[a-z-]*|rmt-c[a-z-]*)=|^-[A-Za-z]*[IF]./],
+  ['scp', /^(?:-o)?\s*(?:ProxyCommand|LocalCommand|KnownHostsCommand)/i],
+  ['sftp', /^(?:-o)?\s*(?:ProxyCommand|LocalCommand|KnownHostsCommand)/i],
+  ['zip', /^--unzip-command=/],
+  ['make', /^--ev[a-z]*=|^-E./],
+  ['dpkg', /^--(?:pre|post)-invoke=/],
+  ['apt-get', /Invoke|::Command|Pre-Install-Pkgs/i],
+  ['apt', /Invoke|::Command|Pre-Install-Pkgs/i],
   ['socat', /(?:^|[,!])(?:SYSTEM|EXEC):/i],
   ['git', /^(?:alias\.[^=]*=!|(?:core\.(?:sshCommand|pager|editor|fsmonitor|hooksPath|askPass)|sequence\.editor|credential\.helper|diff\.external|gpg\.program|ssh\.variant)=)/i],
 ]);
 
 /** Shell variables whose value bash runs as code or expands as a prompt. */
-export const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT)$/;
+export const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT|GIT_SSH_COMMAND|GIT_SSH|GIT_EDITOR|GIT_SEQUENCE_EDITOR|GIT_PAGER|GIT_EXTERNAL_DIFF|GIT_ASKPASS|GIT_PROXY_COMMAND|GIT_CONFIG_VALUE_[0-9]+|GIT_CONFIG_PARAMETERS|EDITOR|VISUAL|PAGER|MANPAGER|SYSTEMD_PAGER|SSH_ASKPASS|SUDO_ASKPASS|LESSOPEN|LESSCLOSE|BROWSER|RSYNC_RSH|CVS_RSH|FCEDIT)$/;
 /** Shell variables whose assignment bash evaluates as arithmetic. */
 export const ARITHMETIC_VARIABLES = new Set(['RANDOM', 'SRANDOM', 'OPTIND', 'HISTCMD', 'LINENO', 'SECONDS', 'BASH_ARGV0', 'COLUMNS', 'LINES', 'HISTSIZE', 'HISTFILESIZE', 'TMOUT']);
 const SHELL_VALUED = ['-o', '+o', '-O', '+O', '--rcfile', '--init-file'];
@@ -316,7 +323,8 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
   report.command(words.slice(from, to), via);
   if (first.text === null) return;
   if (hops >= MAX_HOPS) return tooManyHops(words, from, to, report);
-  const name = baseName(first.text);
+  // `/proc/self/exe` (and `/proc/PID/exe`) run by bash is bash itself.
+  const name = /^\/proc\/[^/]+\/exe$/.test(first.text) ? 'bash' : baseName(first.text);
   if (name === 'busybox' || name === 'toybox') return readFrom(words, from + 1, to, report, name, hops + 1);
   if (name === 'find') return readFind(words, from, to, report, hops);
   const interpreter = INTERPRETERS.find(([pattern]) => pattern.test(name));
@@ -325,7 +333,11 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
   if (shellWords) {
     for (let i = from + 1; i < to; i += 1) {
       const raw = words[i].text ?? words[i].raw.replace(/["']/g, '');
-      if (shellWords.test(raw) || (name === 'git' && words[i - 1]?.text === '-c' && shellWords.test(raw))) {
+      // A value in the next word: `tar -I PROG`, `tar -F SCRIPT`, `zip -TT CMD`, `zip --unzip-command CMD`, `make -E TEXT`, `make --eval TEXT`.
+      const before = words[i - 1]?.text ?? '';
+      const separate = (name === 'tar' && /^-[A-Za-z]*[IF]$/.test(before)) || (name === 'zip' && (before === '-TT' || before === '--unzip-command'))
+        || (name === 'make' && (before === '-E' || /^--ev[a-z]*$/.test(before)));
+      if (separate || shellWords.test(raw)) {
         report.refuse(i, i + 1, { context: 'evaluated', reason: `\`${name}\` hands this option's value to a shell` });
         if (words[i].text === null) report.sink(`\`${name}\` hands an option's value known only at run time to a shell`, words[i]);
       }
@@ -988,7 +1000,13 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
   const spec = NAME_OPTIONS[name];
   if (spec) {
     const start = skipOptions(words, from + 1, to, spec.valued, (option, value, index) => {
-      if (option !== spec.option || value === null) return;
+      if (option !== spec.option) return;
+      // `printf -v"$y"`, `wait -p<<secret:x>>`: a name (or a callback) known only at run time.
+      if (value === null || (typeof value !== 'string' && value.text === null) || words[index]?.text === null) {
+        report.refuse(index, index + 1, { context: option === '-C' ? 'evaluated' : 'variable-name', reason: `\`${name} ${option}\` takes this word as ${option === '-C' ? 'code' : 'a variable name'}` });
+        report.sink(`\`${name} ${option}\` gets a ${option === '-C' ? 'callback' : 'variable name'} known only at run time`, words[index] ?? at);
+        return;
+      }
       if (option === '-C') {
         codeValue(value, index, words, report, `${name} -C`, 'evaluated');
         report.sink(`\`${name} -C\` calls its callback with each line it reads as an argument (\`eval\`, \`declare\` or \`let\` would run it)`, at);
@@ -996,6 +1014,14 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
       else names(index, index + 1);
     });
     if (spec.names) names(start, to);
+    // A word known only at run time that begins as an option (`printf -v"$y"`, `wait -p<<secret:x>>`):
+    // it may be the name option with its value attached.
+    // (Options end at the first such word: only that one can be an option.)
+    const first = words[start];
+    if (start < to && first.text === null && new RegExp(`^-[A-Za-z]*${spec.option.slice(1)}`).test(first.raw)) {
+      report.refuse(start, start + 1, { context: spec.option === '-C' ? 'evaluated' : 'variable-name', reason: `\`${name}\` may take this word as \`${spec.option}\` with a ${spec.option === '-C' ? 'callback' : 'variable name'} attached` });
+      report.sink(`\`${name}\` gets \`${spec.option}\` with a value known only at run time`, first);
+    }
     return;
   }
   switch (name) {

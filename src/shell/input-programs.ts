@@ -50,6 +50,8 @@ const STDIN_RELATIVE_TAIL = /(?:^|\/)(?:stdin|fd\/[0-9]+|[0-9]+)$/;
  */
 export function isStdinPath(text: string): boolean {
   if (text === '-') return true;
+  // `..` after a link of /proc (`/proc/self/cwd/../../dev/stdin`): the kernel follows the link first.
+  if (/\/proc\/[^/]+\/(?:cwd|root|fd|task|exe)\b/.test(text) && /(?:^|\/)\.\.(?:\/|$)/.test(text)) return true;
   const absolute = text.startsWith('/');
   const parts: string[] = [];
   for (const part of text.split('/')) {
@@ -64,6 +66,8 @@ export function isStdinPath(text: string): boolean {
     for (let root = /^proc\/[^/]+\/root(?:\/|$)/.exec(path); root !== null; root = /^proc\/[^/]+\/root(?:\/|$)/.exec(path)) path = path.slice(root[0].length);
     // `/proc/self/cwd/...`: relative to a directory the text may have entered.
     const cwd = /^proc\/[^/]+\/cwd(?:\/|$)/.exec(path);
+    // A descriptor used as a directory (`/dev/fd/4/stdin` with `4</dev`): anything.
+    if (/^(?:dev\/fd|proc\/[^/]+\/fd)\/[0-9]+\/./.test(path)) return true;
     if (cwd === null) return STDIN_CANONICAL.test(`/${path}`);
     path = path.slice(cwd[0].length);
   }
@@ -105,7 +109,7 @@ const CONTAINERS = /^(?:docker|podman|nerdctl|kubectl|oc|lxc|incus|machinectl|to
 /** Wrappers without an option table: the command they run is the first word that names one. */
 /** The dynamic loader run as a program (`/lib64/ld-linux-x86-64.so.2 /bin/sh`): it runs the program it is given. */
 const LOADER = /^ld(?:-linux[^/]*|-musl[^/]*)?\.so(?:\.[0-9]+)*$/;
-const LOOSE_WRAPPERS = new Set(['perf', 'start-stop-daemon', 'uclampset', 'runcon', 'systemd-cat', 'setarch', 'linux32', 'linux64', 'i386', 'x86_64', 'uname26', 'choom', 'dbus-launch', 'ltrace', 'gosu', 'su-exec', 'setpriv', 'capsh', 'prlimit', 'systemd-run', 'firejail', 'bwrap', 'proot', 'valgrind', 'faketime', 'torsocks', 'torify',
+const LOOSE_WRAPPERS = new Set(['run0', 'cgexec', 'flatpak-spawn', 'tsocks', 'ifne', 'systemd-nspawn', 'ip', 'perf', 'start-stop-daemon', 'uclampset', 'runcon', 'systemd-cat', 'setarch', 'linux32', 'linux64', 'i386', 'x86_64', 'uname26', 'choom', 'dbus-launch', 'ltrace', 'gosu', 'su-exec', 'setpriv', 'capsh', 'prlimit', 'systemd-run', 'firejail', 'bwrap', 'proot', 'valgrind', 'faketime', 'torsocks', 'torify',
   'proxychains', 'proxychains4', 'dbus-run-session', 'xvfb-run', 'tini', 'dumb-init', 'catchsegv', 'numactl', 'cpulimit', 'chpst', 's6-setuidgid', 'sandbox-exec',
   'ssh-agent', 'nocache', 'eatmydata', 'trickle', 'rlwrap', 'caffeinate', 'systemd-inhibit', 'with-contenv', 'pv-run', 'doppler', 'op', 'aws-vault', 'direnv', 'nix-shell']);
 const KNOWN_COMMANDS = /^(?:env|nice|nohup|timeout|stdbuf|setsid|sudo|doas|su|runuser|chroot|unshare|nsenter|flock|xargs|exec|command|builtin|time|script|watch|ionice|chrt|taskset|find|parallel|eval|source|\.)$/;

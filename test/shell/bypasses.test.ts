@@ -552,6 +552,64 @@ describe('a fourth round: quoted reads in arithmetic, abbreviated long options, 
   });
 });
 
+describe('a fifth round: attached names known at run time, command-valued variables, tar/scp/sftp/zip/make/dpkg/apt options, /proc/self/exe, paths through /proc links and descriptor directories', () => {
+  test.each([
+    ['printf -v with the reference attached', 'printf -v<<secret:x>> x'],
+    ['printf -vx with the reference attached', 'printf -vx<<secret:x>> x'],
+    ['wait -np with the reference attached', 'sleep 0 & wait -np<<secret:x>>'],
+    ['printf -v"$y"', 'y=<<secret:x>>; printf -v"$y" x'],
+    ['printf -v"$1" in a function', 'f(){ printf -v"$1" x; }; f <<secret:x>>'],
+    ['GIT_SSH_COMMAND', 'GIT_SSH_COMMAND=<<secret:x>> git fetch'],
+    ['GIT_EDITOR exported', 'export GIT_EDITOR=<<secret:x>>; git commit'],
+    ['EDITOR through env', 'env EDITOR=<<secret:x>> git commit'],
+    ['VISUAL from a variable', 'x=<<secret:x>>; VISUAL=$x git commit'],
+    ['GIT_CONFIG_VALUE_0', 'GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.editor GIT_CONFIG_VALUE_0=<<secret:x>> git commit'],
+    ['tar -I separate', 'tar -I <<secret:x>> -cf a.tar f'],
+    ['tar --use-comp abbreviated', 'tar --use-comp=<<secret:x>> -cf a.tar f'],
+    ['tar -F', 'tar -F <<secret:x>> -cf a.tar f'],
+    ['scp -o ProxyCommand', 'scp -o ProxyCommand=<<secret:x>> x:/a b'],
+    ['sftp -oProxyCommand', 'sftp -oProxyCommand=<<secret:x>> x'],
+    ['zip -TT', 'zip -T -TT <<secret:x>> a.zip f'],
+    ['zip --unzip-command', 'zip --unzip-command <<secret:x>> -T a.zip f'],
+    ['make --eval', 'make --eval=<<secret:x>>'],
+    ['make -E', 'make -E <<secret:x>>'],
+    ['dpkg --pre-invoke', 'dpkg --pre-invoke=<<secret:x>> --configure -a'],
+    ['apt-get -o Pre-Invoke', 'apt-get -o APT::Update::Pre-Invoke::=<<secret:x>> update'],
+    ['/proc/self/exe -c', '/proc/self/exe -c <<secret:x>>'],
+    ['/proc/thread-self/exe on a here-string', '/proc/thread-self/exe <<< <<secret:x>>'],
+    ['/proc/self/cwd/../../dev/stdin', 'bash /proc/self/cwd/../../dev/stdin <<< <<secret:x>>'],
+    ['a descriptor as a directory', 'bash /dev/fd/4/stdin 4</dev <<< <<secret:x>>'],
+    ['ip netns exec', 'ip netns exec ns0 sh -c <<secret:x>>'],
+  ])('%s: refused', (_name, command) => {
+    expect(['value-evaluated', 'uncertain', 'evaluated', 'shell-script', 'arithmetic', 'variable-name', 'prompt']).toContain(refusedContext(command));
+  });
+
+  test('each runs the value in real bash once the reference is an ordinary quoted expansion (programs this machine has)', () => {
+    const tmp = makeTempDir('execgate-sink-');
+    let proved = 0;
+    try {
+      const marker = join(tmp.dir, 'ran');
+      writeFileSync(join(tmp.dir, 'f'), 'x');
+      for (const [script, value] of [
+        ['printf -v"$V0" x', `a[$(touch ${marker})]`],
+        ['/proc/self/exe -c "$V0"', `touch ${marker}`],
+        ['bash /proc/self/cwd/../../dev/stdin <<< "$V0"', `touch ${marker}`],
+        ['bash /dev/fd/4/stdin 4</dev <<< "$V0"', `touch ${marker}`],
+        ['tar -I "$V0" -cf a.tar f', `touch ${marker}; cat`],
+        ['make -f /dev/null --eval="$V0"', `$(shell touch ${marker})`],
+      ] as const) {
+        spawnSync('bash', ['--norc', '--noprofile', '-c', script], { cwd: tmp.dir, env: { V0: value, PATH: process.env.PATH, HOME: tmp.dir }, stdio: 'ignore', timeout: 10_000 });
+        expect({ script, ran: existsSync(marker) }).toEqual({ script, ran: true });
+        execFileSync('rm', ['-f', marker]);
+        proved += 1;
+      }
+    } finally {
+      tmp.cleanup();
+    }
+    expect(proved).toBe(6);
+  });
+});
+
 describe('reading is bounded', () => {
   test('6,000 nested $(( is a coded error, not a stack overflow', () => {
     expect(() => readShell(`echo ${'$(('.repeat(6000)}1${'))'.repeat(6000)}`)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_COMMAND_TOO_COMPLEX' }));
