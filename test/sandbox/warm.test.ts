@@ -307,15 +307,26 @@ describeSandboxed('warm sandboxes', () => {
     await gateway.exec({ command: 'true' });
     await untilWaiting(gateway);
     const before = gateway.warmSandboxes!.warm;
-    for (let i = 0; i < 5; i += 1) {
+    // A run still going after REFILL_AFTER_MS (200 ms, warm.ts) gets its next sandbox set up during
+    // it, by design: on a loaded machine even `echo $$` can take that long, so only runs well
+    // under it are held to "nothing before the result" (at least 5 of them).
+    let checked = 0;
+    let runs = 0;
+    for (; checked < 5 && runs < 40; runs += 1) {
+      const started = performance.now();
       const result = await gateway.exec({ command: 'echo $$' });
+      const took = performance.now() - started;
       expect(result.exitCode).toBe(0);
       expect(gateway.warmSandboxes!.waiting).toBe(0);
-      expect(sandboxes()).toEqual([]);
+      if (took < 150) {
+        expect(sandboxes()).toEqual([]);
+        checked += 1;
+      }
       await untilWaiting(gateway);
       expect(sandboxes().length).toBeGreaterThan(0);
     }
-    expect(gateway.warmSandboxes!.warm).toBe(before + 5);
+    expect(checked).toBe(5);
+    expect(gateway.warmSandboxes!.warm).toBe(before + runs);
   });
 
   test('close ends every waiting sandbox', async () => {
