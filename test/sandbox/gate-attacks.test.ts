@@ -11,7 +11,7 @@
  * a network namespace other than the gateway's shared one once the holder's pid names another
  * process.
  */
-import { execFile, spawn, spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -190,6 +190,32 @@ function descendantsWith(marker: string): number[] {
   });
 }
 
+// Makes PID (argv 1) a process in the network namespace HOST (argv 2): writes ns_last_pid and
+// forks at once, again and again, until a child gets it (the others exit); prints the pid of the
+// child that stays (a sleep). Gives up after 30 s, saying so on stderr.
+const SQUAT = `
+import os, sys, time
+pid, host = int(sys.argv[1]), sys.argv[2]
+def held():
+    try: return os.readlink('/proc/%d/ns/net' % pid) == host
+    except OSError: return False
+deadline = time.monotonic() + 30
+while not held():
+    if time.monotonic() > deadline: sys.exit('pid %d not taken in 30 s' % pid)
+    if os.path.exists('/proc/%d' % pid):
+        time.sleep(0.005)
+        continue
+    with open('/proc/sys/kernel/ns_last_pid', 'w') as f: f.write(str(pid - 1))
+    child = os.fork()
+    if child == 0:
+        if os.getpid() == pid: os.execv('/bin/sleep', ['sleep', '60'])
+        os._exit(0)
+    if child == pid:
+        print(child, flush=True)
+        break
+    os.waitpid(child, 0)
+`;
+
 describeSandboxed('the shared network namespace', () => {
   const root = process.getuid?.() === 0 && existsSync('/proc/sys/kernel/ns_last_pid');
 
@@ -219,19 +245,15 @@ describeSandboxed('the shared network namespace', () => {
       // which the kernel then skips (every squatter below would get another one).
       expect(await waitFor(() => !existsSync(`/proc/${pid}`), 10_000)).toBe(true);
       // The same pid, in the host's network: the next pid the kernel gives, as root can set it.
-      // Another process of this machine (a test file running beside this one) may take it between
-      // the write and the spawn: a process in the host's network holding it is the premise too,
-      // whoever started it; one that holds it elsewhere is waited out, then the pid is taken again.
+      // Another process of this machine (a test file running beside this one, a thread) may take
+      // it between the write and the fork, so a small program writes and forks back to back until
+      // its child has that pid (Node's spawn leaves milliseconds between them: on a loaded machine
+      // 400 tries were seen to lose every time). A process in the host's network holding it is the
+      // premise too, whoever started it; one that holds it elsewhere is waited out.
       const inHostNetwork = (): boolean => { try { return readlinkSync(`/proc/${pid}/ns/net`) === host; } catch { return false; } };
-      for (let tries = 0; tries < 400 && !inHostNetwork(); tries++) {
-        if (existsSync(`/proc/${pid}`)) {
-          await new Promise((resolve) => setTimeout(resolve, 5));
-          continue;
-        }
-        writeFileSync('/proc/sys/kernel/ns_last_pid', String(pid - 1));
-        const squatter = spawn('/bin/sleep', ['60'], { stdio: 'ignore' });
-        squatters.push(squatter.pid as number);
-      }
+      const squat = spawnSync('python3', ['-c', SQUAT, String(pid), host], { encoding: 'utf8', timeout: 60_000 });
+      for (const line of squat.stdout.split('\n')) if (/^\d+$/.test(line)) squatters.push(Number(line));
+      expect(squat.stderr).toBe('');
       expect(inHostNetwork()).toBe(true);
       for (const mode of ['sync', 'background'] as const) {
         let seen: string;
