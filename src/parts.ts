@@ -13,4 +13,4 @@ export type { LookupContext, RefKind, RefSource, RefToken, SourceAnswer } from '
 export { scanTokens, isValidRefId } from './refs/tokens';
 export { Redactor } from './redact';
 export { sanitizeEnv } from './env';
-export { stripAnsi } from './run/output/ansi';
+export { stripAnsi } from './redact/ansi';

@@ -15,8 +15,8 @@
  * stay few enough for a sparse bitmap. Shorter patterns than 7 bytes (values the caller chose to
  * register below the usual minimum) use the native Buffer#indexOf, one pass each.
  *
- * Patterns marked line-tolerant (the base64 spellings) also match with line breaks (`\n`, `\r\n`)
- * anywhere between their characters, as encoders that wrap their output write them (`base64`,
+ * Patterns marked line-tolerant (the base64 spellings) also match with line breaks (`\n`, `\r\n`,
+ * and `\r\r\n`, which a terminal makes of a `\r\n`) anywhere between their characters, as encoders that wrap their output write them (`base64`,
  * PEM, MIME, Python's encodebytes: any width, any offset). An occurrence of such a pattern,
  * breaks included, still spans 4*S + 3 bytes or more, so a sampled word starts inside it after at
  * most 4*S - 1 of its characters, and the 4 characters from there on (line breaks skipped) are one
@@ -26,7 +26,7 @@
  * position with breaks left out, read on to 4 characters. A hit is verified by walking back over
  * the characters before it and comparing forward, skipping breaks. No extra windows are
  * registered for large sets: listing every word a wrapped window can look like (LF at four
- * places, CRLF at three, a cut CRLF; nine words per window) tripled the windows in the bitmap
+ * places, CRLF at three, a cut CRLF, CR CR LF at three more places; twelve words per window) tripled the windows in the bitmap
  * every sample tests and cost figure 4 up to 19 % with 1,000 secrets (see bench/redact.js). For a
  * few secrets it is the other way round: the bitmap stays small whatever is in it, and the joined
  * reading of every sample that holds a break (most log lines put one in a sampled word every few
@@ -316,7 +316,7 @@ const CR = 0x0d;
 
 /**
  * Where `bytes` ends when it occurs at `start` as a wrapping encoder writes it, or -1: its
- * characters with an LF or a CRLF between some of them, and 4 characters or more between two
+ * characters with an LF, a CRLF or a CR CR LF between some of them, and 4 characters or more between two
  * breaks (the lines of a width of 4 or more; the first and the last may be shorter). That is
  * what the windows are guaranteed to find wherever the words fall, so the result never depends
  * on how a stream was cut into chunks.
@@ -326,6 +326,8 @@ export function endAcrossBreaks(buffer: Buffer, start: number, bytes: Buffer): n
   let line = -1;
   for (let index = 0; index < bytes.length; index++, at++) {
     if (index > 0 && (buffer[at] === LF || buffer[at] === CR)) {
+      // LF, CRLF, or CR CR LF (a CRLF on a terminal: onlcr)
+      if (buffer[at] === CR) at++;
       if (buffer[at] === CR) at++;
       if (buffer[at] !== LF || (line >= 0 && line < 4)) return -1;
       at++;

@@ -22,14 +22,14 @@ const MAX_STRIDE = 8;
 // ones (layers.ts), the long ones of 1,000 secrets (about 11,600 patterns) keep the longest
 // stride within 2^19.
 const WINDOW_BUDGET = 1 << 19;
-// Wrapped words (8 per line-tolerant window) registered instead of reading samples joined, at
+// Wrapped words (11 per line-tolerant window) registered instead of reading samples joined, at
 // most this many: one secret's base64 spellings need about 1,800 at the longest stride; measured
 // with bench/redact.js, registering them is faster up to a few dozen secrets.
 export const VARIANT_BUDGET = 1 << 15;
 
 /*
  * The words a window's first characters make with a line break among them (lines of 4 or more
- * characters hold at most one break in any 4 bytes): each shape lists what stands at the word's
+ * characters hold at most one break in any 4 bytes: LF, CRLF or CR CR LF): each shape lists what stands at the word's
  * 4 places, a character of the window (its index) or a break byte.
  */
 export const WRAPPED_SHAPES: ReadonlyArray<readonly number[]> = [
@@ -37,6 +37,9 @@ export const WRAPPED_SHAPES: ReadonlyArray<readonly number[]> = [
   [-CR, -LF, 0, 1], [0, -CR, -LF, 1], [0, 1, -CR, -LF],
   // a CRLF cut after its CR (the LF begins the next word: the first shape)
   [0, 1, 2, -CR],
+  // CR CR LF: a CRLF written on a terminal, which turns its LF into CRLF (onlcr); cut after
+  // either CR, the rest is one of the shapes above
+  [-CR, -CR, -LF, 0], [0, -CR, -CR, -LF], [0, 1, -CR, -CR],
 ];
 
 export function wrappedWord(pattern: Buffer, offset: number, shape: readonly number[]): number {

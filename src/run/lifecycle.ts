@@ -17,7 +17,7 @@
 import { registerLiveRun } from '../process/live-runs';
 import { isExecgateError, spawnFailed, type ExecgateError } from '../errors';
 import { startGated } from '../process/bwrap/gate';
-import { AnsiStripper } from './output/ansi';
+import { AnsiStripper } from '../redact/ansi';
 import type { SpawnPlan } from '../plan/prepare';
 import { directSpawner } from '../process/spawner/direct';
 import { ptySpawner } from '../process/spawner/pty';

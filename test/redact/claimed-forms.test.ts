@@ -25,7 +25,7 @@ function streamed(masker: Redactor, text: string | Buffer, size: number): { text
 }
 
 const run = (program: string, args: string[], input: string | Buffer): string => execFileSync(program, args, { input, encoding: 'utf8' });
-const joined = (text: string): string => text.replace(/\r?\n/g, '');
+const joined = (text: string): string => text.replace(/[\r\n]/g, '');
 
 /** The base64 characters that depend on the value's bits only, for the value at byte `offset` of the input. */
 function core(input: Buffer, offset: number, value = VALUE): string {
@@ -57,14 +57,14 @@ describe('Why 3: base64 as encoders wrap it', () => {
     expect(joined(streamed(redactor(), output, 5).text)).not.toContain(core(input, offset));
   });
 
-  test('every width from 4 to 128, LF and CRLF, every offset of a 3-byte group, standard and URL-safe, padded or not', () => {
+  test('every width from 4 to 128, LF, CRLF and CR CR LF (a CRLF on a terminal), every offset of a 3-byte group, standard and URL-safe, padded or not', () => {
     const masker = redactor();
     for (const prefix of ['', 'u', 'us', 'user:', '0'.repeat(45)]) {
       const input = Buffer.from(prefix + VALUE + '\n');
       for (const encode of [(bytes: Buffer) => bytes.toString('base64'), (bytes: Buffer) => bytes.toString('base64url'), (bytes: Buffer) => bytes.toString('base64').replace(/=+$/, '')]) {
         const encoded = encode(input);
         for (let width = 4; width <= 128; width++) {
-          for (const eol of ['\n', '\r\n']) {
+          for (const eol of ['\n', '\r\n', '\r\r\n']) {
             const wrapped = `data: ${encoded.replace(new RegExp(`.{${width}}`, 'g'), `$&${eol}`)}${eol}done${eol}`;
             const stable = encode(input).slice(Math.ceil((Buffer.byteLength(prefix) * 8) / 6), Math.floor(((Buffer.byteLength(prefix) + Buffer.byteLength(VALUE)) * 8) / 6));
             expect(joined(masker.redactString(wrapped).text)).not.toContain(stable);
@@ -120,6 +120,34 @@ describe('HTML and XML escapers that also spell characters outside ASCII', () =>
     const masker = redactor(WIDE);
     expect(masker.redactString(`<p>${output}</p>`).text).toBe('<p>[REDACTED:secret:v]</p>');
     expect(streamed(masker, `<p>${output}</p>`, 3).text).toBe('<p>[REDACTED:secret:v]</p>');
+  });
+});
+
+describe('DEL in JSON, and XML attributes as Python writes them', () => {
+  test('a value holding DEL (U+007F): Python\'s json.dumps and jq write \\u007f; JSON.stringify leaves it', () => {
+    const value = 'del\x7fcharSecret1';
+    const python = run('python3', ['-c', 'import json,sys; sys.stdout.write(json.dumps(sys.stdin.read()))'], value);
+    const jq = run('jq', ['-R', '.'], value).trim();
+    const jqAscii = run('jq', ['-a', '-R', '.'], value).trim();
+    expect(python).toContain('\\u007f');
+    expect(jq).toContain('\\u007f');
+    const upper = python.replace('\\u007f', '\\u007F');
+    for (const text of [python, jq, jqAscii, upper, JSON.stringify(value)]) {
+      expect(redactor(value).redactString(`{"k":${text}}`).text).toBe('{"k":"[REDACTED:secret:v]"}');
+      expect(streamed(redactor(value), `{"k":${text}}`, 2).text).toBe('{"k":"[REDACTED:secret:v]"}');
+    }
+  });
+
+  test.each([
+    ['ElementTree attribute (&#09; &#10; &#13;, &quot;)', 'import sys, xml.etree.ElementTree as ET\ne = ET.Element("t", k=sys.stdin.read()); sys.stdout.write(ET.tostring(e).decode())'],
+    ['saxutils.quoteattr (&#9;)', 'import sys; from xml.sax.saxutils import quoteattr; sys.stdout.write("<t k=" + quoteattr(sys.stdin.read()) + " />")'],
+  ])('%s', (_name, code) => {
+    for (const value of ['tab\tsecret-value-1', 'two\nlines & <tags> here', 'both "quotes" and \'these\'\tx', 'cr\rinside-this-value']) {
+      const output = run('python3', ['-c', code], value);
+      expect(output).toMatch(/&#0?(9|10|13);/);
+      const masked = redactor(value).redactString(output).text;
+      expect(masked).toMatch(/^<t k=["']\[REDACTED:secret:v\]["'] \/>$/);
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { createGateway, type Gateway } from '../../src/gateway';
-import { AnsiStripper, stripAnsi } from '../../src/run/output/ansi';
+import { AnsiStripper, stripAnsi } from '../../src/redact/ansi';
 import { findByCookie } from '../../src/process/terminate';
 import { baseEnv, isAlive, makeTempDir, UNSANDBOXED_POLICY, waitFor } from '../helpers/tmp';
 import fc from 'fast-check';
@@ -64,6 +64,42 @@ describe('pty mode', () => {
     const result = await gateway.exec({ command: 'printf "%s\\n" <<secret:pem>>', mode: 'pty' });
     for (const line of pem.split('\n')) expect(result.stdout).not.toContain(line);
     expect(result.stdout).toContain('[REDACTED:secret:pem]');
+  });
+
+  test('a multi-line value in an escaped form that keeps its line breaks (html.escape, shlex.quote) is masked after \\n becomes \\r\\n', async () => {
+    const cases: Array<[string, string]> = [
+      ['<line-one-secret>\nline-two&secret', 'import html,sys; print(html.escape(sys.argv[1]))'],
+      ["it's-line-one\nit's-line-two", 'import shlex,sys; print(shlex.quote(sys.argv[1]))'],
+    ];
+    for (const [value, program] of cases) {
+      gateway.refs.set('secret', 'lines', value);
+      const result = await gateway.exec({ command: `python3 -c '${program}' <<secret:lines>>`, mode: 'pty' });
+      expect(result.exitCode).toBe(0);
+      // Masked whole: shlex.quote's own outer quotes may stay around the marker.
+      expect(result.stdout).toMatch(/^'?\[REDACTED:secret:lines\]'?\r\n$/);
+    }
+  });
+
+  test('base64 that a program wraps with CRLF itself arrives as CR CR LF on a terminal, and is masked', async () => {
+    const result = await gateway.exec({ command: "printf %s <<secret:pty-token>> | base64 -w 12 | sed 's/$/\\r/'", mode: 'pty' });
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toContain('\r\r\n');
+    const encoded = Buffer.from(SECRET).toString('base64');
+    // At most one character at each end may be shared with what surrounds the value.
+    expect(result.stdout.replace(/[\r\n]/g, '')).not.toContain(encoded.slice(1, -2));
+    expect(result.stdout).toContain('[REDACTED:secret:pty-token]');
+  });
+
+  test('with ansi: strip, a value that holds escape sequences or carriage returns itself is masked as the stripper leaves it', async () => {
+    for (const value of ['esc-secret\x1bahidden-part-of-value', 'secret-part-one\x1b(Bsecret-part-two', 'cr-in-value\r\nsecond-line-of-it', 'csi-inside\x1b[0mthe-rest-of-it']) {
+      gateway.refs.set('secret', 'escaped', value);
+      for (const ansi of ['strip', 'keep'] as const) {
+        const result = await gateway.exec({ command: 'printf "%s\\n" <<secret:escaped>>', mode: 'pty', ansi });
+        expect(result.exitCode).toBe(0);
+        // Masked whole, or line by line (a value holding a line break), with nothing of it beside.
+        expect(result.stdout.replace(/\r/g, '')).toMatch(/^(\[REDACTED:secret:escaped\]\n)+$/);
+      }
+    }
   });
 
   test('timeouts kill the whole session, escaped children included', async () => {

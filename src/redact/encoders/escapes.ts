@@ -4,6 +4,7 @@
  * digits: .NET and some Go and Java code write `%2f`), JSON strings (the styles below, each with
  * its `\uXXXX` escapes in lower and in upper case), XML/HTML entities, and trivial quoting changes.
  */
+import { stripAnsi } from '../ansi';
 import { HTML4_NAMES } from './html4-entities';
 import type { EncodedForm } from './types';
 
@@ -55,9 +56,16 @@ const JSON_STYLES: ReadonlyArray<readonly [form: string, escaped: RegExp | null]
 export function getJsonForms(value: string): EncodedForm[] {
   const body = JSON.stringify(value).slice(1, -1);
   const forms: EncodedForm[] = [];
+  const spell = (char: string): string => `\\u${char.charCodeAt(char.length - 1).toString(16).padStart(4, '0')}`;
   for (const [form, escaped] of JSON_STYLES) {
-    const lower = escaped === null ? body : body.replace(escaped, (char) => `\\u${char.charCodeAt(char.length - 1).toString(16).padStart(4, '0')}`);
-    forms.push({ form, text: lower }, { form: `${form}-upper`, text: lower.replace(/\\u[0-9a-f]{4}/g, (escape) => `\\u${escape.slice(2).toUpperCase()}`) });
+    const lower = escaped === null ? body : body.replace(escaped, spell);
+    // DEL (U+007F) is ASCII, and JSON does not require escaping it: JSON.stringify, Go and
+    // Jackson leave it as is, Python's json.dumps (ensure_ascii) and jq (with or without -a)
+    // write `\u007f`. Each style in both ways, when the value holds one.
+    const spellings = value.includes('\x7f') ? [[form, lower], [`${form}-del`, lower.replace(/\x7f/g, spell)]] : [[form, lower]];
+    for (const [name, text] of spellings) {
+      forms.push({ form: name, text }, { form: `${name}-upper`, text: text.replace(/\\u[0-9a-f]{4}/g, (escape) => `\\u${escape.slice(2).toUpperCase()}`) });
+    }
   }
   return forms;
 }
@@ -106,6 +114,15 @@ const NUMERIC_STYLES: ReadonlyArray<readonly [form: string, spell: Spell]> = [
 const MARKUP = /[&<>"']/g;
 // Go's encoding/xml EscapeText also spells tab, newline and carriage return.
 const GO_XML: Record<string, string> = { ...named, '"': '&#34;', "'": '&#39;', '\t': '&#x9;', '\n': '&#xA;', '\r': '&#xD;' };
+/*
+ * XML attribute values as Python writes them: ElementTree spells `"` and tab, newline and carriage
+ * return (`&#09;`, `&#10;`, `&#13;`) and leaves `'`; saxutils.quoteattr spells the three in plain
+ * decimal (`&#9;`) and `"` only when the value holds both quotes (it picks the other quote
+ * otherwise). Made only for a value that holds one of them.
+ */
+const ETREE_ATTRIBUTE: Record<string, string> = { ...named, "'": "'", '\t': '&#09;', '\n': '&#10;', '\r': '&#13;' };
+const QUOTEATTR: Record<string, string> = { ...named, "'": "'", '\t': '&#9;', '\n': '&#10;', '\r': '&#13;' };
+const ATTRIBUTE_WHITESPACE = /[\t\n\r]/;
 
 /*
  * Escapers that also spell characters outside ASCII, each with its own quote style: Java's
@@ -151,6 +168,11 @@ export function getMarkupForms(value: string): EncodedForm[] {
   if (markup) {
     for (const [form, spell] of NUMERIC_STYLES) forms.push({ form, text: value.replace(MARKUP, (char) => spell(char.charCodeAt(0))) });
     forms.push({ form: 'xml-go', text: value.replace(/[&<>"'\t\n\r]/g, (char) => GO_XML[char]) });
+    if (ATTRIBUTE_WHITESPACE.test(value)) {
+      forms.push({ form: 'xml-etree-attribute', text: value.replace(/[&<>"'\t\n\r]/g, (char) => ETREE_ATTRIBUTE[char]) });
+      forms.push({ form: 'xml-quoteattr', text: value.replace(/[&<>'\t\n\r]/g, (char) => QUOTEATTR[char]) });
+      forms.push({ form: 'xml-quoteattr-both-quotes', text: value.replace(/[&<>"'\t\n\r]/g, (char) => QUOTEATTR[char]) });
+    }
   }
   if (wide) {
     for (const [form, quotes, spell] of WIDE_STYLES) forms.push({ form, text: spellWide(styled.get(quotes) as string, spell) });
@@ -172,7 +194,12 @@ export function getQuoteForms(value: string): EncodedForm[] {
   return forms;
 }
 
-/** A PTY turns each "\n" into "\r\n" (onlcr), so a multi-line value arrives spelled that way. */
+/**
+ * What a terminal makes of a value: a value holding escape sequences or carriage returns, printed
+ * on a PTY whose output is asked for without them (`ansi: 'strip'`), arrives as the stripper
+ * leaves it (ansi.ts: `ESC a` and `ESC ( B` gone, `\r\n` made `\n`), so that spelling is a form
+ * too. A PTY's own `\n` to `\r\n` (onlcr) is applied to every form in index.ts.
+ */
 export function getTerminalForms(value: string): EncodedForm[] {
-  return [{ form: 'pty-crlf', text: value.replace(/\n/g, '\r\n') }];
+  return /[\x1b\r]/.test(value) ? [{ form: 'ansi-stripped', text: stripAnsi(value) }] : [];
 }

@@ -20,7 +20,14 @@ export interface EncodedFormsOptions {
 export function getEncodedForms(value: string, options: EncodedFormsOptions): EncodedForm[] {
   if (value.length === 0) return [];
   const candidates: EncodedForm[] = [{ form: 'value', text: value }, ...getLineForms(value)];
-  if (options.encodings) candidates.push(...getTransformedForms(value));
+  if (options.encodings) {
+    candidates.push(...getTransformedForms(value));
+    // A PTY turns each "\n" into "\r\n" (onlcr), so every form holding a line break (the value,
+    // and escapers that leave it as is: HTML, shell quoting) arrives spelled that way there too.
+    for (const candidate of [...candidates]) {
+      if (/(?<!\r)\n/.test(candidate.text)) candidates.push({ ...candidate, form: `${candidate.form === 'value' ? 'pty' : candidate.form}-crlf`, text: candidate.text.replace(/\r?\n/g, '\r\n') });
+    }
+  }
   // One form per spelling; it wraps when any form with that spelling does.
   const kept = new Map<string, EncodedForm>();
   for (const candidate of candidates) {
