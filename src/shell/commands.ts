@@ -41,6 +41,7 @@
  * checked across files.
  */
 import { inputProgram, isStdinPath } from './input-programs';
+import { OPTION_HAZARDS, type OptionHazard } from './option-hazards';
 
 export interface Evaluation {
   readonly context: 'evaluated' | 'shell-script' | 'variable-name' | 'remote-command' | 'arithmetic' | 'uncertain';
@@ -227,26 +228,14 @@ const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
 /** Python modules run with `-m` that read statements from their input (consoles and debuggers). */
 const INTERACTIVE_MODULES = new Set(['code', 'asyncio', 'pdb', 'idlelib', 'idlelib.idle', 'IPython', 'ptpython', 'bpython']);
 /** Python modules run with `-m` that run a script they are given by path (`-m cProfile /dev/stdin`). */
-const SCRIPT_MODULES = new Set(['cProfile', 'profile', 'trace', 'runpy', 'pdb', 'timeit', 'tracemalloc']);
+const SCRIPT_MODULES = new Set(['cProfile', 'profile', 'trace', 'runpy', 'pdb', 'timeit', 'tracemalloc', 'pickle', 'doctest', 'unittest', 'pydoc']);
 /**
  * Options of programs that hand their value to a shell (`tar --to-command=`, socat's `SYSTEM:`,
  * `git -c alias.x=!...`): a reference in such a word is run as code.
  */
-const SHELL_OPTION_WORDS: ReadonlyMap<string, RegExp> = new Map([
-  ['tar', /^--(?:checkpoint-a[a-z-]*=exec|to-c[a-z-]*|use-c[a-z-]*|info-s[a-z-]*|new-v[a-z-]*|rsh-c[a-z-]*|rmt-c[a-z-]*)=|^-[A-Za-z]*[IF]./],
-  ['scp', /^(?:-o)?\s*(?:ProxyCommand|LocalCommand|KnownHostsCommand)/i],
-  ['sftp', /^(?:-o)?\s*(?:ProxyCommand|LocalCommand|KnownHostsCommand)/i],
-  ['zip', /^--unzip-command=/],
-  ['make', /^--ev[a-z]*=|^-E./],
-  ['dpkg', /^--(?:pre|post)-invoke=/],
-  ['apt-get', /Invoke|::Command|Pre-Install-Pkgs/i],
-  ['apt', /Invoke|::Command|Pre-Install-Pkgs/i],
-  ['socat', /(?:^|[,!])(?:SYSTEM|EXEC):/i],
-  ['git', /^(?:alias\.[^=]*=!|(?:core\.(?:sshCommand|pager|editor|fsmonitor|hooksPath|askPass)|sequence\.editor|credential\.helper|diff\.external|gpg\.program|ssh\.variant)=)/i],
-]);
 
 /** Shell variables whose value bash runs as code or expands as a prompt. */
-export const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT|GIT_SSH_COMMAND|GIT_SSH|GIT_EDITOR|GIT_SEQUENCE_EDITOR|GIT_PAGER|GIT_EXTERNAL_DIFF|GIT_ASKPASS|GIT_PROXY_COMMAND|GIT_CONFIG_VALUE_[0-9]+|GIT_CONFIG_PARAMETERS|EDITOR|VISUAL|PAGER|MANPAGER|SYSTEMD_PAGER|SSH_ASKPASS|SUDO_ASKPASS|LESSOPEN|LESSCLOSE|BROWSER|RSYNC_RSH|CVS_RSH|FCEDIT)$/;
+export const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT|GIT_SSH_COMMAND|GIT_SSH|GIT_EDITOR|GIT_SEQUENCE_EDITOR|GIT_PAGER|GIT_EXTERNAL_DIFF|GIT_ASKPASS|GIT_PROXY_COMMAND|GIT_CONFIG_VALUE_[0-9]+|GIT_CONFIG_PARAMETERS|[A-Z_]*EDITOR|VISUAL|[A-Z_]*PAGER|[A-Z_]*ASKPASS|LESSOPEN|LESSCLOSE|LESS|LESSKEYIN|BROWSER|RSYNC_RSH|CVS_RSH|FCEDIT|MAKEFLAGS|GNUMAKEFLAGS|MFLAGS|TAR_OPTIONS|ZIPOPT|MANOPT|NODE_OPTIONS|PERL5OPT|PERL5DB|RUBYOPT|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|[Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_.*|GIT_ALLOW_PROTOCOL)$/;
 /** Shell variables whose assignment bash evaluates as arithmetic. */
 export const ARITHMETIC_VARIABLES = new Set(['RANDOM', 'SRANDOM', 'OPTIND', 'HISTCMD', 'LINENO', 'SECONDS', 'BASH_ARGV0', 'COLUMNS', 'LINES', 'HISTSIZE', 'HISTFILESIZE', 'TMOUT']);
 const SHELL_VALUED = ['-o', '+o', '-O', '+O', '--rcfile', '--init-file'];
@@ -329,30 +318,107 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
   if (name === 'find') return readFind(words, from, to, report, hops);
   const interpreter = INTERPRETERS.find(([pattern]) => pattern.test(name));
   if (interpreter) return readInterpreter(words, from, to, report, name, interpreter[1]);
-  const shellWords = SHELL_OPTION_WORDS.get(name);
-  if (shellWords) {
-    for (let i = from + 1; i < to; i += 1) {
-      const raw = words[i].text ?? words[i].raw.replace(/["']/g, '');
-      // A value in the next word: `tar -I PROG`, `tar -F SCRIPT`, `zip -TT CMD`, `zip --unzip-command CMD`, `make -E TEXT`, `make --eval TEXT`.
-      const before = words[i - 1]?.text ?? '';
-      const separate = (name === 'tar' && /^-[A-Za-z]*[IF]$/.test(before)) || (name === 'zip' && (before === '-TT' || before === '--unzip-command'))
-        || (name === 'make' && (before === '-E' || /^--ev[a-z]*$/.test(before)));
-      if (separate || shellWords.test(raw)) {
-        report.refuse(i, i + 1, { context: 'evaluated', reason: `\`${name}\` hands this option's value to a shell` });
-        if (words[i].text === null) report.sink(`\`${name}\` hands an option's value known only at run time to a shell`, words[i]);
-      }
-    }
-  }
+  const hazard = OPTION_HAZARDS.get(name);
+  if (hazard) readOptionHazards(words, from, to, report, name, hazard);
   const program = inputProgram(words, from, to, name);
   if (program && 'command' in program) return readFrom(words, program.command, to, report, name, hops + 1);
   if (program && 'shellAt' in program) return readShellCommand(words, program.shellAt, to, report, `${name} --`);
   if (program && 'unsure' in program) return unsureFrom(words, program.unsure, to, report, name);
   if (program) report.input({ context: 'evaluated', reason: program.reason });
+  if (name === 'jobs') return readJobs(words, from, to, report, hops);
   const entry = TABLE.get(name);
   if (!entry) return;
   if (entry.kind === 'shell') return readShellCommand(words, from, to, report, name);
   if (entry.kind === 'builtin') return readBuiltin(words, from, to, report, name);
   return readWrapper(words, from, to, report, name, entry, hops);
+}
+
+/**
+ * The characters a word begins with that are known before it runs (quotes left out), up to its
+ * first expansion or reference: `--message=` of `--message=<<secret:x>>`, `` of `"$x"`.
+ */
+function staticPrefix(raw: string): string {
+  let prefix = '';
+  for (let i = 0; i < raw.length; i += 1) {
+    const c = raw[i];
+    if (c === '$' || c === '`' || (c === '<' && raw[i + 1] === '<')) break;
+    if (c === '"' || c === "'") continue;
+    if (c === '\\') i += 1;
+    prefix += raw[i] ?? '';
+  }
+  return prefix;
+}
+
+/**
+ * A program whose options run code (option-hazards.ts): a word that hands a value to a shell is
+ * refused (and read again when static); so is a word known only at run time where the program
+ * still reads options, and the rest of the command with it, unless it is the value of an option
+ * that takes data, since the value could be an option (`--to-command=...`, `-c...`).
+ */
+function readOptionHazards(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string, spec: OptionHazard): void {
+  const codeWord = (i: number, value: string | null): void => {
+    report.refuse(i, i + 1, { context: 'evaluated', reason: `\`${name}\` hands this word to a shell or runs it as a program` });
+    if (value === null) report.sink(`\`${name}\` hands a word known only at run time to a shell`, words[i]);
+    else report.code(value, words[i], 'script', name);
+  };
+  let options = true;
+  let operands = 0;
+  let dataAfter = false;
+  let valueNext: 'code' | 'data' | null = null;
+  for (let i = from + 1; i < to; i += 1) {
+    const word = words[i];
+    const text = word.text;
+    const raw = text ?? word.raw.replace(/["']/g, '');
+    const taking = valueNext;
+    valueNext = null;
+    if (spec.sink?.test(raw)) report.sink(`\`${name}\` takes a value from the environment or runs a URL as a command (\`${raw.slice(0, 40)}\`)`, word);
+    if (taking === 'code') {
+      codeWord(i, text);
+      continue;
+    }
+    if (spec.code.test(raw)) {
+      const equals = raw.indexOf('=');
+      codeWord(i, text === null ? null : equals >= 0 ? text.slice(equals + 1) : text);
+      continue;
+    }
+    if (taking === 'data') continue;
+    if (options && text === '--') {
+      options = false;
+      continue;
+    }
+    if (text === null) {
+      const prefix = staticPrefix(word.raw);
+      const dashed = prefix.startsWith('-') || (spec.plus === true && prefix.startsWith('+'));
+      // `--name=<<secret:x>>`: the value of one long option (not code: tested above); `-m<<secret:x>>`: of a data option.
+      const attachedData = dashed && ((prefix.startsWith('--') && prefix.includes('=')) || spec.dataNext?.test(prefix) === true);
+      if (options && !dataAfter && (prefix === '' || dashed) && !attachedData) {
+        const reason = `\`${name}\` may read this word, known only at run time, as one of its options, some of which run code`;
+        report.refuse(i, to, { context: 'uncertain', reason });
+        report.uncertain(reason, word);
+        return;
+      }
+      if (spec.operandsAreCode && !dashed) report.refuse(i, i + 1, { context: 'evaluated', reason: `\`${name}\` reads this operand as code (a \`${name}\` definition, target or address)` });
+      continue;
+    }
+    if (options && (text.startsWith('-') || (spec.plus === true && text.startsWith('+')))) {
+      if (spec.codeNext?.test(text)) valueNext = 'code';
+      else if (spec.dataNext?.test(text)) valueNext = 'data';
+      continue;
+    }
+    if (operands === 0 && spec.dataAfter?.test(text) === true) dataAfter = true;
+    operands += 1;
+    if (!spec.permute) options = false;
+  }
+}
+
+/** `jobs -x COMMAND ARGS` runs COMMAND (its jobspecs replaced by process group ids). */
+function readJobs(words: readonly CommandWord[], from: number, to: number, report: CommandReport, hops: number): void {
+  for (let i = from + 1; i < to; i += 1) {
+    const text = words[i].text;
+    if (text === null) return unsureFrom(words, i, to, report, 'jobs');
+    if (text === '--' || !text.startsWith('-')) return;
+    if (/^-[A-Za-z]*x/.test(text)) return readFrom(words, i + 1, to, report, 'jobs -x', hops + 1);
+  }
 }
 
 type OnOption = (option: string, value: CommandWord | string | null, at: number) => void;
@@ -491,8 +557,12 @@ function readInterpreter(words: readonly CommandWord[], from: number, to: number
   for (; i < to; i += 1) {
     const text = words[i].text;
     if (text === null) {
-      // An option known only at run time could be anything; `-` among them.
+      // An option known only at run time could be anything: `-` (the input is the program), or
+      // `-c...`, `--eval=...` (the word is): `python3 <<secret:x>>` with a value `-cimport os...`.
       report.input(evaluation);
+      const reason = `\`${name}\` may read this word, known only at run time, as an option that gives it a program`;
+      report.refuse(i, to, { context: 'uncertain', reason });
+      report.uncertain(reason, words[i]);
       return;
     }
     if (!text.startsWith('-') || text === '-') break;
@@ -1017,8 +1087,11 @@ function readBuiltin(words: readonly CommandWord[], from: number, to: number, re
     // A word known only at run time that begins as an option (`printf -v"$y"`, `wait -p<<secret:x>>`):
     // it may be the name option with its value attached.
     // (Options end at the first such word: only that one can be an option.)
+    // A word that begins with its value (`printf <<secret:x>> x`, `wait "$v"`) may be the option
+    // too: a value `-va[$(...)]`. (`$!`, the last background process, is a number.)
     const first = words[start];
-    if (start < to && first.text === null && new RegExp(`^-[A-Za-z]*${spec.option.slice(1)}`).test(first.raw)) {
+    const prefix = start < to ? staticPrefix(first.raw) : '';
+    if (start < to && first.text === null && ((prefix === '' && !/^"?\$!"?$/.test(first.raw)) || new RegExp(`^-[A-Za-z]*${spec.option.slice(1)}`).test(prefix))) {
       report.refuse(start, start + 1, { context: spec.option === '-C' ? 'evaluated' : 'variable-name', reason: `\`${name}\` may take this word as \`${spec.option}\` with a ${spec.option === '-C' ? 'callback' : 'variable name'} attached` });
       report.sink(`\`${name}\` gets \`${spec.option}\` with a value known only at run time`, first);
     }

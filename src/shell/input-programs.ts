@@ -29,6 +29,7 @@
  * `perl -pe 'system $_'`) is that program's own meaning and is not read (SECURITY.md).
  */
 import type { CommandWord } from './commands';
+import { OPTION_HAZARDS } from './option-hazards';
 
 /** `command`: the word that starts the command run; `shellAt`: a word that stands for bash, its arguments after it. */
 export type InputProgram = { readonly reason: string } | { readonly command: number } | { readonly shellAt: number } | { readonly unsure: number } | null;
@@ -289,7 +290,8 @@ export function inputProgram(words: readonly CommandWord[], from: number, to: nu
       const text = words[i].text;
       if (text === null) continue;
       const base = baseName(text);
-      if (SHELLS.test(base) || INTERPRETER_NAMES.test(base) || KNOWN_COMMANDS.test(base) || COMMAND_LANGUAGES.has(base) || AWKS.test(base) || SEDS.test(base)) named.push(i);
+      if (SHELLS.test(base) || INTERPRETER_NAMES.test(base) || KNOWN_COMMANDS.test(base) || COMMAND_LANGUAGES.has(base) || AWKS.test(base) || SEDS.test(base)
+        || OPTION_HAZARDS.has(base) || base === 'jobs' || CONTAINERS.test(base) || RUNTIMES.has(base)) named.push(i);
     }
     // Without an option table the reader cannot tell an option's value (`ssh-agent -a sh`,
     // `bwrap --chdir .`) from the command: only a first such word right after the wrapper's

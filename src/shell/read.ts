@@ -30,6 +30,7 @@ import { ExecgateError } from '../errors';
 // The reader knows a reference token only as a span (shell/types.ts); refs/ sits above shell/.
 import type { TokenSpan as RefToken } from './types';
 import { ARITHMETIC_VARIABLES, CODE_VARIABLES, readCommand, type CommandReport, type CommandWord, type Evaluation } from './commands';
+import { isStdinPath } from './input-programs';
 import type { Finding, Placement, RefusedContext, ShellAnalysis, SimpleCommand, VariableSet, Word } from './types';
 
 /** Frames open at once (quotes, substitutions, arithmetic, `${...}`) before the text is refused. */
@@ -739,7 +740,10 @@ class Lexer {
     const built: CommandWord = { text: value, start: this.origin(frame.wordBegin), end: this.origin(this.cursor), assignment: frame.assignment, raw: this.text.slice(frame.wordBegin, this.cursor) };
     if (frame.hereString && value === null) frame.cmd.runtimeInput = true;
     if (redirect && frame.inputFd !== null) {
-      if (value === null && /[<>]\(/.test(built.raw)) frame.cmd.runtimeInput = true;
+      // `< /dev/stdin`, `< /dev/fd/3`, `< /proc/self/fd/3`, `< /dev/std?n`, `< "$f"`: a path that
+      // is (or may be) a descriptor the command already has, so its input is still what feeds
+      // that descriptor (a pipe, a here-string): read like `<&N`, not like a file.
+      if (value === null || isStdinPath(value)) frame.cmd.runtimeInput = true;
       else if (frame.inputFd === 0) frame.cmd.stdinReplaced = true;
     }
     frame.inputFd = null;

@@ -200,7 +200,7 @@ secrets:
 `);
     for (const name of ['github-token', 'GITHUB_TOKEN', 'github.token', 'Github-Token', 'github/token']) {
       expect(decide(open, `printf %s <<secret:${name}>> | rev`)).toMatchObject({ allowed: false, rule: 'gh-only' });
-      expect(decide(open, `git push <<secret:${name}>>`).allowed).toBe(true);
+      expect(decide(open, `git push https://x:<<secret:${name}>>@github.com/o/r`).allowed).toBe(true);
     }
     expect(decide(open, 'echo <<secret:CI_DEPLOY>>')).toMatchObject({ allowed: false, rule: 'ci-only' });
     expect(decide(open, 'echo <<secret:other-token>>').allowed).toBe(true);

@@ -82,7 +82,7 @@ describe('Why 1: a restricted secret does not reach another program through the 
       ['HOME=. git status <<secret:tok>>', 'HOME'],
       ['XDG_CONFIG_HOME=. git status <<secret:tok>>', 'XDG_CONFIG_HOME'],
       ['LD_PRELOAD=./x.so git status <<secret:tok>>', 'LD_PRELOAD'],
-      ['GIT_SSH_COMMAND=./leak.sh git fetch <<secret:tok>>', 'GIT_SSH_COMMAND'],
+      ['GIT_SSH_COMMAND=./leak.sh git fetch https://x:<<secret:tok>>@h/r', 'GIT_SSH_COMMAND'],
     ]) {
       const decision = decideRequest(policy, { command: command!, mode: 'sync', cwd: tmp.dir }, scanTokens(command!));
       expect(decision).toMatchObject({ allowed: false, rule: 'tok-for-git' });
@@ -92,14 +92,14 @@ describe('Why 1: a restricted secret does not reach another program through the 
 
   test('what the secret is for still runs: git with the value, no assignment', async () => {
     const run = open({ PATH: '/usr/bin:/bin' });
-    const result = await run.exec({ command: 'git --version <<secret:tok>>' });
+    const result = await run.exec({ command: 'git version <<secret:tok>>' });
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toMatch(/^git version /);
   });
 
   test('an assignment that steers nothing is fine: LANG=C git', async () => {
     const run = open({ PATH: '/usr/bin:/bin' });
-    expect((await run.exec({ command: 'LANG=C git --version <<secret:tok>>' })).exitCode).toBe(0);
+    expect((await run.exec({ command: 'LANG=C git version <<secret:tok>>' })).exitCode).toBe(0);
   });
 });
 

@@ -610,6 +610,121 @@ describe('a fifth round: attached names known at run time, command-valued variab
   });
 });
 
+describe('a sixth round: input from a path that names a descriptor, values where options stand, jobs -x, git, make, option-valued variables, loose wrappers followed to any program the reader knows', () => {
+  const cases: Array<readonly [string, string]> = [
+    ['sh < /dev/stdin behind a pipe', 'printf %s <<secret:x>> | sh < /dev/stdin'],
+    ['a group reading /dev/stdin from a here-string', '{ sh < /dev/stdin; } <<< <<secret:x>>'],
+    ['a group reading /dev/fd/3', '{ sh < /dev/fd/3; } 3<<< <<secret:x>>'],
+    ['a group reading /proc/self/fd/3', '{ sh < /proc/self/fd/3; } 3<<< <<secret:x>>'],
+    ['a glob for /dev/stdin', '{ sh < /dev/std?n; } <<< <<secret:x>>'],
+    ['a process substitution on fd 3', '{ bash < /dev/fd/3; } 3< <(printf %s <<secret:x>>)'],
+    ['python3 given the value where an option stands', 'python3 <<secret:x>>'],
+    ['node given the value where an option stands', 'node <<secret:x>>'],
+    ['perl given the value where an option stands', 'perl <<secret:x>>'],
+    ['tar with the value among its operands', 'tar -cf /dev/null <<secret:x>> f'],
+    ['make with the value as an operand', 'make -f /dev/null <<secret:x>>'],
+    ['make with a definition', 'make -f /dev/null X:=<<secret:x>>'],
+    ['make with a recursive definition a recipe pastes', 'make deploy TOKEN=<<secret:x>>'],
+    ['scp with the value where an option stands', 'scp <<secret:x>> f x:/tmp/y'],
+    ['awk with the value as its first word', 'awk <<secret:x>> f'],
+    ['sed with the value as its first word', 'sed <<secret:x>> f'],
+    ['printf with the value as its first word', 'printf <<secret:x>> x'],
+    ['wait with the value as its first word', 'sleep 0 & wait <<secret:x>> $!'],
+    ['jobs -x', 'jobs -x sh -c <<secret:x>>'],
+    ['jobs -lx', 'jobs -lx sh -c <<secret:x>>'],
+    ['git ls-remote --upload-pack', 'git ls-remote --upload-pack=<<secret:x>> r'],
+    ['git clone -u', 'git clone -u <<secret:x>> r d'],
+    ['git archive --exec', 'git archive --remote=. --exec=<<secret:x>> HEAD'],
+    ['git rebase -x', 'git rebase -x <<secret:x>> HEAD~1'],
+    ['git grep -O attached', 'git grep -O<<secret:x>> a'],
+    ['git difftool -x', 'git difftool -y -x <<secret:x>> HEAD~1'],
+    ['git push --receive-pack', 'git push --receive-pack=<<secret:x>> . HEAD'],
+    ['git -c remote.X.uploadpack', 'git -c remote.origin.uploadpack=<<secret:x>> ls-remote origin'],
+    ['git -c pager.log', 'git -c pager.log=<<secret:x>> log'],
+    ['git -c with the setting known only at run time', 'git -c <<secret:x>> log'],
+    ['git --config-env', 'X=<<secret:x>> git --config-env=alias.zz=X zz'],
+    ['git ext:: URL', 'git -c protocol.ext.allow=always ls-remote ext::<<secret:x>>'],
+    ['git url.insteadOf with ext allowed', 'git -c protocol.ext.allow=always -c url.<<secret:x>>.insteadOf=zz ls-remote zz'],
+    ['git clone with the value where an option stands', 'git clone <<secret:x>> d'],
+    ['MAKEFLAGS', 'MAKEFLAGS=<<secret:x>> make -f /dev/null'],
+    ['GNUMAKEFLAGS', 'GNUMAKEFLAGS=<<secret:x>> make -f /dev/null'],
+    ['TAR_OPTIONS', 'TAR_OPTIONS=<<secret:x>> tar cf /dev/null /dev/null'],
+    ['NODE_OPTIONS', 'NODE_OPTIONS=<<secret:x>> node -e 1'],
+    ['PERL5OPT', 'PERL5OPT=<<secret:x>> perl -e 1'],
+    ['JAVA_TOOL_OPTIONS', 'export JAVA_TOOL_OPTIONS=<<secret:x>>; java -version'],
+    ['npm_config_call', 'npm_config_call=<<secret:x>> npm exec'],
+    ['NPM_CONFIG_SCRIPT_SHELL', 'NPM_CONFIG_SCRIPT_SHELL=<<secret:x>> npm run x'],
+    ['GH_PAGER', 'GH_PAGER=<<secret:x>> gh pr list'],
+    ['npx -c', 'npx -c <<secret:x>>'],
+    ['npm exec --call', 'npm exec --call=<<secret:x>>'],
+    ['split --filter', 'split --filter=<<secret:x>> f'],
+    ['rsync -e', 'rsync -e <<secret:x>> a h:b'],
+    ['sort --compress-program', 'sort --compress-program=<<secret:x>> f'],
+    ['less +!', 'less <<secret:x>> f'],
+    ['man -P', 'man -P <<secret:x>> ls'],
+    ['wget --use-askpass', 'wget --use-askpass=<<secret:x>> https://h/'],
+    ['setpriv git -c alias', 'setpriv git -c alias.zz=!<<secret:x>> zz'],
+    ['prlimit with an option, then make --eval', 'prlimit --nofile=100 make -f /dev/null --eval=<<secret:x>>'],
+    ['setpriv tar -I', 'setpriv tar -cf /dev/null -I <<secret:x>> f'],
+    ['valgrind -q make --eval', 'valgrind -q make -f /dev/null --eval=<<secret:x>>'],
+    ['setpriv make -f - on a pipe', 'printf %s <<secret:x>> | setpriv make -f -'],
+    ['python3 -m pickle on a pipe', 'printf %s <<secret:x>> | python3 -m pickle /dev/stdin'],
+    ['python3 -m doctest on a pipe', 'printf %s <<secret:x>> | python3 -m doctest /dev/stdin'],
+  ];
+  test.each(cases)('%s: refused', (_name, command) => {
+    expect(['value-evaluated', 'uncertain', 'evaluated', 'shell-script', 'arithmetic', 'variable-name', 'prompt']).toContain(refusedContext(command));
+  });
+
+  test.each([
+    ['git status with the value', 'git status <<secret:x>>', 'git status "${V0}"'],
+    ['git commit -m', 'git commit -m <<secret:x>>', 'git commit -m "${V0}"'],
+    ['git -c http.extraHeader', 'git -c http.extraHeader="Authorization: Bearer <<secret:x>>" clone https://h/r', 'git -c http.extraHeader="Authorization: Bearer ${V0}" clone https://h/r'],
+    ['a token inside a URL', 'git push https://x:<<secret:x>>@github.com/o/r HEAD', 'git push https://x:"${V0}"@github.com/o/r HEAD'],
+    ['zip -P', 'zip -P <<secret:x>> o.zip f', 'zip -P "${V0}" o.zip f'],
+    ['scp -o IdentityFile', 'scp -o IdentityFile=<<secret:x>> a h:b', 'scp -o IdentityFile="${V0}" a h:b'],
+    ['python3 with a script first', 'python3 s.py <<secret:x>>', 'python3 s.py "${V0}"'],
+    ['a variable for make through the environment', 'TOKEN=<<secret:x>> make deploy', 'TOKEN="${V0}" make deploy'],
+    ['printf with a format first', 'printf %s <<secret:x>>', 'printf %s "${V0}"'],
+    ['a file read by a shell', 'sh < script.sh; echo <<secret:x>>', 'sh < script.sh; echo "${V0}"'],
+  ])('%s: still substituted', (_name, command, expected) => {
+    expect(substitute(command)).toBe(expected);
+  });
+
+  test('each runs the value in real bash once the reference is an ordinary quoted expansion (programs this machine has)', () => {
+    const tmp = makeTempDir('execgate-sink-');
+    let proved = 0;
+    try {
+      const marker = join(tmp.dir, 'ran');
+      writeFileSync(join(tmp.dir, 'f'), 'x');
+      for (const [script, value] of [
+        ['printf %s "$V0" | sh < /dev/stdin', `touch ${marker}`],
+        ['{ sh < /dev/fd/3; } 3<<< "$V0"', `touch ${marker}`],
+        ['{ sh < /dev/std?n; } <<< "$V0"', `touch ${marker}`],
+        ['python3 "$V0"', `-cimport os; os.system("touch ${marker}")`],
+        ['perl "$V0"', `-esystem("touch ${marker}")`],
+        ['tar -cf /dev/null "$V0" f', `--use-compress-program=sh -c "touch ${marker}; cat"`],
+        ['make -f /dev/null "$V0"', `x:=$(shell touch ${marker})`],
+        ['MAKEFLAGS="$V0" make -f /dev/null', `--eval=x:=$(shell touch ${marker})`],
+        ['TAR_OPTIONS="$V0" tar cf /dev/null /dev/null', `--checkpoint=1 --checkpoint-action=exec=touch\\ ${marker}`],
+        ['PERL5OPT="$V0" perl -e 1', `-M5;system(q{touch}.chr(32).q{${marker}})`],
+        ['printf "$V0" x', `-va[$(touch ${marker})]`],
+        ['sleep 0 & wait "$V0" $!', `-pa[$(touch ${marker})]`],
+        ['jobs -x sh -c "$V0"', `touch ${marker}`],
+        ['split --filter="$V0" f', `touch ${marker}`],
+        ['git init -q r && git -c remote.o.url=r -c remote.o.uploadpack="$V0" ls-remote o', `touch ${marker}; false`],
+      ] as const) {
+        spawnSync('bash', ['--norc', '--noprofile', '-c', script], { cwd: tmp.dir, env: { V0: value, PATH: process.env.PATH, HOME: tmp.dir, SHELL: '/bin/sh' }, stdio: 'ignore', timeout: 20_000 });
+        expect({ script, ran: existsSync(marker) }).toEqual({ script, ran: true });
+        execFileSync('rm', ['-rf', marker, join(tmp.dir, 'r')]);
+        proved += 1;
+      }
+    } finally {
+      tmp.cleanup();
+    }
+    expect(proved).toBe(15);
+  });
+});
+
 describe('reading is bounded', () => {
   test('6,000 nested $(( is a coded error, not a stack overflow', () => {
     expect(() => readShell(`echo ${'$(('.repeat(6000)}1${'))'.repeat(6000)}`)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_COMMAND_TOO_COMPLEX' }));
