@@ -123,10 +123,12 @@ interface Interpreter {
   readonly rest?: readonly string[];
   /** `lua -i`, `python3 -i`: interactive after the program, reading the input as code. */
   readonly interactive?: readonly string[];
+  /** Options that end the option list (`python3 -c CODE ARGS`: ARGS are the program's). */
+  readonly ends?: readonly string[];
 }
 
 const INTERPRETERS: ReadonlyArray<readonly [RegExp, Interpreter]> = [
-  [/^(?:python|pypy|ipython|bpython|ptpython)[0-9.]*$/, { name: 'python', code: ['-c', '-m', '-h', '-?', '--help', '-V', '--version', '--help-env', '--help-xoptions', '--help-all'], valued: ['-W', '-X', '--check-hash-based-pycs'], interactive: ['-i'] }],
+  [/^(?:python|pypy|ipython|bpython|ptpython)[0-9.]*$/, { name: 'python', code: ['-c', '-m', '-h', '-?', '--help', '-V', '--version', '--help-env', '--help-xoptions', '--help-all'], valued: ['-W', '-X', '--check-hash-based-pycs'], interactive: ['-i'], ends: ['-c', '-m'] }],
   [/^(?:node|nodejs)$/, {
     name: 'node',
     code: ['-e', '--eval', '-p', '--print', '-pe', '--test', '-c', '--check', '-v', '--version', '-h', '--help', '--run', '--v8-options'],
@@ -577,14 +579,20 @@ function readInterpreter(words: readonly CommandWord[], from: number, to: number
       if (equals < 0 && spec.valued.includes(option)) i += 1;
       continue;
     }
+    let ended = false;
     for (let k = 1; k < text.length; k += 1) {
       const option = `-${text[k]}`;
       take(option, option === '-m' ? (k + 1 < text.length ? text.slice(k + 1) : (words[i + 1]?.text ?? null)) : undefined);
       if (spec.rest?.includes(option)) break;
       if (spec.code.includes(option) || spec.valued.includes(option)) {
         if (k + 1 >= text.length) i += 1;
+        ended = spec.ends?.includes(option) === true;
         break;
       }
+    }
+    if (ended) {
+      i += 1;
+      break;
     }
   }
   if (given && !interactive) return;

@@ -37,6 +37,15 @@ export interface OptionHazard {
   readonly dataAfter?: RegExp;
 }
 
+/**
+ * A long option as getopt_long (and git's parse-options, npm's nopt) take it: any prefix of two
+ * letters or more (`--upl=` is `--upload-pack=`). An abbreviation that fits another option too
+ * is refused by the program; matching it here only refuses more.
+ */
+function long(...names: string[]): string {
+  return `--(?:${names.map((name) => name.slice(0, 2) + [...name.slice(2)].map((c) => `(?:${c.replace(/[-.]/g, '\\$&')}`).join('') + ')?'.repeat(name.length - 2)).join('|')})`;
+}
+
 // git configuration whose value is a command: `alias.x=!...`, and every key git runs
 // (`core.sshCommand`, `core.pager`, `pager.log`, `credential.helper`, `diff.x.command`,
 // `filter.x.smudge`, `remote.origin.uploadpack`, `gpg.program`, `sendemail.smtpServer`, ...).
@@ -56,7 +65,7 @@ const SSH_COPY: OptionHazard = {
   dataNext: /^-[A-Za-z0-9]*[cFiJlPBRsX]$/,
   permute: false,
 };
-const NPM: OptionHazard = { code: /^--call=|^-c./, codeNext: /^-c$|^--call$/, dataNext: /^--(?:prefix|registry|cache|userconfig|workspace|package|otp|tag|scope|loglevel)$|^-[pw]$/, permute: true };
+const NPM: OptionHazard = { code: new RegExp(`^${long('call')}=|^-c.`), codeNext: new RegExp(`^-c$|^${long('call')}$`), dataNext: /^--(?:prefix|registry|cache|userconfig|workspace|package|otp|tag|scope|loglevel)$|^-[pw]$/, permute: true };
 // awk and sed run their program (the first operand, or `-e`/`-f`): a value given there is code
 // by the text's own choice, as with `python -c` (SECURITY.md, not read); a value that lands where
 // an option can stand (`awk <<secret:x>> f`, a value `--source=...`) is what is read here.
@@ -73,33 +82,33 @@ export const OPTION_HAZARDS: ReadonlyMap<string, OptionHazard> = new Map<string,
   }],
   ['make', MAKE], ['gmake', MAKE], ['bmake', MAKE],
   ['scp', SSH_COPY], ['sftp', SSH_COPY],
-  ['zip', { code: /^--unzip-command=|^-TT./, codeNext: /^-TT$|^--unzip-command$/, dataNext: /^-[A-Za-z]*[PbntOZ]$|^-tt$|^--(?:password|temp-path|suffixes|output-file|compression-method)$/, permute: true }],
-  ['dpkg', { code: /^--(?:pre|post)-invoke=/, codeNext: /^--(?:pre|post)-invoke$/, dataNext: /^--(?:root|admindir|instdir|log|status-fd)$/, permute: true }],
+  ['zip', { code: new RegExp(`^${long('unzip-command')}=|^-TT.`), codeNext: new RegExp(`^-TT$|^${long('unzip-command')}$`), dataNext: /^-[A-Za-z]*[PbntOZ]$|^-tt$|^--(?:password|temp-path|suffixes|output-file|compression-method)$/, permute: true }],
+  ['dpkg', { code: new RegExp(`^${long('pre-invoke', 'post-invoke')}=`), codeNext: new RegExp(`^${long('pre-invoke', 'post-invoke')}$`), dataNext: /^--(?:root|admindir|instdir|log|status-fd)$/, permute: true }],
   ['apt-get', { code: /Invoke|::Command|Pre-Install-Pkgs/i, dataNext: /^-[tc]$|^--(?:target-release|config-file)$/, permute: true }],
   ['apt', { code: /Invoke|::Command|Pre-Install-Pkgs/i, dataNext: /^-[tc]$|^--(?:target-release|config-file)$/, permute: true }],
   ['socat', { code: /(?:^|[,!])(?:SYSTEM|EXEC):/i, operandsAreCode: true, permute: false }],
   ['git', {
-    code: new RegExp(`^(?:${GIT_CONFIG_CODE})|^--(?:upload-pack|receive-pack|exec|extcmd|open-files-in-pager)=|^-[xO].|^ext::`, 'i'),
+    code: new RegExp(`^(?:${GIT_CONFIG_CODE})|^${long('upload-pack', 'receive-pack', 'exec', 'extcmd', 'open-files-in-pager')}=|^-[xO].|^ext::`, 'i'),
     // `-c KEY=VALUE` is read with its value (the code pattern): `-c http.extraHeader=...<<secret:x>>`
     // is data, `-c <<secret:x>>` (the key known only at run time) may be anything.
-    codeNext: /^(?:-u|-x|-O|--upload-pack|--receive-pack|--exec|--extcmd|--open-files-in-pager)$/,
+    codeNext: new RegExp(`^(?:-u|-x|-O|${long('upload-pack', 'receive-pack', 'exec', 'extcmd', 'open-files-in-pager')})$`),
     dataNext: /^(?:-m|--message|-F|--file|-b|-B|--branch|-C|--author|--date|-t|--template|--reference|--depth|--since|--until|-n|--max-count|--format|--pretty|--grep|-e|--origin|--shallow-since|--separate-git-dir|--git-dir|--work-tree|--namespace|--push-option|-o)$/,
     // `--config-env=KEY=VAR` takes KEY's value from the variable VAR, which the text may set to
     // a value; `protocol.*.allow` (`ext::` runs a command named in the URL) makes a URL code.
-    sink: /^--config-env(?:=|$)|^protocol\.(?:[^=]*\.)?allow=/i,
+    sink: new RegExp(`^${long('config-env')}(?:=|$)|^protocol\\.(?:[^=]*\\.)?allow=`, 'i'),
     // Subcommands none of whose options run a command or name a program: a value is data there.
     // Others (clone, fetch, pull, push, ls-remote, archive, rebase, grep, difftool, bisect,
     // submodule, filter-branch, send-email, merge -s, help -b, ...) read it as a possible option.
     dataAfter: /^(?:status|log|show|diff|add|commit|checkout|switch|branch|tag|rev-parse|rev-list|describe|blame|stash|reset|restore|rm|mv|shortlog|ls-files|ls-tree|cat-file|hash-object|notes|reflog|merge-base|name-rev|for-each-ref|show-ref|symbolic-ref|update-ref|version|var|check-ignore|check-attr|count-objects|whatchanged|range-diff|cherry|stripspace|interpret-trailers)$/,
     permute: true,
   }],
-  ['split', { code: /^--fi[a-z]*=/, codeNext: /^--fi[a-z]*$/, dataNext: /^-[A-Za-z]*[abCln]$|^-t$|^--(?:bytes|line-bytes|lines|number|additional-suffix|suffix-length|separator)$/, permute: true }],
+  ['split', { code: new RegExp(`^${long('filter')}=`), codeNext: new RegExp(`^${long('filter')}$`), dataNext: /^-[A-Za-z]*[abCln]$|^-t$|^--(?:bytes|line-bytes|lines|number|additional-suffix|suffix-length|separator)$/, permute: true }],
   ['npm', NPM], ['npx', NPM],
-  ['rsync', { code: /^--(?:rsh|rsync-path)=|^-[A-Za-z]*e./, codeNext: /^-[A-Za-z]*e$|^--(?:rsh|rsync-path)$/, dataNext: /^-[A-Za-z]*[fTBM]$|^--(?:password-file|exclude|include|exclude-from|include-from|files-from|filter|chmod|chown|log-file|temp-dir|partial-dir|backup-dir|suffix|bwlimit|port|timeout|contimeout|compare-dest|copy-dest|link-dest)$/, permute: true }],
-  ['sort', { code: /^--compress-prog[a-z-]*=/, codeNext: /^--compress-prog[a-z-]*$/, dataNext: /^-[A-Za-z]*[kotST]$|^--(?:key|output|field-separator|buffer-size|temporary-directory|files0-from|parallel)$/, permute: true }],
-  ['less', { code: /^\+.*!|^--(?:lesskey-src|lesskey-file)=/, codeNext: /^--lesskey(?:-src|-file)?$/, dataNext: /^-[A-Za-z]*[bhjkKoOpPTxyz#]$|^--(?:log-file|tag|pattern|prompt|tabs|window)$/, permute: true, plus: true }],
-  ['man', { code: /^--(?:pager|html)=|^-[PH]./, codeNext: /^-[PH]$|^--(?:pager|html)$/, dataNext: /^-[A-Za-z]*[CMSLmpeER]$|^--(?:config-file|manpath|sections|locale|systems|extension|encoding)$/, permute: true }],
-  ['wget', { code: /^--(?:use-askpass|execute)=|^-e./, codeNext: /^-e$|^--(?:use-askpass|execute)$/, dataNext: /^-[A-Za-z]*[OoaPUiBT]$|^--(?:header|user|password|http-user|http-password|ftp-user|ftp-password|proxy-user|proxy-password|post-data|body-data|user-agent|output-document|output-file|directory-prefix|input-file|base|referer|load-cookies|save-cookies|method|timeout)$/, permute: true }],
+  ['rsync', { code: new RegExp(`^${long('rsh', 'rsync-path')}=|^-[A-Za-z]*e.`), codeNext: new RegExp(`^-[A-Za-z]*e$|^${long('rsh', 'rsync-path')}$`), dataNext: /^-[A-Za-z]*[fTBM]$|^--(?:password-file|exclude|include|exclude-from|include-from|files-from|filter|chmod|chown|log-file|temp-dir|partial-dir|backup-dir|suffix|bwlimit|port|timeout|contimeout|compare-dest|copy-dest|link-dest)$/, permute: true }],
+  ['sort', { code: new RegExp(`^${long('compress-program')}=`), codeNext: new RegExp(`^${long('compress-program')}$`), dataNext: /^-[A-Za-z]*[kotST]$|^--(?:key|output|field-separator|buffer-size|temporary-directory|files0-from|parallel)$/, permute: true }],
+  ['less', { code: new RegExp(`^\\+.*!|^${long('lesskey-src', 'lesskey-file')}=`), codeNext: new RegExp(`^${long('lesskey-src', 'lesskey-file')}$`), dataNext: /^-[A-Za-z]*[bhjkKoOpPTxyz#]$|^--(?:log-file|tag|pattern|prompt|tabs|window)$/, permute: true, plus: true }],
+  ['man', { code: new RegExp(`^${long('pager', 'html')}=|^-[PH].`), codeNext: new RegExp(`^-[PH]$|^${long('pager', 'html')}$`), dataNext: /^-[A-Za-z]*[CMSLmpeER]$|^--(?:config-file|manpath|sections|locale|systems|extension|encoding)$/, permute: true }],
+  ['wget', { code: new RegExp(`^${long('use-askpass', 'execute')}=|^-e.`), codeNext: new RegExp(`^-e$|^${long('use-askpass', 'execute')}$`), dataNext: /^-[A-Za-z]*[OoaPUiBT]$|^--(?:header|user|password|http-user|http-password|ftp-user|ftp-password|proxy-user|proxy-password|post-data|body-data|user-agent|output-document|output-file|directory-prefix|input-file|base|referer|load-cookies|save-cookies|method|timeout)$/, permute: true }],
   ['awk', AWK], ['gawk', AWK], ['mawk', AWK], ['nawk', AWK],
   ['sed', SED], ['gsed', SED],
 ]);

@@ -646,6 +646,10 @@ describe('a sixth round: input from a path that names a descriptor, values where
     ['git ext:: URL', 'git -c protocol.ext.allow=always ls-remote ext::<<secret:x>>'],
     ['git url.insteadOf with ext allowed', 'git -c protocol.ext.allow=always -c url.<<secret:x>>.insteadOf=zz ls-remote zz'],
     ['git clone with the value where an option stands', 'git clone <<secret:x>> d'],
+    ['git --upload-pack abbreviated', 'git ls-remote --upl=<<secret:x>> r'],
+    ['git --upload-pack abbreviated, value apart', 'git ls-remote --upload <<secret:x>> r'],
+    ['sort --compress-program abbreviated', 'sort --co=<<secret:x>> f'],
+    ['python3 -c, then a value where perl would read an option: python stops at -c, node and perl do not', 'node -e 1 <<secret:x>>'],
     ['MAKEFLAGS', 'MAKEFLAGS=<<secret:x>> make -f /dev/null'],
     ['GNUMAKEFLAGS', 'GNUMAKEFLAGS=<<secret:x>> make -f /dev/null'],
     ['TAR_OPTIONS', 'TAR_OPTIONS=<<secret:x>> tar cf /dev/null /dev/null'],
@@ -685,6 +689,8 @@ describe('a sixth round: input from a path that names a descriptor, values where
     ['python3 with a script first', 'python3 s.py <<secret:x>>', 'python3 s.py "${V0}"'],
     ['a variable for make through the environment', 'TOKEN=<<secret:x>> make deploy', 'TOKEN="${V0}" make deploy'],
     ['printf with a format first', 'printf %s <<secret:x>>', 'printf %s "${V0}"'],
+    ['python3 -c CODE ARGS: the arguments are the program\'s', "python3 -c 'import sys' <<secret:x>>", 'python3 -c \'import sys\' "${V0}"'],
+    ['python3 -m MODULE ARGS', 'python3 -m json.tool <<secret:x>>', 'python3 -m json.tool "${V0}"'],
     ['a file read by a shell', 'sh < script.sh; echo <<secret:x>>', 'sh < script.sh; echo "${V0}"'],
   ])('%s: still substituted', (_name, command, expected) => {
     expect(substitute(command)).toBe(expected);
@@ -712,6 +718,8 @@ describe('a sixth round: input from a path that names a descriptor, values where
         ['jobs -x sh -c "$V0"', `touch ${marker}`],
         ['split --filter="$V0" f', `touch ${marker}`],
         ['git init -q r && git -c remote.o.url=r -c remote.o.uploadpack="$V0" ls-remote o', `touch ${marker}; false`],
+        ['git init -q r && git ls-remote --upl="$V0" r', `touch ${marker}; false`],
+        ['node -e 1 "$V0"', `--import=data:text/javascript,import("fs").then(f=>f.writeFileSync("${marker}",""))`],
       ] as const) {
         spawnSync('bash', ['--norc', '--noprofile', '-c', script], { cwd: tmp.dir, env: { V0: value, PATH: process.env.PATH, HOME: tmp.dir, SHELL: '/bin/sh' }, stdio: 'ignore', timeout: 20_000 });
         expect({ script, ran: existsSync(marker) }).toEqual({ script, ran: true });
@@ -721,7 +729,7 @@ describe('a sixth round: input from a path that names a descriptor, values where
     } finally {
       tmp.cleanup();
     }
-    expect(proved).toBe(15);
+    expect(proved).toBe(17);
   });
 });
 
