@@ -237,7 +237,7 @@ const SCRIPT_MODULES = new Set(['cProfile', 'profile', 'trace', 'runpy', 'pdb', 
  */
 
 /** Shell variables whose value bash runs as code or expands as a prompt. */
-export const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT|GIT_SSH_COMMAND|GIT_SSH|GIT_EDITOR|GIT_SEQUENCE_EDITOR|GIT_PAGER|GIT_EXTERNAL_DIFF|GIT_ASKPASS|GIT_PROXY_COMMAND|GIT_CONFIG_VALUE_[0-9]+|GIT_CONFIG_PARAMETERS|[A-Z_]*EDITOR|VISUAL|[A-Z_]*PAGER|[A-Z_]*ASKPASS|LESSOPEN|LESSCLOSE|LESS|LESSKEYIN|BROWSER|RSYNC_RSH|CVS_RSH|FCEDIT|MAKEFLAGS|GNUMAKEFLAGS|MFLAGS|TAR_OPTIONS|ZIPOPT|MANOPT|NODE_OPTIONS|PERL5OPT|PERL5DB|RUBYOPT|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|[Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_.*|GIT_ALLOW_PROTOCOL)$/;
+export const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT|GIT_SSH_COMMAND|GIT_SSH|GIT_EDITOR|GIT_SEQUENCE_EDITOR|GIT_PAGER|GIT_EXTERNAL_DIFF|GIT_ASKPASS|GIT_PROXY_COMMAND|GIT_CONFIG_VALUE_[0-9]+|GIT_CONFIG_PARAMETERS|[A-Z_]*EDITOR|VISUAL|[A-Z_]*PAGER|[A-Z_]*ASKPASS|LESSOPEN|LESSCLOSE|LESS|LESSKEYIN|BROWSER|RSYNC_RSH|CVS_RSH|FCEDIT|MAKEFLAGS|GNUMAKEFLAGS|MFLAGS|TAR_OPTIONS|ZIPOPT|MANOPT|NODE_OPTIONS|PERL5OPT|PERL5DB|RUBYOPT|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|[Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_.*|GIT_ALLOW_PROTOCOL|VIMINIT|GVIMINIT|EXINIT|ZIP|SHELL|CC|CXX|CPP|LD|AR|AS|MAKE|PKG_CONFIG)$/;
 /** Shell variables whose assignment bash evaluates as arithmetic. */
 export const ARITHMETIC_VARIABLES = new Set(['RANDOM', 'SRANDOM', 'OPTIND', 'HISTCMD', 'LINENO', 'SECONDS', 'BASH_ARGV0', 'COLUMNS', 'LINES', 'HISTSIZE', 'HISTFILESIZE', 'TMOUT']);
 const SHELL_VALUED = ['-o', '+o', '-O', '+O', '--rcfile', '--init-file'];
@@ -320,8 +320,12 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
   if (name === 'find') return readFind(words, from, to, report, hops);
   const interpreter = INTERPRETERS.find(([pattern]) => pattern.test(name));
   if (interpreter) return readInterpreter(words, from, to, report, name, interpreter[1]);
-  const hazard = OPTION_HAZARDS.get(name);
-  if (hazard) readOptionHazards(words, from, to, report, name, hazard);
+  // `/usr/lib/git-core/git-clone`: git with its subcommand.
+  const gitProgram = /^git-([a-z][a-z0-9-]*)$/.exec(name);
+  const hazard = OPTION_HAZARDS.get(gitProgram ? 'git' : name);
+  if (hazard) readOptionHazards(words, from, to, report, name, hazard, gitProgram?.[1]);
+  const started = startedCommand(words, from, to, name);
+  if (started !== null) return started < 0 ? unsureFrom(words, -started - 1, to, report, name) : readFrom(words, started, to, report, name, hops + 1);
   const program = inputProgram(words, from, to, name);
   if (program && 'command' in program) return readFrom(words, program.command, to, report, name, hops + 1);
   if (program && 'shellAt' in program) return readShellCommand(words, program.shellAt, to, report, `${name} --`);
@@ -353,63 +357,77 @@ function staticPrefix(raw: string): string {
 
 /**
  * A program whose options run code (option-hazards.ts): a word that hands a value to a shell is
- * refused (and read again when static); so is a word known only at run time where the program
- * still reads options, and the rest of the command with it, unless it is the value of an option
- * that takes data, since the value could be an option (`--to-command=...`, `-c...`).
+ * refused (and read again when static), a file of code named by a descriptor path is an input
+ * that program runs, and a word known only at run time that may be an option (its known start
+ * empty, or `-`, `+`, a brace or a pattern) refuses the rest of the command, unless it is the
+ * value of an option that takes data or follows a git subcommand none of whose options runs
+ * anything.
  */
-function readOptionHazards(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string, spec: OptionHazard): void {
+function readOptionHazards(words: readonly CommandWord[], from: number, to: number, report: CommandReport, name: string, spec: OptionHazard, subcommand?: string): void {
   const codeWord = (i: number, value: string | null): void => {
     report.refuse(i, i + 1, { context: 'evaluated', reason: `\`${name}\` hands this word to a shell or runs it as a program` });
     if (value === null) report.sink(`\`${name}\` hands a word known only at run time to a shell`, words[i]);
     else report.code(value, words[i], 'script', name);
   };
-  let options = true;
-  let operands = 0;
-  let dataAfter = false;
-  let valueNext: 'code' | 'data' | null = null;
+  const codeFile = (i: number, value: string | null): void => {
+    const word = words[i];
+    if (value === null || isProcessSubstitution(word)) report.sink(`\`${name}\` runs a file of code named at run time`, word);
+    else if (isStdinPath(value)) report.input({ context: 'evaluated', reason: `\`${name}\` runs this input as a file of code` });
+  };
+  const data = spec.data ?? [];
+  let operands = subcommand === undefined ? 0 : 1;
+  let dataAfter = subcommand !== undefined && spec.dataAfter?.test(subcommand) === true;
+  let taking: 'code' | 'data' | 'file' | null = null;
   for (let i = from + 1; i < to; i += 1) {
     const word = words[i];
     const text = word.text;
-    const raw = text ?? word.raw.replace(/["']/g, '');
-    const taking = valueNext;
-    valueNext = null;
-    if (spec.sink?.test(raw)) report.sink(`\`${name}\` takes a value from the environment or runs a URL as a command (\`${raw.slice(0, 40)}\`)`, word);
-    if (taking === 'code') {
+    // As the program gets it, as far as known: quotes and backslashes gone (`--to\-command=`).
+    const plain = (text ?? word.raw).replace(/["'\\]/g, '');
+    const took = taking;
+    taking = null;
+    if (spec.sink?.test(plain)) report.sink(`\`${name}\` takes a value from the environment or runs a URL as a command (\`${plain.slice(0, 40)}\`)`, word);
+    if (took === 'code') {
       codeWord(i, text);
       continue;
     }
-    if (spec.code.test(raw)) {
-      const equals = raw.indexOf('=');
-      codeWord(i, text === null ? null : equals >= 0 ? text.slice(equals + 1) : text);
+    if (took === 'file') {
+      codeFile(i, text);
       continue;
     }
-    if (taking === 'data') continue;
-    if (options && text === '--') {
-      options = false;
+    if (spec.code.test(plain)) {
+      const equals = plain.indexOf('=');
+      codeWord(i, text === null ? null : equals >= 0 ? text.slice(text.indexOf('=') + 1) : text);
       continue;
     }
+    const attachedFile = /^(--[^=]+)=(.*)$/.exec(plain);
+    if (attachedFile && spec.fileNext?.test(attachedFile[1])) {
+      codeFile(i, text === null ? null : text.slice(text.indexOf('=') + 1));
+      continue;
+    }
+    if (took === 'data') continue;
     if (text === null) {
       const prefix = staticPrefix(word.raw);
-      const dashed = prefix.startsWith('-') || (spec.plus === true && prefix.startsWith('+'));
-      // `--name=<<secret:x>>`: the value of one long option (not code: tested above); `-m<<secret:x>>`: of a data option.
-      const attachedData = dashed && ((prefix.startsWith('--') && prefix.includes('=')) || spec.dataNext?.test(prefix) === true);
-      if (options && !dataAfter && (prefix === '' || dashed) && !attachedData) {
+      // Known text that no option begins with, and no expansion can turn into one.
+      const plainStart = /^[A-Za-z0-9_./:%,=@]/.test(prefix);
+      // `-mVALUE`, `--message=VALUE`: the value of a data option, attached.
+      const attachedData = data.some((option) => (option.startsWith('--') ? prefix.startsWith(`${option}=`) : prefix.startsWith(option) && prefix.length > option.length - 1));
+      if (!dataAfter && !plainStart && !attachedData) {
         const reason = `\`${name}\` may read this word, known only at run time, as one of its options, some of which run code`;
         report.refuse(i, to, { context: 'uncertain', reason });
         report.uncertain(reason, word);
         return;
       }
-      if (spec.operandsAreCode && !dashed) report.refuse(i, i + 1, { context: 'evaluated', reason: `\`${name}\` reads this operand as code (a \`${name}\` definition, target or address)` });
+      if (spec.operandsAreCode && plainStart && !dataAfter) report.refuse(i, i + 1, { context: 'evaluated', reason: `\`${name}\` reads this operand as code (a \`${name}\` definition, target, address or command)` });
       continue;
     }
-    if (options && (text.startsWith('-') || (spec.plus === true && text.startsWith('+')))) {
-      if (spec.codeNext?.test(text)) valueNext = 'code';
-      else if (spec.dataNext?.test(text)) valueNext = 'data';
+    if (text.startsWith('-') || (spec.plus === true && text.startsWith('+'))) {
+      if (spec.codeNext?.test(text)) taking = 'code';
+      else if (spec.fileNext?.test(text)) taking = 'file';
+      else if (data.includes(text)) taking = 'data';
       continue;
     }
     if (operands === 0 && spec.dataAfter?.test(text) === true) dataAfter = true;
     operands += 1;
-    if (!spec.permute) options = false;
   }
 }
 
@@ -421,6 +439,47 @@ function readJobs(words: readonly CommandWord[], from: number, to: number, repor
     if (text === '--' || !text.startsWith('-')) return;
     if (/^-[A-Za-z]*x/.test(text)) return readFrom(words, i + 1, to, report, 'jobs -x', hops + 1);
   }
+}
+
+/**
+ * Programs that start a command of their own words: `npx CMD ...`, `npm exec -- CMD ...`,
+ * `cmake -E time|env|chdir ... CMD ...`. Where that command starts, null when it starts none,
+ * or -(index + 1) when a word known only at run time stands where it could start.
+ */
+function startedCommand(words: readonly CommandWord[], from: number, to: number, name: string): number | null {
+  const at = (i: number): string | null | undefined => (i < to ? words[i].text : undefined);
+  if (name === 'npx' || (name === 'npm' && /^(?:exec|x)$/.test(at(from + 1) ?? ''))) {
+    for (let i = from + (name === 'npm' ? 2 : 1); i < to; i += 1) {
+      const text = words[i].text;
+      if (text === null) return -(i + 1);
+      if (text === '--') return i + 1 < to ? i + 1 : null;
+      if (!text.startsWith('-')) return i;
+      // `--package X`, `-p X`: the package is the next word; its command then follows.
+      if (/^(?:-p|--package|-w|--workspace|--prefix|--registry|--cache|--userconfig)$/.test(text)) i += 1;
+    }
+    return null;
+  }
+  if (name === 'cmake' && at(from + 1) === '-E') {
+    const tool = at(from + 2);
+    if (tool === null) return -(from + 3);
+    if (tool === 'time') return from + 3 < to ? from + 3 : null;
+    if (tool === 'chdir') return from + 4 < to ? from + 4 : null;
+    if (tool === 'env') {
+      let i = from + 3;
+      for (; i < to; i += 1) {
+        const text = words[i].text;
+        if (text === null) return -(i + 1);
+        if (!/^(?:--unset=|--modify$|--$|[A-Za-z_][A-Za-z0-9_]*=)/.test(text)) break;
+        if (text === '--modify') i += 1;
+        if (text === '--') {
+          i += 1;
+          break;
+        }
+      }
+      return i < to ? i : null;
+    }
+  }
+  return null;
 }
 
 type OnOption = (option: string, value: CommandWord | string | null, at: number) => void;
@@ -750,6 +809,15 @@ function readWrapper(words: readonly CommandWord[], from: number, to: number, re
     if (!spec.code?.includes(option) || spec.form === 'env') continue;
     code = true;
     codeValue(value, at, words, report, `${name} ${option}`);
+  }
+  // `strace -o '|CMD'`, `-o '!CMD'`: the trace is piped to a command a shell runs.
+  if (name === 'strace' || name === 'ltrace') {
+    for (const { option, value, at } of parsed.options) {
+      if ((option !== '-o' && option !== '--output') || value === null) continue;
+      const text = typeof value === 'string' ? value : value.text;
+      if (text === null) codeValue(value, at, words, report, `${name} ${option}`);
+      else if (/^[|!]/.test(text)) codeValue(text.slice(1), at, words, report, `${name} ${option}`);
+    }
   }
   switch (spec.form) {
     case 'env':

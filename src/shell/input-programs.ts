@@ -79,7 +79,9 @@ const SHELLS = /^(?:sh|bash|rbash|dash|zsh|ksh|ksh93|mksh|pdksh|ash|hush|yash|po
 const INTERPRETER_NAMES = /^(?:(?:python|pypy|perl|ruby|php|lua|tclsh|wish)[0-9.]*|node|nodejs|luajit|jimsh|Rscript|R|julia|deno|bun|pwsh|powershell|irb|jshell)$/;
 
 /** Always read their input as commands with a shell escape. */
-const COMMAND_LANGUAGES = new Set(['ed', 'red', 'ex', 'vi', 'vim', 'nvim', 'view', 'vimdiff', 'gdb', 'lldb', 'expect', 'm4', 'gm4', 'dc', 'sqlite3', 'sqlite', 'psql', 'mysql', 'mariadb', 'R', 'jshell', 'irb', 'ghci', 'at', 'batch', 'crontab']);
+const COMMAND_LANGUAGES = new Set(['ed', 'red', 'ex', 'vi', 'vim', 'nvim', 'view', 'vimdiff', 'gdb', 'lldb', 'expect', 'm4', 'gm4', 'dc', 'sqlite3', 'sqlite', 'psql', 'mysql', 'mariadb', 'R', 'jshell', 'irb', 'ghci', 'at', 'batch', 'crontab',
+  // `!command` lines (sftp in batch mode `-b -` too)
+  'sftp', 'ftp', 'lftp', 'gnuplot', 'smbclient']);
 
 /** Run a program from their input unless a code option gives one. */
 const RUNTIMES: ReadonlyMap<string, readonly string[]> = new Map([
@@ -291,7 +293,7 @@ export function inputProgram(words: readonly CommandWord[], from: number, to: nu
       if (text === null) continue;
       const base = baseName(text);
       if (SHELLS.test(base) || INTERPRETER_NAMES.test(base) || KNOWN_COMMANDS.test(base) || COMMAND_LANGUAGES.has(base) || AWKS.test(base) || SEDS.test(base)
-        || OPTION_HAZARDS.has(base) || base === 'jobs' || CONTAINERS.test(base) || RUNTIMES.has(base)) named.push(i);
+        || OPTION_HAZARDS.has(base) || /^git-[a-z]/.test(base) || base === 'jobs' || CONTAINERS.test(base) || RUNTIMES.has(base)) named.push(i);
     }
     // Without an option table the reader cannot tell an option's value (`ssh-agent -a sh`,
     // `bwrap --chdir .`) from the command: only a first such word right after the wrapper's

@@ -261,7 +261,7 @@ while True:
     const result = await target.gateway.exec({
       command: [
         'git clone -q "https://x-access-token:<<secret:gh>>@allowed.test/repo.git" cloned 2>&1 && cat cloned/README',
-        `node -e 'fetch("https://allowed.test/q?access_token=" + process.argv[1]).then(async (r) => console.log(r.status, await r.text()))' <<secret:gh>>`,
+        `node -e 'fetch("https://allowed.test/q?access_token=" + process.argv[1]).then(async (r) => console.log(r.status, await r.text()))' -- <<secret:gh>>`,
       ].join('\n'),
       cwd: target.dir,
     });

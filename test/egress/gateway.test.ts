@@ -65,7 +65,7 @@ test('a bound secret on an unsandboxed run: refused before resolution, nothing r
 });
 
 test('a bound secret that could never reach its hosts: refused with the reason, before resolution', async () => {
-  const error = await refusal(gateway.exec({ command: 'npm publish --token <<secret:npm>>' }));
+  const error = await refusal(gateway.exec({ command: 'NPM_TOKEN=<<secret:npm>> npm publish' }));
   expect(error.code).toBe('EXECGATE_ERR_EGRESS_UNREACHABLE');
   expect(error.message).toContain('registry.npmjs.org');
   expect(error.message).toContain('allowlist');

@@ -83,7 +83,7 @@ const assignment = piece(['', 'LANG=C ', 'GH_TOKEN=x ', 'TZ=UTC ', 'LC_ALL=C '],
 ]);
 const wrapper = piece(['', 'env ', 'env X=1 ', 'nice ', 'nice -n 1 ', 'timeout 9 ', 'command ', 'env -u X '], ['env PATH=plant ', 'env HOME=$PWD/home ', "env -S'PATH=. X=1' ", 'env XDG_CONFIG_HOME=$PWD/xdg ']);
 const token = '<<secret:tok>>';
-const command = fc.constantFrom(`git st -m ${token}`, `GH_TOKEN=${token} git diff --no-index a b`, `git -c user.name=${token} st`, `git -c user.name=${token} diff --no-index a b`, `git version ${token}`, `git -c user.name=${token} log -1`);
+const command = fc.constantFrom(`git st msg=${token}`, `GH_TOKEN=${token} git diff --no-index a b`, `git -c user.name=${token} st`, `git -c user.name=${token} diff --no-index a b`, `git version ${token}`, `git -c user.name=${token} log -1`);
 const after = piece(['', '; git status', ' && git log -1'], ['; t1', ' | t1', ' && evil']);
 
 const text = fc
@@ -140,11 +140,11 @@ test('no text the policy allows runs a program other than git with the value in 
 test('the oracle sees each trick: run unchecked, the planted programs get the value', () => {
   // Without the policy's refusal, these texts hand the value to `planted` or `evil`.
   for (const [command, program] of [
-    [`PATH=.:$PATH git st -m ${token}`, 'planted'],
-    [`env PATH=plant git st -m ${token}`, 'planted'],
-    [`HOME=$PWD/home git st -m ${token}`, 'evil'],
+    [`PATH=.:$PATH git st msg=${token}`, 'planted'],
+    [`env PATH=plant git st msg=${token}`, 'planted'],
+    [`HOME=$PWD/home git st msg=${token}`, 'evil'],
     [`XDG_CONFIG_HOME=$PWD/xdg git -c user.name=${token} diff --no-index a b`, 'evil'],
-    [`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.st GIT_CONFIG_VALUE_0='!evil' git st -m ${token}`, 'evil'],
+    [`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.st GIT_CONFIG_VALUE_0='!evil' git st msg=${token}`, 'evil'],
     [`GIT_EXTERNAL_DIFF=evil GH_TOKEN=${token} git diff --no-index a b`, 'evil'],
   ] as const) {
     const tokens = scanTokens(command);

@@ -151,6 +151,27 @@ describe('DEL in JSON, and XML attributes as Python writes them', () => {
   });
 });
 
+describe('what a program gets: a lone surrogate, and characters newer than the C library', () => {
+  test('a value holding a lone surrogate reaches a program as U+FFFD: its JSON, character references and URL encoding are of that text', () => {
+    const value = 'ccYb\ud800ZX91 ZacaX0XbcY0Zc01b';
+    const received = Buffer.from(value, 'utf8').toString('utf8');
+    const python = run('python3', ['-c', 'import json,sys; sys.stdout.write(json.dumps(sys.stdin.read()))'], received);
+    const charref = run('python3', ['-c', 'import html,sys; sys.stdout.write(html.escape(sys.stdin.read()).encode("ascii","xmlcharrefreplace").decode())'], received);
+    expect(python).toContain('\\ufffd');
+    expect(charref).toContain('&#65533;');
+    for (const text of [python.slice(1, -1), charref, encodeURIComponent(received), received]) {
+      expect(redactor(value).redactString(`<${text}>`).text).toBe('<[REDACTED:secret:v]>');
+    }
+  });
+
+  test('printf %q in a UTF-8 locale, a character outside the BMP the C library may not know beside one it does (é)', () => {
+    for (const value of ['s3cret vé\u{1FAE8}lue!', 's3cret vé\u{1E4D0}lue!', 'plain\u{1F600}emoji-value']) {
+      const output = execFileSync('bash', ['--norc', '-c', 'printf %q "$V"'], { encoding: 'utf8', env: { PATH: process.env.PATH, V: value, LC_ALL: 'C.UTF-8' } });
+      expect(redactor(value).redactString(`[${output}]`).text).toBe('[[REDACTED:secret:v]]');
+    }
+  });
+});
+
 describe('spellings SECURITY.md does not claim pass through unmasked', () => {
   const value = 'plain-secret-value-42';
   const quoted = 'pa"ss\\word-secret-42';

@@ -90,6 +90,28 @@ describe('pty mode', () => {
     expect(result.stdout).toContain('[REDACTED:secret:pty-token]');
   });
 
+  test('a value holding CRLF arrives as CR CR LF on a terminal, and is masked', async () => {
+    for (const value of ['p@ss\r\nw0rd!', 'mixed\nline\r\nends-here']) {
+      gateway.refs.set('secret', 'crlf', value);
+      const result = await gateway.exec({ command: 'printf "%s\\n" <<secret:crlf>>', mode: 'pty' });
+      expect(result.exitCode).toBe(0);
+      expect(result.stdout).toBe('[REDACTED:secret:crlf]\r\n');
+    }
+  });
+
+  test('a value typed into a background PTY run is masked in its echo: control characters in caret notation, a carriage return echoed as CR LF', async () => {
+    for (const value of ['Pw9QWERTY\x01ZXCVBN\tmnbv', 'Pw9QWERTYzz\rZXCVBNmnbvcx', 'esc\x1bin-the-typed-value']) {
+      gateway.refs.set('secret', 'typed', value);
+      const started = await gateway.exec({ mode: 'background', pty: true, command: 'stty -icanon min 1; head -c 200 >/dev/null' });
+      await gateway.background.write(started.id, '<<secret:typed>>\n');
+      await gateway.background.kill(started.id);
+      await gateway.background.wait(started.id, 30_000);
+      const output = readFileSync(started.outputPath, 'utf8');
+      expect(output).toContain('[REDACTED:secret:typed]');
+      for (const part of value.split(/[\x00-\x1f]/)) if (part.length >= 4) expect(output).not.toContain(part);
+    }
+  });
+
   test('with ansi: strip, a value that holds escape sequences or carriage returns itself is masked as the stripper leaves it', async () => {
     for (const value of ['esc-secret\x1bahidden-part-of-value', 'secret-part-one\x1b(Bsecret-part-two', 'cr-in-value\r\nsecond-line-of-it', 'csi-inside\x1b[0mthe-rest-of-it']) {
       gateway.refs.set('secret', 'escaped', value);

@@ -733,6 +733,99 @@ describe('a sixth round: input from a path that names a descriptor, values where
   });
 });
 
+describe('a seventh round: clusters whose first letter takes the value, optional values, `--` as a value, abbreviations, backslashes and braces in option words, git aliases and settings, files of code on descriptor paths, programs that start a command, option-valued variables', () => {
+  const cases: Array<readonly [string, string]> = [
+    ['F15 0', '/usr/lib/git-core/git-clone -u <<secret:x>> r d'],
+    ['F16 1', 'EXINIT=<<secret:x>> vim -N -c q f'],
+    ['F16 2', 'VIMINIT=<<secret:x>> vim -N -c q f'],
+    ['F16 3', 'ZIP=<<secret:x>> zip -T a.zip f'],
+    ['F14 4', 'cmake -E env sh -c <<secret:x>>'],
+    ['F14 5', 'cmake -E time sh -c <<secret:x>>'],
+    ['F11 6', 'cmake -P /dev/fd/3 3<<< <<secret:x>>'],
+    ['F14 7', 'gcc -wrapper sh,-c,<<secret:x>> -c x.c'],
+    ['F17 8', 'gdb -batch <<secret:x>>'],
+    ['F12 9', 'git -C d fetch -t <<secret:x>> origin'],
+    ['F7 10', 'git -C r -c alias.f=<<secret:x>> f'],
+    ['F6 11', 'git -C r -c alias.st=\\!<<secret:x>> st'],
+    ['F6 12', 'git -C r -c core.ssh\\Command=<<secret:x>> fetch -q ssh://h/x'],
+    ['F18 13', 'git -C r -c imap.folder=x -c imap.tunnel=<<secret:x>> imap-send < m'],
+    ['F3 14', 'git clone --reference-if-able -- <<secret:x>> r d'],
+    ['F5 15', 'git clone --upload-pac=<<secret:x>> r d'],
+    ['F12 16', 'git clone -n <<secret:x>> r d'],
+    ['F19 17', 'git clone {--upload-pack=,--config=x.y=}<<secret:x>> r d'],
+    ['F11 18', 'less --lesskey-src=/dev/fd/3 f 3<<< <<secret:x>>'],
+    ['F12 19', 'less -K <<secret:x>> f'],
+    ['F1 20', 'make -Cf <<secret:x>>'],
+    ['F2 21', 'make -j <<secret:x>>'],
+    ['F2 22', 'make -l <<secret:x>>'],
+    ['F11 23', 'ninja -f /dev/fd/3 3<<< <<secret:x>>'],
+    ['F10 24', 'ninja -f /dev/stdin <<< <<secret:x>>'],
+    ['F12 25', 'npm -p <<secret:x>> exec'],
+    ['F14 26', 'npm exec -- sh -c <<secret:x>>'],
+    ['F14 27', 'npx -- sh -c <<secret:x>>'],
+    ['F12 28', 'scp -B <<secret:x>> h:f .'],
+    ['F1 29', 'scp -ic <<secret:x>> h:f .'],
+    ['F4 30', 'scp -o User=x <<secret:x>> h:f .'],
+    ['F9 31', 'sftp -D /usr/lib/openssh/sftp-server -b - <<< <<secret:x>>'],
+    ['F9 32', 'sftp -D /usr/lib/openssh/sftp-server <<< <<secret:x>>'],
+    ['F4 33', 'sftp -o User=x <<secret:x>> h'],
+    ['F5 34', 'split --f=<<secret:x>> big'],
+    ['F8 35', 'strace -o "|<<secret:x>>" true'],
+    ['F5 36', 'tar --checkpoint-=exec=<<secret:x>> --checkpoint=1 -cf b.tar src'],
+    ['F5 37', 'tar --use=<<secret:x>> -cf a.tar src'],
+    ['F3 38', 'tar -xf a.tar --suffix -- <<secret:x>>'],
+    ['F6 39', 'tar -xf a.tar --to\\-command=<<secret:x>>'],
+    ['F1 40', 'tar -xf a.tar -Cf <<secret:x>>'],
+    ['F19 41', 'tar -xf a.tar {--to-command=,--exclude=}<<secret:x>>'],
+    ['F11 42', 'tmux -L adv7s -f /dev/fd/3 new-session -d sleep 1 3<<< <<secret:x>>'],
+    ['F17 43', 'vim -N <<secret:x>> -c q f'],
+    ['F5 44', 'zip -T --unzip=<<secret:x>> a.zip f'],
+  ];
+  test.each(cases)('%s: refused', (_name, command) => {
+    expect(['value-evaluated', 'uncertain', 'evaluated', 'shell-script', 'arithmetic', 'variable-name', 'prompt']).toContain(refusedContext(command));
+  });
+
+  test.each([
+    ['a git subcommand none of whose options runs anything', 'git -C r log --format=%s <<secret:x>>', 'git -C r log --format=%s "${V0}"'],
+    ['node -e CODE -- ARGS', "node -e 'console.log(1)' -- <<secret:x>>", 'node -e \'console.log(1)\' -- "${V0}"'],
+    ['tar with a data option spelled exactly', 'tar -cf out.tar --exclude=<<secret:x>> dir', 'tar -cf out.tar --exclude="${V0}" dir'],
+    ['a value after known text', 'scp f user@host:/srv/<<secret:x>>', 'scp f user@host:/srv/"${V0}"'],
+  ])('%s: still substituted', (_name, command, expected) => {
+    expect(substitute(command)).toBe(expected);
+  });
+
+  test('each runs the value in real bash once the reference is an ordinary quoted expansion (programs this machine has)', () => {
+    const tmp = makeTempDir('execgate-sink-');
+    let proved = 0;
+    const has = (program: string): boolean => spawnSync('sh', ['-c', `command -v ${program}`], { stdio: 'ignore' }).status === 0;
+    try {
+      const marker = join(tmp.dir, 'ran');
+      writeFileSync(join(tmp.dir, 'f'), 'x');
+      execFileSync('tar', ['-cf', join(tmp.dir, 'a.tar'), '-C', tmp.dir, 'f']);
+      for (const [program, script, value] of [
+        ['tar', 'mkdir -p dd && tar -xf a.tar -Cdd "$V0"', `--to-command=touch ${marker}`],
+        ['make', 'make -f /dev/null -j "$V0"', `--eval=x:=$(shell touch ${marker})`],
+        ['tar', 'tar -xf a.tar --suffix -- "$V0"', `--to-command=touch ${marker}`],
+        ['tar', 'tar -xf a.tar {--to-command=,--exclude=}"$V0"', `touch ${marker}`],
+        ['git', 'git init -q r && git -C r -c alias.f="$V0" f', `!touch ${marker}`],
+        ['git', 'git init -q r && git clone -q --upload-pac="$V0" r d', `touch ${marker}; false`],
+        ['strace', 'strace -o "|$V0" true', `touch ${marker}`],
+        ['gcc', 'echo "int main(){return 0;}" > x.c && gcc -wrapper sh,-c,"$V0" -c x.c', `touch ${marker}`],
+      ] as const) {
+        if (!has(program)) continue;
+        spawnSync('bash', ['--norc', '--noprofile', '-c', script], { cwd: tmp.dir, env: { V0: value, PATH: process.env.PATH, HOME: tmp.dir, SHELL: '/bin/sh' }, stdio: 'ignore', timeout: 20_000 });
+        expect({ script, ran: existsSync(marker) }).toEqual({ script, ran: true });
+        execFileSync('rm', ['-rf', marker, join(tmp.dir, 'r'), join(tmp.dir, 'd')]);
+        proved += 1;
+      }
+    } finally {
+      tmp.cleanup();
+    }
+    // tar, make, git and gcc are on every machine the suite runs on (.ci/run installs them).
+    expect(proved).toBeGreaterThanOrEqual(7);
+  });
+});
+
 describe('reading is bounded', () => {
   test('6,000 nested $(( is a coded error, not a stack overflow', () => {
     expect(() => readShell(`echo ${'$(('.repeat(6000)}1${'))'.repeat(6000)}`)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_COMMAND_TOO_COMPLEX' }));

@@ -201,5 +201,18 @@ export function getQuoteForms(value: string): EncodedForm[] {
  * too. A PTY's own `\n` to `\r\n` (onlcr) is applied to every form in index.ts.
  */
 export function getTerminalForms(value: string): EncodedForm[] {
-  return /[\x1b\r]/.test(value) ? [{ form: 'ansi-stripped', text: stripAnsi(value) }] : [];
+  const forms: EncodedForm[] = [];
+  if (/[\x1b\r]/.test(value)) forms.push({ form: 'ansi-stripped', text: stripAnsi(value) });
+  // A value written to a PTY run's input comes back as the terminal echoes it: control
+  // characters in caret notation (echoctl: `^A`, `^[`, `^?`), a carriage return read as a line
+  // end (icrnl) and every line end echoed as "\r\n".
+  if (/[\x00-\x08\x0b-\x1f\x7f\r]/.test(value)) {
+    const echoed = value.replace(/[\x00-\x08\x0a-\x1f\x7f]/g, (char) => {
+      const code = char.charCodeAt(0);
+      if (char === '\n' || char === '\r') return '\r\n';
+      return code === 0x7f ? '^?' : `^${String.fromCharCode(code + 64)}`;
+    });
+    forms.push({ form: 'pty-echo', text: echoed });
+  }
+  return forms;
 }

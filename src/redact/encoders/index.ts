@@ -20,12 +20,17 @@ export interface EncodedFormsOptions {
 export function getEncodedForms(value: string, options: EncodedFormsOptions): EncodedForm[] {
   if (value.length === 0) return [];
   const candidates: EncodedForm[] = [{ form: 'value', text: value }, ...getLineForms(value)];
+  // What a program gets: a lone surrogate reaches its environment as U+FFFD (the UTF-8 text), so
+  // the forms it writes are of that text.
+  const received = Buffer.from(value, 'utf8').toString('utf8');
+  if (received !== value) candidates.push({ form: 'value-utf8', text: received });
   if (options.encodings) {
-    candidates.push(...getTransformedForms(value));
-    // A PTY turns each "\n" into "\r\n" (onlcr), so every form holding a line break (the value,
-    // and escapers that leave it as is: HTML, shell quoting) arrives spelled that way there too.
+    candidates.push(...getTransformedForms(received));
+    // A PTY turns each "\n" into "\r\n" (onlcr; a "\r\n" becomes "\r\r\n"), so every form
+    // holding a line break (the value, and escapers that leave it as is: HTML, shell quoting)
+    // arrives spelled that way there too.
     for (const candidate of [...candidates]) {
-      if (/(?<!\r)\n/.test(candidate.text)) candidates.push({ ...candidate, form: `${candidate.form === 'value' ? 'pty' : candidate.form}-crlf`, text: candidate.text.replace(/\r?\n/g, '\r\n') });
+      if (candidate.text.includes('\n')) candidates.push({ ...candidate, form: `${candidate.form === 'value' ? 'pty' : candidate.form}-crlf`, text: candidate.text.replace(/\n/g, '\r\n') });
     }
   }
   // One form per spelling; it wraps when any form with that spelling does.

@@ -35,6 +35,9 @@ export function getShellForms(value: string): EncodedForm[] {
   return [
     { form: 'shell-printf-q', text: quoteLikePrintf(value, false) },
     { form: 'shell-printf-q-utf8', text: quoteLikePrintf(value, true) },
+    // A C library whose Unicode tables are older than V8's finds recent characters unprintable;
+    // most such are outside the BMP (Unicode 15's U+1FAE8, U+1E4D0): written as octal there.
+    ...(/[\u{10000}-\u{10ffff}]/u.test(value) ? [{ form: 'shell-printf-q-utf8-bmp', text: quoteLikePrintf(value, true, false) }] : []),
     { form: 'shell-single-quote', text: value.replace(/'/g, "'\\''") },
     { form: 'shell-single-quote-py', text: value.replace(/'/g, `'"'"'`) },
     { form: 'shell-double-quote', text: value.replace(/[\\"$`]/g, '\\$&') },
@@ -42,10 +45,11 @@ export function getShellForms(value: string): EncodedForm[] {
 }
 
 /** The exact output of bash's `printf %q "$value"` in the C locale, or in a UTF-8 locale. */
-export function quoteLikePrintf(value: string, utf8Locale: boolean): string {
+export function quoteLikePrintf(value: string, utf8Locale: boolean, astralPrintable = true): string {
   if (value === '') return "''";
   const chars = splitCharacters(value, utf8Locale);
-  if (chars.some((char) => !isPrintable(char, utf8Locale))) return quoteAnsiC(chars, utf8Locale);
+  const printable = (char: string): boolean => isPrintable(char, utf8Locale) && (astralPrintable || (char.codePointAt(0) ?? 0) <= 0xffff);
+  if (chars.some((char) => !printable(char))) return quoteAnsiC(chars, utf8Locale, printable);
   return quoteBackslash(chars);
 }
 
@@ -75,13 +79,13 @@ function quoteBackslash(chars: readonly string[]): string {
   return result;
 }
 
-function quoteAnsiC(chars: readonly string[], utf8Locale: boolean): string {
+function quoteAnsiC(chars: readonly string[], utf8Locale: boolean, printable: (char: string) => boolean): string {
   let result = "$'";
   for (const char of chars) {
     const code = char.codePointAt(0) ?? 0;
     const named = ANSI_C_NAMED[code];
     if (named !== undefined) result += `\\${named}`;
-    else if (isPrintable(char, utf8Locale)) result += char;
+    else if (printable(char)) result += char;
     else result += toOctalEscapes(char, utf8Locale);
   }
   return `${result}'`;
