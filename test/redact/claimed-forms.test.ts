@@ -172,6 +172,27 @@ describe('what a program gets: a lone surrogate, and characters newer than the C
   });
 });
 
+describe('XML attributes in an ASCII encoding, and derived forms measured in bytes', () => {
+  test.each([
+    ['ElementTree attribute, us-ascii', 'import sys, xml.etree.ElementTree as ET\ne = ET.Element("a", b=sys.stdin.read()); sys.stdout.write(ET.tostring(e, encoding="us-ascii").decode().split("\\n")[-1])'],
+    ['minidom attribute, ascii', 'import sys, xml.dom.minidom as M\nd = M.Document(); e = d.createElement("a"); e.setAttribute("b", sys.stdin.read()); sys.stdout.write(e.toxml(encoding="ascii").decode())'],
+    ['minidom text, ascii', 'import sys, xml.dom.minidom as M\nd = M.Document(); e = d.createElement("a"); e.appendChild(d.createTextNode(sys.stdin.read())); sys.stdout.write(e.toxml(encoding="ascii").decode())'],
+    ['quoteattr with xmlcharrefreplace', 'import sys; from xml.sax.saxutils import quoteattr\nsys.stdout.write("<a b=" + quoteattr(sys.stdin.read()).encode("ascii", "xmlcharrefreplace").decode() + " />")'],
+  ])('%s', (_name, code) => {
+    for (const value of ['café"\'<x>&secret1', 'tab\tcafévalue', 'both "quotes" and \'é\' here']) {
+      const output = run('python3', ['-c', code], value);
+      expect(output).toMatch(/&#\d+;/);
+      const masked = redactor(value).redactString(output).text;
+      expect(masked).toContain('[REDACTED:secret:v]');
+      expect(masked).not.toMatch(/caf|secret1|cafévalue|quotes/);
+    }
+  });
+
+  test('a quoted value of non-ASCII characters: its trimmed form is 14 bytes though 7 characters, and is masked', () => {
+    expect(redactor('"ééééééé"').redactString('[ééééééé]').text).toBe('[[REDACTED:secret:v]]');
+  });
+});
+
 describe('spellings SECURITY.md does not claim pass through unmasked', () => {
   const value = 'plain-secret-value-42';
   const quoted = 'pa"ss\\word-secret-42';

@@ -112,6 +112,16 @@ describe('pty mode', () => {
     }
   });
 
+  test('with ansi: strip, an escaped form of a value that holds an escape sequence (html.escape, shlex.quote) is masked as the stripper leaves it', async () => {
+    for (const [value, program] of [['esc\x1b[0m<hidden>&part-of-value', 'import html,sys; print(html.escape(sys.argv[1]))'], ["esc\x1b[0mhidden'part-of-value", 'import shlex,sys; print(shlex.quote(sys.argv[1]))']]) {
+      gateway.refs.set('secret', 'esc', value);
+      const result = await gateway.exec({ command: `python3 -c "${program}" <<secret:esc>>`, mode: 'pty', ansi: 'strip' });
+      expect(result.exitCode).toBe(0);
+      expect(result.stdout).toContain('[REDACTED:secret:esc]');
+      expect(result.stdout).not.toContain('part-of-value');
+    }
+  });
+
   test('with ansi: strip, a value that holds escape sequences or carriage returns itself is masked as the stripper leaves it', async () => {
     for (const value of ['esc-secret\x1bahidden-part-of-value', 'secret-part-one\x1b(Bsecret-part-two', 'cr-in-value\r\nsecond-line-of-it', 'csi-inside\x1b[0mthe-rest-of-it']) {
       gateway.refs.set('secret', 'escaped', value);

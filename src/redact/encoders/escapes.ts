@@ -4,7 +4,6 @@
  * digits: .NET and some Go and Java code write `%2f`), JSON strings (the styles below, each with
  * its `\uXXXX` escapes in lower and in upper case), XML/HTML entities, and trivial quoting changes.
  */
-import { stripAnsi } from '../ansi';
 import { HTML4_NAMES } from './html4-entities';
 import type { EncodedForm } from './types';
 
@@ -176,6 +175,12 @@ export function getMarkupForms(value: string): EncodedForm[] {
   }
   if (wide) {
     for (const [form, quotes, spell] of WIDE_STYLES) forms.push({ form, text: spellWide(styled.get(quotes) as string, spell) });
+    // An XML writer in an ASCII encoding spells attribute values as above, with decimal
+    // references for what is outside ASCII (ElementTree, minidom, quoteattr with xmlcharrefreplace).
+    for (const form of forms.filter((each) => each.form.startsWith('xml-etree') || each.form.startsWith('xml-quoteattr'))) {
+      forms.push({ form: `${form.form}-charref`, text: spellWide(form.text, decimal) });
+    }
+    forms.push({ form: 'xml-attribute-charref', text: spellWide(styled.get('html-dquote') as string, decimal) });
     for (const [form, spell] of NUMERIC_STYLES) {
       forms.push({ form: `${form}-wide`, text: spellWide(value.replace(MARKUP, (char) => spell(char.charCodeAt(0))), spell) });
     }
@@ -195,14 +200,11 @@ export function getQuoteForms(value: string): EncodedForm[] {
 }
 
 /**
- * What a terminal makes of a value: a value holding escape sequences or carriage returns, printed
- * on a PTY whose output is asked for without them (`ansi: 'strip'`), arrives as the stripper
- * leaves it (ansi.ts: `ESC a` and `ESC ( B` gone, `\r\n` made `\n`), so that spelling is a form
- * too. A PTY's own `\n` to `\r\n` (onlcr) is applied to every form in index.ts.
+ * What a terminal makes of a value typed into it (below). A PTY's own `\n` to `\r\n` (onlcr), and
+ * the stripping of escape sequences with `ansi: 'strip'`, are applied to every form in index.ts.
  */
 export function getTerminalForms(value: string): EncodedForm[] {
   const forms: EncodedForm[] = [];
-  if (/[\x1b\r]/.test(value)) forms.push({ form: 'ansi-stripped', text: stripAnsi(value) });
   // A value written to a PTY run's input comes back as the terminal echoes it: control
   // characters in caret notation (echoctl: `^A`, `^[`, `^?`), a carriage return read as a line
   // end (icrnl) and every line end echoed as "\r\n".

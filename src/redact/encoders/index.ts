@@ -7,6 +7,7 @@
 import { getBase64Forms, getHexForms } from './binary';
 import { getJsonForms, getMarkupForms, getQuoteForms, getTerminalForms, getUriForms } from './escapes';
 import { getShellForms } from './shell';
+import { stripAnsi } from '../ansi';
 import type { EncodedForm } from './types';
 
 export type { EncodedForm } from './types';
@@ -32,11 +33,17 @@ export function getEncodedForms(value: string, options: EncodedFormsOptions): En
     for (const candidate of [...candidates]) {
       if (candidate.text.includes('\n')) candidates.push({ ...candidate, form: `${candidate.form === 'value' ? 'pty' : candidate.form}-crlf`, text: candidate.text.replace(/\n/g, '\r\n') });
     }
+    // With `ansi: 'strip'` a PTY's output is masked as the stripper leaves it (escape sequences
+    // gone, "\r\n" made "\n"): every form that holds an ESC or a CR, as that.
+    for (const candidate of [...candidates]) {
+      if (/[\x1b\r]/.test(candidate.text)) candidates.push({ ...candidate, form: `${candidate.form}-ansi-stripped`, text: stripAnsi(candidate.text) });
+    }
   }
   // One form per spelling; it wraps when any form with that spelling does.
   const kept = new Map<string, EncodedForm>();
   for (const candidate of candidates) {
-    if (candidate.form !== 'value' && candidate.text.length < options.minLength) continue;
+    // Measured in bytes, as output is (`ééééééé` is 14).
+    if (candidate.form !== 'value' && Buffer.byteLength(candidate.text) < options.minLength) continue;
     const first = kept.get(candidate.text);
     if (first === undefined) kept.set(candidate.text, candidate);
     else if (candidate.wraps && !first.wraps) kept.set(candidate.text, { ...first, wraps: true });
