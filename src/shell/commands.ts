@@ -41,7 +41,7 @@
  * checked across files.
  */
 import { inputProgram, isStdinPath } from './input-programs';
-import { OPTION_HAZARDS, type OptionHazard } from './option-hazards';
+import { hazardOf, isEnvironPath, type OptionHazard } from './option-hazards';
 
 export interface Evaluation {
   readonly context: 'evaluated' | 'shell-script' | 'variable-name' | 'remote-command' | 'arithmetic' | 'uncertain';
@@ -165,7 +165,7 @@ const TABLE: ReadonlyMap<string, Kind> = new Map<string, Kind>([
   ...['tmux', 'screen'].map((name): [string, Kind] => [name, wrap([], { all: 'code' })]),
   ['exec', wrap(['-a'])],
   ['time', wrap(['-f', '--format', '-o', '--output'])],
-  ['env', wrap(['-u', '--unset', '-C', '--chdir'], {
+  ['env', wrap(['-u', '--unset', '-C', '--chdir', '-a', '--argv0'], {
     code: ['-S', '--split-string'],
     optional: ['--block-signal', '--default-signal', '--ignore-signal'],
     flags: ['--ignore-environment', '--null', '--list-signal-handling', '--debug', '--help', '--version'],
@@ -238,6 +238,8 @@ const SCRIPT_MODULES = new Set(['cProfile', 'profile', 'trace', 'runpy', 'pdb', 
 
 /** Shell variables whose value bash runs as code or expands as a prompt. */
 export const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT|GIT_SSH_COMMAND|GIT_SSH|GIT_EDITOR|GIT_SEQUENCE_EDITOR|GIT_PAGER|GIT_EXTERNAL_DIFF|GIT_ASKPASS|GIT_PROXY_COMMAND|GIT_CONFIG_VALUE_[0-9]+|GIT_CONFIG_PARAMETERS|[A-Z_]*EDITOR|VISUAL|[A-Z_]*PAGER|[A-Z_]*ASKPASS|LESSOPEN|LESSCLOSE|LESS|LESSKEYIN|BROWSER|RSYNC_RSH|CVS_RSH|FCEDIT|MAKEFLAGS|GNUMAKEFLAGS|MFLAGS|TAR_OPTIONS|ZIPOPT|MANOPT|NODE_OPTIONS|PERL5OPT|PERL5DB|RUBYOPT|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|[Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_.*|GIT_ALLOW_PROTOCOL|VIMINIT|GVIMINIT|EXINIT|ZIP|SHELL|CC|CXX|CPP|LD|AR|AS|MAKE|PKG_CONFIG)$/;
+/** Variables that name a file a program reads as code or as configuration that can run code. */
+const CODE_FILE_VARIABLES = /^(?:LESSKEYIN|LESSKEYIN_SYSTEM|LESSKEY|LESSKEY_SYSTEM|[Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_(?:[Uu][Ss][Ee][Rr]|[Gg][Ll][Oo][Bb][Aa][Ll])[Cc][Oo][Nn][Ff][Ii][Gg]|GIT_CONFIG|GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|INPUTRC|PYTHONSTARTUP|WGETRC|MYVIMRC)$/;
 /** Shell variables whose assignment bash evaluates as arithmetic. */
 export const ARITHMETIC_VARIABLES = new Set(['RANDOM', 'SRANDOM', 'OPTIND', 'HISTCMD', 'LINENO', 'SECONDS', 'BASH_ARGV0', 'COLUMNS', 'LINES', 'HISTSIZE', 'HISTFILESIZE', 'TMOUT']);
 const SHELL_VALUED = ['-o', '+o', '-O', '+O', '--rcfile', '--init-file'];
@@ -265,6 +267,11 @@ function readsScriptFrom(word: CommandWord, name: string, report: CommandReport,
     report.sink(`\`${name}\` runs code that a process substitution writes at run time`, word);
     return false;
   }
+  // `sh /proc/self/environ`: every value of the run is in its environment.
+  if (word.text !== null && isEnvironPath(word.text)) {
+    report.sink(`\`${name}\` runs a process's environment, which holds every value of the run`, word);
+    return false;
+  }
   if (word.text !== null && !isStdinPath(word.text)) return false;
   report.input(evaluation);
   return true;
@@ -283,6 +290,14 @@ function readAssignment(words: readonly CommandWord[], index: number, report: Co
   report.variable(name, word, how);
   // `y[0]=1` makes y an array: a later `declare y=...` parses its value as a compound assignment.
   if (/^[A-Za-z_][A-Za-z0-9_]*\[/.test(word.raw)) report.attribute(name, 'array');
+  // Variables that name a file a program reads as code or configuration: a descriptor path (or a
+  // value known only at run time) makes the text's own input that code (`LESSKEYIN=/dev/stdin less`).
+  if (CODE_FILE_VARIABLES.test(name)) {
+    const value = word.text === null ? null : word.text.slice(word.text.indexOf('=') + 1);
+    if (value === null || isStdinPath(value) || isEnvironPath(value)) report.sink(`\`${name}\` names a file of code or configuration that may be an input of the text`, word);
+  }
+  // `GIT_ALLOW_PROTOCOL=ext`: a git URL (`ext::sh -c ...`) becomes a command.
+  if (name === 'GIT_ALLOW_PROTOCOL') report.sink('`GIT_ALLOW_PROTOCOL` may let git run a URL as a command (`ext::`)', word);
   if (CODE_VARIABLES.test(name)) {
     report.refuse(index, index + 1, { context: 'evaluated', reason: `bash runs or expands the value of \`${name}\` as code` });
     // A file a shell runs at start: it may be the text's own input (`BASH_ENV=/dev/stdin bash -c :`).
@@ -322,7 +337,7 @@ function readFrom(words: readonly CommandWord[], from: number, to: number, repor
   if (interpreter) return readInterpreter(words, from, to, report, name, interpreter[1]);
   // `/usr/lib/git-core/git-clone`: git with its subcommand.
   const gitProgram = /^git-([a-z][a-z0-9-]*)$/.exec(name);
-  const hazard = OPTION_HAZARDS.get(gitProgram ? 'git' : name);
+  const hazard = hazardOf(gitProgram ? 'git' : name);
   if (hazard) readOptionHazards(words, from, to, report, name, hazard, gitProgram?.[1]);
   const started = startedCommand(words, from, to, name);
   if (started !== null) return started < 0 ? unsureFrom(words, -started - 1, to, report, name) : readFrom(words, started, to, report, name, hops + 1);
@@ -371,7 +386,7 @@ function readOptionHazards(words: readonly CommandWord[], from: number, to: numb
   };
   const codeFile = (i: number, value: string | null): void => {
     const word = words[i];
-    if (value === null || isProcessSubstitution(word)) report.sink(`\`${name}\` runs a file of code named at run time`, word);
+    if (value === null || isProcessSubstitution(word) || isEnvironPath(value)) report.sink(`\`${name}\` runs a file of code named at run time, or a process's environment`, word);
     else if (isStdinPath(value)) report.input({ context: 'evaluated', reason: `\`${name}\` runs this input as a file of code` });
   };
   const data = spec.data ?? [];
@@ -399,9 +414,15 @@ function readOptionHazards(words: readonly CommandWord[], from: number, to: numb
       codeWord(i, text === null ? null : equals >= 0 ? text.slice(text.indexOf('=') + 1) : text);
       continue;
     }
-    const attachedFile = /^(--[^=]+)=(.*)$/.exec(plain);
-    if (attachedFile && spec.fileNext?.test(attachedFile[1])) {
+    const attachedFile = /^([^=]+)=(.*)$/.exec(plain);
+    if (attachedFile && ((attachedFile[1].startsWith('-') && spec.fileNext?.test(attachedFile[1])) || spec.fileSetting?.test(attachedFile[1]))) {
       codeFile(i, text === null ? null : text.slice(text.indexOf('=') + 1));
+      continue;
+    }
+    // `host:path` of scp: the path may reach a shell on the remote host (the legacy protocol's
+    // `scp -t PATH`), as ssh's command does.
+    if (spec.remotePaths && text === null && /^[^/.][^/]*:/.test(staticPrefix(word.raw))) {
+      report.refuse(i, i + 1, { context: 'remote-command', reason: `\`${name}\` may hand a remote path to the remote host's shell` });
       continue;
     }
     if (took === 'data') continue;
@@ -410,7 +431,7 @@ function readOptionHazards(words: readonly CommandWord[], from: number, to: numb
       // Known text that no option begins with, and no expansion can turn into one.
       const plainStart = /^[A-Za-z0-9_./:%,=@]/.test(prefix);
       // `-mVALUE`, `--message=VALUE`: the value of a data option, attached.
-      const attachedData = data.some((option) => (option.startsWith('--') ? prefix.startsWith(`${option}=`) : prefix.startsWith(option) && prefix.length > option.length - 1));
+      const attachedData = (!spec.dataBefore || operands === 0) && data.some((option) => (option.startsWith('--') ? prefix.startsWith(`${option}=`) : prefix.startsWith(option) && prefix.length > option.length - 1));
       if (!dataAfter && !plainStart && !attachedData) {
         const reason = `\`${name}\` may read this word, known only at run time, as one of its options, some of which run code`;
         report.refuse(i, to, { context: 'uncertain', reason });
@@ -423,7 +444,7 @@ function readOptionHazards(words: readonly CommandWord[], from: number, to: numb
     if (text.startsWith('-') || (spec.plus === true && text.startsWith('+'))) {
       if (spec.codeNext?.test(text)) taking = 'code';
       else if (spec.fileNext?.test(text)) taking = 'file';
-      else if (data.includes(text)) taking = 'data';
+      else if (data.includes(text) && (!spec.dataBefore || operands === 0)) taking = 'data';
       continue;
     }
     if (operands === 0 && spec.dataAfter?.test(text) === true) dataAfter = true;
@@ -653,6 +674,10 @@ function readInterpreter(words: readonly CommandWord[], from: number, to: number
       i += 1;
       break;
     }
+  }
+  // `perl -n`/`-p` (and `-i`) open each argument with the two-argument open, which runs `cmd|`.
+  if (spec.name === 'perl' && words.slice(from + 1, i).some((word) => word.text !== null && /^-[A-Za-z0-9]*[npi]/.test(word.text) && !/^-[A-Za-z0-9]*[eEMmIx]/.test(word.text.slice(0, word.text.search(/[npi]/) + 1)))) {
+    report.refuse(i, to, { context: 'evaluated', reason: '`perl -n`/`-p` opens each argument with its two-argument open, which runs a name ending in `|` as a command' });
   }
   if (given && !interactive) return;
   if (i >= to || interactive) {

@@ -29,16 +29,16 @@
  * `perl -pe 'system $_'`) is that program's own meaning and is not read (SECURITY.md).
  */
 import type { CommandWord } from './commands';
-import { OPTION_HAZARDS } from './option-hazards';
+import { hazardOf } from './option-hazards';
 
 /** `command`: the word that starts the command run; `shellAt`: a word that stands for bash, its arguments after it. */
 export type InputProgram = { readonly reason: string } | { readonly command: number } | { readonly shellAt: number } | { readonly unsure: number } | null;
 
 const baseName = (text: string): string => text.slice(text.lastIndexOf('/') + 1);
 /** A file name that is the program's own standard input (or a descriptor the text opened), as written canonically. */
-const STDIN_CANONICAL = /^(?:\/dev\/stdin|\/dev\/fd\/[0-9]+|\/proc\/(?:self|thread-self|[0-9]+)\/fd\/[0-9]+)$/;
+const STDIN_CANONICAL = /^(?:\/dev\/std(?:in|out|err)|\/dev\/fd\/[0-9]+|\/proc\/(?:self|thread-self|[0-9]+)(?:\/task\/[0-9]+)?\/fd\/[0-9]+)$/;
 /** What a relative name may be in a directory the text entered (`cd /dev; bash stdin`, `cd /dev/fd; sh 0`). */
-const STDIN_RELATIVE_TAIL = /(?:^|\/)(?:stdin|fd\/[0-9]+|[0-9]+)$/;
+const STDIN_RELATIVE_TAIL = /(?:^|\/)(?:std(?:in|out|err)|fd\/[0-9]+|[0-9]+)$/;
 
 /**
  * Whether a file name may be the program's own standard input (or a descriptor the text opened),
@@ -293,7 +293,7 @@ export function inputProgram(words: readonly CommandWord[], from: number, to: nu
       if (text === null) continue;
       const base = baseName(text);
       if (SHELLS.test(base) || INTERPRETER_NAMES.test(base) || KNOWN_COMMANDS.test(base) || COMMAND_LANGUAGES.has(base) || AWKS.test(base) || SEDS.test(base)
-        || OPTION_HAZARDS.has(base) || /^git-[a-z]/.test(base) || base === 'jobs' || CONTAINERS.test(base) || RUNTIMES.has(base)) named.push(i);
+        || hazardOf(base) !== undefined || /^git-[a-z]/.test(base) || base === 'jobs' || CONTAINERS.test(base) || RUNTIMES.has(base)) named.push(i);
     }
     // Without an option table the reader cannot tell an option's value (`ssh-agent -a sh`,
     // `bwrap --chdir .`) from the command: only a first such word right after the wrapper's

@@ -34,6 +34,12 @@ export interface OptionHazard {
   readonly operandsAreCode?: boolean;
   /** Options also start with `+` (less and vim `+cmd`). */
   readonly plus?: boolean;
+  /** `data` options count only before the first operand (git's `-C` before its subcommand). */
+  readonly dataBefore?: boolean;
+  /** Settings (`-c KEY=FILE`) whose value is a file of code or configuration (git's `include.path`). */
+  readonly fileSetting?: RegExp;
+  /** `host:path` operands whose path may reach the remote host's shell (scp's legacy protocol). */
+  readonly remotePaths?: boolean;
   /**
    * A first operand after which a word known only at run time is data, not a possible option:
    * git's subcommands that have no option that runs code (`git status <<secret:x>>`).
@@ -53,7 +59,7 @@ function long(...names: string[]): string {
 // git configuration whose value is a command: an alias (a value may begin with `!`), and every key
 // git runs (`core.sshCommand`, `core.pager`, `pager.log`, `credential.helper`, `diff.x.command`,
 // `filter.x.smudge`, `remote.origin.uploadpack`, `gpg.program`, `imap.tunnel`, ...).
-const GIT_CONFIG_CODE = String.raw`alias\.[^=]*=|pager\.[^=]*=|(?:[^=]*\.)?(?:[a-z]*command|[a-z]*cmd|program|helper|driver|pager|editor|[a-z]*proxy|askpass|hookspath|[a-z]*hook|uploadpack|receivepack|clean|smudge|process|external|textconv|browser|fsmonitor|smtpserver|variant|tool|tunnel|[a-z]*filter)=`;
+const GIT_CONFIG_CODE = String.raw`alias\.[^=]*=|pager\.[^=]*=|(?:[^=]*\.)?(?:[a-z]*command|[a-z]*cmd|program|helper|driver|pager|editor|[a-z]*proxy|askpass|hookspath|[a-z]*hook|uploadpack|receivepack|clean|smudge|process|external|textconv|browser|fsmonitor|smtpserver|variant|tool|tunnel|[a-z]*filter|update)=`;
 
 const NONE = /(?!)/;
 const MAKE: OptionHazard = {
@@ -66,7 +72,8 @@ const SSH_OPTIONS = /^(?:-o)?\s*(?:ProxyCommand|LocalCommand|KnownHostsCommand|R
 const NPM: OptionHazard = {
   code: new RegExp(`^${long('call')}=|^-c.`),
   codeNext: new RegExp(`^-c$|^${long('call')}$`),
-  data: ['--prefix', '--registry', '--cache', '--userconfig', '--workspace', '-w', '--otp', '--tag', '--loglevel'],
+  fileNext: new RegExp(`^${long('userconfig', 'globalconfig')}$`),
+  data: ['--prefix', '--registry', '--cache', '--workspace', '-w', '--otp', '--tag', '--loglevel'],
 };
 // awk and sed run their program (the first operand, or `-e`/`-f`): a value given there is code
 // by the text's own choice, as with `python -c` (SECURITY.md, not read); a value that lands where
@@ -81,10 +88,12 @@ const VIM: OptionHazard = {
   data: ['-T', '-i', '-w', '-W', '-t', '-q'],
   plus: true,
 };
+// gdb reads its options with getopt_long_only: one dash or two, and any abbreviation.
+const gdbLong = (...names: string[]): string => long(...names).replace(/^--/, '--?');
 const GDB: OptionHazard = {
-  code: /^--?(?:eval-command|init-eval-command|ex|iex)=/,
-  codeNext: /^--?(?:ex|iex|eval-command|init-eval-command)$/,
-  fileNext: /^--?(?:x|ix|command|init-command)$/,
+  code: new RegExp(`^(?:${gdbLong('eval-command', 'init-eval-command')}|--?i?ex)=`),
+  codeNext: new RegExp(`^(?:${gdbLong('eval-command', 'init-eval-command')}|--?i?ex)$`),
+  fileNext: new RegExp(`^(?:--?i?x|${gdbLong('command', 'init-command')})$`),
   data: ['-p', '--pid', '-c', '--core', '-cd', '-d', '--directory', '-s', '--symbols', '-e', '--exec', '-se', '-tty'],
 };
 
@@ -95,7 +104,7 @@ export const OPTION_HAZARDS: ReadonlyMap<string, OptionHazard> = new Map<string,
     data: ['-f', '--file', '-C', '--directory', '-T', '--files-from', '-X', '--exclude-from', '--exclude', '--transform', '--xform', '--owner', '--group', '--mode', '--mtime', '-N', '--newer', '--after-date', '-V', '--label', '-H', '--format', '-b', '--blocking-factor', '-K', '--starting-file', '--suffix'],
   }],
   ['make', MAKE], ['gmake', MAKE], ['bmake', MAKE],
-  ['scp', { code: SSH_OPTIONS, codeNext: /^-[A-Za-z0-9]*[SD]$/, fileNext: /^-F$/, data: ['-c', '-i', '-J', '-l', '-P'] }],
+  ['scp', { code: SSH_OPTIONS, codeNext: /^-[A-Za-z0-9]*[SD]$/, fileNext: /^-F$/, data: ['-c', '-i', '-J', '-l', '-P'], remotePaths: true }],
   ['sftp', { code: SSH_OPTIONS, codeNext: /^-[A-Za-z0-9]*[SDs]$/, fileNext: /^-[Fb]$/, data: ['-B', '-c', '-i', '-J', '-l', '-P', '-R'] }],
   ['zip', { code: new RegExp(`^${long('unzip-command')}=|^-TT.`), codeNext: new RegExp(`^-TT$|^${long('unzip-command')}$`), data: ['-P', '--password', '-b', '--temp-path', '-n', '--suffixes', '-t', '-tt', '-O', '--output-file', '-Z', '--compression-method'] }],
   ['dpkg', { code: new RegExp(`^${long('pre-invoke', 'post-invoke')}=`), codeNext: new RegExp(`^${long('pre-invoke', 'post-invoke')}$`), data: ['--root', '--admindir', '--instdir', '--log', '--status-fd'] }],
@@ -106,13 +115,16 @@ export const OPTION_HAZARDS: ReadonlyMap<string, OptionHazard> = new Map<string,
     code: new RegExp(`^(?:${GIT_CONFIG_CODE})|^${long('upload-pack', 'receive-pack', 'exec', 'extcmd', 'open-files-in-pager')}=|^-[xO].|^ext::`, 'i'),
     codeNext: new RegExp(`^(?:-u|-x|-O|${long('upload-pack', 'receive-pack', 'exec', 'extcmd', 'open-files-in-pager')})$`),
     data: ['-C', '--git-dir', '--work-tree', '--namespace'],
+    dataBefore: true,
+    fileSetting: /^(?:-c\s*)?include(?:if\.[^=]*)?\.path$/i,
     // `--config-env=KEY=VAR` takes KEY's value from the variable VAR, which the text may set to
     // a value; `protocol.*.allow` (`ext::` runs a command named in the URL) makes a URL code.
-    sink: new RegExp(`^${long('config-env')}(?:=|$)|^protocol\\.(?:[^=]*\\.)?allow=`, 'i'),
+    // `trailer.*.command` pastes a `--trailer` value into a shell command line.
+    sink: new RegExp(`^${long('config-env')}(?:=|$)|^protocol\\.(?:[^=]*\\.)?allow=|^trailer\\.[^=]*\\.(?:command|cmd)=`, 'i'),
     // Subcommands none of whose options run a command or name a program: a value is data there.
     // Others (clone, fetch, pull, push, ls-remote, archive, rebase, grep, difftool, bisect,
     // submodule, filter-branch, send-email, merge -s, help -b, ...) read it as a possible option.
-    dataAfter: /^(?:status|log|show|diff|add|commit|checkout|switch|branch|tag|rev-parse|rev-list|describe|blame|stash|reset|restore|rm|mv|shortlog|ls-files|ls-tree|cat-file|hash-object|notes|reflog|merge-base|name-rev|for-each-ref|show-ref|symbolic-ref|update-ref|version|var|check-ignore|check-attr|count-objects|whatchanged|range-diff|cherry|stripspace|interpret-trailers)$/,
+    dataAfter: /^(?:status|log|show|diff|add|commit|checkout|switch|branch|tag|rev-parse|rev-list|describe|blame|stash|reset|restore|rm|mv|shortlog|ls-files|ls-tree|cat-file|hash-object|notes|reflog|merge-base|name-rev|for-each-ref|show-ref|symbolic-ref|update-ref|version|var|check-ignore|check-attr|count-objects|whatchanged|range-diff|cherry|stripspace)$/,
   }],
   ['split', { code: new RegExp(`^${long('filter')}=`), codeNext: new RegExp(`^${long('filter')}$`), data: ['-a', '--suffix-length', '-b', '--bytes', '-C', '--line-bytes', '-l', '--lines', '-n', '--number', '-t', '--separator', '--additional-suffix'] }],
   ['npm', NPM], ['npx', NPM],
@@ -142,4 +154,30 @@ export const OPTION_HAZARDS: ReadonlyMap<string, OptionHazard> = new Map<string,
   ['tmux', { code: /^-c./, codeNext: /^-c$/, fileNext: /^-f$/, data: ['-L', '-S'], operandsAreCode: true }],
   ['vim', VIM], ['vi', VIM], ['nvim', VIM], ['view', VIM], ['vimdiff', VIM], ['ex', VIM], ['gvim', VIM],
   ['gdb', GDB],
+  // GNU ed runs a file name that begins with `!` as a shell command.
+  ['ed', { code: /^!/, data: ['-p', '--prompt'] }], ['red', { code: /^!/, data: ['-p', '--prompt'] }],
+  ['perf', { code: new RegExp(`^${long('pre', 'post')}=`), codeNext: new RegExp(`^${long('pre', 'post')}$`), data: ['-o', '--output', '-e', '--event', '-p', '--pid', '-t', '--tid', '-C', '--cpu', '-r', '--repeat', '-I', '--interval-print'] }],
 ]);
+
+/** Other names of the programs above (Debian's alternatives, distributions' builds). */
+const OTHER_NAMES: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^(?:vim\.[a-z]+|rvim|rview|evim|eview|gview|editor|sensible-editor|vimx)$/, 'vim'],
+  [/^(?:gdb-multiarch|gdb\.[a-z]+)$/, 'gdb'],
+  [/^(?:gtar|bsdtar|tar\.[a-z]+)$/, 'tar'],
+  [/^(?:pager|sensible-pager|more)$/, 'less'],
+  [/^(?:make-first-existing-target|remake)$/, 'make'],
+  [/^(?:gcc|g\+\+|cc|c\+\+|cpp|clang|clang\+\+)-[0-9.]+$|^x86_64-linux-gnu-(?:gcc|g\+\+)(?:-[0-9.]+)?$/, 'gcc'],
+];
+
+/** The option table for a program's base name, under any of its names. */
+export function hazardOf(name: string): OptionHazard | undefined {
+  const own = OPTION_HAZARDS.get(name);
+  if (own !== undefined) return own;
+  const other = OTHER_NAMES.find(([pattern]) => pattern.test(name));
+  return other === undefined ? undefined : OPTION_HAZARDS.get(other[1]);
+}
+
+/** `/proc/self/environ`, `/proc/PID/task/TID/environ`: a process's environment, every value of a run among it. */
+export function isEnvironPath(text: string): boolean {
+  return /^\/proc\/[^/]+(?:\/task\/[^/]+)?\/environ$/.test(text.replace(/\/+/g, '/').replace(/\/\.(?=\/|$)/g, ''));
+}

@@ -31,6 +31,7 @@ import { ExecgateError } from '../errors';
 import type { TokenSpan as RefToken } from './types';
 import { ARITHMETIC_VARIABLES, CODE_VARIABLES, readCommand, type CommandReport, type CommandWord, type Evaluation } from './commands';
 import { isStdinPath } from './input-programs';
+import { isEnvironPath } from './option-hazards';
 import type { Finding, Placement, RefusedContext, ShellAnalysis, SimpleCommand, VariableSet, Word } from './types';
 
 /** Frames open at once (quotes, substitutions, arithmetic, `${...}`) before the text is refused. */
@@ -743,7 +744,7 @@ class Lexer {
       // `< /dev/stdin`, `< /dev/fd/3`, `< /proc/self/fd/3`, `< /dev/std?n`, `< "$f"`: a path that
       // is (or may be) a descriptor the command already has, so its input is still what feeds
       // that descriptor (a pipe, a here-string): read like `<&N`, not like a file.
-      if (value === null || isStdinPath(value)) frame.cmd.runtimeInput = true;
+      if (value === null || isStdinPath(value) || isEnvironPath(value)) frame.cmd.runtimeInput = true;
       else if (frame.inputFd === 0) frame.cmd.stdinReplaced = true;
     }
     frame.inputFd = null;

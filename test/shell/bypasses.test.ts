@@ -789,7 +789,7 @@ describe('a seventh round: clusters whose first letter takes the value, optional
     ['a git subcommand none of whose options runs anything', 'git -C r log --format=%s <<secret:x>>', 'git -C r log --format=%s "${V0}"'],
     ['node -e CODE -- ARGS', "node -e 'console.log(1)' -- <<secret:x>>", 'node -e \'console.log(1)\' -- "${V0}"'],
     ['tar with a data option spelled exactly', 'tar -cf out.tar --exclude=<<secret:x>> dir', 'tar -cf out.tar --exclude="${V0}" dir'],
-    ['a value after known text', 'scp f user@host:/srv/<<secret:x>>', 'scp f user@host:/srv/"${V0}"'],
+    ['scp with a data option', 'scp -i <<secret:x>> f h:/srv/x', 'scp -i "${V0}" f h:/srv/x'],
   ])('%s: still substituted', (_name, command, expected) => {
     expect(substitute(command)).toBe(expected);
   });
@@ -823,6 +823,68 @@ describe('a seventh round: clusters whose first letter takes the value, optional
     }
     // tar, make, git and gcc are on every machine the suite runs on (.ci/run installs them).
     expect(proved).toBeGreaterThanOrEqual(7);
+  });
+});
+
+describe('an eighth round: ed file names, git include.path and trailers, GIT_ALLOW_PROTOCOL, gdb abbreviations, files named by variables, perl -n/-p arguments, /dev/stdout and /dev/stderr, task descriptor paths, data options after a git subcommand, perf, /proc/self/environ, scp remote paths, programs under other names', () => {
+  test.each([
+    ['ed with a file name that may begin with !', 'ed -s <<secret:x>>'],
+    ['git include.path on stdin', 'git -P -c include.path=/dev/stdin status <<< <<secret:x>>'],
+    ['git includeIf path on a descriptor', 'git -c includeIf.onbranch:main.path=/dev/fd/3 x 3<<< <<secret:x>>'],
+    ['GIT_ALLOW_PROTOCOL', 'GIT_ALLOW_PROTOCOL=ext git -c remote.o.url=<<secret:x>> fetch o'],
+    ['gdb -eval= with one dash', 'gdb -batch -eval=<<secret:x>>'],
+    ['gdb -eval-c= abbreviated', 'gdb -batch -eval-c=<<secret:x>>'],
+    ['git submodule.*.update', 'git -c submodule.s.update=<<secret:x>> submodule update --init'],
+    ['LESSKEYIN on stdin', 'LESSKEYIN=/dev/stdin less f <<< <<secret:x>>'],
+    ['npm --userconfig on a descriptor', 'npm --userconfig=/dev/fd/3 exec 3<<< <<secret:x>>'],
+    ['NPM_CONFIG_USERCONFIG on a descriptor', 'NPM_CONFIG_USERCONFIG=/dev/fd/3 npm exec 3<<< <<secret:x>>'],
+    ['perl -pe opening its arguments', 'perl -pe 1 -- <<secret:x>>'],
+    ['git trailer command', "git -c 'trailer.sign.command=echo $ARG' interpret-trailers --trailer sign=<<secret:x>> <<< msg"],
+    ['bash /dev/stderr', 'bash /dev/stderr 2<<< <<secret:x>>'],
+    ['. /dev/stdout', '. /dev/stdout 1<<< <<secret:x>>'],
+    ['python3 /dev/stderr', 'python3 /dev/stderr 2<<< <<secret:x>>'],
+    ['make -f /dev/stderr', 'make -f /dev/stderr 2<<< <<secret:x>>'],
+    ['/proc/self/task/N/fd/0', 'exec bash /proc/self/task/2/fd/0 <<< <<secret:x>>'],
+    ['git -C after a subcommand', 'git difftool -C <<secret:x>>'],
+    ['perf stat --pre', 'perf stat --pre=<<secret:x>> true'],
+    ['perf stat --post apart', 'perf stat --post <<secret:x>> true'],
+    ['sh /proc/self/environ', 'true <<secret:x>>; sh /proc/self/environ'],
+    ['sh < /proc/self/environ', 'true <<secret:x>>; sh < /proc/self/environ'],
+    ['scp remote path', 'scp -O f host:<<secret:x>>'],
+    ['scp remote source', 'scp host:<<secret:x>> f'],
+    ['editor', 'editor -c <<secret:x>>'],
+    ['vim.basic', 'vim.basic -c <<secret:x>>'],
+    ['env -a', 'env -a x sh -c <<secret:x>>'],
+  ])('%s: refused', (_name, command) => {
+    expect(['value-evaluated', 'uncertain', 'evaluated', 'shell-script', 'arithmetic', 'variable-name', 'prompt', 'remote-command']).toContain(refusedContext(command));
+  });
+
+  test('each runs the value in real bash once the reference is an ordinary quoted expansion (programs this machine has)', () => {
+    const tmp = makeTempDir('execgate-sink-');
+    let proved = 0;
+    const has = (program: string): boolean => spawnSync('sh', ['-c', `command -v ${program}`], { stdio: 'ignore' }).status === 0;
+    try {
+      const marker = join(tmp.dir, 'ran');
+      writeFileSync(join(tmp.dir, 'f'), 'x\n');
+      for (const [program, script, value] of [
+        ['bash', 'bash /dev/stderr 2<<< "$V0"', `touch ${marker}`],
+        ['perl', 'perl -pe 1 -- "$V0"', `touch ${marker}|`],
+        ['git', 'git init -q r && git -C r -P -c include.path=/dev/stdin status <<< "$V0"', `[core]\n\tfsmonitor = touch ${marker}; false`],
+        ['sh', 'true "$V0"; sh /proc/self/environ', `x12345678\ntouch ${marker}\n`],
+        ['python3', 'python3 /dev/stderr 2<<< "$V0"', `open("${marker}", "w")`],
+        ['ed', 'ed -s "$V0"', `!touch ${marker}`],
+      ] as const) {
+        if (!has(program)) continue;
+        spawnSync('bash', ['--norc', '--noprofile', '-c', script], { cwd: tmp.dir, env: { V0: value, PATH: process.env.PATH, HOME: tmp.dir, SHELL: '/bin/sh' }, stdio: 'ignore', timeout: 20_000 });
+        expect({ script, ran: existsSync(marker) }).toEqual({ script, ran: true });
+        execFileSync('rm', ['-rf', marker, join(tmp.dir, 'r')]);
+        proved += 1;
+      }
+    } finally {
+      tmp.cleanup();
+    }
+    // bash, perl, git, sh and python3 are on every machine the suite runs on.
+    expect(proved).toBeGreaterThanOrEqual(5);
   });
 });
 
