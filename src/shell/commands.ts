@@ -125,6 +125,8 @@ interface Interpreter {
   readonly interactive?: readonly string[];
   /** Options that end the option list (`python3 -c CODE ARGS`: ARGS are the program's). */
   readonly ends?: readonly string[];
+  /** Valued options whose value may be code itself (node's `--import data:...`). */
+  readonly codeValued?: readonly string[];
 }
 
 const INTERPRETERS: ReadonlyArray<readonly [RegExp, Interpreter]> = [
@@ -134,6 +136,7 @@ const INTERPRETERS: ReadonlyArray<readonly [RegExp, Interpreter]> = [
     code: ['-e', '--eval', '-p', '--print', '-pe', '--test', '-c', '--check', '-v', '--version', '-h', '--help', '--run', '--v8-options'],
     valued: ['-r', '--require', '--import', '--loader', '--experimental-loader', '-C', '--conditions', '--input-type', '--env-file', '--title', '--inspect-port', '--stack-trace-limit', '--redirect-warnings', '--max-http-header-size', '--openssl-config', '--icu-data-dir', '--diagnostic-dir', '--report-dir', '--watch-path', '--experimental-policy', '--policy-integrity', '--secure-heap', '--secure-heap-min', '--unhandled-rejections', '--dns-result-order', '--disable-warning', '--heapsnapshot-signal', '--trace-event-categories', '--cpu-prof-dir', '--heap-prof-dir'],
     interactive: ['-i', '--interactive'],
+    codeValued: ['--import', '--loader', '--experimental-loader'],
   }],
   [/^perl[0-9.]*(?:-[A-Za-z0-9_.-]+)?$/, { name: 'perl', code: ['-e', '-E', '-v', '-h'], valued: ['-I'], rest: ['-d', '-D', '-F', '-i', '-l', '-M', '-m', '-x', '-0', '-C', '-V'], interactive: ['-d'] }],
   [/^ruby[0-9.]*$/, { name: 'ruby', code: ['-e', '-v', '--version', '-h', '--help', '-c', '-y', '--yydebug', '--dump'], valued: ['-I', '-r', '-C', '-E', '--encoding', '--external-encoding', '--internal-encoding', '--enable', '--disable'], rest: ['-F', '-x', '-W', '-T', '-0', '-K', '-l'] }],
@@ -237,9 +240,9 @@ const SCRIPT_MODULES = new Set(['cProfile', 'profile', 'trace', 'runpy', 'pdb', 
  */
 
 /** Shell variables whose value bash runs as code or expands as a prompt. */
-export const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT|GIT_SSH_COMMAND|GIT_SSH|GIT_EDITOR|GIT_SEQUENCE_EDITOR|GIT_PAGER|GIT_EXTERNAL_DIFF|GIT_ASKPASS|GIT_PROXY_COMMAND|GIT_CONFIG_VALUE_[0-9]+|GIT_CONFIG_PARAMETERS|[A-Z_]*EDITOR|VISUAL|[A-Z_]*PAGER|[A-Z_]*ASKPASS|LESSOPEN|LESSCLOSE|LESS|LESSKEYIN|BROWSER|RSYNC_RSH|CVS_RSH|FCEDIT|MAKEFLAGS|GNUMAKEFLAGS|MFLAGS|TAR_OPTIONS|ZIPOPT|MANOPT|NODE_OPTIONS|PERL5OPT|PERL5DB|RUBYOPT|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|[Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_.*|GIT_ALLOW_PROTOCOL|VIMINIT|GVIMINIT|EXINIT|ZIP|SHELL|CC|CXX|CPP|LD|AR|AS|MAKE|PKG_CONFIG)$/;
+export const CODE_VARIABLES = /^(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|MAILPATH|BASH_FUNC_.*|HISTTIMEFORMAT|TIMEFORMAT|GIT_SSH_COMMAND|GIT_SSH|GIT_EDITOR|GIT_SEQUENCE_EDITOR|GIT_PAGER|GIT_EXTERNAL_DIFF|GIT_ASKPASS|GIT_PROXY_COMMAND|GIT_CONFIG_VALUE_[0-9]+|GIT_CONFIG_PARAMETERS|[A-Z_]*EDITOR|VISUAL|[A-Z_]*PAGER|[A-Z_]*ASKPASS|LESSOPEN|LESSCLOSE|LESS|LESSKEYIN|BROWSER|RSYNC_RSH|CVS_RSH|FCEDIT|MAKEFLAGS|GNUMAKEFLAGS|MFLAGS|TAR_OPTIONS|ZIPOPT|MANOPT|NODE_OPTIONS|PERL5OPT|PERL5DB|RUBYOPT|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|[Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_.*|GIT_ALLOW_PROTOCOL|VIMINIT|GVIMINIT|EXINIT|ZIP|SHELL|CC|CXX|CPP|LD|AR|AS|MAKE|PKG_CONFIG|CFLAGS|CXXFLAGS|CPPFLAGS|LDFLAGS|LDLIBS|LOADLIBES|FC|FFLAGS|YACC|LEX|RM|CARGO_[A-Z0-9_]*|RUSTFLAGS|RUSTDOCFLAGS|RUSTC|RUSTC_WRAPPER|RUSTC_WORKSPACE_WRAPPER|RUSTDOC|CMAKE_[A-Z_]*LAUNCHER|CMAKE_[A-Z_]*COMPILER|CMAKE_[A-Z_]*FLAGS|CMAKE_MAKE_PROGRAM)$/;
 /** Variables that name a file a program reads as code or as configuration that can run code. */
-const CODE_FILE_VARIABLES = /^(?:LESSKEYIN|LESSKEYIN_SYSTEM|LESSKEY|LESSKEY_SYSTEM|[Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_(?:[Uu][Ss][Ee][Rr]|[Gg][Ll][Oo][Bb][Aa][Ll])[Cc][Oo][Nn][Ff][Ii][Gg]|GIT_CONFIG|GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|INPUTRC|PYTHONSTARTUP|WGETRC|MYVIMRC)$/;
+const CODE_FILE_VARIABLES = /^(?:LESSKEYIN|LESSKEYIN_SYSTEM|LESSKEY|LESSKEY_SYSTEM|[Nn][Pp][Mm]_[Cc][Oo][Nn][Ff][Ii][Gg]_(?:[Uu][Ss][Ee][Rr]|[Gg][Ll][Oo][Bb][Aa][Ll])[Cc][Oo][Nn][Ff][Ii][Gg]|GIT_CONFIG|GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|INPUTRC|PYTHONSTARTUP|WGETRC|MYVIMRC|MAKEFILES|KUBECONFIG)$/;
 /** Shell variables whose assignment bash evaluates as arithmetic. */
 export const ARITHMETIC_VARIABLES = new Set(['RANDOM', 'SRANDOM', 'OPTIND', 'HISTCMD', 'LINENO', 'SECONDS', 'BASH_ARGV0', 'COLUMNS', 'LINES', 'HISTSIZE', 'HISTFILESIZE', 'TMOUT']);
 const SHELL_VALUED = ['-o', '+o', '-O', '+O', '--rcfile', '--init-file'];
@@ -370,6 +373,12 @@ function staticPrefix(raw: string): string {
   return prefix;
 }
 
+/** A word that is `-o`/`-c` with its setting attached (`-oP<<secret:x>>`). */
+function settingAttached(option: RegExp, prefix: string): boolean {
+  const flag = /^-[A-Za-z0-9]*[oc]/.exec(prefix);
+  return flag !== null && option.test(flag[0]) && prefix.length >= flag[0].length;
+}
+
 /**
  * A program whose options run code (option-hazards.ts): a word that hands a value to a shell is
  * refused (and read again when static), a file of code named by a descriptor path is an input
@@ -392,7 +401,8 @@ function readOptionHazards(words: readonly CommandWord[], from: number, to: numb
   const data = spec.data ?? [];
   let operands = subcommand === undefined ? 0 : 1;
   let dataAfter = subcommand !== undefined && spec.dataAfter?.test(subcommand) === true;
-  let taking: 'code' | 'data' | 'file' | null = null;
+  let taking: 'code' | 'data' | 'file' | 'setting' | null = null;
+  let restAfterValue = false;
   for (let i = from + 1; i < to; i += 1) {
     const word = words[i];
     const text = word.text;
@@ -425,13 +435,35 @@ function readOptionHazards(words: readonly CommandWord[], from: number, to: numb
       report.refuse(i, i + 1, { context: 'remote-command', reason: `\`${name}\` may hand a remote path to the remote host's shell` });
       continue;
     }
-    if (took === 'data') continue;
+    // The value of `-o`/`-c` (apart, or attached): a `KEY=VALUE` setting. One whose key is not
+    // known in full before it runs (`-o P<<secret:x>>`) may be any setting, a command among them.
+    const attached = spec.settingNext !== undefined && took === null && settingAttached(spec.settingNext, staticPrefix(word.raw));
+    if (took === 'setting' || attached) {
+      const key = attached ? staticPrefix(word.raw).replace(/^-[A-Za-z0-9]*[oc]/, '') : staticPrefix(word.raw);
+      if (text === null && !/^\s*[A-Za-z0-9_.:-]+\s*[=\s]/.test(key)) codeWord(i, null);
+      else if (spec.code.test(attached ? plain.replace(/^-[A-Za-z0-9]*[oc]/, '') : plain)) codeWord(i, text === null ? null : text.slice(text.indexOf('=') + 1));
+      else if (spec.fileSetting?.test(key.split('=')[0])) codeFile(i, text === null ? null : text.slice(text.indexOf('=') + 1));
+      if (took === 'setting' || text === null) continue;
+    }
+    if (took === 'data') {
+      if (isProcessSubstitution(word)) report.sink(`\`${name}\` gets a file that a process substitution writes at run time`, word);
+      if (took === 'data' && restAfterValue) dataAfter = true;
+      continue;
+    }
+    if (text === null && spec.codeStarts?.some((start) => { const prefix = staticPrefix(word.raw).toLowerCase(); return prefix !== '' && (start.startsWith(prefix) || prefix.startsWith(start)); })) {
+      codeWord(i, null);
+      continue;
+    }
+    if (spec.responseFiles && plain.startsWith('@')) {
+      codeFile(i, text === null ? null : text.slice(1));
+      continue;
+    }
     if (text === null) {
       const prefix = staticPrefix(word.raw);
       // Known text that no option begins with, and no expansion can turn into one.
       const plainStart = /^[A-Za-z0-9_./:%,=@]/.test(prefix);
       // `-mVALUE`, `--message=VALUE`: the value of a data option, attached.
-      const attachedData = (!spec.dataBefore || operands === 0) && data.some((option) => (option.startsWith('--') ? prefix.startsWith(`${option}=`) : prefix.startsWith(option) && prefix.length > option.length - 1));
+      const attachedData = (spec.attachedLongData === true && /^--[^=]+=/.test(prefix)) || (!spec.dataBefore || operands === 0) && data.some((option) => (option.startsWith('--') ? prefix.startsWith(`${option}=`) : !spec.longOnly && prefix.startsWith(option) && prefix.length > option.length - 1));
       if (!dataAfter && !plainStart && !attachedData) {
         const reason = `\`${name}\` may read this word, known only at run time, as one of its options, some of which run code`;
         report.refuse(i, to, { context: 'uncertain', reason });
@@ -442,12 +474,15 @@ function readOptionHazards(words: readonly CommandWord[], from: number, to: numb
       continue;
     }
     if (text.startsWith('-') || (spec.plus === true && text.startsWith('+'))) {
+      restAfterValue = spec.restAfter?.includes(text) === true;
       if (spec.codeNext?.test(text)) taking = 'code';
       else if (spec.fileNext?.test(text)) taking = 'file';
-      else if (data.includes(text) && (!spec.dataBefore || operands === 0)) taking = 'data';
+      else if (spec.settingNext?.test(text)) taking = 'setting';
+      else if ((data.includes(text) && (!spec.dataBefore || operands === 0)) || restAfterValue) taking = 'data';
       continue;
     }
-    if (operands === 0 && spec.dataAfter?.test(text) === true) dataAfter = true;
+    if (spec.codeOperands && (isStdinPath(text) || isEnvironPath(text))) codeFile(i, text);
+    if (operands === 0 && (spec.dataAfter?.test(text) === true || spec.restAfter !== undefined)) dataAfter = true;
     operands += 1;
   }
 }
@@ -656,7 +691,13 @@ function readInterpreter(words: readonly CommandWord[], from: number, to: number
       const equals = text.indexOf('=');
       const option = equals < 0 ? text : text.slice(0, equals);
       take(option);
-      if (equals < 0 && spec.valued.includes(option)) i += 1;
+      if (equals < 0 && spec.valued.includes(option)) {
+        i += 1;
+        // `node --import data:text/javascript,...`: a module given by URL may be code itself.
+        if (spec.codeValued?.includes(option) && i < to && words[i].text === null) {
+          report.refuse(i, i + 1, { context: 'evaluated', reason: `\`${name} ${option}\` takes a module URL, which may be code itself (\`data:\`)` });
+        }
+      }
       continue;
     }
     let ended = false;
@@ -1094,6 +1135,11 @@ function readSsh(words: readonly CommandWord[], from: number, to: number, parsed
   for (const { option, value, at } of options) {
     if (option !== '-o' || value === null) continue;
     const written = typeof value === 'string' ? value : value.text;
+    // A keyword not known in full before it runs (`-o P<<secret:x>>`) may be any: ProxyCommand too.
+    if (written === null && typeof value !== 'string' && !/^\s*[A-Za-z]+\s*[=\s]/.test(staticPrefix(value.raw))) {
+      codeValue({ ...words[at], text: null }, at, words, report, 'ssh -o');
+      continue;
+    }
     // ssh removes quotes anywhere in the keyword (`Proxy"Command"`).
     const key = /^\s*([A-Za-z]+)/.exec((written ?? (typeof value === 'string' ? value : value.raw)).replace(/["']/g, ''))?.[1]?.toLowerCase();
     if (key !== undefined && !SSH_LOCAL_COMMANDS.has(key) && key !== 'remotecommand') continue;

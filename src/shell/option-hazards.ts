@@ -41,6 +41,23 @@ export interface OptionHazard {
   /** `host:path` operands whose path may reach the remote host's shell (scp's legacy protocol). */
   readonly remotePaths?: boolean;
   /**
+   * Options whose value is a `KEY=VALUE` setting (`-o`, git's `-c`), separate or attached: one
+   * whose key is not known in full before it runs (`-o P<<secret:x>>`) may be any setting.
+   */
+  readonly settingNext?: RegExp;
+  /** Text that begins a code word (git's `ext::`): a word that may complete it is refused. */
+  readonly codeStarts?: readonly string[];
+  /** Options read by getopt_long_only (gdb): `-e...` may be `-eval-command=`, so no attached short data. */
+  readonly longOnly?: boolean;
+  /** `@FILE` words are files of options (gcc, rustc). */
+  readonly responseFiles?: boolean;
+  /** After the value of one of these options, or the first operand, the rest is the program's (java `-jar`). */
+  readonly restAfter?: readonly string[];
+  /** An operand that is a descriptor path is a file of code the program runs (`java --source 17 /dev/stdin`). */
+  readonly codeOperands?: boolean;
+  /** `--name=VALUE` of any long option is data (kubectl's options run nothing but the file above). */
+  readonly attachedLongData?: boolean;
+  /**
    * A first operand after which a word known only at run time is data, not a possible option:
    * git's subcommands that have no option that runs code (`git status <<secret:x>>`).
    */
@@ -65,7 +82,8 @@ const NONE = /(?!)/;
 const MAKE: OptionHazard = {
   code: new RegExp(`^${long('eval')}=|^-E.`),
   codeNext: new RegExp(`^-E$|^${long('eval')}$`),
-  data: ['-f', '--file', '--makefile', '-C', '--directory', '-I', '--include-dir', '-o', '--old-file', '--assume-old', '-W', '--what-if', '--new-file', '--assume-new'],
+  fileNext: new RegExp(`^-f$|^${long('file', 'makefile')}$`),
+  data: ['-C', '--directory', '-I', '--include-dir', '-o', '--old-file', '--assume-old', '-W', '--what-if', '--new-file', '--assume-new'],
   operandsAreCode: true,
 };
 const SSH_OPTIONS = /^(?:-o)?\s*(?:ProxyCommand|LocalCommand|KnownHostsCommand|RemoteCommand|PermitLocalCommand|ProxyUseFdpass|Match)/i;
@@ -80,7 +98,7 @@ const NPM: OptionHazard = {
 // an option can stand (`awk <<secret:x>> f`, a value `--source=...`) is what is read here.
 const AWK: OptionHazard = { code: NONE, data: ['-F', '--field-separator', '-v', '--assign', '-f', '--file', '-e', '--source', '-i', '--include'] };
 const SED: OptionHazard = { code: NONE, data: ['-e', '--expression', '-f', '--file', '-l', '--line-length'] };
-const COMPILER: OptionHazard = { code: /^-wrapper./, codeNext: /^-wrapper$/, data: ['-o', '-I', '-L', '-D', '-U', '-l', '-x', '-MF', '-MT', '-MQ', '-isystem', '-include', '-iquote'] };
+const COMPILER: OptionHazard = { code: /^-wrapper./, codeNext: /^-wrapper$/, data: ['-o', '-I', '-L', '-D', '-U', '-l', '-x', '-MF', '-MT', '-MQ', '-isystem', '-include', '-iquote'], responseFiles: true };
 const VIM: OptionHazard = {
   code: new RegExp(`^\\+|^-c.|^${long('cmd')}=`),
   codeNext: new RegExp(`^-c$|^${long('cmd')}$`),
@@ -95,6 +113,7 @@ const GDB: OptionHazard = {
   codeNext: new RegExp(`^(?:${gdbLong('eval-command', 'init-eval-command')}|--?i?ex)$`),
   fileNext: new RegExp(`^(?:--?i?x|${gdbLong('command', 'init-command')})$`),
   data: ['-p', '--pid', '-c', '--core', '-cd', '-d', '--directory', '-s', '--symbols', '-e', '--exec', '-se', '-tty'],
+  longOnly: true,
 };
 
 export const OPTION_HAZARDS: ReadonlyMap<string, OptionHazard> = new Map<string, OptionHazard>([
@@ -104,23 +123,25 @@ export const OPTION_HAZARDS: ReadonlyMap<string, OptionHazard> = new Map<string,
     data: ['-f', '--file', '-C', '--directory', '-T', '--files-from', '-X', '--exclude-from', '--exclude', '--transform', '--xform', '--owner', '--group', '--mode', '--mtime', '-N', '--newer', '--after-date', '-V', '--label', '-H', '--format', '-b', '--blocking-factor', '-K', '--starting-file', '--suffix'],
   }],
   ['make', MAKE], ['gmake', MAKE], ['bmake', MAKE],
-  ['scp', { code: SSH_OPTIONS, codeNext: /^-[A-Za-z0-9]*[SD]$/, fileNext: /^-F$/, data: ['-c', '-i', '-J', '-l', '-P'], remotePaths: true }],
-  ['sftp', { code: SSH_OPTIONS, codeNext: /^-[A-Za-z0-9]*[SDs]$/, fileNext: /^-[Fb]$/, data: ['-B', '-c', '-i', '-J', '-l', '-P', '-R'] }],
+  ['scp', { code: SSH_OPTIONS, codeNext: /^-[A-Za-z0-9]*[SD]$/, fileNext: /^-F$/, data: ['-c', '-i', '-J', '-l', '-P'], remotePaths: true, settingNext: /^-[A-Za-z0-9]*o$/ }],
+  ['sftp', { code: SSH_OPTIONS, codeNext: /^-[A-Za-z0-9]*[SDs]$/, fileNext: /^-[Fb]$/, data: ['-B', '-c', '-i', '-J', '-l', '-P', '-R'], settingNext: /^-[A-Za-z0-9]*o$/ }],
   ['zip', { code: new RegExp(`^${long('unzip-command')}=|^-TT.`), codeNext: new RegExp(`^-TT$|^${long('unzip-command')}$`), data: ['-P', '--password', '-b', '--temp-path', '-n', '--suffixes', '-t', '-tt', '-O', '--output-file', '-Z', '--compression-method'] }],
   ['dpkg', { code: new RegExp(`^${long('pre-invoke', 'post-invoke')}=`), codeNext: new RegExp(`^${long('pre-invoke', 'post-invoke')}$`), data: ['--root', '--admindir', '--instdir', '--log', '--status-fd'] }],
-  ['apt-get', { code: /Invoke|::Command|Pre-Install-Pkgs/i, fileNext: /^-c$|^--config-file$/, data: ['-t', '--target-release'] }],
-  ['apt', { code: /Invoke|::Command|Pre-Install-Pkgs/i, fileNext: /^-c$|^--config-file$/, data: ['-t', '--target-release'] }],
+  ['apt-get', { code: /Invoke|::Command|Pre-Install-Pkgs/i, fileNext: /^-c$|^--config-file$/, data: ['-t', '--target-release'], settingNext: /^-o$|^--option$/ }],
+  ['apt', { code: /Invoke|::Command|Pre-Install-Pkgs/i, fileNext: /^-c$|^--config-file$/, data: ['-t', '--target-release'], settingNext: /^-o$|^--option$/ }],
   ['socat', { code: /(?:^|[,!])(?:SYSTEM|EXEC):/i, operandsAreCode: true }],
   ['git', {
     code: new RegExp(`^(?:${GIT_CONFIG_CODE})|^${long('upload-pack', 'receive-pack', 'exec', 'extcmd', 'open-files-in-pager')}=|^-[xO].|^ext::`, 'i'),
     codeNext: new RegExp(`^(?:-u|-x|-O|${long('upload-pack', 'receive-pack', 'exec', 'extcmd', 'open-files-in-pager')})$`),
     data: ['-C', '--git-dir', '--work-tree', '--namespace'],
     dataBefore: true,
+    settingNext: /^-c$/,
+    codeStarts: ['ext::'],
     fileSetting: /^(?:-c\s*)?include(?:if\.[^=]*)?\.path$/i,
     // `--config-env=KEY=VAR` takes KEY's value from the variable VAR, which the text may set to
     // a value; `protocol.*.allow` (`ext::` runs a command named in the URL) makes a URL code.
     // `trailer.*.command` pastes a `--trailer` value into a shell command line.
-    sink: new RegExp(`^${long('config-env')}(?:=|$)|^protocol\\.(?:[^=]*\\.)?allow=|^trailer\\.[^=]*\\.(?:command|cmd)=`, 'i'),
+    sink: new RegExp(`^${long('config-env')}(?:=|$)|^protocol\\.(?:[^=]*\\.)?allow=|^trailer\\.[^=]*\\.(?:command|cmd)(?:=|$)`, 'i'),
     // Subcommands none of whose options run a command or name a program: a value is data there.
     // Others (clone, fetch, pull, push, ls-remote, archive, rebase, grep, difftool, bisect,
     // submodule, filter-branch, send-email, merge -s, help -b, ...) read it as a possible option.
@@ -154,6 +175,17 @@ export const OPTION_HAZARDS: ReadonlyMap<string, OptionHazard> = new Map<string,
   ['tmux', { code: /^-c./, codeNext: /^-c$/, fileNext: /^-f$/, data: ['-L', '-S'], operandsAreCode: true }],
   ['vim', VIM], ['vi', VIM], ['nvim', VIM], ['view', VIM], ['vimdiff', VIM], ['ex', VIM], ['gvim', VIM],
   ['gdb', GDB],
+  // The JVM runs `-XX:OnOutOfMemoryError=CMD` and `-XX:OnError=CMD` with /bin/sh, and loads agents.
+  ['java', {
+    code: /^-XX:\+?On(?:OutOfMemory)?Error=|^-(?:javaagent|agentpath|agentlib):/,
+    data: ['-cp', '-classpath', '--class-path', '-p', '--module-path', '--add-modules', '--source', '-d', '-Xss', '-Xmx', '-Xms'],
+    restAfter: ['-jar', '-m', '--module'],
+    codeOperands: true,
+  }],
+  // kubectl runs a kubeconfig's `exec:` credential plugin: a kubeconfig is a file of code.
+  ['kubectl', { code: NONE, fileNext: new RegExp(`^${long('kubeconfig')}$`), data: ['--token', '--server', '-s', '--namespace', '-n', '--context', '--user', '--cluster', '--username', '--password', '-o', '--output', '-f', '--filename', '-l', '--selector', '--from-literal', '--from-file', '--type', '--docker-password', '--docker-username', '--docker-server', '-c', '--container'], attachedLongData: true }],
+  ['cargo', { code: new RegExp(`^${long('config')}=`), codeNext: new RegExp(`^${long('config')}$`), data: ['-p', '--package', '--bin', '--example', '--test', '--bench', '--features', '-F', '--target', '--target-dir', '--manifest-path', '-j', '--jobs', '--profile', '--message-format', '--color', '-Z'] }],
+  ['rustc', { code: /^-C.|^--codegen=/, codeNext: /^-C$|^--codegen$/, data: ['-o', '--out-dir', '--crate-name', '--edition', '-L', '--target', '--crate-type', '--emit', '-l', '--cfg'], responseFiles: true }],
   // GNU ed runs a file name that begins with `!` as a shell command.
   ['ed', { code: /^!/, data: ['-p', '--prompt'] }], ['red', { code: /^!/, data: ['-p', '--prompt'] }],
   ['perf', { code: new RegExp(`^${long('pre', 'post')}=`), codeNext: new RegExp(`^${long('pre', 'post')}$`), data: ['-o', '--output', '-e', '--event', '-p', '--pid', '-t', '--tid', '-C', '--cpu', '-r', '--repeat', '-I', '--interval-print'] }],

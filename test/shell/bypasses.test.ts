@@ -888,6 +888,71 @@ describe('an eighth round: ed file names, git include.path and trailers, GIT_ALL
   });
 });
 
+describe('a ninth round: settings whose key is not known in full, ext:: completed at run time, gdb\'s long-only options, make -f a process writes, response files, node --import, trailers set by git config, java, cargo, rustc, kubeconfig, build variables', () => {
+  test.each([
+    ['0', 'CFLAGS=<<secret:x>> make hc'],
+    ['1', 'KUBECONFIG=/dev/stdin kubectl get pods --request-timeout=3s <<< <<secret:x>>'],
+    ['2', 'MAKEFILES=/dev/stdin make -f /dev/null <<< <<secret:x>>'],
+    ['3', 'RUSTFLAGS=<<secret:x>> cargo build -q --manifest-path cp/Cargo.toml'],
+    ['4', 'cd cm && CMAKE_C_COMPILER_LAUNCHER=<<secret:x>> cmake -S . -B b2 && cmake --build b2'],
+    ['5', 'cd cp && CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=<<secret:x>> cargo run -q'],
+    ['6', 'cd cp && cargo --config <<secret:x>> run -q'],
+    ['7', 'cd cp && cargo run -q <<secret:x>>'],
+    ['8', 'cd cp && cargo rustc -q -- <<secret:x>>'],
+    ['9', 'cd r3 && git config protocol.allow always && git fetch e<<secret:x>>'],
+    ['10', 'cd r3 && git config protocol.ext.allow always && git ls-remote e<<secret:x>>'],
+    ['11', 'cd r4 && git -c a<<secret:x>> st'],
+    ['12', 'cd r4 && git -c c<<secret:x>> status'],
+    ['13', 'gcc @/dev/stdin -o hc hc.c <<< <<secret:x>>'],
+    ['14', 'gdb -batch -e<<secret:x>>'],
+    ['15', 'java --source 17 /dev/stdin <<< <<secret:x>>'],
+    ['16', 'kubectl --kubeconfig=/dev/stdin get pods --request-timeout=3s <<< <<secret:x>>'],
+    ['17', 'make -f /dev/null -f <(printf "%s\\n" <<secret:x>>)'],
+    ['18', 'make -f <(printf "%s\\n" <<secret:x>>)'],
+    ['19', 'node --import <<secret:x>> -e 1'],
+    ['20', 'printf "%s\\n" "public class A{public static void main(String[] a){long[][] x=new long[100000][]; for(int i=0;i<100000;i++)x[i]=new long[100000];}}" > A.java; java -Xmx32m <<secret:x>> A.java'],
+    ['21', 'rustc -o h h.rs <<secret:x>>'],
+    ['22', 'scp -o P<<secret:x>> /etc/hostname host:x'],
+    ['23', 'sftp -o P<<secret:x>> -o BatchMode=yes host'],
+    ['24', 'ssh -o P<<secret:x>> -o BatchMode=yes host true'],
+    ['25', 'timeout 20 apt-get -o A<<secret:x>> update'],
+  ])('%s: refused', (_name, command) => {
+    expect(['value-evaluated', 'uncertain', 'evaluated', 'shell-script', 'arithmetic', 'variable-name', 'prompt', 'remote-command']).toContain(refusedContext(command));
+  });
+
+  test.each([
+    ['ssh -o with the key written', 'ssh -o IdentityFile=<<secret:x>> host true', 'ssh -o IdentityFile="${V0}" host true'],
+    ['kubectl --token', 'kubectl --token <<secret:x>> get pods', 'kubectl --token "${V0}" get pods'],
+    ['java -jar with arguments', 'java -jar app.jar <<secret:x>>', 'java -jar app.jar "${V0}"'],
+  ])('%s: still substituted', (_name, command, expected) => {
+    expect(substitute(command)).toBe(expected);
+  });
+
+  test('each runs the value in real bash once the reference is an ordinary quoted expansion (programs this machine has)', () => {
+    const tmp = makeTempDir('execgate-sink-');
+    let proved = 0;
+    try {
+      const marker = join(tmp.dir, 'ran');
+      for (const [script, value] of [
+        ['git init -q r && git -C r -c c"$V0" status', `ore.fsmonitor=touch ${marker}; false`],
+        ['git init -q r && git -C r -c a"$V0" st', `lias.st=!touch ${marker}`],
+        ['make -f <(printf %s "$V0")', `x:=$(shell touch ${marker})`],
+        ['MAKEFILES=/dev/stdin make -f /dev/null <<< "$V0"', `x:=$(shell touch ${marker})`],
+        ['echo "int main(){return 0;}" > hc.c && CFLAGS="$V0" make hc', `; touch ${marker} #`],
+        ['node --import "$V0" -e 1', `data:text/javascript,import("fs").then(f=>f.writeFileSync("${marker}",""))`],
+      ] as const) {
+        spawnSync('bash', ['--norc', '--noprofile', '-c', script], { cwd: tmp.dir, env: { V0: value, PATH: process.env.PATH, HOME: tmp.dir, SHELL: '/bin/sh' }, stdio: 'ignore', timeout: 20_000 });
+        expect({ script, ran: existsSync(marker) }).toEqual({ script, ran: true });
+        execFileSync('rm', ['-rf', marker, join(tmp.dir, 'r')]);
+        proved += 1;
+      }
+    } finally {
+      tmp.cleanup();
+    }
+    expect(proved).toBe(6);
+  });
+});
+
 describe('reading is bounded', () => {
   test('6,000 nested $(( is a coded error, not a stack overflow', () => {
     expect(() => readShell(`echo ${'$(('.repeat(6000)}1${'))'.repeat(6000)}`)).toThrow(expect.objectContaining({ code: 'EXECGATE_ERR_COMMAND_TOO_COMPLEX' }));
