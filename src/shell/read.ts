@@ -144,7 +144,7 @@ class Shared {
   }
 
   setsVariable(name: string | null, offset: number, how: string): void {
-    const key = `${name ?? ''}\0${offset}`;
+    const key = `${name ?? ''}\0${offset}\0${how}`;
     if (this.#variableKeys.has(key)) return;
     this.#variableKeys.add(key);
     if (this.variables.length < MAX_VARIABLES) this.variables.push(Object.freeze({ name, offset, how }));

@@ -921,6 +921,21 @@ describe('a ninth round: settings whose key is not known in full, ext:: complete
   });
 
   test.each([
+    ['declare -i then an assignment', "bash -c 'declare -i n; n=$1' _ <<secret:x>>"],
+    ['typeset -i then an assignment', "bash -c 'typeset -i n; n=$1' _ <<secret:x>>"],
+    ['declare -i then read', "bash -c 'declare -i n; read n <<< \"$1\"' _ <<secret:x>>"],
+    ['declare -i then printf -v', "bash -c 'declare -i n; printf -v n %s \"$1\"' _ <<secret:x>>"],
+    ['declare -i then for', "bash -c 'declare -i n; for n in \"$1\"; do :; done' _ <<secret:x>>"],
+    ['declare -i then a default', "bash -c 'declare -i n; : ${n:=$1}' _ <<secret:x>>"],
+  ])('an integer variable a nested script sets from its arguments (%s): refused', (_name, command) => {
+    expect(['value-evaluated', 'uncertain', 'evaluated', 'shell-script', 'arithmetic', 'variable-name', 'prompt']).toContain(refusedContext(command));
+  });
+
+  test('a nested script that only uses its argument still substitutes', () => {
+    expect(substitute("bash -c 'n=$1; echo \"$n\"' _ <<secret:x>>")).toBe('bash -c \'n=$1; echo "$n"\' _ "${V0}"');
+  });
+
+  test.each([
     ['ssh -o with the key written', 'ssh -o IdentityFile=<<secret:x>> host true', 'ssh -o IdentityFile="${V0}" host true'],
     ['kubectl --token', 'kubectl --token <<secret:x>> get pods', 'kubectl --token "${V0}" get pods'],
     ['java -jar with arguments', 'java -jar app.jar <<secret:x>>', 'java -jar app.jar "${V0}"'],
@@ -940,6 +955,7 @@ describe('a ninth round: settings whose key is not known in full, ext:: complete
         ['MAKEFILES=/dev/stdin make -f /dev/null <<< "$V0"', `x:=$(shell touch ${marker})`],
         ['echo "int main(){return 0;}" > hc.c && CFLAGS="$V0" make hc', `; touch ${marker} #`],
         ['node --import "$V0" -e 1', `data:text/javascript,import("fs").then(f=>f.writeFileSync("${marker}",""))`],
+        ['bash -c \'declare -i n; n=$1\' _ "$V0"', `a[$(touch ${marker})]`],
       ] as const) {
         spawnSync('bash', ['--norc', '--noprofile', '-c', script], { cwd: tmp.dir, env: { V0: value, PATH: process.env.PATH, HOME: tmp.dir, SHELL: '/bin/sh' }, stdio: 'ignore', timeout: 20_000 });
         expect({ script, ran: existsSync(marker) }).toEqual({ script, ran: true });
@@ -949,7 +965,7 @@ describe('a ninth round: settings whose key is not known in full, ext:: complete
     } finally {
       tmp.cleanup();
     }
-    expect(proved).toBe(6);
+    expect(proved).toBe(7);
   });
 });
 
