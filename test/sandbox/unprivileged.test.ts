@@ -123,7 +123,7 @@ const started = (home) => readFileSync(home + '/audit.log', 'utf8').trim().split
   out.race = {};
   for (const warmSandboxes of [0, 1]) {
     const gateway = createGateway({ home: state, cwd: race, policyFile: policy, warmSandboxes, env: { PATH: '/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8', EXECGATE_KEYRING: 'off' } });
-    const tally = { ran: 0, refused: 0, leaked: 0, other: [], flipping: [] };
+    const tally = { runs: 0, ran: 0, refused: 0, leaked: 0, other: [], flipping: [] };
     try {
       if (warmSandboxes === 0) out.probe = (await gateway.exec({ command: 'python3 ' + race + '/probe.py 2>&1; unshare -Urm true 2>/dev/null && echo "unshare-Urm: ok" || echo "unshare-Urm: refused"; bwrap --ro-bind / / true 2>/dev/null && echo "bwrap: ok" || echo "bwrap: refused"' })).stdout;
       const flippers = [];
@@ -132,7 +132,10 @@ const started = (home) => readFileSync(home + '/audit.log', 'utf8').trim().split
         flippers.push(started);
         for (let i = 0; i < 600 && !readFileSync(started.outputPath, 'utf8').includes('flipping'); i++) await new Promise((r) => setTimeout(r, 50));
       }
-      for (let i = 0; i < Number(raceRuns); i++) {
+      // Every run counts; on a loaded machine the flippers may win most of them (refused), so the
+      // runs go on (up to four times as many) until a tenth of the asked number actually ran.
+      for (let i = 0; i < 4 * Number(raceRuns) && (i < Number(raceRuns) || tally.ran <= Number(raceRuns) / 10); i++) {
+        tally.runs += 1;
         try {
           const result = await gateway.exec({ command: victim, cwd: race + (i % 2 ? '/w/c' : '/w/a/b') });
           if (result.output.includes(marker)) tally.leaked += 1;
@@ -155,6 +158,7 @@ const started = (home) => readFileSync(home + '/audit.log', 'utf8').trim().split
 interface RaceTally {
   /** Whether each flipper was still flipping when the victims were done. */
   flipping: boolean[];
+  runs: number;
   ran: number;
   refused: number;
   leaked: number;
@@ -283,12 +287,13 @@ maybe('a gateway run by an unprivileged user', () => {
     expect(text).toContain('bwrap: refused');
   });
 
-  test.each(['cold', 'warm'])(`the working-directory race as this user (%s): 0 reads in ${RACE_RUNS} runs`, (kind) => {
+  test.each(['cold', 'warm'])(`the working-directory race as this user (%s): 0 reads in ${RACE_RUNS} runs or more`, (kind) => {
     const tally = outcome.race![kind]!;
     expect(tally.flipping).toEqual([true, true]);
     expect(tally.leaked).toBe(0);
     expect(tally.other).toEqual([]);
-    expect(tally.ran + tally.refused).toBe(RACE_RUNS);
+    expect(tally.ran + tally.refused).toBe(tally.runs);
+    expect(tally.runs).toBeGreaterThanOrEqual(RACE_RUNS);
     expect(tally.ran).toBeGreaterThan(RACE_RUNS / 10);
   });
 });
