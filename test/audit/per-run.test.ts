@@ -70,11 +70,18 @@ test('with leases (execgate run, execgate mcp): one turn of the audit lock a run
   expect(result.stdout).toBe('hi [REDACTED:secret:x]\n');
   expect(counted.symlinkSync.mock.calls.filter(([, path]) => path === lockPath)).toHaveLength(1);
   expect(counted.fdatasync.mock.calls.length + counted.fdatasyncSync.mock.calls.length).toBe(1);
-  // The next run, at once: its records go under the lease the last one left.
-  counted.symlinkSync.mockClear();
-  const next = await gateway.exec({ command: 'true' });
-  expect(next.exitCode).toBe(0);
-  expect(counted.symlinkSync.mock.calls.filter(([, path]) => path === lockPath)).toHaveLength(0);
+  // The next run, at once: its records go under the lease the last one left. (A lease lapses
+  // after 100 ms with nothing to write; on a loaded machine the gap between two runs can be
+  // longer, so a few runs in a row are tried: one of them must take no turn of the lock.)
+  let taken = -1;
+  for (let attempt = 0; attempt < 5 && taken !== 0; attempt++) {
+    counted.symlinkSync.mockClear();
+    const next = await gateway.exec({ command: 'true' });
+    expect(next.exitCode).toBe(0);
+    taken = counted.symlinkSync.mock.calls.filter(([, path]) => path === lockPath).length;
+    expect(taken).toBeLessThanOrEqual(1);
+  }
+  expect(taken).toBe(0);
   expect(held()).toBe(true);
   await gateway.close();
   // Closing the log ends its lease.
